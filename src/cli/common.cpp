@@ -1,0 +1,78 @@
+#include "cli/common.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "core/key.hpp"
+#include "proc/liveness.hpp"
+#include "util/clock.hpp"
+
+namespace idem::cli {
+
+std::unique_ptr<store::Store> open_store(const GlobalOptions& global) {
+  std::string path = global.db.empty() ? store::default_db_path() : global.db;
+  return store::open_sqlite_store(path);
+}
+
+std::string effective_status(const core::Record& record, int64_t now_ms) {
+  if (record.status == core::Status::running && proc::owner_gone(record.owner)) return "abandoned";
+  return std::string(core::display_status(record, now_ms));
+}
+
+namespace {
+nlohmann::json time_or_null(int64_t unix_ms) {
+  if (unix_ms == 0) return nullptr;
+  return util::iso8601_utc(unix_ms);
+}
+}  // namespace
+
+nlohmann::json record_json(const core::Record& r, int64_t now_ms) {
+  nlohmann::json j;
+  j["key"] = r.key;
+  j["status"] = effective_status(r, now_ms);
+  j["exit_code"] = r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json(nullptr);
+  j["signal"] = r.signal ? nlohmann::json(*r.signal) : nlohmann::json(nullptr);
+  j["timed_out"] = r.timed_out;
+  j["attempt"] = r.attempt;
+  j["started_at"] = util::iso8601_utc(r.started_ms);
+  j["finished_at"] = time_or_null(r.finished_ms);
+  j["duration_ms"] =
+      r.finished_ms != 0 ? nlohmann::json(r.finished_ms - r.started_ms) : nlohmann::json(nullptr);
+  j["expires_at"] = time_or_null(r.expires_ms);
+  j["ttl_ms"] = r.ttl_ms;
+  j["fingerprint"] = r.fingerprint;
+  j["kind"] = r.kind;
+  j["output_bytes"] = r.output_bytes;
+  j["truncated"] = r.output_truncated;
+  j["owner"] = {{"host", r.owner.host}, {"pid", r.owner.pid}};
+  return j;
+}
+
+std::string exit_summary(const core::Record& r) {
+  if (r.timed_out) return "timeout";
+  if (r.signal) return "signal " + std::to_string(*r.signal);
+  if (r.exit_code) return std::to_string(*r.exit_code);
+  return "-";
+}
+
+bool use_colour(int fd) {
+  const char* no_colour = std::getenv("NO_COLOR");
+  if (no_colour != nullptr && *no_colour != '\0') return false;
+  return ::isatty(fd) == 1;
+}
+
+std::string colour_status(const std::string& status, bool colour) {
+  if (!colour) return status;
+  const char* code = "0";
+  if (status == "succeeded") code = "32";
+  else if (status == "failed") code = "31";
+  else if (status == "running") code = "33";
+  else if (status == "abandoned") code = "35";
+  else if (status == "expired") code = "2";
+  return std::string("\033[") + code + "m" + status + "\033[0m";
+}
+
+void validate_key_arg(const std::string& key) { core::validate_key(key); }
+
+}  // namespace idem::cli

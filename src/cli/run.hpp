@@ -1,0 +1,29 @@
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/common.hpp"
+
+namespace idem::cli {
+
+struct RunOptions {
+  std::string key;
+  std::string ttl = "24h";
+  std::string wait;
+  std::string timeout;
+  std::string kill_after = "10s";
+  bool replay_failures = false;
+  bool retry_abandoned = false;
+  bool hash_stdin = false;
+  std::string max_output = "16MiB";
+  bool quiet_replay = false;
+  bool quiet = false;
+  bool verbose = false;
+  std::vector<std::string> command;
+};
+
+CLI::App* register_run(CLI::App& app, RunOptions& options);
+int run_run(const GlobalOptions& global, RunOptions& options);
+
+}  // namespace idem::cli

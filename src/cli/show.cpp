@@ -1,0 +1,82 @@
+// `idem show`: one record in full, or its captured bytes raw.
+#include <iostream>
+
+#include "cli/inspect.hpp"
+#include "core/errors.hpp"
+#include "core/key.hpp"
+#include "core/output.hpp"
+#include "util/clock.hpp"
+#include "util/fd.hpp"
+#include "util/hex.hpp"
+
+namespace idem::cli {
+
+CLI::App* register_show(CLI::App& app, ShowOptions& o) {
+  auto* show = app.add_subcommand("show", "Show one record in full");
+  show->add_option("key", o.key, "The record's key")->required()->type_name("KEY");
+  show->add_flag("--json", o.json, "One JSON object, output as base64 (stdout_b64, stderr_b64)");
+  show->add_flag("--stdout", o.stdout_raw, "Write the captured stdout bytes raw, nothing else");
+  show->add_flag("--stderr", o.stderr_raw, "Write the captured stderr bytes raw, nothing else");
+  show->add_flag("--request", o.request, "Print what was asked (argv and working directory) as JSON");
+  show->footer("Examples:\n  idem show backup-2026-11-29\n  idem show order-42 --stdout > receipt.txt");
+  return show;
+}
+
+int run_show(const GlobalOptions& global, const ShowOptions& o) {
+  core::validate_key(o.key);
+  auto store = open_store(global);
+  auto record = store->get(o.key);
+  if (!record) throw Error(k_exit_already_done, "no record for key '" + core::display_key(o.key) + "'");
+  const auto& r = *record;
+  auto output = core::CapturedOutput::decode(r.output, r.output_truncated);
+  if (!output) throw StoreError("stored output of key '" + core::display_key(o.key) + "' is corrupt");
+
+  if (o.stdout_raw || o.stderr_raw) {
+    // Both streams asked for: write each to its own descriptor, in the original order.
+    for (const auto& chunk : output->chunks()) {
+      if (chunk.stream == core::Stream::out && o.stdout_raw) util::write_all(1, chunk.bytes);
+      if (chunk.stream == core::Stream::err && o.stderr_raw)
+        util::write_all(o.stdout_raw ? 2 : 1, chunk.bytes);
+    }
+    return 0;
+  }
+  nlohmann::json request = nlohmann::json::parse(r.request, nullptr, false);
+  if (o.request) {
+    std::cout << request.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
+  util::SystemClock clock;
+  int64_t now = clock.now_ms();
+  nlohmann::json j = record_json(r, now);
+  if (o.json) {
+    j["request"] = request;
+    j["note"] = r.note;
+    j["stdout_b64"] = util::to_base64(output->stream_bytes(core::Stream::out));
+    j["stderr_b64"] = util::to_base64(output->stream_bytes(core::Stream::err));
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
+  auto line = [](const char* name, const std::string& value) {
+    std::cout << name << ": " << value << "\n";
+  };
+  auto or_dash = [](const nlohmann::json& v) { return v.is_null() ? std::string("-") : v.get<std::string>(); };
+  line("key", r.key);
+  line("status", colour_status(j["status"].get<std::string>(), use_colour(1)));
+  line("exit", exit_summary(r));
+  line("attempt", std::to_string(r.attempt));
+  line("started", j["started_at"].get<std::string>());
+  line("finished", or_dash(j["finished_at"]));
+  line("duration", r.finished_ms ? util::human_duration(r.finished_ms - r.started_ms) : "-");
+  line("expires", or_dash(j["expires_at"]));
+  line("owner", "pid " + std::to_string(r.owner.pid) + " on " + r.owner.host);
+  line("fingerprint", r.fingerprint);
+  if (request.is_object() && request.contains("argv")) line("command", request["argv"].dump());
+  if (request.is_object() && request.contains("cwd")) line("cwd", request["cwd"].get<std::string>());
+  line("stdout", std::to_string(output->stream_bytes(core::Stream::out).size()) + " bytes");
+  line("stderr", std::to_string(output->stream_bytes(core::Stream::err).size()) + " bytes" +
+                     (r.output_truncated ? " (stored output truncated)" : ""));
+  if (!r.note.empty()) line("note", r.note);
+  return 0;
+}
+
+}  // namespace idem::cli

@@ -1,0 +1,27 @@
+// `idem status`: one word for scripts.
+#include <iostream>
+
+#include "cli/inspect.hpp"
+#include "core/key.hpp"
+#include "util/clock.hpp"
+
+namespace idem::cli {
+
+CLI::App* register_status(CLI::App& app, StatusOptions& o) {
+  auto* status = app.add_subcommand(
+      "status", "Print one word: none, running, succeeded, failed, abandoned or expired");
+  status->add_option("key", o.key, "The record's key")->required()->type_name("KEY");
+  status->footer("Example:\n  [ \"$(idem status nightly)\" = succeeded ] || alert");
+  return status;
+}
+
+int run_status(const GlobalOptions& global, const StatusOptions& o) {
+  core::validate_key(o.key);
+  auto store = open_store(global);
+  auto record = store->get(o.key);
+  util::SystemClock clock;
+  std::cout << (record ? effective_status(*record, clock.now_ms()) : "none") << "\n";
+  return 0;
+}
+
+}  // namespace idem::cli

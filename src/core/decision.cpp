@@ -1,0 +1,40 @@
+#include "core/decision.hpp"
+
+namespace idem::core {
+
+std::string_view to_string(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::claim: return "claim";
+    case Verdict::replay: return "replay";
+    case Verdict::conflict: return "conflict";
+    case Verdict::running: return "running";
+    case Verdict::abandoned: return "abandoned";
+  }
+  return "unknown";
+}
+
+Decision decide(const Record* existing, std::string_view fingerprint, int64_t now_ms,
+                bool owner_gone, const Policy& policy) {
+  // An expired record behaves as absent: the attempt count starts again.
+  if (existing == nullptr || is_expired(*existing, now_ms)) return {Verdict::claim, false, 1};
+
+  const int64_t next = existing->attempt + 1;
+  if (existing->fingerprint != fingerprint) {
+    bool mark = existing->status == Status::running && owner_gone;
+    return {Verdict::conflict, mark, next};
+  }
+  switch (existing->status) {
+    case Status::running:
+      if (!owner_gone) return {Verdict::running, false, next};
+      return {policy.retry_abandoned ? Verdict::claim : Verdict::abandoned, true, next};
+    case Status::abandoned:
+      return {policy.retry_abandoned ? Verdict::claim : Verdict::abandoned, false, next};
+    case Status::succeeded:
+      return {Verdict::replay, false, next};
+    case Status::failed:
+      return {policy.replay_failures ? Verdict::replay : Verdict::claim, false, next};
+  }
+  return {Verdict::running, false, next};
+}
+
+}  // namespace idem::core

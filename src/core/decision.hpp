@@ -1,0 +1,39 @@
+#pragma once
+// The decision at the heart of idem: given what the store holds for a key, does this attempt run,
+// replay, or get refused? Pure: the store calls it inside its claim transaction.
+#include <cstdint>
+#include <string_view>
+
+#include "core/record.hpp"
+
+namespace idem::core {
+
+struct Policy {
+  bool replay_failures = false;  // a failed outcome is final and replayed
+  bool retry_abandoned = false;  // an abandoned attempt may be run again
+};
+
+enum class Verdict {
+  claim,      // run: no live record, or the previous one may be retried
+  replay,     // a finished outcome stands: replay it
+  conflict,   // the key was used with another fingerprint
+  running,    // another live owner holds the key
+  abandoned,  // the previous owner died mid-run; refused without --retry-abandoned
+};
+
+std::string_view to_string(Verdict verdict);
+
+struct Decision {
+  Verdict verdict;
+  // The existing record is `running` but its owner is provably gone: the store must mark it
+  // abandoned (conditioned on its attempt) whatever the verdict.
+  bool mark_abandoned = false;
+  // Attempt number for a claim: 1 for a fresh key, previous + 1 for a retry.
+  int64_t next_attempt = 1;
+};
+
+// `existing` may be null (no record). `owner_gone` only matters for a running record.
+Decision decide(const Record* existing, std::string_view fingerprint, int64_t now_ms,
+                bool owner_gone, const Policy& policy);
+
+}  // namespace idem::core

@@ -1,0 +1,21 @@
+#pragma once
+// The one list of idem's exit codes (documented in the README and idem(1)). A command's own exit
+// code passes through unchanged; these are the codes idem itself chooses.
+namespace idem {
+
+enum ExitCode : int {
+  k_exit_ok = 0,
+  k_exit_already_done = 1,   // begin: the key already succeeded; rm: a key had no record
+  k_exit_usage = 64,         // EX_USAGE: bad flag, key, duration or size
+  k_exit_conflict = 65,      // EX_DATAERR: key reused with another fingerprint
+  k_exit_abandoned = 69,     // EX_UNAVAILABLE: previous attempt's owner died mid-run
+  k_exit_store = 74,         // EX_IOERR: the store cannot be opened, read or written
+  k_exit_running = 75,       // EX_TEMPFAIL: the key is running in another live process
+  k_exit_internal = 70,      // EX_SOFTWARE: a bug in idem
+  k_exit_timeout = 124,      // --timeout stopped the command (as timeout(1))
+  k_exit_not_executable = 126,
+  k_exit_not_found = 127,
+  k_exit_signal_base = 128,  // 128 + N for a command killed by signal N
+};
+
+}  // namespace idem

@@ -1,0 +1,81 @@
+#include "core/key.hpp"
+
+#include <cstdint>
+
+#include "core/errors.hpp"
+#include "core/fingerprint.hpp"
+
+namespace idem::core {
+
+namespace {
+
+// Decodes one UTF-8 sequence at `pos`; returns its code point and advances, or -1 if malformed
+// (overlong forms, surrogates and values past U+10FFFF included).
+int32_t decode_utf8(std::string_view s, size_t& pos) {
+  auto byte = [&](size_t i) { return uint8_t(s[i]); };
+  uint8_t b0 = byte(pos);
+  if (b0 < 0x80) {
+    ++pos;
+    return b0;
+  }
+  int len;
+  int32_t cp;
+  int32_t min;
+  if ((b0 & 0xe0) == 0xc0) {
+    len = 2, cp = b0 & 0x1f, min = 0x80;
+  } else if ((b0 & 0xf0) == 0xe0) {
+    len = 3, cp = b0 & 0x0f, min = 0x800;
+  } else if ((b0 & 0xf8) == 0xf0) {
+    len = 4, cp = b0 & 0x07, min = 0x10000;
+  } else {
+    return -1;
+  }
+  if (pos + size_t(len) > s.size()) return -1;
+  for (int i = 1; i < len; ++i) {
+    uint8_t b = byte(pos + size_t(i));
+    if ((b & 0xc0) != 0x80) return -1;
+    cp = (cp << 6) | (b & 0x3f);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return -1;
+  pos += size_t(len);
+  return cp;
+}
+
+}  // namespace
+
+std::optional<std::string> key_problem(std::string_view key) {
+  if (key.empty()) return "key is empty";
+  if (key.size() > k_max_key_bytes)
+    return "key is " + std::to_string(key.size()) + " bytes; the limit is 255";
+  size_t pos = 0;
+  while (pos < key.size()) {
+    size_t at = pos;
+    int32_t cp = decode_utf8(key, pos);
+    if (cp < 0) return "key is not valid UTF-8 at byte " + std::to_string(at);
+    // C0 controls, DEL and C1 controls are not printable.
+    if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
+      return "key has a control character at byte " + std::to_string(at);
+  }
+  return std::nullopt;
+}
+
+void validate_key(std::string_view key) {
+  if (auto problem = key_problem(key)) throw UsageError("bad key: " + *problem);
+}
+
+std::string derived_key(std::string_view cwd, const std::vector<std::string>& argv) {
+  Fingerprinter f;
+  f.add_field("cwd", cwd);
+  f.add_argv(argv);
+  return "cmd:" + f.hex();
+}
+
+std::string display_key(std::string_view key, size_t max) {
+  if (key.size() <= max) return std::string(key);
+  // Cut on a UTF-8 boundary.
+  size_t cut = max > 3 ? max - 3 : 0;
+  while (cut > 0 && (uint8_t(key[cut]) & 0xc0) == 0x80) --cut;
+  return std::string(key.substr(0, cut)) + "...";
+}
+
+}  // namespace idem::core

@@ -1,0 +1,40 @@
+#include "core/record.hpp"
+
+#include "core/exit_code.hpp"
+
+namespace idem::core {
+
+std::string_view to_string(Status status) {
+  switch (status) {
+    case Status::running: return "running";
+    case Status::succeeded: return "succeeded";
+    case Status::failed: return "failed";
+    case Status::abandoned: return "abandoned";
+  }
+  return "unknown";
+}
+
+std::optional<Status> status_from_string(std::string_view text) {
+  if (text == "running") return Status::running;
+  if (text == "succeeded") return Status::succeeded;
+  if (text == "failed") return Status::failed;
+  if (text == "abandoned") return Status::abandoned;
+  return std::nullopt;
+}
+
+bool is_expired(const Record& record, int64_t now_ms) {
+  return record.expires_ms != 0 && record.expires_ms <= now_ms;
+}
+
+std::string_view display_status(const Record& record, int64_t now_ms) {
+  if (is_expired(record, now_ms)) return "expired";
+  return to_string(record.status);
+}
+
+int replay_exit_code(const Record& record) {
+  if (record.timed_out) return k_exit_timeout;
+  if (record.signal) return k_exit_signal_base + *record.signal;
+  return record.exit_code.value_or(0);
+}
+
+}  // namespace idem::core

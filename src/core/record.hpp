@@ -1,0 +1,66 @@
+#pragma once
+// The record model: what the store keeps per key.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace idem::core {
+
+enum class Status { running, succeeded, failed, abandoned };
+
+std::string_view to_string(Status status);
+std::optional<Status> status_from_string(std::string_view text);
+
+// The process that claimed a key. host + boot id + pid + the pid's start time (clock ticks since
+// boot, /proc/PID/stat field 22) identify it even across pid reuse and reboots.
+struct Owner {
+  std::string host;
+  std::string boot_id;
+  int64_t pid = 0;
+  int64_t start_ticks = 0;
+};
+
+struct Record {
+  std::string key;
+  std::string fingerprint;  // lower-case hex SHA-256
+  std::string kind = "run";
+  Status status = Status::running;
+  int64_t attempt = 1;  // times the command has been started for this key
+  Owner owner;
+  int64_t started_ms = 0;   // Unix ms when the current attempt was claimed
+  int64_t finished_ms = 0;  // 0 while running or abandoned
+  int64_t ttl_ms = 0;
+  // Unix ms after which the record behaves as absent; 0 = never (running and abandoned records
+  // do not expire: an abandoned attempt must be looked at, not silently run again).
+  int64_t expires_ms = 0;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  bool timed_out = false;
+  std::string output;  // CapturedOutput encoding
+  bool output_truncated = false;
+  int64_t output_bytes = 0;  // stored bytes (both streams)
+  std::string request;  // JSON: what was asked (argv, cwd)
+  std::string note;     // why a failure happened when it is not an exit code
+};
+
+// What a finished attempt produced.
+struct Outcome {
+  Status status = Status::failed;  // succeeded or failed
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  bool timed_out = false;
+  std::string output;
+  bool output_truncated = false;
+  int64_t output_bytes = 0;
+  int64_t finished_ms = 0;
+  std::string note;
+};
+
+bool is_expired(const Record& record, int64_t now_ms);
+// The status a user sees: expired records show as "expired".
+std::string_view display_status(const Record& record, int64_t now_ms);
+// The exit code idem returns when replaying this record: the code, 128+signal, or 124.
+int replay_exit_code(const Record& record);
+
+}  // namespace idem::core

@@ -1,0 +1,77 @@
+// idem: make side effects safe to retry. Builds the command line, dispatches once, and maps every
+// error to one "idem: ..." line and its exit code (see core/exit_code.hpp).
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/inspect.hpp"
+#include "cli/run.hpp"
+#include "core/errors.hpp"
+
+namespace {
+
+bool is_refusal(int code) {
+  return code == idem::k_exit_conflict || code == idem::k_exit_abandoned ||
+         code == idem::k_exit_running;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace idem;
+  using namespace idem::cli;
+
+  CLI::App app{"idem makes side effects safe to retry: one key, one execution; later attempts "
+               "replay the stored outcome.",
+               "idem"};
+  app.require_subcommand(1);
+  app.fallthrough();  // global options are accepted after the subcommand too
+  app.set_version_flag("--version", std::string("idem ") + IDEM_VERSION);
+  GlobalOptions global;
+  app.add_option("--db", global.db,
+                 "SQLite store (default: $IDEM_DB, else $XDG_STATE_HOME/idem/idem.db)")
+      ->type_name("PATH");
+  app.footer(
+      "Exit codes: the command's own; 64 usage; 65 conflict; 69 abandoned; 74 store; "
+      "75 running;\n124 timeout; 126/127 cannot run. See idem COMMAND --help.\n"
+      "Example:\n  idem run -k nightly-$(date +%F) -- ./backup.sh");
+
+  RunOptions run_options;
+  LsOptions ls_options;
+  ShowOptions show_options;
+  StatusOptions status_options;
+  RmOptions rm_options;
+  GcOptions gc_options;
+  CLI::App* run = register_run(app, run_options);
+  CLI::App* ls = register_ls(app, ls_options);
+  CLI::App* show = register_show(app, show_options);
+  CLI::App* status = register_status(app, status_options);
+  CLI::App* rm = register_rm(app, rm_options);
+  CLI::App* gc = register_gc(app, gc_options);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    std::cerr << "idem: " << what << " (see idem --help)\n";
+    return k_exit_usage;
+  }
+
+  try {
+    if (run->parsed()) return run_run(global, run_options);
+    if (ls->parsed()) return run_ls(global, ls_options);
+    if (show->parsed()) return run_show(global, show_options);
+    if (status->parsed()) return run_status(global, status_options);
+    if (rm->parsed()) return run_rm(global, rm_options);
+    if (gc->parsed()) return run_gc(global, gc_options);
+  } catch (const Error& e) {
+    bool quiet = run->parsed() && run_options.quiet && is_refusal(e.code());
+    if (!quiet) std::cerr << "idem: " << e.what() << "\n";
+    return e.code();
+  } catch (const std::exception& e) {
+    std::cerr << "idem: internal error: " << e.what() << "\n";
+    return k_exit_internal;
+  }
+  return k_exit_usage;
+}

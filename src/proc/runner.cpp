@@ -1,0 +1,280 @@
+#include "proc/runner.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "util/clock.hpp"
+#include "util/fd.hpp"
+
+extern char** environ;
+
+namespace idem::proc {
+
+namespace {
+
+// Self-pipe: the handler writes the signal number; the poll loop reads and forwards it.
+int g_signal_pipe[2] = {-1, -1};
+volatile sig_atomic_t g_first_signal = 0;
+
+void on_signal(int sig) {
+  int saved = errno;
+  if (sig != SIGCHLD && g_first_signal == 0) g_first_signal = sig;
+  char byte = char(sig);
+  [[maybe_unused]] ssize_t n = ::write(g_signal_pipe[1], &byte, 1);
+  errno = saved;
+}
+
+void handle(int sig) {
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  // SA_RESTART: a signal must not turn SQLite's or stdio's system calls into errors.
+  sa.sa_flags = SA_RESTART | (sig == SIGCHLD ? SA_NOCLDSTOP : 0);
+  ::sigaction(sig, &sa, nullptr);
+}
+
+void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+struct Pipe {
+  util::Fd read;
+  util::Fd write;
+};
+
+Pipe make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+  return Pipe{util::Fd(fds[0]), util::Fd(fds[1])};
+}
+
+// A live destination (idem's stdout or stderr). If the reader goes away (EPIPE), live output
+// stops but capture goes on: the command must not be killed because a terminal closed.
+struct LiveSink {
+  int fd;
+  void write(std::string_view bytes) {
+    while (fd >= 0 && !bytes.empty()) {
+      ssize_t n = ::write(fd, bytes.data(), bytes.size());
+      if (n >= 0) {
+        bytes.remove_prefix(size_t(n));
+      } else if (errno == EAGAIN) {
+        pollfd p{fd, POLLOUT, 0};
+        ::poll(&p, 1, -1);
+      } else if (errno != EINTR) {
+        fd = -1;
+      }
+    }
+  }
+};
+
+// Everything the child needs, prepared before fork so the child only calls async-signal-safe
+// functions.
+struct ExecPlan {
+  std::vector<std::string> env_storage;
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+};
+
+ExecPlan make_plan(const RunSpec& spec) {
+  ExecPlan plan;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    bool overridden = std::any_of(spec.extra_env.begin(), spec.extra_env.end(), [&](auto& kv) {
+      return entry.size() > kv.first.size() && entry.substr(0, kv.first.size()) == kv.first &&
+             entry[kv.first.size()] == '=';
+    });
+    if (!overridden) plan.env_storage.emplace_back(entry);
+  }
+  for (const auto& [name, value] : spec.extra_env) plan.env_storage.push_back(name + "=" + value);
+  for (auto& e : plan.env_storage) plan.envp.push_back(e.data());
+  plan.envp.push_back(nullptr);
+  for (const auto& a : spec.argv) plan.argv.push_back(const_cast<char*>(a.c_str()));
+  plan.argv.push_back(nullptr);
+  return plan;
+}
+
+[[noreturn]] void exec_child(const RunSpec& spec, ExecPlan& plan, pid_t parent, int out_fd,
+                             int err_fd, int status_fd) {
+  ::setpgid(0, 0);
+  // If idem is killed (even with SIGKILL) the command is killed too, so a record shown as
+  // abandoned is not still doing its work behind the user's back.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) _exit(127);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT}) ::signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (spec.stdin_fd != 0) ::dup2(spec.stdin_fd, 0);
+  ::dup2(out_fd, 1);
+  ::dup2(err_fd, 2);
+  ::execvpe(plan.argv[0], plan.argv.data(), plan.envp.data());
+  int err = errno;
+  [[maybe_unused]] ssize_t n = ::write(status_fd, &err, sizeof err);
+  _exit(127);
+}
+
+}  // namespace
+
+void install_signal_handlers() {
+  if (g_signal_pipe[0] < 0) {
+    if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+      throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+  }
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) handle(sig);
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+int pending_signal() { return g_first_signal; }
+
+RunResult run_command(const RunSpec& spec) {
+  RunResult result;
+  result.output = core::CapturedOutput(spec.max_output);
+  if (g_signal_pipe[0] < 0) install_signal_handlers();
+
+  ExecPlan plan = make_plan(spec);
+  Pipe out = make_pipe();
+  Pipe err = make_pipe();
+  Pipe status = make_pipe();
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    result.exec_errno = errno;
+    return result;
+  }
+  if (pid == 0) exec_child(spec, plan, parent, out.write.get(), err.write.get(), status.write.get());
+
+  // Both sides set the group, so it exists before either uses it.
+  ::setpgid(pid, pid);
+  out.write.reset();
+  err.write.reset();
+  status.write.reset();
+
+  int exec_error = 0;
+  for (;;) {
+    ssize_t n = ::read(status.read.get(), &exec_error, sizeof exec_error);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != ssize_t(sizeof exec_error)) exec_error = 0;
+    break;
+  }
+  result.started = exec_error == 0;
+  result.exec_errno = exec_error;
+
+  set_nonblocking(out.read.get());
+  set_nonblocking(err.read.get());
+  LiveSink live_out{spec.live_stdout_fd};
+  LiveSink live_err{spec.live_stderr_fd};
+  char buf[65536];
+  // Reads what is available on one pipe; returns false at EOF.
+  auto drain = [&](util::Fd& fd, core::Stream stream, LiveSink& live) {
+    for (;;) {
+      ssize_t n = ::read(fd.get(), buf, sizeof buf);
+      if (n > 0) {
+        std::string_view bytes(buf, size_t(n));
+        live.write(bytes);
+        result.output.append(stream, bytes);
+        continue;
+      }
+      if (n == 0) {
+        fd.reset();
+        return;
+      }
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) fd.reset();
+      return;
+    }
+  };
+
+  const int64_t start = util::monotonic_ms();
+  int64_t term_at = spec.timeout_ms > 0 ? start + spec.timeout_ms : -1;
+  int64_t kill_at = -1;
+  bool exited = false;
+  int wait_status = 0;
+  auto reap = [&](int flags) {
+    if (exited) return;
+    pid_t r;
+    do r = ::waitpid(pid, &wait_status, flags);
+    while (r < 0 && errno == EINTR);
+    if (r == pid) exited = true;
+  };
+
+  // One loop drains both pipes (a full 64 KiB pipe would block the writer), forwards signals and
+  // enforces the timeout. It ends when the command has exited and its pipes are drained, or at
+  // EOF on both: a background grandchild holding a pipe open does not hold idem hostage.
+  while (!exited || out.read.valid() || err.read.valid()) {
+    std::vector<pollfd> fds;
+    fds.push_back({g_signal_pipe[0], POLLIN, 0});
+    if (out.read.valid()) fds.push_back({out.read.get(), POLLIN, 0});
+    if (err.read.valid()) fds.push_back({err.read.get(), POLLIN, 0});
+    if (exited) {
+      // Child gone: take what is already buffered, then stop.
+      if (out.read.valid()) drain(out.read, core::Stream::out, live_out);
+      if (err.read.valid()) drain(err.read, core::Stream::err, live_err);
+      break;
+    }
+    int64_t now = util::monotonic_ms();
+    int64_t next = term_at >= 0 ? term_at : kill_at;
+    int timeout = next < 0 ? -1 : int(std::max<int64_t>(0, next - now));
+    int ready = ::poll(fds.data(), fds.size(), timeout);
+    if (ready < 0 && errno != EINTR) break;
+    now = util::monotonic_ms();
+    if (term_at >= 0 && now >= term_at) {
+      result.timed_out = true;
+      ::kill(-pid, SIGTERM);
+      term_at = -1;
+      kill_at = now + spec.kill_after_ms;
+    } else if (kill_at >= 0 && now >= kill_at) {
+      ::kill(-pid, SIGKILL);
+      kill_at = -1;
+    }
+    if (ready <= 0) continue;
+    for (const auto& p : fds) {
+      if (p.revents == 0) continue;
+      if (p.fd == g_signal_pipe[0]) {
+        char sigs[64];
+        ssize_t n;
+        while ((n = ::read(g_signal_pipe[0], sigs, sizeof sigs)) > 0) {
+          for (ssize_t i = 0; i < n; ++i) {
+            int sig = sigs[i];
+            if (sig == SIGCHLD) {
+              reap(WNOHANG);
+            } else {
+              if (!result.forwarded_signal) result.forwarded_signal = sig;
+              ::kill(-pid, sig);
+            }
+          }
+        }
+      } else if (out.read.valid() && p.fd == out.read.get()) {
+        drain(out.read, core::Stream::out, live_out);
+      } else if (err.read.valid() && p.fd == err.read.get()) {
+        drain(err.read, core::Stream::err, live_err);
+      }
+    }
+    if (!out.read.valid() && !err.read.valid()) reap(0);
+  }
+  reap(0);
+  // After a forwarded signal or a timeout, nothing of the command's group may outlive it.
+  if (result.forwarded_signal || result.timed_out) ::kill(-pid, SIGKILL);
+
+  if (WIFEXITED(wait_status)) {
+    result.exit_code = WEXITSTATUS(wait_status);
+  } else if (WIFSIGNALED(wait_status)) {
+    result.signal = WTERMSIG(wait_status);
+  }
+  return result;
+}
+
+int exit_code_for(const RunResult& result) {
+  if (!result.started) return result.exec_errno == ENOENT ? 127 : 126;
+  if (result.timed_out) return 124;
+  if (result.signal) return 128 + *result.signal;
+  return result.exit_code.value_or(0);
+}
+
+}  // namespace idem::proc

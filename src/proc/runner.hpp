@@ -1,0 +1,49 @@
+#pragma once
+// Running a command the way `idem run` needs: its own process group, stdin passed through,
+// stdout and stderr streamed live and captured in order, signals forwarded, a timeout.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/output.hpp"
+
+namespace idem::proc {
+
+struct RunSpec {
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> extra_env;  // added to idem's environment
+  int stdin_fd = 0;        // the command's stdin (idem's own by default)
+  int live_stdout_fd = 1;  // where live output goes; -1 to only capture
+  int live_stderr_fd = 2;
+  int64_t max_output = INT64_MAX;  // capture cap; live output always passes whole
+  int64_t timeout_ms = 0;          // 0: none
+  int64_t kill_after_ms = 10000;   // after the timeout's TERM, KILL the group this much later
+};
+
+struct RunResult {
+  bool started = false;       // false: exec failed (see exec_errno)
+  int exec_errno = 0;
+  std::optional<int> exit_code;
+  std::optional<int> signal;  // the command died of this signal
+  bool timed_out = false;
+  core::CapturedOutput output;
+  // The first of SIGINT/SIGTERM/SIGHUP idem received and forwarded, if any.
+  std::optional<int> forwarded_signal;
+};
+
+// Installs idem's handlers for SIGINT, SIGTERM and SIGHUP (recorded, later forwarded to the
+// command's group) and ignores SIGPIPE. Call once, before the claim: a signal that arrives
+// between the claim and the start of the command is then seen, not fatal.
+void install_signal_handlers();
+// The first forwarded-kind signal received so far, or 0.
+int pending_signal();
+
+// Runs the command to completion. Never throws for the command's own failures.
+RunResult run_command(const RunSpec& spec);
+
+// The exit code a shell would report for this result (126/127 for exec failures, 124 timeout).
+int exit_code_for(const RunResult& result);
+
+}  // namespace idem::proc

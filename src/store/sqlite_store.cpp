@@ -1,0 +1,524 @@
+// The SQLite store. The only file that includes <sqlite3.h>.
+//
+// Durability: WAL with synchronous=FULL, so a claim or an outcome is on disk when the call
+// returns. Concurrency: every write runs in BEGIN IMMEDIATE (the writer lock is taken up front,
+// so there is no read-to-write upgrade that could fail with SQLITE_BUSY_SNAPSHOT); the busy
+// handler waits out other writers, so users never see "database is locked" unless the lock is
+// held past the busy timeout.
+//
+// Checkpoints: Debian 12 ships SQLite 3.40.1, which predates the fix (3.51.3) for a race in which
+// a checkpoint running concurrently with a writer that resets the WAL can corrupt the database.
+// So idem never runs a checkpoint that can overlap a commit: automatic (passive) checkpoints are
+// off (wal_autocheckpoint=0), the checkpoint SQLite runs when the last connection closes is off
+// (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE), and the only checkpoints are TRUNCATE checkpoints, which
+// take the writer lock for their whole duration: after a finish once the WAL has grown past
+// k_checkpoint_wal_bytes, and at the end of `idem gc`.
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "core/errors.hpp"
+#include "core/key.hpp"
+#include "store/store.hpp"
+#include "core/duration.hpp"
+
+namespace idem::store {
+
+namespace {
+
+using core::Record;
+using core::Status;
+
+constexpr int k_schema_version = 1;
+constexpr int64_t k_default_busy_timeout_ms = 30000;
+constexpr int64_t k_checkpoint_wal_bytes = 4 * 1024 * 1024;
+constexpr int k_gc_batch = 500;
+
+// Migrations from version i to i+1, applied in order inside one BEGIN IMMEDIATE transaction.
+// Never edit a published step: add a new one and bump k_schema_version.
+constexpr const char* k_migrations[] = {
+    // 0 -> 1: the records table.
+    R"sql(
+    CREATE TABLE records (
+      key              TEXT    NOT NULL PRIMARY KEY,
+      fingerprint      TEXT    NOT NULL,
+      kind             TEXT    NOT NULL,
+      status           TEXT    NOT NULL
+                       CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned')),
+      attempt          INTEGER NOT NULL,
+      owner_host       TEXT    NOT NULL,
+      owner_boot_id    TEXT    NOT NULL,
+      owner_pid        INTEGER NOT NULL,
+      owner_start      INTEGER NOT NULL,
+      started_at       INTEGER NOT NULL,
+      finished_at      INTEGER,
+      ttl_ms           INTEGER NOT NULL,
+      expires_at       INTEGER,
+      exit_code        INTEGER,
+      signal           INTEGER,
+      timed_out        INTEGER NOT NULL DEFAULT 0,
+      output           BLOB,
+      output_bytes     INTEGER NOT NULL DEFAULT 0,
+      output_truncated INTEGER NOT NULL DEFAULT 0,
+      request          TEXT    NOT NULL DEFAULT '{}',
+      note             TEXT    NOT NULL DEFAULT ''
+    );
+    CREATE INDEX records_by_expiry ON records (expires_at) WHERE expires_at IS NOT NULL;
+    CREATE INDEX records_by_start ON records (started_at);
+    )sql",
+};
+static_assert(std::size(k_migrations) == k_schema_version);
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql, const std::string& where) : db_(db), where_(where) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) fail();
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, const std::string& text) {
+    check(sqlite3_bind_text(stmt_, i, text.data(), int(text.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
+  Statement& bind(int i, int64_t value) {
+    check(sqlite3_bind_int64(stmt_, i, value));
+    return *this;
+  }
+  Statement& bind_blob(int i, const std::string& bytes) {
+    check(sqlite3_bind_blob64(stmt_, i, bytes.data(), bytes.size(), SQLITE_TRANSIENT));
+    return *this;
+  }
+  Statement& bind_optional(int i, const std::optional<int>& value) {
+    if (value) return bind(i, int64_t(*value));
+    check(sqlite3_bind_null(stmt_, i));
+    return *this;
+  }
+  Statement& bind_null_if_zero(int i, int64_t value) {
+    if (value != 0) return bind(i, value);
+    check(sqlite3_bind_null(stmt_, i));
+    return *this;
+  }
+
+  // Returns true while rows come.
+  bool step() {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail();
+  }
+  void run() {
+    while (step()) {
+    }
+  }
+
+  int64_t int_at(int col) const { return sqlite3_column_int64(stmt_, col); }
+  bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::optional<int> optional_int_at(int col) const {
+    if (is_null(col)) return std::nullopt;
+    return int(int_at(col));
+  }
+  std::string text_at(int col) const {
+    const void* p = sqlite3_column_blob(stmt_, col);
+    int n = sqlite3_column_bytes(stmt_, col);
+    return p == nullptr ? std::string() : std::string(static_cast<const char*>(p), size_t(n));
+  }
+
+ private:
+  void check(int rc) {
+    if (rc != SQLITE_OK) fail();
+  }
+  [[noreturn]] void fail() {
+    throw StoreError("store " + where_ + ": " + sqlite3_errmsg(db_));
+  }
+
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  const std::string& where_;
+};
+
+// BEGIN IMMEDIATE ... COMMIT, rolled back unless commit() is called (an exception unwinding
+// through it must leave the store as it was).
+class Transaction {
+ public:
+  Transaction(sqlite3* db, const std::string& where) : db_(db), where_(where) {
+    exec("BEGIN IMMEDIATE");
+  }
+  ~Transaction() {
+    if (open_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  void commit() {
+    exec("COMMIT");
+    open_ = false;
+  }
+
+ private:
+  void exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string message = err != nullptr ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      throw StoreError("store " + where_ + ": " + message);
+    }
+    open_ = true;
+  }
+
+  sqlite3* db_;
+  const std::string& where_;
+  bool open_ = false;
+};
+
+std::string errno_text() { return std::strerror(errno); }
+
+std::string parent_dir(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// mkdir -p; folders idem creates are 0700 whatever the umask (captured output may hold secrets).
+void make_private_dirs(const std::string& dir) {
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) throw StoreError("store folder " + dir + " is not a directory");
+    return;
+  }
+  if (errno != ENOENT) throw StoreError("store folder " + dir + ": " + errno_text());
+  std::string parent = parent_dir(dir);
+  if (parent != dir) make_private_dirs(parent);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    throw StoreError("cannot create store folder " + dir + ": " + errno_text());
+  ::chmod(dir.c_str(), 0700);
+}
+
+// Refuses symlinks and files owned by someone else; creates the file 0600 if absent and tightens
+// an existing one to 0600.
+void prepare_db_file(const std::string& path) {
+  for (int tries = 0; tries < 2; ++tries) {
+    struct stat st{};
+    if (::lstat(path.c_str(), &st) == 0) {
+      if (S_ISLNK(st.st_mode))
+        throw StoreError("store " + path + " is a symlink; refusing to follow it");
+      if (!S_ISREG(st.st_mode)) throw StoreError("store " + path + " is not a regular file");
+      if (st.st_uid != ::geteuid())
+        throw StoreError("store " + path + " is owned by uid " + std::to_string(st.st_uid) +
+                         ", not by you; refusing to use it");
+      if ((st.st_mode & 0777) != 0600 && ::chmod(path.c_str(), 0600) != 0)
+        throw StoreError("cannot make store " + path + " private (0600): " + errno_text());
+      return;
+    }
+    if (errno != ENOENT) throw StoreError("store " + path + ": " + errno_text());
+    make_private_dirs(parent_dir(path));
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::fchmod(fd, 0600);
+      ::close(fd);
+      return;
+    }
+    if (errno != EEXIST) throw StoreError("cannot create store " + path + ": " + errno_text());
+    // Another process created it between our lstat and open: check it like any existing file.
+  }
+}
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(const std::string& path) : path_(path) {
+    prepare_db_file(path_);
+    int rc = sqlite3_open_v2(path_.c_str(), &db_,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
+                             nullptr);
+    if (rc != SQLITE_OK) {
+      std::string message = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw StoreError("cannot open store " + path_ + ": " + message);
+    }
+    try {
+      configure();
+      migrate();
+    } catch (...) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw;
+    }
+  }
+
+  ~SqliteStore() override { sqlite3_close(db_); }
+
+  ClaimResult claim(const ClaimRequest& req, const OwnerGone& owner_gone) override {
+    Transaction tx(db_, path_);
+    std::optional<Record> existing = select_record(req.key, false);
+    bool gone = existing && existing->status == Status::running && owner_gone(existing->owner);
+    core::Decision d = core::decide(existing ? &*existing : nullptr, req.fingerprint, req.now_ms,
+                                    gone, req.policy);
+    if (d.mark_abandoned) {
+      set_abandoned(req.key, existing->attempt);
+      existing->status = Status::abandoned;
+    }
+    ClaimResult result{d.verdict, 0, std::nullopt};
+    if (d.verdict != core::Verdict::claim) {
+      if (d.verdict == core::Verdict::replay) existing = select_record(req.key, true);
+      result.existing = std::move(existing);
+      tx.commit();
+      return result;
+    }
+    if (!existing) {
+      Statement insert(db_, R"sql(
+        INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                             owner_pid, owner_start, started_at, ttl_ms, request)
+        VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11))sql", path_);
+      bind_claim(insert, req, d.next_attempt).run();
+    } else {
+      // Replaces the previous attempt; conditioned on it, so two retries cannot both win.
+      Statement update(db_, R"sql(
+        UPDATE records SET fingerprint = ?2, kind = ?3, status = 'running', attempt = ?4,
+               owner_host = ?5, owner_boot_id = ?6, owner_pid = ?7, owner_start = ?8,
+               started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
+               expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0, output = NULL,
+               output_bytes = 0, output_truncated = 0, note = ''
+        WHERE key = ?1 AND attempt = ?12)sql", path_);
+      bind_claim(update, req, d.next_attempt).bind(12, existing->attempt).run();
+      if (sqlite3_changes(db_) != 1)
+        throw StoreError("store " + path_ + ": claim of '" + core::display_key(req.key) +
+                         "' lost a race it should not have");
+    }
+    tx.commit();
+    result.attempt = d.next_attempt;
+    return result;
+  }
+
+  bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) override {
+    bool changed;
+    {
+      Transaction tx(db_, path_);
+      Statement update(db_, R"sql(
+        UPDATE records SET status = ?3, finished_at = ?4, expires_at = ?4 + ttl_ms,
+               exit_code = ?5, signal = ?6, timed_out = ?7, output = ?8, output_bytes = ?9,
+               output_truncated = ?10, note = ?11
+        WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
+      update.bind(1, key).bind(2, attempt).bind(3, std::string(core::to_string(outcome.status)));
+      update.bind(4, outcome.finished_ms).bind_optional(5, outcome.exit_code);
+      update.bind_optional(6, outcome.signal).bind(7, int64_t(outcome.timed_out));
+      update.bind_blob(8, outcome.output).bind(9, outcome.output_bytes);
+      update.bind(10, int64_t(outcome.output_truncated)).bind(11, outcome.note);
+      update.run();
+      changed = sqlite3_changes(db_) == 1;
+      tx.commit();
+    }
+    checkpoint_if_wal_large();
+    return changed;
+  }
+
+  bool mark_abandoned(const std::string& key, int64_t attempt) override {
+    Transaction tx(db_, path_);
+    bool changed = set_abandoned(key, attempt);
+    tx.commit();
+    return changed;
+  }
+
+  std::optional<Record> get(const std::string& key) override { return select_record(key, true); }
+
+  std::vector<Record> list(const ListQuery& q) override {
+    std::string sql = std::string(k_select_columns) + ", NULL FROM records WHERE 1";
+    if (!q.include_expired) sql += " AND (expires_at IS NULL OR expires_at > ?1)";
+    if (!q.prefix.empty()) sql += " AND substr(key, 1, length(?2)) = ?2";
+    if (!q.statuses.empty()) {
+      sql += " AND status IN (";
+      for (size_t i = 0; i < q.statuses.size(); ++i)
+        sql += (i ? ",'" : "'") + std::string(core::to_string(q.statuses[i])) + "'";
+      sql += ")";
+    }
+    sql += " ORDER BY started_at DESC, key";
+    if (q.limit > 0) sql += " LIMIT " + std::to_string(q.limit);
+    Statement select(db_, sql.c_str(), path_);
+    if (!q.include_expired) select.bind(1, q.now_ms);
+    if (!q.prefix.empty()) select.bind(2, q.prefix);
+    std::vector<Record> records;
+    while (select.step()) records.push_back(read_record(select));
+    return records;
+  }
+
+  RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) override {
+    Transaction tx(db_, path_);
+    auto existing = select_record(key, false);
+    if (!existing) return RemoveResult::not_found;
+    if (existing->status == Status::running && !force && !owner_gone(existing->owner))
+      return RemoveResult::running;
+    Statement del(db_, "DELETE FROM records WHERE key = ?1", path_);
+    del.bind(1, key).run();
+    tx.commit();
+    return RemoveResult::removed;
+  }
+
+  int64_t gc(const GcQuery& q) override {
+    // Expired finished records; with older_than also finished (or abandoned) records whose
+    // attempt ended (or started, for abandoned ones) before the cutoff. Never running records.
+    const char* where = R"sql(
+        status <> 'running' AND (
+          (expires_at IS NOT NULL AND expires_at <= ?1)
+          OR (?2 > 0 AND finished_at IS NOT NULL AND finished_at <= ?3)
+          OR (?2 > 0 AND status = 'abandoned' AND started_at <= ?3)))sql";
+    auto bind = [&](Statement& s) {
+      s.bind(1, q.now_ms).bind(2, q.older_than_ms).bind(3, q.now_ms - q.older_than_ms);
+    };
+    if (q.dry_run) {
+      Statement count(db_, (std::string("SELECT count(*) FROM records WHERE ") + where).c_str(),
+                      path_);
+      bind(count);
+      count.step();
+      return count.int_at(0);
+    }
+    int64_t removed = 0;
+    std::string sql = std::string("DELETE FROM records WHERE rowid IN (SELECT rowid FROM records "
+                                  "WHERE ") + where + " LIMIT " + std::to_string(k_gc_batch) + ")";
+    // Small batches keep each write transaction short, so concurrent claims wait milliseconds.
+    for (;;) {
+      Transaction tx(db_, path_);
+      Statement del(db_, sql.c_str(), path_);
+      bind(del);
+      del.run();
+      int n = sqlite3_changes(db_);
+      tx.commit();
+      removed += n;
+      if (n < k_gc_batch) break;
+    }
+    checkpoint_truncate();
+    return removed;
+  }
+
+ private:
+  static constexpr const char* k_select_columns =
+      "SELECT key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, "
+      "owner_start, started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, "
+      "output_bytes, output_truncated, request, note";
+  static constexpr int k_output_column = 20;
+
+  void exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string message = err != nullptr ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      throw StoreError("store " + path_ + ": " + message);
+    }
+  }
+
+  void configure() {
+    int64_t busy_ms = k_default_busy_timeout_ms;
+    if (const char* env = std::getenv("IDEM_BUSY_TIMEOUT"); env != nullptr && *env != '\0')
+      busy_ms = core::duration_arg("IDEM_BUSY_TIMEOUT", env);
+    sqlite3_busy_timeout(db_, int(std::min<int64_t>(busy_ms, INT32_MAX)));
+    sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    sqlite3_extended_result_codes(db_, 1);
+    {
+      Statement mode(db_, "PRAGMA journal_mode = WAL", path_);
+      if (!mode.step() || mode.text_at(0) != "wal")
+        throw StoreError("store " + path_ + ": cannot switch to WAL journal mode");
+    }
+    exec("PRAGMA synchronous = FULL");
+    exec("PRAGMA wal_autocheckpoint = 0");
+    exec("PRAGMA trusted_schema = OFF");
+  }
+
+  int user_version() {
+    Statement v(db_, "PRAGMA user_version", path_);
+    v.step();
+    return int(v.int_at(0));
+  }
+
+  void migrate() {
+    int version = user_version();
+    if (version == k_schema_version) return;
+    if (version > k_schema_version)
+      throw StoreError("store " + path_ + " has schema version " + std::to_string(version) +
+                       ", newer than this idem understands (" + std::to_string(k_schema_version) +
+                       "); upgrade idem");
+    Transaction tx(db_, path_);
+    // Another process may have migrated while we waited for the writer lock.
+    for (version = user_version(); version < k_schema_version; ++version)
+      exec(k_migrations[version]);
+    exec(("PRAGMA user_version = " + std::to_string(k_schema_version)).c_str());
+    tx.commit();
+  }
+
+  Statement& bind_claim(Statement& s, const ClaimRequest& req, int64_t attempt) {
+    s.bind(1, req.key).bind(2, req.fingerprint).bind(3, req.kind).bind(4, attempt);
+    s.bind(5, req.owner.host).bind(6, req.owner.boot_id).bind(7, req.owner.pid);
+    s.bind(8, req.owner.start_ticks).bind(9, req.now_ms).bind(10, req.ttl_ms);
+    s.bind(11, req.request);
+    return s;
+  }
+
+  bool set_abandoned(const std::string& key, int64_t attempt) {
+    Statement update(db_, R"sql(
+      UPDATE records SET status = 'abandoned', note = 'owner died mid-run'
+      WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
+    update.bind(1, key).bind(2, attempt).run();
+    return sqlite3_changes(db_) == 1;
+  }
+
+  static Record read_record(const Statement& s) {
+    Record r;
+    r.key = s.text_at(0);
+    r.fingerprint = s.text_at(1);
+    r.kind = s.text_at(2);
+    r.status = core::status_from_string(s.text_at(3)).value_or(Status::failed);
+    r.attempt = s.int_at(4);
+    r.owner = core::Owner{s.text_at(5), s.text_at(6), s.int_at(7), s.int_at(8)};
+    r.started_ms = s.int_at(9);
+    r.finished_ms = s.int_at(10);
+    r.ttl_ms = s.int_at(11);
+    r.expires_ms = s.int_at(12);
+    r.exit_code = s.optional_int_at(13);
+    r.signal = s.optional_int_at(14);
+    r.timed_out = s.int_at(15) != 0;
+    r.output_bytes = s.int_at(16);
+    r.output_truncated = s.int_at(17) != 0;
+    r.request = s.text_at(18);
+    r.note = s.text_at(19);
+    r.output = s.text_at(k_output_column);
+    return r;
+  }
+
+  std::optional<Record> select_record(const std::string& key, bool with_output) {
+    std::string sql = std::string(k_select_columns) + (with_output ? ", output" : ", NULL") +
+                      " FROM records WHERE key = ?1";
+    Statement select(db_, sql.c_str(), path_);
+    select.bind(1, key);
+    if (!select.step()) return std::nullopt;
+    return read_record(select);
+  }
+
+  void checkpoint_if_wal_large() {
+    struct stat st{};
+    if (::stat((path_ + "-wal").c_str(), &st) == 0 && st.st_size > k_checkpoint_wal_bytes)
+      checkpoint_truncate();
+  }
+
+  // Takes the writer lock (waiting via the busy handler), copies the WAL into the database and
+  // truncates the WAL to zero bytes. Readers still holding old snapshots make it return early;
+  // that is not an error: the next one finishes the job.
+  void checkpoint_truncate() {
+    sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+  }
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> open_sqlite_store(const std::string& path) {
+  return std::make_unique<SqliteStore>(path);
+}
+
+}  // namespace idem::store

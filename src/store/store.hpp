@@ -1,0 +1,84 @@
+#pragma once
+// The storage boundary: domain verbs only. Callers never see SQL. SQLite is the embedded default;
+// a PostgreSQL backend implements the same interface with the same semantics.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/decision.hpp"
+#include "core/record.hpp"
+
+namespace idem::store {
+
+// Tells whether a recorded owner is provably gone (dead process, rebooted host). Unknown owners
+// (another host) must count as alive.
+using OwnerGone = std::function<bool(const core::Owner&)>;
+
+struct ClaimRequest {
+  std::string key;
+  std::string fingerprint;
+  std::string kind = "run";
+  core::Owner owner;
+  int64_t ttl_ms = 0;
+  std::string request;  // JSON of what was asked
+  core::Policy policy;
+  int64_t now_ms = 0;
+};
+
+struct ClaimResult {
+  core::Verdict verdict;
+  int64_t attempt = 0;                  // the claimed attempt when verdict == claim
+  std::optional<core::Record> existing;  // the record that decided a non-claim verdict
+};
+
+struct ListQuery {
+  std::vector<core::Status> statuses;  // empty: any
+  bool include_expired = false;
+  std::string prefix;
+  int64_t limit = 0;  // 0: no limit
+  int64_t now_ms = 0;
+};
+
+enum class RemoveResult { removed, not_found, running };
+
+struct GcQuery {
+  int64_t now_ms = 0;
+  int64_t older_than_ms = 0;  // 0: only expired records; else also finished before now - this
+  bool dry_run = false;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Atomically decides and, for a `claim` verdict, records the key as running under `owner`.
+  // A running record whose owner is gone is marked abandoned in the same transaction.
+  // The claim is durable when this returns.
+  virtual ClaimResult claim(const ClaimRequest& request, const OwnerGone& owner_gone) = 0;
+
+  // Records the outcome of `attempt`. Returns false (and changes nothing) when the key's current
+  // attempt is another one: a stale owner can never overwrite a newer attempt.
+  virtual bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) = 0;
+
+  // Marks `attempt` abandoned if it is still the current, running attempt.
+  virtual bool mark_abandoned(const std::string& key, int64_t attempt) = 0;
+
+  virtual std::optional<core::Record> get(const std::string& key) = 0;
+  // Newest first; records carry no output (see get()).
+  virtual std::vector<core::Record> list(const ListQuery& query) = 0;
+  // Running records are only removed with `force`, or when their owner is gone.
+  virtual RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) = 0;
+  // Deletes in small batches, never running records. Returns the count (or would-be count).
+  virtual int64_t gc(const GcQuery& query) = 0;
+};
+
+// Where the store lives: --db, else $IDEM_DB, else ${XDG_STATE_HOME:-$HOME/.local/state}/idem/idem.db.
+std::string default_db_path();
+
+// Opens the SQLite store, creating folder (0700) and file (0600) as needed. Throws StoreError.
+std::unique_ptr<Store> open_sqlite_store(const std::string& path);
+
+}  // namespace idem::store

@@ -1,0 +1,39 @@
+#pragma once
+// RAII file descriptor and EINTR-safe I/O helpers. Knows nothing about idem.
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace idem::util {
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() { return std::exchange(fd_, -1); }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+// Writes all bytes, retrying on EINTR and short writes. Returns false with errno set on failure.
+bool write_all(int fd, std::string_view bytes);
+// Reads until EOF. Returns false with errno set on failure.
+bool read_all(int fd, std::string& out);
+
+}  // namespace idem::util
