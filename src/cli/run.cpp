@@ -112,7 +112,7 @@ core::Outcome outcome_of(const proc::RunResult& result, int64_t finished_ms) {
 
 CLI::App* register_run(CLI::App& app, RunOptions& o) {
   auto* run = app.add_subcommand("run", "Run a command once per key; replay its outcome after");
-  run->add_option("-k,--key", o.key,
+  o.key_option = run->add_option("-k,--key", o.key,
                   "Idempotency key (1-255 bytes of printable UTF-8); default: derived from the "
                   "working directory and the command")
       ->type_name("KEY");
@@ -156,7 +156,7 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
     throw UsageError("missing command: idem run [OPTIONS] [-k KEY] -- COMMAND [ARG...]");
   const Settings s = parse_settings(o);
   const std::string cwd = current_dir();
-  if (o.key.empty()) {
+  if (o.key_option->count() == 0) {
     o.key = core::derived_key(cwd, o.command);
   } else {
     core::validate_key(o.key);

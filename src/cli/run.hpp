@@ -21,6 +21,7 @@ struct RunOptions {
   bool quiet = false;
   bool verbose = false;
   std::vector<std::string> command;
+  const CLI::Option* key_option = nullptr;  // tells `-k ""` (an error) from no -k (derived)
 };
 
 CLI::App* register_run(CLI::App& app, RunOptions& options);
