@@ -21,11 +21,13 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "core/errors.hpp"
 #include "core/key.hpp"
 #include "store/store.hpp"
 #include "core/duration.hpp"
+#include "util/clock.hpp"
 
 namespace idem::store {
 
@@ -413,20 +415,53 @@ class SqliteStore final : public Store {
   }
 
   void configure() {
-    int64_t busy_ms = k_default_busy_timeout_ms;
+    busy_timeout_ms_ = k_default_busy_timeout_ms;
     if (const char* env = std::getenv("IDEM_BUSY_TIMEOUT"); env != nullptr && *env != '\0')
-      busy_ms = core::duration_arg("IDEM_BUSY_TIMEOUT", env);
-    sqlite3_busy_timeout(db_, int(std::min<int64_t>(busy_ms, INT32_MAX)));
+      busy_timeout_ms_ = core::duration_arg("IDEM_BUSY_TIMEOUT", env);
+    sqlite3_busy_timeout(db_, int(std::min<int64_t>(busy_timeout_ms_, INT32_MAX)));
     sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
     sqlite3_extended_result_codes(db_, 1);
-    {
-      Statement mode(db_, "PRAGMA journal_mode = WAL", path_);
-      if (!mode.step() || mode.text_at(0) != "wal")
-        throw StoreError("store " + path_ + ": cannot switch to WAL journal mode");
-    }
+    refuse_newer_schema();
+    enable_wal();
     exec("PRAGMA synchronous = FULL");
     exec("PRAGMA wal_autocheckpoint = 0");
     exec("PRAGMA trusted_schema = OFF");
+  }
+
+  // Switching a new file to WAL needs an exclusive lock, and SQLite answers SQLITE_BUSY at once
+  // instead of calling the busy handler; several first runs at the same moment would then see
+  // "database is locked". So retry, with the same patience as the busy timeout.
+  void enable_wal() {
+    const int64_t give_up = util::monotonic_ms() + busy_timeout_ms_;
+    int64_t pause_ms = 1;
+    for (;;) {
+      sqlite3_stmt* stmt = nullptr;
+      int rc = sqlite3_prepare_v2(db_, "PRAGMA journal_mode = WAL", -1, &stmt, nullptr);
+      if (rc == SQLITE_OK) rc = sqlite3_step(stmt);
+      std::string mode = rc == SQLITE_ROW
+                             ? reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))
+                             : "";
+      sqlite3_finalize(stmt);
+      if (rc == SQLITE_ROW && mode == "wal") return;
+      if (rc == SQLITE_ROW)
+        throw StoreError("store " + path_ + ": cannot switch to WAL journal mode (got " + mode +
+                         ")");
+      if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
+        throw StoreError("store " + path_ + ": " + sqlite3_errmsg(db_));
+      if (util::monotonic_ms() >= give_up)
+        throw StoreError("store " + path_ + ": database is locked (waited " +
+                         std::to_string(busy_timeout_ms_ / 1000) + "s)");
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+      pause_ms = std::min<int64_t>(pause_ms * 2, 50);
+    }
+  }
+
+  void refuse_newer_schema() {
+    int version = user_version();
+    if (version > k_schema_version)
+      throw StoreError("store " + path_ + " has schema version " + std::to_string(version) +
+                       ", newer than this idem understands (" + std::to_string(k_schema_version) +
+                       "); upgrade idem");
   }
 
   int user_version() {
@@ -436,15 +471,12 @@ class SqliteStore final : public Store {
   }
 
   void migrate() {
-    int version = user_version();
-    if (version == k_schema_version) return;
-    if (version > k_schema_version)
-      throw StoreError("store " + path_ + " has schema version " + std::to_string(version) +
-                       ", newer than this idem understands (" + std::to_string(k_schema_version) +
-                       "); upgrade idem");
+    if (user_version() == k_schema_version) return;
     Transaction tx(db_, path_);
     // Another process may have migrated while we waited for the writer lock.
-    for (version = user_version(); version < k_schema_version; ++version)
+    int version = user_version();
+    if (version > k_schema_version) refuse_newer_schema();
+    for (; version < k_schema_version; ++version)
       exec(k_migrations[version]);
     exec(("PRAGMA user_version = " + std::to_string(k_schema_version)).c_str());
     tx.commit();
@@ -513,6 +545,7 @@ class SqliteStore final : public Store {
 
   std::string path_;
   sqlite3* db_ = nullptr;
+  int64_t busy_timeout_ms_ = k_default_busy_timeout_ms;
 };
 
 }  // namespace

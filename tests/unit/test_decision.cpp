@@ -1,0 +1,182 @@
+// The decision table: claim, replay, conflict, running or abandoned, and the next attempt number.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "core/decision.hpp"
+#include "core/record.hpp"
+
+using idem::core::decide;
+using idem::core::Decision;
+using idem::core::Policy;
+using idem::core::Record;
+using idem::core::Status;
+using idem::core::Verdict;
+
+namespace {
+
+const std::string k_fp = std::string(64, 'a');
+const std::string k_other_fp = std::string(64, 'b');
+constexpr int64_t k_now = 1'790'000'000'000;
+
+Record make(Status status, int64_t attempt = 1, int64_t expires_ms = 0) {
+  Record r;
+  r.key = "k";
+  r.fingerprint = k_fp;
+  r.status = status;
+  r.attempt = attempt;
+  r.expires_ms = expires_ms;
+  return r;
+}
+
+Policy policy(bool replay_failures, bool retry_abandoned) {
+  Policy p;
+  p.replay_failures = replay_failures;
+  p.retry_abandoned = retry_abandoned;
+  return p;
+}
+
+const Policy k_default{};
+const Policy k_all = policy(true, true);
+
+}  // namespace
+
+TEST_CASE("decide: no record claims attempt 1", "[decision]") {
+  for (bool gone : {false, true}) {
+    for (const Policy& p : {k_default, k_all}) {
+      Decision d = decide(nullptr, k_fp, k_now, gone, p);
+      CHECK(d.verdict == Verdict::claim);
+      CHECK_FALSE(d.mark_abandoned);
+      CHECK(d.next_attempt == 1);
+    }
+  }
+}
+
+TEST_CASE("decide: an expired record behaves as absent, even with another fingerprint",
+          "[decision]") {
+  for (Status s : {Status::succeeded, Status::failed}) {
+    Record r = make(s, 4, k_now - 1);
+    Decision d = decide(&r, k_fp, k_now, false, k_default);
+    CHECK(d.verdict == Verdict::claim);
+    CHECK(d.next_attempt == 1);  // the count starts again
+    CHECK_FALSE(d.mark_abandoned);
+    Decision other = decide(&r, k_other_fp, k_now, false, k_default);
+    CHECK(other.verdict == Verdict::claim);
+    CHECK(other.next_attempt == 1);
+  }
+  // Expiry is inclusive: expires_ms == now is expired.
+  Record at_edge = make(Status::succeeded, 1, k_now);
+  CHECK(decide(&at_edge, k_fp, k_now, false, k_default).verdict == Verdict::claim);
+  Record not_yet = make(Status::succeeded, 1, k_now + 1);
+  CHECK(decide(&not_yet, k_fp, k_now, false, k_default).verdict == Verdict::replay);
+}
+
+TEST_CASE("decide: another fingerprint is a conflict before anything else", "[decision]") {
+  for (Status s : {Status::running, Status::succeeded, Status::failed, Status::abandoned}) {
+    for (const Policy& p : {k_default, k_all, policy(true, false), policy(false, true)}) {
+      INFO(idem::core::to_string(s)
+           << " replay_failures=" << p.replay_failures << " retry_abandoned=" << p.retry_abandoned);
+      Record r = make(s, 2, s == Status::running || s == Status::abandoned ? 0 : k_now + 1000);
+      Decision alive = decide(&r, k_other_fp, k_now, false, p);
+      CHECK(alive.verdict == Verdict::conflict);
+      CHECK_FALSE(alive.mark_abandoned);
+      CHECK(alive.next_attempt == 3);
+      Decision gone = decide(&r, k_other_fp, k_now, true, p);
+      CHECK(gone.verdict == Verdict::conflict);
+      // A running record whose owner is gone is still marked abandoned, conflict or not.
+      CHECK(gone.mark_abandoned == (s == Status::running));
+    }
+  }
+}
+
+TEST_CASE("decide: running with a live owner is refused as running", "[decision]") {
+  Record r = make(Status::running, 1);
+  for (const Policy& p : {k_default, k_all}) {
+    Decision d = decide(&r, k_fp, k_now, false, p);
+    CHECK(d.verdict == Verdict::running);
+    CHECK_FALSE(d.mark_abandoned);
+    CHECK(d.next_attempt == 2);
+  }
+}
+
+TEST_CASE("decide: running with a gone owner becomes abandoned", "[decision]") {
+  Record r = make(Status::running, 3);
+  Decision refused = decide(&r, k_fp, k_now, true, k_default);
+  CHECK(refused.verdict == Verdict::abandoned);
+  CHECK(refused.mark_abandoned);
+  CHECK(refused.next_attempt == 4);
+
+  Decision refused_too = decide(&r, k_fp, k_now, true, policy(true, false));
+  CHECK(refused_too.verdict == Verdict::abandoned);
+  CHECK(refused_too.mark_abandoned);
+
+  Decision retried = decide(&r, k_fp, k_now, true, policy(false, true));
+  CHECK(retried.verdict == Verdict::claim);
+  CHECK(retried.mark_abandoned);
+  CHECK(retried.next_attempt == 4);
+}
+
+TEST_CASE("decide: abandoned is refused unless retry_abandoned", "[decision]") {
+  Record r = make(Status::abandoned, 2);
+  for (bool gone : {false, true}) {
+    Decision refused = decide(&r, k_fp, k_now, gone, k_default);
+    CHECK(refused.verdict == Verdict::abandoned);
+    CHECK_FALSE(refused.mark_abandoned);  // already abandoned
+    CHECK(refused.next_attempt == 3);
+    CHECK(decide(&r, k_fp, k_now, gone, policy(true, false)).verdict == Verdict::abandoned);
+    Decision retried = decide(&r, k_fp, k_now, gone, policy(false, true));
+    CHECK(retried.verdict == Verdict::claim);
+    CHECK_FALSE(retried.mark_abandoned);
+    CHECK(retried.next_attempt == 3);
+  }
+  // Abandoned records never expire by TTL (expires_ms 0), however late it is.
+  CHECK(decide(&r, k_fp, INT64_MAX, false, k_default).verdict == Verdict::abandoned);
+}
+
+TEST_CASE("decide: succeeded is replayed under every policy", "[decision]") {
+  Record r = make(Status::succeeded, 1, k_now + 1000);
+  for (bool gone : {false, true}) {
+    for (const Policy& p : {k_default, k_all, policy(true, false), policy(false, true)}) {
+      Decision d = decide(&r, k_fp, k_now, gone, p);
+      CHECK(d.verdict == Verdict::replay);
+      CHECK_FALSE(d.mark_abandoned);
+    }
+  }
+}
+
+TEST_CASE("decide: failed runs again unless replay_failures", "[decision]") {
+  Record r = make(Status::failed, 1, k_now + 1000);
+  Decision again = decide(&r, k_fp, k_now, false, k_default);
+  CHECK(again.verdict == Verdict::claim);
+  CHECK_FALSE(again.mark_abandoned);
+  CHECK(again.next_attempt == 2);
+  CHECK(decide(&r, k_fp, k_now, false, policy(false, true)).verdict == Verdict::claim);
+
+  Decision replayed = decide(&r, k_fp, k_now, false, policy(true, false));
+  CHECK(replayed.verdict == Verdict::replay);
+  CHECK_FALSE(replayed.mark_abandoned);
+  CHECK(decide(&r, k_fp, k_now, false, k_all).verdict == Verdict::replay);
+
+  Record fifth = make(Status::failed, 5, k_now + 1000);
+  CHECK(decide(&fifth, k_fp, k_now, false, k_default).next_attempt == 6);
+}
+
+TEST_CASE("decide: owner_gone only matters for a running record", "[decision]") {
+  for (Status s : {Status::succeeded, Status::failed, Status::abandoned}) {
+    Record r = make(s, 1, s == Status::abandoned ? 0 : k_now + 1000);
+    for (const Policy& p : {k_default, k_all}) {
+      Decision alive = decide(&r, k_fp, k_now, false, p);
+      Decision gone = decide(&r, k_fp, k_now, true, p);
+      CHECK(alive.verdict == gone.verdict);
+      CHECK(alive.next_attempt == gone.next_attempt);
+      CHECK_FALSE(gone.mark_abandoned);
+    }
+  }
+}
+
+TEST_CASE("verdict names", "[decision]") {
+  CHECK(to_string(Verdict::claim) == "claim");
+  CHECK(to_string(Verdict::replay) == "replay");
+  CHECK(to_string(Verdict::conflict) == "conflict");
+  CHECK(to_string(Verdict::running) == "running");
+  CHECK(to_string(Verdict::abandoned) == "abandoned");
+}

@@ -1,0 +1,256 @@
+// CapturedOutput: ordered chunks of stdout/stderr, a cap, and the stored encoding.
+#include <catch2/catch.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/output.hpp"
+
+using idem::core::CapturedOutput;
+using idem::core::Chunk;
+using idem::core::Stream;
+
+namespace {
+
+std::string nul_bytes(const char* text, size_t n) { return std::string(text, n); }
+
+// Byte offsets in `blob` where a chunk ends (a prefix cut there is a shorter valid capture).
+std::vector<size_t> chunk_ends(const CapturedOutput& output) {
+  std::vector<size_t> ends{1};
+  for (const auto& chunk : output.chunks()) ends.push_back(ends.back() + 5 + chunk.bytes.size());
+  return ends;
+}
+
+}  // namespace
+
+TEST_CASE("output: chunks keep the order of writes across streams", "[output]") {
+  CapturedOutput out;
+  out.append(Stream::out, "1");
+  out.append(Stream::err, "2");
+  out.append(Stream::out, "3");
+  out.append(Stream::err, "4");
+  REQUIRE(out.chunks().size() == 4);
+  CHECK(out.chunks()[0].stream == Stream::out);
+  CHECK(out.chunks()[0].bytes == "1");
+  CHECK(out.chunks()[1].stream == Stream::err);
+  CHECK(out.chunks()[1].bytes == "2");
+  CHECK(out.chunks()[2].stream == Stream::out);
+  CHECK(out.chunks()[2].bytes == "3");
+  CHECK(out.chunks()[3].stream == Stream::err);
+  CHECK(out.chunks()[3].bytes == "4");
+  CHECK(out.stream_bytes(Stream::out) == "13");
+  CHECK(out.stream_bytes(Stream::err) == "24");
+  CHECK(out.stored_bytes() == 4);
+  CHECK_FALSE(out.truncated());
+}
+
+TEST_CASE("output: adjacent writes to one stream merge; empty writes are ignored", "[output]") {
+  CapturedOutput out;
+  out.append(Stream::out, "ab");
+  out.append(Stream::out, "");
+  out.append(Stream::out, "cd");
+  out.append(Stream::err, "");
+  out.append(Stream::out, "e");
+  REQUIRE(out.chunks().size() == 1);
+  CHECK(out.chunks()[0].bytes == "abcde");
+  out.append(Stream::err, "x");
+  out.append(Stream::err, "y");
+  REQUIRE(out.chunks().size() == 2);
+  CHECK(out.chunks()[1].stream == Stream::err);
+  CHECK(out.chunks()[1].bytes == "xy");
+  CHECK(out.stored_bytes() == 7);
+}
+
+TEST_CASE("output: the cap keeps exactly the head and marks truncation", "[output]") {
+  CapturedOutput out(10);
+  out.append(Stream::out, "12345");
+  out.append(Stream::err, "678");
+  CHECK_FALSE(out.truncated());
+  out.append(Stream::out, "90abc");
+  CHECK(out.truncated());
+  CHECK(out.stored_bytes() == 10);
+  REQUIRE(out.chunks().size() == 3);
+  CHECK(out.chunks()[2].stream == Stream::out);
+  CHECK(out.chunks()[2].bytes == "90");
+  out.append(Stream::err, "more");
+  out.append(Stream::out, "more");
+  CHECK(out.chunks().size() == 3);
+  CHECK(out.stored_bytes() == 10);
+  CHECK(out.stream_bytes(Stream::out) == "1234590");
+  CHECK(out.stream_bytes(Stream::err) == "678");
+  // The truncation survives the round trip only through the flag the store keeps beside the blob.
+  auto decoded = CapturedOutput::decode(out.encode(), out.truncated());
+  REQUIRE(decoded.has_value());
+  CHECK(decoded->truncated());
+  CHECK(decoded->stream_bytes(Stream::out) == "1234590");
+}
+
+TEST_CASE("output: filling the cap exactly is not truncation", "[output]") {
+  CapturedOutput out(5);
+  out.append(Stream::out, "12345");
+  CHECK_FALSE(out.truncated());
+  out.append(Stream::out, "");
+  CHECK_FALSE(out.truncated());
+  out.append(Stream::err, "x");
+  CHECK(out.truncated());
+  CHECK(out.chunks().size() == 1);
+  CHECK(out.stored_bytes() == 5);
+}
+
+TEST_CASE("output: a zero cap stores nothing", "[output]") {
+  CapturedOutput out(0);
+  out.append(Stream::out, "");
+  CHECK_FALSE(out.truncated());
+  out.append(Stream::out, "x");
+  CHECK(out.truncated());
+  CHECK(out.chunks().empty());
+  CHECK(out.stored_bytes() == 0);
+  CHECK(out.encode().empty());
+}
+
+TEST_CASE("output: encoding is the documented format", "[output]") {
+  CapturedOutput out;
+  out.append(Stream::out, "hi");
+  out.append(Stream::err, nul_bytes("\0", 1));
+  std::string expected = nul_bytes(
+      "\x01"
+      "\x01\x02\x00\x00\x00"
+      "hi"
+      "\x02\x01\x00\x00\x00"
+      "\x00",
+      1 + 5 + 2 + 5 + 1);
+  CHECK(out.encode() == expected);
+  CHECK(CapturedOutput().encode() == "");
+}
+
+TEST_CASE("output: encode/decode round trip, NUL bytes and no final newline", "[output]") {
+  CapturedOutput out;
+  std::string binary;
+  for (int c = 0; c < 256; ++c) binary.push_back(char(c));
+  out.append(Stream::out, nul_bytes("a\0b\0", 4));
+  out.append(Stream::err, nul_bytes("\0err\0", 5));
+  out.append(Stream::out, binary);
+  out.append(Stream::err, "no newline");
+  std::string big(300000, 'z');  // a chunk longer than 16 bits of length
+  out.append(Stream::out, big);
+
+  auto decoded = CapturedOutput::decode(out.encode());
+  REQUIRE(decoded.has_value());
+  CHECK_FALSE(decoded->truncated());
+  REQUIRE(decoded->chunks().size() == out.chunks().size());
+  for (size_t i = 0; i < out.chunks().size(); ++i) {
+    CHECK(decoded->chunks()[i].stream == out.chunks()[i].stream);
+    CHECK(decoded->chunks()[i].bytes == out.chunks()[i].bytes);
+  }
+  CHECK(decoded->stream_bytes(Stream::out) == nul_bytes("a\0b\0", 4) + binary + big);
+  CHECK(decoded->stream_bytes(Stream::err) == nul_bytes("\0err\0", 5) + "no newline");
+  CHECK(decoded->stored_bytes() == out.stored_bytes());
+  CHECK(decoded->encode() == out.encode());
+}
+
+TEST_CASE("output: the empty blob is an empty capture", "[output]") {
+  auto decoded = CapturedOutput::decode("");
+  REQUIRE(decoded.has_value());
+  CHECK(decoded->chunks().empty());
+  CHECK(decoded->stored_bytes() == 0);
+  CHECK_FALSE(decoded->truncated());
+  auto flagged = CapturedOutput::decode("", true);
+  REQUIRE(flagged.has_value());
+  CHECK(flagged->truncated());
+}
+
+TEST_CASE("output: decode refuses garbage", "[output]") {
+  CHECK_FALSE(CapturedOutput::decode("hello").has_value());               // no version byte
+  CHECK_FALSE(CapturedOutput::decode(nul_bytes("\x02", 1)).has_value());  // unknown version
+  CHECK_FALSE(CapturedOutput::decode(nul_bytes("\x00", 1)).has_value());
+  // Unknown stream byte.
+  CHECK_FALSE(CapturedOutput::decode(nul_bytes("\x01\x03\x01\x00\x00\x00x", 7)).has_value());
+  CHECK_FALSE(CapturedOutput::decode(nul_bytes("\x01\x00\x01\x00\x00\x00x", 7)).has_value());
+  // Length past the end of the blob.
+  CHECK_FALSE(CapturedOutput::decode(nul_bytes("\x01\x01\x02\x00\x00\x00x", 7)).has_value());
+  CHECK_FALSE(CapturedOutput::decode(nul_bytes("\x01\x01\xff\xff\xff\xffx", 7)).has_value());
+  // Trailing bytes too short for a chunk header.
+  CHECK_FALSE(CapturedOutput::decode(nul_bytes("\x01\x01\x01\x00\x00\x00x\x01", 8)).has_value());
+}
+
+TEST_CASE("output: every prefix of a valid blob decodes to whole chunks or is refused",
+          "[output]") {
+  CapturedOutput out;
+  out.append(Stream::out, "first line\n");
+  out.append(Stream::err, nul_bytes("warn\0", 5));
+  out.append(Stream::out, "x");
+  out.append(Stream::err, "");
+  out.append(Stream::err, "last, no newline");
+  std::string blob = out.encode();
+  std::vector<size_t> ends = chunk_ends(out);
+  REQUIRE(ends.back() == blob.size());
+
+  for (size_t len = 0; len <= blob.size(); ++len) {
+    INFO("prefix of " << len << " bytes");
+    auto decoded = CapturedOutput::decode(std::string_view(blob).substr(0, len));
+    size_t whole = 0;  // how many chunks end exactly at `len`
+    bool at_boundary = len == 0;
+    for (size_t i = 0; i < ends.size(); ++i)
+      if (ends[i] == len) at_boundary = true, whole = i;
+    if (!at_boundary) {
+      CHECK_FALSE(decoded.has_value());
+      continue;
+    }
+    REQUIRE(decoded.has_value());
+    REQUIRE(decoded->chunks().size() == whole);
+    for (size_t i = 0; i < whole; ++i) CHECK(decoded->chunks()[i].bytes == out.chunks()[i].bytes);
+  }
+}
+
+TEST_CASE("output: random and mutated blobs never crash decode; what decodes re-encodes",
+          "[output]") {
+  std::mt19937 rng(20260921);
+  int decoded_nonempty = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string blob;
+    if (round % 2 == 0) {
+      // Pure noise.
+      size_t len = rng() % 40;
+      for (size_t i = 0; i < len; ++i) blob.push_back(char(rng() & 0xff));
+      if (!blob.empty() && (rng() & 1)) blob[0] = '\x01';
+    } else {
+      // A valid capture, then a few random edits: flipped bytes, a cut, junk appended.
+      CapturedOutput out;
+      int chunks = int(rng() % 5);
+      for (int c = 0; c < chunks; ++c) {
+        std::string bytes;
+        size_t len = rng() % 8;
+        for (size_t i = 0; i < len; ++i) bytes.push_back(char(rng() & 0xff));
+        out.append((rng() & 1) ? Stream::out : Stream::err, bytes);
+      }
+      blob = out.encode();
+      int edits = int(rng() % 3);
+      for (int e = 0; e < edits && !blob.empty(); ++e) {
+        switch (rng() % 3) {
+          case 0:
+            blob[rng() % blob.size()] = char(rng() & 0xff);
+            break;
+          case 1:
+            blob.resize(rng() % blob.size());
+            break;
+          default:
+            blob.push_back(char(rng() % 3));
+            break;
+        }
+      }
+    }
+    auto decoded = CapturedOutput::decode(blob);
+    if (!decoded) continue;
+    int64_t total = 0;
+    for (const auto& chunk : decoded->chunks()) {
+      CHECK((chunk.stream == Stream::out || chunk.stream == Stream::err));
+      total += int64_t(chunk.bytes.size());
+    }
+    CHECK(decoded->stored_bytes() == total);
+    if (blob.size() > 1) {
+      ++decoded_nonempty;
+      CHECK(decoded->encode() == blob);
+    }
+  }
+  CHECK(decoded_nonempty > 1000);  // the generator does reach the valid paths
+}
