@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 build=build
-flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDEM_WERROR=ON -DIDEM_TESTS=ON)
+flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDEM_WERROR=ON -DIDEM_TESTS=ON -DIDEM_TEST_HOOKS=ON)
 if [ "${IDEM_SANITIZE:-0}" = 1 ]; then
   build=build-asan
   flags+=(-DIDEM_SANITIZE=ON)

@@ -25,7 +25,11 @@ int main(int argc, char** argv) {
                "idem"};
   app.require_subcommand(1);
   app.fallthrough();  // global options are accepted after the subcommand too
+#ifdef IDEM_TEST_HOOKS
+  app.set_version_flag("--version", std::string("idem ") + IDEM_VERSION + " (test hooks)");
+#else
   app.set_version_flag("--version", std::string("idem ") + IDEM_VERSION);
+#endif
   GlobalOptions global;
   app.add_option("--db", global.db,
                  "SQLite store (default: $IDEM_DB, else $XDG_STATE_HOME/idem/idem.db)")

@@ -18,6 +18,7 @@
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
 #include "util/clock.hpp"
+#include "util/crash_point.hpp"
 #include "util/fd.hpp"
 #include "util/hex.hpp"
 
@@ -237,6 +238,7 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
   // The claim is durable: from here on, a crash of idem shows as abandoned, never as a key that
   // silently runs again.
   const int64_t attempt = claim.attempt;
+  IDEM_CRASH_POINT("claim-after-commit");
   if (int sig = proc::pending_signal()) {
     core::Outcome o2;
     o2.status = core::Status::failed;
@@ -255,6 +257,7 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
   spec.timeout_ms = s.timeout_ms;
   spec.kill_after_ms = s.kill_after_ms;
   proc::RunResult result = proc::run_command(spec);
+  IDEM_CRASH_POINT("exited-before-finish");
   const int code = proc::exit_code_for(result);
   if (!result.started)
     std::cerr << "idem: cannot run '" << o.command[0] << "': " << strerror(result.exec_errno) << "\n";
@@ -266,6 +269,7 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
     throw StoreError(std::string(e.what()) + "; the command ran (exit " + std::to_string(code) +
                      ") but its outcome could not be recorded");
   }
+  IDEM_CRASH_POINT("finish-after-commit");
   if (!recorded)
     std::cerr << "idem: " << shown << " was taken over by another attempt while this one ran; "
               << "this outcome was not recorded\n";

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "util/clock.hpp"
+#include "util/crash_point.hpp"
 #include "util/fd.hpp"
 
 extern char** environ;
@@ -165,6 +166,7 @@ RunResult run_command(const RunSpec& spec) {
   }
   result.started = exec_error == 0;
   result.exec_errno = exec_error;
+  if (result.started) IDEM_CRASH_POINT("running");
 
   set_nonblocking(out.read.get());
   set_nonblocking(err.read.get());

@@ -25,9 +25,10 @@
 
 #include "core/errors.hpp"
 #include "core/key.hpp"
-#include "store/store.hpp"
 #include "core/duration.hpp"
+#include "store/store.hpp"
 #include "util/clock.hpp"
+#include "util/crash_point.hpp"
 
 namespace idem::store {
 
@@ -294,6 +295,7 @@ class SqliteStore final : public Store {
         throw StoreError("store " + path_ + ": claim of '" + core::display_key(req.key) +
                          "' lost a race it should not have");
     }
+    IDEM_CRASH_POINT("claim-before-commit");
     tx.commit();
     result.attempt = d.next_attempt;
     return result;
@@ -315,6 +317,7 @@ class SqliteStore final : public Store {
       update.bind(10, int64_t(outcome.output_truncated)).bind(11, outcome.note);
       update.run();
       changed = sqlite3_changes(db_) == 1;
+      IDEM_CRASH_POINT("finish-before-commit");
       tx.commit();
     }
     checkpoint_if_wal_large();
