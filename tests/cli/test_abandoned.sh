@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# SPEC §8.3: kill -9 of idem never leads to a second execution without --retry-abandoned or rm,
+# and the store passes PRAGMA integrity_check afterwards.
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+
+# The first attempt blocks forever (exec sleep keeps the shell's pid); a retry succeeds.
+cmd=(sh -c 'echo $$ > "$1"; echo "attempt $IDEM_ATTEMPT" >> "$2"; [ "$IDEM_ATTEMPT" = 1 ] && exec sleep 1000; echo finished' sh "$T/cmd.pid" "$T/log")
+track_pid_file "$T/cmd.pid"
+bg owner idem run -k ab -- "${cmd[@]}"
+wait_until "the command starts" file_has "$T/log" "attempt 1"
+kill -KILL "$(bg_pid owner)"
+bg_wait owner
+expect_rc 137
+# The command dies with its owner (no process left running the side effect).
+wait_until "the command is gone after idem's kill -9" pid_gone "$(cat "$T/cmd.pid")"
+
+assert_status ab abandoned
+capture refused idem run -k ab -- "${cmd[@]}"
+expect_rc 69
+assert_idem_error
+capture refused-q idem run -k ab -q -- "${cmd[@]}"
+expect_rc 69
+assert_empty "$T/refused-q.out"
+assert_empty "$T/refused-q.err"
+assert_bytes "$T/log" 'attempt 1\n'
+integrity_ok
+
+capture retry idem run -k ab --retry-abandoned -- "${cmd[@]}"
+expect_rc 0
+assert_bytes "$T/retry.out" 'finished\n'
+assert_bytes "$T/log" 'attempt 1\nattempt 2\n'
+assert_status ab succeeded
+assert_eq 2 "$(idem show ab --json | jsonq /attempt)" "attempt of the retried record"
+capture after idem run -k ab -- "${cmd[@]}"
+expect_rc 0
+assert_bytes "$T/after.out" 'finished\n'
+assert_bytes "$T/log" 'attempt 1\nattempt 2\n'
+
+# rm is the other explicit way out of abandoned.
+cmd2=(sh -c 'echo $$ > "$1"; exec sleep 1000' sh "$T/cmd2.pid")
+track_pid_file "$T/cmd2.pid"
+bg owner2 idem run -k ab2 --ttl 1s -- "${cmd2[@]}"
+wait_until "the second command starts" test -s "$T/cmd2.pid"
+killed_at=$(now_ms)
+kill -KILL "$(bg_pid owner2)"
+bg_wait owner2
+wait_until "the second command is gone" pid_gone "$(cat "$T/cmd2.pid")"
+# An abandoned record does not expire: its TTL counts from a finish that never happened.
+past() { (($(now_ms) >= $1)); }
+wait_until "the TTL of ab2 has passed" past $((killed_at + 1500))
+assert_status ab2 abandoned
+capture refused2 idem run -k ab2 --ttl 1s -- "${cmd2[@]}"
+expect_rc 69
+capture gc idem gc
+expect_rc 0
+assert_bytes "$T/gc.out" 'removed 0\n'
+assert_status ab2 abandoned
+capture rm idem rm ab2
+expect_rc 0
+assert_status ab2 none
+
+# kill -9 at many different moments: each key's command runs at most once across plain retries.
+for ((i = 0; i < 30; i++)); do
+  once=(sh -c 'echo x >> "$1"; echo out' sh "$T/once.$i")
+  bg "k$i" idem run -k "chaos-$i" -- "${once[@]}"
+  # Not synchronisation: spreads the kill over idem's life (open, claim, spawn, finish).
+  sleep "0.00$((i % 10))$((i / 10))"
+  kill -KILL "$(bg_pid "k$i")" 2>/dev/null || true
+  bg_wait "k$i"
+  for attempt in 1 2; do
+    capture "chaos-$i-$attempt" idem run -k "chaos-$i" -- "${once[@]}"
+    [[ $rc == 0 || $rc == 69 ]] || fail "chaos-$i attempt $attempt exited $rc: $(cat -v "$T/chaos-$i-$attempt.err")"
+  done
+  n=0
+  [[ ! -e $T/once.$i ]] || n=$(wc -l <"$T/once.$i")
+  ((n <= 1)) || fail "chaos-$i: the command ran $n times"
+done
+integrity_ok

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The order of writes across stdout and stderr is kept, live and on replay, and each stream can
+# be read back on its own.
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+
+pieces=()
+: >"$T/want.combined"
+: >"$T/want.out"
+: >"$T/want.err"
+for i in $(seq 1 20); do
+  pieces+=("o:out $i\n" "e:err $i\0\n")
+  printf 'out %s\n' "$i" | tee -a "$T/want.out" >>"$T/want.combined"
+  printf 'err %s\0\n' "$i" | tee -a "$T/want.err" >>"$T/want.combined"
+done
+# Several writes in a row to one stream, and a last piece without a newline.
+pieces+=("o:tail-a " "o:tail-b\n" "e:last")
+printf 'tail-a tail-b\n' | tee -a "$T/want.out" >>"$T/want.combined"
+printf 'last' | tee -a "$T/want.err" >>"$T/want.combined"
+cmd=("$(helper interleave)" "${pieces[@]}")
+
+rc=0
+idem run -k order -- "${cmd[@]}" >"$T/live.combined" 2>&1 || rc=$?
+assert_eq 0 "$rc" "exit code of the first run"
+assert_same "$T/want.combined" "$T/live.combined"
+
+rc=0
+idem run -k order -- "${cmd[@]}" >"$T/replay.combined" 2>&1 || rc=$?
+assert_eq 0 "$rc" "exit code of the replay"
+assert_same "$T/want.combined" "$T/replay.combined"
+
+capture split idem run -k order -- "${cmd[@]}"
+expect_rc 0
+assert_same "$T/want.out" "$T/split.out"
+assert_same "$T/want.err" "$T/split.err"
+
+idem show order --stdout >"$T/show.out"
+assert_same "$T/want.out" "$T/show.out"
+idem show order --stderr >"$T/show.err"
+assert_same "$T/want.err" "$T/show.err"
+
+# The order survives a failing command too (replayed with --replay-failures).
+rc=0
+idem run -k order-fail --replay-failures -- "$(helper interleave)" 'e:E1\n' 'o:O1\n' 'e:E2\n' x:9 >"$T/f1" 2>&1 || rc=$?
+assert_eq 9 "$rc" "exit code of the failing interleave"
+assert_bytes "$T/f1" 'E1\nO1\nE2\n'
+rc=0
+idem run -k order-fail --replay-failures -- "$(helper interleave)" 'e:E1\n' 'o:O1\n' 'e:E2\n' x:9 >"$T/f2" 2>&1 || rc=$?
+assert_eq 9 "$rc" "exit code of the replayed failure"
+assert_bytes "$T/f2" 'E1\nO1\nE2\n'

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Issue 3 / SPEC §8.4: when the store cannot grow, is read-only, or stays locked past the busy
+# timeout, idem exits 74 with a one-line message, the command does not run if its claim could not
+# be made durable, and the records already stored are intact.
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+
+seed() {
+  capture seed idem run -k kept -- printf 'kept output\n'
+  expect_rc 0
+  capture gc idem gc  # truncates the WAL to zero bytes: the next write must grow a file
+  expect_rc 0
+}
+records_intact() {
+  assert_status kept succeeded
+  idem show kept --stdout >"$T/kept.out"
+  assert_bytes "$T/kept.out" 'kept output\n'
+  integrity_ok
+}
+# limited BLOCKS CMD...: runs CMD under `ulimit -f BLOCKS`, its stderr through a pipe into
+# $T/limited.err (a file written past the limit would fail too), its stdout discarded. Sets rc.
+limited() {
+  local blocks=$1 err
+  shift
+  rc=0
+  _last=limited
+  err=$(bash -c 'ulimit -f "$1"; shift; exec "$@"' limit "$blocks" "$@" 2>&1 >/dev/null) || rc=$?
+  printf '%s\n' "$err" >"$T/limited.err"
+  : >"$T/limited.out"
+}
+
+# 1. The database cannot grow at all: the claim cannot be made durable, so nothing runs.
+seed
+limited 0 "$IDEM_BIN" run -k new -- sh -c 'echo ran >"$1"' sh "$T/ran"
+expect_rc 74
+assert_idem_error limited
+[[ ! -e $T/ran ]] || fail "the command ran although its claim could not be stored"
+grep -q 'disk I/O error\|disk is full' "$T/limited.err" || fail "unclear message: $(cat "$T/limited.err")"
+assert_status new none
+records_intact
+
+# 2. Room for the claim but not for the outcome: the command has run, idem says so, and the key
+# is left for a human (abandoned), never silently run again.
+limited 64 "$IDEM_BIN" run -k big -- sh -c 'echo x >>"$1"; head -c 300000 /dev/zero' sh "$T/ran-big"
+expect_rc 74
+grep -q 'the command ran (exit 0) but its outcome could not be recorded' "$T/limited.err" ||
+  fail "unclear message: $(cat "$T/limited.err")"
+assert_lines 1 "$T/ran-big"
+assert_status big abandoned
+capture big-again idem run -k big -- sh -c 'echo x >>"$1"; head -c 300000 /dev/zero' sh "$T/ran-big"
+expect_rc 69
+assert_lines 1 "$T/ran-big"
+records_intact
+
+# 3. Read-only store. Root ignores file modes, so as root the test runs idem as nobody on a store
+# that nobody owns but may not write.
+ro_db=$T/ro/idem.db
+mkdir -p "$T/ro"
+IDEM_DB=$ro_db idem run -k kept -- printf 'kept output\n' >/dev/null
+IDEM_DB=$ro_db idem gc >/dev/null
+as_user=()
+if [[ $(id -u) == 0 ]]; then
+  chown -R nobody: "$T/ro"
+  chmod 755 "$T"
+  as_user=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+fi
+chmod 400 "$ro_db"
+capture readonly "${as_user[@]}" env IDEM_DB="$ro_db" "$IDEM_BIN" run -k new -- sh -c 'echo ran >"$1"' sh "$T/ran-ro"
+expect_rc 74
+assert_idem_error readonly
+grep -qi 'readonly\|read-only\|unable to open' "$T/readonly.err" || fail "unclear message: $(cat "$T/readonly.err")"
+[[ ! -e $T/ran-ro ]] || fail "the command ran on a read-only store"
+chmod 600 "$ro_db"
+assert_eq succeeded "$("${as_user[@]}" env IDEM_DB="$ro_db" "$IDEM_BIN" status kept)" "status of kept in the read-only store"
+integrity_ok "$ro_db"
+
+# 4. Another process holds the write lock longer than the busy timeout.
+mkfifo "$T/sql"
+sqlite3 "$IDEM_DB" <"$T/sql" >/dev/null 2>&1 &
+BG[locker]=$!
+exec 7>"$T/sql"
+printf '.timeout 20000\nBEGIN IMMEDIATE;\nUPDATE records SET note = note;\n' >&7
+# The lock is held once a writer with no patience (busy timeout 0) is refused.
+probe() {
+  local r=0
+  IDEM_BUSY_TIMEOUT=0 "$IDEM_BIN" run -k probe -- true >/dev/null 2>&1 || r=$?
+  ((r == 74))
+}
+wait_until "the locker holds the write lock" probe
+capture locked env IDEM_BUSY_TIMEOUT=1s "$IDEM_BIN" run -k new -- sh -c 'echo ran >"$1"' sh "$T/ran-locked"
+expect_rc 74
+assert_idem_error locked
+grep -q 'database is locked' "$T/locked.err" || fail "unclear message: $(cat "$T/locked.err")"
+[[ ! -e $T/ran-locked ]] || fail "the command ran without a claim"
+
+# A lock released while idem waits is waited out, never shown.
+bg waiter idem run -k waited -- printf 'waited\n'
+printf 'COMMIT;\n' >&7
+exec 7>&-
+bg_wait waiter
+expect_rc 0
+assert_bytes "$T/waiter.out" 'waited\n'
+assert_empty "$T/waiter.err"
+records_intact

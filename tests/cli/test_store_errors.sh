@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# A store that cannot be opened, read or written: exit 74, one "idem:" line, the command not run.
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+
+cmd=(sh -c 'echo x > "$1"' sh "$T/ran")
+store_error() {  # store_error NAME DB [IDEM ARGS...]: with IDEM_DB=DB, idem exits 74, ran nothing
+  local name=$1 db=$2
+  shift 2
+  capture "$name" env IDEM_DB="$db" "$IDEM_BIN" "$@"
+  expect_rc 74
+  assert_idem_error
+  [[ ! -e $T/ran ]] || fail "$name: the command ran although the store failed"
+}
+
+# A path that cannot be created. Root ignores permission bits, so use a path under a regular file.
+if (($(id -u) == 0)); then
+  : >"$T/file"
+  unwritable=$T/file/idem.db
+else
+  mkdir "$T/ro"
+  chmod 500 "$T/ro"
+  unwritable=$T/ro/idem.db
+fi
+store_error unwritable "$unwritable" run -k k -- "${cmd[@]}"
+store_error unwritable-ls "$unwritable" ls
+
+# Garbage in the database file.
+"$(helper genbytes)" 8192 5 >"$T/corrupt.db"
+cp "$T/corrupt.db" "$T/corrupt.orig"
+store_error corrupt "$T/corrupt.db" run -k k -- "${cmd[@]}"
+store_error corrupt-status "$T/corrupt.db" status k
+store_error corrupt-ls "$T/corrupt.db" ls
+assert_same "$T/corrupt.orig" "$T/corrupt.db"
+printf 'SQLite format 3\0garbage after the header' >"$T/corrupt2.db"
+store_error corrupt-header "$T/corrupt2.db" run -k k -- "${cmd[@]}"
+
+# A symlinked database, existing or dangling, is refused and not followed.
+IDEM_DB=$T/real.db idem run -k k -- true
+ln -s "$T/real.db" "$T/link.db"
+store_error symlink "$T/link.db" run -k other -- "${cmd[@]}"
+grep -qiE 'symlink|symbolic link' "$T/symlink.err" || fail "the symlink refusal does not say why: $(cat "$T/symlink.err")"
+store_error symlink-ls "$T/link.db" ls
+ln -s "$T/target.db" "$T/dangling.db"
+store_error dangling "$T/dangling.db" run -k k -- "${cmd[@]}"
+[[ ! -e $T/target.db ]] || fail "idem created the database through a dangling symlink"
+
+# A database owned by someone else (only root can set that up).
+if (($(id -u) == 0)); then
+  IDEM_DB=$T/foreign.db idem run -k k -- true
+  chown 65534 "$T/foreign.db"
+  store_error foreign "$T/foreign.db" run -k k2 -- "${cmd[@]}"
+fi
+
+# A schema newer than the binary knows is refused, and left as it is.
+IDEM_DB=$T/future.db idem run -k k -- true
+sqlite3 "$T/future.db" 'PRAGMA user_version=999'
+store_error future "$T/future.db" run -k k2 -- "${cmd[@]}"
+store_error future-status "$T/future.db" status k
+assert_eq 999 "$(sqlite3 "$T/future.db" 'PRAGMA user_version')" "user_version after the refusal"
+
+# The working store is untouched by all this.
+IDEM_DB=$T/real.db idem status k >"$T/real.status"
+assert_bytes "$T/real.status" 'succeeded\n'
+integrity_ok "$T/real.db"

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# SPEC §8.4: bad input gets exit 64 and one "idem:" line on stderr; nothing runs and no record
+# is created, changed or lost.
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+
+capture existing idem run -k existing -- sh -c 'echo kept'
+expect_rc 0
+
+n=0
+usage_error() {  # usage_error ARG...: idem ARG... exits 64 with one idem: line, nothing ran
+  n=$((n + 1))
+  capture "usage-$n" idem "$@"
+  [[ $rc == 64 ]] || fail "idem $(printf '%q ' "$@")exited $rc, want 64; stderr: $(cat -v "$T/usage-$n.err")"
+  assert_idem_error
+  [[ ! -e $T/ran ]] || fail "idem $(printf '%q ' "$@")ran the command"
+}
+cmd=(sh -c 'echo x > "$1"' sh "$T/ran")
+
+usage_error run -k '' -- "${cmd[@]}"
+usage_error run -k $'a\tb' -- "${cmd[@]}"
+usage_error run -k $'a\nb' -- "${cmd[@]}"
+usage_error run -k $'a\x7fb' -- "${cmd[@]}"
+usage_error run -k $'a\x01' -- "${cmd[@]}"
+usage_error run -k $'\xff\xfe' -- "${cmd[@]}"
+usage_error run -k "$(printf 'k%.0s' {1..256})" -- "${cmd[@]}"
+usage_error run -k "$(printf 'é%.0s' {1..128})" -- "${cmd[@]}"   # 256 bytes
+usage_error run -k k --ttl 5x -- "${cmd[@]}"
+usage_error run -k k --ttl -1 -- "${cmd[@]}"
+usage_error run -k k --ttl '' -- "${cmd[@]}"
+usage_error run -k k --wait abc -- "${cmd[@]}"
+usage_error run -k k --timeout 1y -- "${cmd[@]}"
+usage_error run -k k --kill-after x -- "${cmd[@]}"
+usage_error run -k k --max-output 12XB -- "${cmd[@]}"
+usage_error run -k k --max-output -5 -- "${cmd[@]}"
+usage_error run -k k --max-output lots -- "${cmd[@]}"
+usage_error run -k k --bogus -- "${cmd[@]}"
+usage_error --bogus run -k k -- "${cmd[@]}"
+usage_error run -k k
+usage_error run -k k --
+usage_error run -k
+usage_error frobnicate
+usage_error status ''
+usage_error show $'a\nb'
+usage_error ls --status bogus
+usage_error ls --limit abc
+usage_error gc --older-than 5x
+usage_error rm ''
+
+# 255 bytes is the longest key; 127 two-byte characters + 1 byte too.
+long=$(printf 'k%.0s' {1..255})
+capture long idem run -k "$long" -- printf ok
+expect_rc 0
+assert_bytes "$T/long.out" 'ok'
+assert_status "$long" succeeded
+capture utf8 idem run -k "$(printf 'é%.0s' {1..127})x" -- printf ok
+expect_rc 0
+
+# Nothing was recorded for the refused attempts, the existing record is intact.
+assert_status existing succeeded
+capture replay idem run -k existing -- sh -c 'echo kept'
+expect_rc 0
+assert_bytes "$T/replay.out" 'kept\n'
+idem ls --json | jsonq /key | sort >"$T/keys"
+printf '%s\n' "$long" existing "$(printf 'é%.0s' {1..127})x" | sort >"$T/want.keys"
+assert_same "$T/want.keys" "$T/keys"
+integrity_ok
+
+# --help lists every flag and exits 0.
+capture help idem --help
+expect_rc 0
+for word in run ls show status rm gc --db; do
+  grep -qw -- "$word" "$T/help.out" || fail "idem --help does not mention $word"
+done
+capture run-help idem run --help
+expect_rc 0
+for flag in -k --key --ttl --wait --timeout --kill-after --replay-failures --retry-abandoned \
+  --hash-stdin --max-output --quiet-replay -q --quiet -v --verbose; do
+  grep -qE -- "(^|[^A-Za-z-])$flag([^A-Za-z-]|\$)" "$T/run-help.out" || fail "idem run --help does not list $flag"
+done
