@@ -1,6 +1,7 @@
 // idem: make side effects safe to retry. Builds the command line, dispatches once, and maps every
 // error to one "idem: ..." line and its exit code (see core/exit_code.hpp).
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <iostream>
 
 #include "cli/inspect.hpp"
@@ -19,6 +20,9 @@ bool is_refusal(int code) {
 int main(int argc, char** argv) {
   using namespace idem;
   using namespace idem::cli;
+  // Past a file-size limit (ulimit -f) writes must fail with EFBIG, which SQLite reports and idem
+  // turns into exit 74, rather than SIGXFSZ killing idem in the middle of a transaction.
+  ::signal(SIGXFSZ, SIG_IGN);
 
   CLI::App app{"idem makes side effects safe to retry: one key, one execution; later attempts "
                "replay the stored outcome.",

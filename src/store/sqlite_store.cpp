@@ -204,8 +204,8 @@ void make_private_dirs(const std::string& dir) {
   ::chmod(dir.c_str(), 0700);
 }
 
-// Refuses symlinks and files owned by someone else; creates the file 0600 if absent and tightens
-// an existing one to 0600.
+// Refuses symlinks and files owned by someone else; creates the file 0600 if absent and takes
+// group and other access away from an existing one.
 void prepare_db_file(const std::string& path) {
   for (int tries = 0; tries < 2; ++tries) {
     struct stat st{};
@@ -216,8 +216,9 @@ void prepare_db_file(const std::string& path) {
       if (st.st_uid != ::geteuid())
         throw StoreError("store " + path + " is owned by uid " + std::to_string(st.st_uid) +
                          ", not by you; refusing to use it");
-      if ((st.st_mode & 0777) != 0600 && ::chmod(path.c_str(), 0600) != 0)
-        throw StoreError("cannot make store " + path + " private (0600): " + errno_text());
+      // Take away group and other access; never add write access the owner removed on purpose.
+      if ((st.st_mode & 0077) != 0 && ::chmod(path.c_str(), st.st_mode & 0700) != 0)
+        throw StoreError("cannot make store " + path + " private: " + errno_text());
       return;
     }
     if (errno != ENOENT) throw StoreError("store " + path + ": " + errno_text());
