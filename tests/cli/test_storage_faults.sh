@@ -58,19 +58,24 @@ mkdir -p "$T/ro"
 IDEM_DB=$ro_db idem run -k kept -- printf 'kept output\n' >/dev/null
 IDEM_DB=$ro_db idem gc >/dev/null
 as_user=()
+ro_bin=$IDEM_BIN
 if [[ $(id -u) == 0 ]]; then
   chown -R nobody: "$T/ro"
   chmod 755 "$T"
+  # The build tree may sit in a private folder nobody cannot enter: use a copy of the binary.
+  ro_bin=$T/idem-copy
+  cp "$IDEM_BIN" "$ro_bin"
+  chmod 755 "$ro_bin"
   as_user=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
 fi
 chmod 400 "$ro_db"
-capture readonly "${as_user[@]}" env IDEM_DB="$ro_db" "$IDEM_BIN" run -k new -- sh -c 'echo ran >"$1"' sh "$T/ran-ro"
+capture readonly "${as_user[@]}" env IDEM_DB="$ro_db" "$ro_bin" run -k new -- sh -c 'echo ran >"$1"' sh "$T/ran-ro"
 expect_rc 74
 assert_idem_error readonly
 grep -qi 'readonly\|read-only\|unable to open' "$T/readonly.err" || fail "unclear message: $(cat "$T/readonly.err")"
 [[ ! -e $T/ran-ro ]] || fail "the command ran on a read-only store"
 chmod 600 "$ro_db"
-assert_eq succeeded "$("${as_user[@]}" env IDEM_DB="$ro_db" "$IDEM_BIN" status kept)" "status of kept in the read-only store"
+assert_eq succeeded "$("${as_user[@]}" env IDEM_DB="$ro_db" "$ro_bin" status kept)" "status of kept in the read-only store"
 integrity_ok "$ro_db"
 
 # 4. Another process holds the write lock longer than the busy timeout.
