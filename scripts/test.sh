@@ -8,7 +8,9 @@ build=build
 flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDEM_WERROR=ON -DIDEM_TESTS=ON -DIDEM_TEST_HOOKS=ON)
 if [ "${IDEM_SANITIZE:-0}" = 1 ]; then
   build=build-asan
-  flags+=(-DIDEM_SANITIZE=ON)
+  # Warnings are enforced by the plain build; GCC 12's -Wmaybe-uninitialized has false positives
+  # inside libstdc++ once sanitizers change inlining.
+  flags+=(-DIDEM_SANITIZE=ON -DIDEM_WERROR=OFF)
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
 cmake -S . -B "$build" "${flags[@]}" >/dev/null
