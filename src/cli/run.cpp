@@ -152,6 +152,117 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
   return run;
 }
 
+namespace {
+
+// Claims the key, waiting (with --wait) while another live owner runs it. Returns any verdict but
+// `running`; throws the 75 refusal when the wait runs out. A signal while waiting ends the wait.
+store::ClaimResult claim_or_wait(store::Store& store, store::ClaimRequest& req,
+                                 const RunOptions& o, const Settings& s, const std::string& shown) {
+  util::SystemClock clock;
+  const int64_t wait_until = util::monotonic_ms() + s.wait_ms;
+  int64_t poll_ms = 10;
+  bool said_waiting = false;
+  for (;;) {
+    req.now_ms = clock.now_ms();
+    store::ClaimResult claim = store.claim(req, proc::owner_gone);
+    if (claim.verdict != core::Verdict::running) return claim;
+    const core::Record& holder = *claim.existing;
+    if (int sig = proc::pending_signal())
+      throw Error(ExitCode(k_exit_signal_base + sig),
+                  std::string("interrupted by ") + sigabbrev_np(sig) + " while waiting for " +
+                      shown + "; nothing ran");
+    if (util::monotonic_ms() >= wait_until) {
+      std::string message = shown + " is running in " + owner_text(holder.owner) + " (started " +
+                            ago(holder.started_ms, req.now_ms) + "); nothing ran";
+      if (s.wait_ms > 0) message += " (waited " + o.wait + ")";
+      throw Error(k_exit_running, message);
+    }
+    if (o.verbose && !said_waiting) {
+      std::cerr << "idem: waiting up to " << o.wait << " for " << shown << " (running in "
+                << owner_text(holder.owner) << ")\n";
+      said_waiting = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(
+        std::min<int64_t>(poll_ms, std::max<int64_t>(1, wait_until - util::monotonic_ms()))));
+    poll_ms = std::min<int64_t>(poll_ms * 2, 250);
+  }
+}
+
+// A verdict other than `claim`: replay the stored outcome, or refuse with the verdict's code.
+int answer_without_running(const store::ClaimResult& claim, const RunOptions& o,
+                           const std::string& shown, int64_t now_ms) {
+  const core::Record& r = *claim.existing;
+  switch (claim.verdict) {
+    case core::Verdict::replay:
+      if (o.verbose)
+        std::cerr << "idem: replaying " << shown << " (" << core::to_string(r.status) << " "
+                  << ago(r.finished_ms, now_ms) << ", exit " << core::replay_exit_code(r)
+                  << ", attempt " << r.attempt << (r.output_truncated ? ", output truncated" : "")
+                  << ")\n";
+      if (!o.quiet_replay) replay(r);
+      return core::replay_exit_code(r);
+    case core::Verdict::conflict:
+      throw Error(k_exit_conflict,
+                  shown + " was used with a different command or input; nothing ran");
+    case core::Verdict::abandoned:
+      throw Error(k_exit_abandoned,
+                  shown + ": attempt " + std::to_string(r.attempt) + " (" + owner_text(r.owner) +
+                      ", started " + ago(r.started_ms, now_ms) +
+                      ") died mid-run and its outcome is unknown; nothing ran. Use "
+                      "--retry-abandoned or 'idem rm' once you have checked");
+    case core::Verdict::running:
+    case core::Verdict::claim:
+      break;
+  }
+  throw Error(k_exit_internal, "unexpected verdict " + std::string(core::to_string(claim.verdict)));
+}
+
+// Runs the command of a durable claim and records its outcome under `attempt`.
+int run_claimed(store::Store& store, const RunOptions& o, const Settings& s, int64_t attempt,
+                int stdin_fd, const std::string& shown) {
+  util::SystemClock clock;
+  if (int sig = proc::pending_signal()) {
+    // Interrupted between the claim and the start: nothing ran; record why.
+    core::Outcome interrupted;
+    interrupted.status = core::Status::failed;
+    interrupted.signal = sig;
+    interrupted.finished_ms = clock.now_ms();
+    interrupted.note =
+        std::string("idem received ") + sigabbrev_np(sig) + " before the command started";
+    store.finish(o.key, attempt, interrupted);
+    return k_exit_signal_base + sig;
+  }
+
+  proc::RunSpec spec;
+  spec.argv = o.command;
+  spec.extra_env = {{"IDEM_KEY", o.key}, {"IDEM_ATTEMPT", std::to_string(attempt)}};
+  spec.stdin_fd = stdin_fd;
+  spec.max_output = s.max_output;
+  spec.timeout_ms = s.timeout_ms;
+  spec.kill_after_ms = s.kill_after_ms;
+  proc::RunResult result = proc::run_command(spec);
+  IDEM_CRASH_POINT("exited-before-finish");
+  const int code = proc::exit_code_for(result);
+  if (!result.started)
+    std::cerr << "idem: cannot run '" << o.command[0] << "': " << strerror(result.exec_errno)
+              << "\n";
+
+  bool recorded;
+  try {
+    recorded = store.finish(o.key, attempt, outcome_of(result, clock.now_ms()));
+  } catch (const StoreError& e) {
+    throw StoreError(std::string(e.what()) + "; the command ran (exit " + std::to_string(code) +
+                     ") but its outcome could not be recorded");
+  }
+  IDEM_CRASH_POINT("finish-after-commit");
+  if (!recorded)
+    std::cerr << "idem: " << shown << " was taken over by another attempt while this one ran; "
+              << "this outcome was not recorded\n";
+  return code;
+}
+
+}  // namespace
+
 int run_run(const GlobalOptions& global, RunOptions& o) {
   if (o.command.empty())
     throw UsageError("missing command: idem run [OPTIONS] [-k KEY] -- COMMAND [ARG...]");
@@ -172,7 +283,6 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
   proc::install_signal_handlers();
 
   auto store = open_store(global);
-  util::SystemClock clock;
   store::ClaimRequest req;
   req.key = o.key;
   req.fingerprint = core::run_fingerprint(o.command, o.hash_stdin ? &stdin_sha256 : nullptr);
@@ -183,97 +293,14 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
   req.policy = core::Policy{o.replay_failures, o.retry_abandoned};
 
   const std::string shown = "key '" + core::display_key(o.key) + "'";
-  const int64_t wait_until = util::monotonic_ms() + s.wait_ms;
-  int64_t poll_ms = 10;
-  bool said_waiting = false;
-  store::ClaimResult claim;
-  for (;;) {
-    req.now_ms = clock.now_ms();
-    claim = store->claim(req, proc::owner_gone);
-    if (claim.verdict != core::Verdict::running) break;
-    const auto& holder = claim.existing->owner;
-    if (util::monotonic_ms() >= wait_until) {
-      std::string message = shown + " is running in " + owner_text(holder) + " (started " +
-                            ago(claim.existing->started_ms, req.now_ms) + "); nothing ran";
-      if (s.wait_ms > 0) message += " (waited " + o.wait + ")";
-      throw Error(k_exit_running, message);
-    }
-    if (o.verbose && !said_waiting) {
-      std::cerr << "idem: waiting up to " << o.wait << " for " << shown << " (running in "
-                << owner_text(holder) << ")\n";
-      said_waiting = true;
-    }
-    if (int sig = proc::pending_signal()) return k_exit_signal_base + sig;
-    std::this_thread::sleep_for(std::chrono::milliseconds(
-        std::min<int64_t>(poll_ms, std::max<int64_t>(1, wait_until - util::monotonic_ms()))));
-    poll_ms = std::min<int64_t>(poll_ms * 2, 250);
-  }
-
-  switch (claim.verdict) {
-    case core::Verdict::replay: {
-      const auto& r = *claim.existing;
-      if (o.verbose)
-        std::cerr << "idem: replaying " << shown << " (" << core::to_string(r.status) << " "
-                  << ago(r.finished_ms, req.now_ms) << ", exit " << core::replay_exit_code(r)
-                  << ", attempt " << r.attempt << (r.output_truncated ? ", output truncated" : "")
-                  << ")\n";
-      if (!o.quiet_replay) replay(r);
-      return core::replay_exit_code(r);
-    }
-    case core::Verdict::conflict:
-      throw Error(k_exit_conflict, shown + " was used with a different command or input; nothing ran");
-    case core::Verdict::abandoned: {
-      const auto& r = *claim.existing;
-      throw Error(k_exit_abandoned,
-                  shown + ": attempt " + std::to_string(r.attempt) + " (" + owner_text(r.owner) +
-                      ", started " + ago(r.started_ms, req.now_ms) +
-                      ") died mid-run and its outcome is unknown; nothing ran. Use "
-                      "--retry-abandoned or 'idem rm' once you have checked");
-    }
-    case core::Verdict::running:
-    case core::Verdict::claim:
-      break;
-  }
+  store::ClaimResult claim = claim_or_wait(*store, req, o, s, shown);
+  if (claim.verdict != core::Verdict::claim)
+    return answer_without_running(claim, o, shown, req.now_ms);
 
   // The claim is durable: from here on, a crash of idem shows as abandoned, never as a key that
   // silently runs again.
-  const int64_t attempt = claim.attempt;
   IDEM_CRASH_POINT("claim-after-commit");
-  if (int sig = proc::pending_signal()) {
-    core::Outcome o2;
-    o2.status = core::Status::failed;
-    o2.signal = sig;
-    o2.finished_ms = clock.now_ms();
-    o2.note = std::string("idem received ") + sigabbrev_np(sig) + " before the command started";
-    store->finish(o.key, attempt, o2);
-    return k_exit_signal_base + sig;
-  }
-
-  proc::RunSpec spec;
-  spec.argv = o.command;
-  spec.extra_env = {{"IDEM_KEY", o.key}, {"IDEM_ATTEMPT", std::to_string(attempt)}};
-  if (stdin_copy.valid()) spec.stdin_fd = stdin_copy.get();
-  spec.max_output = s.max_output;
-  spec.timeout_ms = s.timeout_ms;
-  spec.kill_after_ms = s.kill_after_ms;
-  proc::RunResult result = proc::run_command(spec);
-  IDEM_CRASH_POINT("exited-before-finish");
-  const int code = proc::exit_code_for(result);
-  if (!result.started)
-    std::cerr << "idem: cannot run '" << o.command[0] << "': " << strerror(result.exec_errno) << "\n";
-
-  bool recorded;
-  try {
-    recorded = store->finish(o.key, attempt, outcome_of(result, clock.now_ms()));
-  } catch (const StoreError& e) {
-    throw StoreError(std::string(e.what()) + "; the command ran (exit " + std::to_string(code) +
-                     ") but its outcome could not be recorded");
-  }
-  IDEM_CRASH_POINT("finish-after-commit");
-  if (!recorded)
-    std::cerr << "idem: " << shown << " was taken over by another attempt while this one ran; "
-              << "this outcome was not recorded\n";
-  return code;
+  return run_claimed(*store, o, s, claim.attempt, stdin_copy.valid() ? stdin_copy.get() : 0, shown);
 }
 
 }  // namespace idem::cli
