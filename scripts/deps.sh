@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages idem builds and tests with. Idempotent; quiet when all present.
+# Installs the Debian 12 packages idem builds and tests with, plus any package names given as
+# arguments. Idempotent; quiet when all are present.
 set -euo pipefail
 packages=(
   cmake make g++ pkg-config
   libcli11-dev nlohmann-json3-dev catch2 libssl-dev libsqlite3-dev
   sqlite3 procps
+  "$@"
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,107 @@
+// Keys (core/key.hpp): key_problem against an independent reading of "1-255 bytes of printable
+// UTF-8", validate_key agreeing with it, and display_key's bounds.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/errors.hpp"
+#include "core/key.hpp"
+#include "fuzz_check.hpp"
+
+namespace {
+
+// Well-formed UTF-8 after Unicode's table 3-7 (byte ranges, no decoding): a second opinion on
+// key.cpp's decoder, which computes code points and then rejects overlongs and surrogates.
+bool well_formed_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto b = uint8_t(s[i]);
+    int trail;
+    uint8_t lo = 0x80, hi = 0xbf;  // range of the first trailing byte
+    if (b <= 0x7f)
+      trail = 0;
+    else if (b >= 0xc2 && b <= 0xdf)
+      trail = 1;
+    else if (b == 0xe0)
+      trail = 2, lo = 0xa0;
+    else if (b == 0xed)
+      trail = 2, hi = 0x9f;
+    else if (b >= 0xe1 && b <= 0xef)
+      trail = 2;
+    else if (b == 0xf0)
+      trail = 3, lo = 0x90;
+    else if (b == 0xf4)
+      trail = 3, hi = 0x8f;
+    else if (b >= 0xf1 && b <= 0xf3)
+      trail = 3;
+    else
+      return false;
+    if (s.size() - i - 1 < size_t(trail)) return false;
+    for (int t = 1; t <= trail; ++t) {
+      auto c = uint8_t(s[i + size_t(t)]);
+      if (c < (t == 1 ? lo : 0x80) || c > (t == 1 ? hi : 0xbf)) return false;
+    }
+    i += size_t(trail) + 1;
+  }
+  return true;
+}
+
+// C0 controls and DEL are single bytes; C1 controls (U+0080-U+009F) are C2 80 .. C2 9F.
+bool has_control(std::string_view s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto b = uint8_t(s[i]);
+    if (b < 0x20 || b == 0x7f) return true;
+    if (b == 0xc2 && i + 1 < s.size() && uint8_t(s[i + 1]) >= 0x80 && uint8_t(s[i + 1]) <= 0x9f)
+      return true;
+  }
+  return false;
+}
+
+void check_display(std::string_view key, size_t max) {
+  std::string shown = idem::core::display_key(key, max);
+  FUZZ_CHECK(shown.size() <= key.size() + 3);
+  if (key.size() <= max) {
+    FUZZ_CHECK(shown == key);
+    return;
+  }
+  // Cut: a prefix of the key, then "...", within max (or within "..." when max < 3).
+  FUZZ_CHECK(shown.size() <= (max > 3 ? max : 3));
+  FUZZ_CHECK(shown.size() >= 3 && shown.ends_with("..."));
+  std::string_view prefix = std::string_view(shown).substr(0, shown.size() - 3);
+  FUZZ_CHECK(key.starts_with(prefix));
+  // The cut falls on a character boundary, so a valid key stays valid UTF-8 when shortened.
+  if (well_formed_utf8(key)) FUZZ_CHECK(well_formed_utf8(shown));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view key(reinterpret_cast<const char*>(data), size);
+
+  auto problem = idem::core::key_problem(key);
+  bool expected_valid = !key.empty() && key.size() <= idem::core::k_max_key_bytes &&
+                        well_formed_utf8(key) && !has_control(key);
+  FUZZ_CHECK(problem.has_value() == !expected_valid);
+  if (problem) {
+    FUZZ_CHECK(!problem->empty());
+  } else {
+    FUZZ_CHECK(key.size() >= 1 && key.size() <= 255);
+    for (char c : key) FUZZ_CHECK(uint8_t(c) >= 0x20 && uint8_t(c) != 0x7f);
+  }
+
+  bool threw = false;
+  try {
+    idem::core::validate_key(key);
+  } catch (const idem::UsageError& e) {
+    threw = true;
+    FUZZ_CHECK(std::string_view(e.what()).ends_with(*problem));
+  }
+  FUZZ_CHECK(threw == problem.has_value());
+
+  check_display(key, 255);
+  // Small limits exercise the cut; the first byte picks one so every length meets every limit.
+  for (size_t max : {size_t(0), size_t(1), size_t(3), size_t(4), size_t(8)})
+    check_display(key, max);
+  if (size > 0) check_display(key, data[0] % 64);
+  return 0;
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Builds idem's libFuzzer targets with clang and runs each for SECONDS (default 15) on a copy of
+# its seed corpus (fuzz/corpus/<target>/, never written to). Exits non-zero if any target
+# crashes, naming it and keeping the crashing input.
+#
+#   fuzz/run.sh [SECONDS]
+#
+# Environment: FUZZ_BUILD=dir to build in (and reuse) a given directory instead of a temporary
+# one; FUZZ_TARGETS="key base64" to run only some targets; FUZZ_CC/FUZZ_CXX for another clang.
+# Needs cmake, idem's build dependencies, clang and the libFuzzer runtime (Debian 12:
+# apt install clang libclang-rt-14-dev). Installs nothing itself.
+set -euo pipefail
+
+seconds=${1:-15}
+if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds == 0)); then
+  echo "usage: fuzz/run.sh [SECONDS]  (a whole number of seconds per target)" >&2
+  exit 2
+fi
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+cc=${FUZZ_CC:-clang}
+cxx=${FUZZ_CXX:-clang++}
+
+if ! command -v "$cxx" >/dev/null; then
+  echo "fuzz/run.sh: $cxx not found; on Debian: apt install clang libclang-rt-14-dev" >&2
+  exit 2
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/idem-fuzz.XXXXXX")
+build=${FUZZ_BUILD:-$work/build}
+
+# A missing libFuzzer runtime otherwise shows up as a link error deep in the build log.
+printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }\n' \
+  >"$work/probe.cpp"
+if ! "$cxx" -fsanitize=fuzzer "$work/probe.cpp" -o "$work/probe" 2>"$work/probe.log"; then
+  cat "$work/probe.log" >&2
+  echo "fuzz/run.sh: $cxx cannot link libFuzzer; on Debian: apt install libclang-rt-14-dev" >&2
+  rm -rf "$work"
+  exit 2
+fi
+
+targets=()
+if [[ -n ${FUZZ_TARGETS:-} ]]; then
+  read -r -a targets <<<"$FUZZ_TARGETS"
+else
+  for source in "$here"/fuzz_*.cpp; do
+    name=${source##*/fuzz_}
+    targets+=("${name%.cpp}")
+  done
+fi
+
+echo "== building ${targets[*]} in $build"
+if ! CC=$cc CXX=$cxx cmake -S "$root" -B "$build" -DIDEM_FUZZ=ON -DIDEM_TESTS=OFF \
+  >"$work/configure.log" 2>&1; then
+  cat "$work/configure.log" >&2
+  echo "fuzz/run.sh: configuring failed (log kept in $work)" >&2
+  exit 2
+fi
+if ! cmake --build "$build" -j "$(nproc)" --target "${targets[@]/#/fuzz_}" >"$work/build.log" 2>&1
+then
+  tail -n 50 "$work/build.log" >&2
+  echo "fuzz/run.sh: building failed (log kept in $work)" >&2
+  exit 2
+fi
+
+# The library is built with recoverable UBSan; halt so undefined behaviour counts as a crash
+# (the targets also set this as their default).
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+failed=()
+mkdir -p "$work/artifacts"
+for name in "${targets[@]}"; do
+  corpus="$work/corpus/$name"
+  mkdir -p "$corpus"
+  if [[ -d $here/corpus/$name ]]; then cp -R "$here/corpus/$name/." "$corpus/"; fi
+  args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+        -artifact_prefix="$work/artifacts/$name-")
+  if [[ -f $here/dict/$name.dict ]]; then args+=(-dict="$here/dict/$name.dict"); fi
+  log="$work/$name.log"
+
+  echo "== fuzz_$name for ${seconds}s"
+  if "$build/fuzz/fuzz_$name" "${args[@]}" "$corpus" >"$log" 2>&1; then
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+    echo "   ok: ${runs:-?} runs, ${rate:-?} exec/s, corpus $(find "$corpus" -type f | wc -l) inputs"
+  else
+    failed+=("$name")
+    tail -n 40 "$log" | sed 's/^/   | /'
+    inputs=$(find "$work/artifacts" -name "$name-*")
+    echo "   CRASHED: fuzz_$name; input: ${inputs:-(none saved)}"
+  fi
+done
+
+if ((${#failed[@]} > 0)); then
+  echo "fuzz/run.sh: crashed: ${failed[*]} (logs, corpora and inputs kept in $work;" \
+    "reproduce with $build/fuzz/fuzz_<target> <input>)" >&2
+  exit 1
+fi
+rm -rf "$work"
+echo "fuzz/run.sh: all ${#targets[@]} targets ran ${seconds}s each without a crash"
