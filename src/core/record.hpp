@@ -42,6 +42,8 @@ struct Record {
   int64_t output_bytes = 0;  // stored bytes (both streams)
   std::string request;  // JSON: what was asked (argv, cwd)
   std::string note;     // why a failure happened when it is not an exit code
+  std::optional<int> http_status;  // idem serve: the answer a duplicate delivery gets
+  std::string content_type;
 };
 
 // What a finished attempt produced.
@@ -55,6 +57,8 @@ struct Outcome {
   int64_t output_bytes = 0;
   int64_t finished_ms = 0;
   std::string note;
+  std::optional<int> http_status;
+  std::string content_type;
 };
 
 bool is_expired(const Record& record, int64_t now_ms);

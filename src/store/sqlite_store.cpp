@@ -37,7 +37,7 @@ namespace {
 using core::Record;
 using core::Status;
 
-constexpr int k_schema_version = 1;
+constexpr int k_schema_version = 2;
 constexpr int64_t k_default_busy_timeout_ms = 30000;
 constexpr int64_t k_checkpoint_wal_bytes = 4 * 1024 * 1024;
 constexpr int k_gc_batch = 500;
@@ -73,6 +73,11 @@ constexpr const char* k_migrations[] = {
     );
     CREATE INDEX records_by_expiry ON records (expires_at) WHERE expires_at IS NOT NULL;
     CREATE INDEX records_by_start ON records (started_at);
+    )sql",
+    // 1 -> 2: what an HTTP delivery answered (idem serve), so a duplicate gets the same answer.
+    R"sql(
+    ALTER TABLE records ADD COLUMN http_status INTEGER;
+    ALTER TABLE records ADD COLUMN content_type TEXT NOT NULL DEFAULT '';
     )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
@@ -289,7 +294,8 @@ class SqliteStore final : public Store {
                owner_host = ?5, owner_boot_id = ?6, owner_pid = ?7, owner_start = ?8,
                started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
                expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0, output = NULL,
-               output_bytes = 0, output_truncated = 0, note = ''
+               output_bytes = 0, output_truncated = 0, note = '', http_status = NULL,
+               content_type = ''
         WHERE key = ?1 AND attempt = ?12)sql", path_);
       bind_claim(update, req, d.next_attempt).bind(12, existing->attempt).run();
       if (sqlite3_changes(db_) != 1)
@@ -309,13 +315,14 @@ class SqliteStore final : public Store {
       Statement update(db_, R"sql(
         UPDATE records SET status = ?3, finished_at = ?4, expires_at = ?4 + ttl_ms,
                exit_code = ?5, signal = ?6, timed_out = ?7, output = ?8, output_bytes = ?9,
-               output_truncated = ?10, note = ?11
+               output_truncated = ?10, note = ?11, http_status = ?12, content_type = ?13
         WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
       update.bind(1, key).bind(2, attempt).bind(3, std::string(core::to_string(outcome.status)));
       update.bind(4, outcome.finished_ms).bind_optional(5, outcome.exit_code);
       update.bind_optional(6, outcome.signal).bind(7, int64_t(outcome.timed_out));
       update.bind_blob(8, outcome.output).bind(9, outcome.output_bytes);
       update.bind(10, int64_t(outcome.output_truncated)).bind(11, outcome.note);
+      update.bind_optional(12, outcome.http_status).bind(13, outcome.content_type);
       update.run();
       changed = sqlite3_changes(db_) == 1;
       IDEM_CRASH_POINT("finish-before-commit");
@@ -406,8 +413,8 @@ class SqliteStore final : public Store {
   static constexpr const char* k_select_columns =
       "SELECT key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, "
       "owner_start, started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, "
-      "output_bytes, output_truncated, request, note";
-  static constexpr int k_output_column = 20;
+      "output_bytes, output_truncated, request, note, http_status, content_type";
+  static constexpr int k_output_column = 22;
 
   void exec(const char* sql) {
     char* err = nullptr;
@@ -521,6 +528,8 @@ class SqliteStore final : public Store {
     r.output_truncated = s.int_at(17) != 0;
     r.request = s.text_at(18);
     r.note = s.text_at(19);
+    r.http_status = s.optional_int_at(20);
+    r.content_type = s.text_at(21);
     r.output = s.text_at(k_output_column);
     return r;
   }

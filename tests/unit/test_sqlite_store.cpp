@@ -819,7 +819,39 @@ TEST_CASE("store: an older (empty, version 0) database is migrated in place", "[
   auto store = open_sqlite_store(path);
   REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "1");
+  CHECK(raw.text("PRAGMA user_version") == "2");
+}
+
+TEST_CASE("store: a version 1 store keeps its records when migrated to version 2", "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    // The version 1 schema, frozen here as it was published.
+    RawDb raw(path);
+    raw.exec(R"sql(
+      CREATE TABLE records (
+        key TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, kind TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned')),
+        attempt INTEGER NOT NULL, owner_host TEXT NOT NULL, owner_boot_id TEXT NOT NULL,
+        owner_pid INTEGER NOT NULL, owner_start INTEGER NOT NULL, started_at INTEGER NOT NULL,
+        finished_at INTEGER, ttl_ms INTEGER NOT NULL, expires_at INTEGER, exit_code INTEGER,
+        signal INTEGER, timed_out INTEGER NOT NULL DEFAULT 0, output BLOB,
+        output_bytes INTEGER NOT NULL DEFAULT 0, output_truncated INTEGER NOT NULL DEFAULT 0,
+        request TEXT NOT NULL DEFAULT '{}', note TEXT NOT NULL DEFAULT '');
+      INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                           owner_pid, owner_start, started_at, finished_at, ttl_ms, exit_code)
+      VALUES ('old', 'fp', 'run', 'succeeded', 3, 'h', 'b', 1, 1, 1000, 2000, 86400000, 7);
+      PRAGMA user_version = 1;)sql");
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  auto store = open_sqlite_store(path);
+  auto old = store->get("old");
+  REQUIRE(old);
+  CHECK(old->attempt == 3);
+  CHECK(old->exit_code == 7);
+  CHECK_FALSE(old->http_status);
+  RawDb raw(path);
+  CHECK(raw.text("PRAGMA user_version") == "2");
 }
 
 TEST_CASE("store: a corrupt file is a StoreError, not a crash", "[store][files]") {
