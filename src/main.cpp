@@ -6,6 +6,7 @@
 
 #include "cli/inspect.hpp"
 #include "cli/run.hpp"
+#include "cli/serve.hpp"
 #include "core/errors.hpp"
 
 namespace {
@@ -49,12 +50,14 @@ int main(int argc, char** argv) {
   StatusOptions status_options;
   RmOptions rm_options;
   GcOptions gc_options;
+  ServeOptions serve_options;
   CLI::App* run = register_run(app, run_options);
   CLI::App* ls = register_ls(app, ls_options);
   CLI::App* show = register_show(app, show_options);
   CLI::App* status = register_status(app, status_options);
   CLI::App* rm = register_rm(app, rm_options);
   CLI::App* gc = register_gc(app, gc_options);
+  CLI::App* serve = register_serve(app, serve_options);
 
   try {
     app.parse(argc, argv);
@@ -73,6 +76,7 @@ int main(int argc, char** argv) {
     if (status->parsed()) return run_status(global, status_options);
     if (rm->parsed()) return run_rm(global, rm_options);
     if (gc->parsed()) return run_gc(global, gc_options);
+    if (serve->parsed()) return run_serve(global, serve_options);
   } catch (const Error& e) {
     bool quiet = run->parsed() && run_options.quiet && is_refusal(e.code());
     if (!quiet) std::cerr << "idem: " << e.what() << "\n";

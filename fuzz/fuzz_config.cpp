@@ -1,0 +1,160 @@
+// The `idem serve` config (http/config.hpp): whatever the file holds, parse_config either returns
+// a config that keeps every documented invariant or throws ConfigError with a one-line, UTF-8
+// message that starts with the file name and never shows a secret. Nothing else may escape it.
+// Each input is parsed twice with different secrets in the environment: the outcome must not
+// change, which is how a secret leaking into a message would show.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "fuzz_check.hpp"
+#include "http/config.hpp"
+
+namespace {
+
+constexpr std::string_view k_file = "fuzz.json";
+
+// Variables named UNSET* are not set, EMPTY* are empty, any other holds `salt` + its name.
+std::optional<std::string> fake_secret(const std::string& salt, const std::string& name) {
+  if (name.starts_with("UNSET")) return std::nullopt;
+  if (name.starts_with("EMPTY")) return std::string();
+  return salt + name;
+}
+
+struct Outcome {
+  std::optional<idem::http::Config> config;
+  std::string message;  // when config is nullopt
+};
+
+Outcome parse(const std::string& text, const std::string& salt) {
+  try {
+    return {
+        idem::http::parse_config(std::string(k_file), text,
+                                 [&](const std::string& name) { return fake_secret(salt, name); }),
+        {}};
+  } catch (const idem::http::ConfigError& e) {
+    return {std::nullopt, e.what()};
+  } catch (...) {
+    FUZZ_CHECK(!"parse_config threw something other than ConfigError");
+  }
+  return {};
+}
+
+// Well-formed UTF-8 after Unicode's table 3-7, by byte ranges.
+bool well_formed_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto b = uint8_t(s[i]);
+    int trail;
+    uint8_t lo = 0x80, hi = 0xbf;
+    if (b <= 0x7f)
+      trail = 0;
+    else if (b >= 0xc2 && b <= 0xdf)
+      trail = 1;
+    else if (b == 0xe0)
+      trail = 2, lo = 0xa0;
+    else if (b == 0xed)
+      trail = 2, hi = 0x9f;
+    else if (b >= 0xe1 && b <= 0xef)
+      trail = 2;
+    else if (b == 0xf0)
+      trail = 3, lo = 0x90;
+    else if (b >= 0xf1 && b <= 0xf3)
+      trail = 3;
+    else if (b == 0xf4)
+      trail = 3, hi = 0x8f;
+    else
+      return false;
+    if (i + size_t(trail) >= s.size() && trail > 0) return false;
+    for (int k = 1; k <= trail; ++k) {
+      auto c = uint8_t(s[i + k]);
+      if (k == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xbf)) return false;
+    }
+    i += size_t(trail) + 1;
+  }
+  return true;
+}
+
+void check_message(std::string_view message, std::string_view input) {
+  FUZZ_CHECK(message.starts_with(std::string(k_file) + ": "));
+  FUZZ_CHECK(message.size() > k_file.size() + 2);
+  for (char c : message) FUZZ_CHECK(uint8_t(c) >= 0x20 && uint8_t(c) != 0x7f);
+  FUZZ_CHECK(well_formed_utf8(message));
+  FUZZ_CHECK(message.find("[json.exception") == std::string_view::npos ||
+             input.find("[json.exception") != std::string_view::npos);
+}
+
+bool upper_token(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (c < 'A' || c > 'Z') return false;
+  return true;
+}
+
+void check_hook(const idem::http::Hook& hook, const std::string& salt) {
+  FUZZ_CHECK(hook.path.starts_with('/'));
+  for (char c : hook.path)
+    FUZZ_CHECK(uint8_t(c) > 0x20 && uint8_t(c) < 0x7f && c != '?' && c != '#');
+  FUZZ_CHECK(!hook.command.empty() && !hook.command[0].empty());
+  for (const auto& arg : hook.command) FUZZ_CHECK(arg.find('\0') == std::string::npos);
+
+  FUZZ_CHECK(hook.signature.has_value() == !hook.secret_env.empty());
+  if (hook.signature) {
+    const auto& sig = *hook.signature;
+    FUZZ_CHECK(sig.secret == fake_secret(salt, hook.secret_env));
+    FUZZ_CHECK(!sig.secret.empty());
+    FUZZ_CHECK(sig.tolerance_s >= 1);
+    if (sig.scheme == idem::http::Scheme::hmac_sha256)
+      FUZZ_CHECK(!sig.header.empty());
+    else
+      FUZZ_CHECK(sig.header.empty() && sig.prefix.empty() &&
+                 sig.encoding == idem::http::SignatureConfig::Encoding::hex);
+  }
+  if (hook.key) {
+    FUZZ_CHECK(!hook.key->name.empty() || hook.key->kind == idem::http::KeySource::json);
+    if (hook.key->kind == idem::http::KeySource::json) {
+      try {
+        nlohmann::json::json_pointer pointer(hook.key->name);
+      } catch (...) {
+        FUZZ_CHECK(!"an accepted key pointer does not parse");
+      }
+    }
+  }
+  FUZZ_CHECK(hook.ttl_ms > 0);
+  FUZZ_CHECK(hook.timeout_ms > 0);
+  FUZZ_CHECK(hook.max_body > 0 && hook.max_body <= (int64_t(1) << 30));
+  FUZZ_CHECK(hook.max_concurrency >= 1 && hook.max_concurrency <= 1024);
+  FUZZ_CHECK(hook.max_queue >= 0 && hook.max_queue <= 100000);
+  FUZZ_CHECK(!hook.methods.empty());
+  std::set<std::string> methods;
+  for (const auto& method : hook.methods) {
+    FUZZ_CHECK(upper_token(method));
+    FUZZ_CHECK(methods.insert(method).second);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string text(reinterpret_cast<const char*>(data), size);
+  Outcome first = parse(text, "alpha:");
+  Outcome second = parse(text, "omega:");
+  FUZZ_CHECK(first.config.has_value() == second.config.has_value());
+  if (!first.config) {
+    check_message(first.message, text);
+    FUZZ_CHECK(first.message == second.message);
+    return 0;
+  }
+  FUZZ_CHECK(!first.config->hooks.empty());
+  FUZZ_CHECK(first.config->hooks.size() == second.config->hooks.size());
+  std::set<std::string> paths;
+  for (size_t i = 0; i < first.config->hooks.size(); ++i) {
+    check_hook(first.config->hooks[i], "alpha:");
+    check_hook(second.config->hooks[i], "omega:");
+    FUZZ_CHECK(paths.insert(first.config->hooks[i].path).second);
+  }
+  return 0;
+}

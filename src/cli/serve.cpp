@@ -1,0 +1,50 @@
+// `idem serve`: the webhook daemon.
+#include "cli/serve.hpp"
+
+#include "core/duration.hpp"
+#include "core/errors.hpp"
+#include "http/daemon.hpp"
+#include "store/store.hpp"
+
+namespace idem::cli {
+
+CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
+  auto* serve = app.add_subcommand(
+      "serve", "Receive webhooks: verify each delivery, run its handler once, replay duplicates");
+  serve->add_option("--config", o.config, "JSON file listing the hooks (SIGHUP reloads it)")
+      ->required()->type_name("FILE");
+  serve->add_option("--listen", o.listen, "Address to listen on; port 0 picks a free port")
+      ->type_name("HOST:PORT")->capture_default_str();
+  serve->add_flag("--allow-remote", o.allow_remote, "Allow a --listen address other than loopback");
+  serve->add_option("--port-file", o.port_file, "Write the bound port to FILE once listening")
+      ->type_name("FILE");
+  serve->add_option("--max-connections", o.max_connections,
+                    "Connections served at once; as many more may wait, further ones are closed")
+      ->type_name("N")->capture_default_str()->check(CLI::Range(1, 4096));
+  serve->add_option("--request-timeout", o.request_timeout,
+                    "Deadline for receiving a whole request (headers and body); slower clients "
+                    "are cut off")
+      ->type_name("DURATION")->capture_default_str();
+  serve->add_option("--grace", o.grace, "On SIGTERM, how long in-flight handlers may finish")
+      ->type_name("DURATION")->capture_default_str();
+  serve->footer(
+      "Example:\n"
+      "  GITHUB_WEBHOOK_SECRET=... idem serve --config examples/serve.json --listen 127.0.0.1:8787");
+  return serve;
+}
+
+int run_serve(const GlobalOptions& global, const ServeOptions& o) {
+  http::DaemonOptions d;
+  d.config_path = o.config;
+  d.listen = o.listen;
+  d.allow_remote = o.allow_remote;
+  d.port_file = o.port_file;
+  d.max_connections = o.max_connections;
+  d.request_timeout_ms = core::duration_arg("--request-timeout", o.request_timeout);
+  d.grace_ms = core::duration_arg("--grace", o.grace);
+  if (d.request_timeout_ms <= 0) throw UsageError("--request-timeout must be above zero");
+  d.db_path = global.db.empty() ? store::default_db_path() : global.db;
+  return http::run_daemon(d);
+}
+
+}  // namespace idem::cli

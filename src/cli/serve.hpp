@@ -1,0 +1,22 @@
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "cli/common.hpp"
+
+namespace idem::cli {
+
+struct ServeOptions {
+  std::string config;
+  std::string listen = "127.0.0.1:8787";
+  bool allow_remote = false;
+  std::string port_file;
+  int max_connections = 64;
+  std::string request_timeout = "10s";
+  std::string grace = "30s";
+};
+
+CLI::App* register_serve(CLI::App& app, ServeOptions& options);
+int run_serve(const GlobalOptions& global, const ServeOptions& options);
+
+}  // namespace idem::cli

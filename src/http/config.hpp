@@ -1,0 +1,56 @@
+#pragma once
+// The configuration of `idem serve` (SPEC §6): a JSON file listing hooks. Parsing is pure: the
+// caller reads the file and supplies the environment lookup, so tests need neither.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "http/signature.hpp"
+
+namespace idem::http {
+
+// Where a delivery's idempotency key comes from; without one the scheme's default applies.
+struct KeySource {
+  enum Kind { header, json } kind = header;
+  std::string name;  // a header name, or a JSON Pointer ("" or starting with '/') into the body
+};
+
+struct Hook {
+  std::string path;                  // starts with '/', unique across hooks
+  std::vector<std::string> command;  // argv, never empty
+  std::optional<SignatureConfig> signature;
+  std::string secret_env;  // the variable signature->secret came from, for messages
+  std::optional<KeySource> key;
+  int64_t ttl_ms = 24 * 3600 * 1000;  // how long a finished outcome is replayed, > 0
+  int64_t timeout_ms = 30 * 1000;     // > 0
+  int64_t max_body = 1 << 20;         // bytes, 1..1GiB
+  bool async = false;
+  int max_concurrency = 4;  // 1..1024 handlers of this hook at once
+  int max_queue = 64;       // 0..100000 deliveries waiting for a handler slot
+  bool retry_abandoned = false;
+  std::vector<std::string> methods = {"POST"};  // upper-case, distinct, at least one
+};
+
+struct Config {
+  std::vector<Hook> hooks;  // at least one
+};
+
+// Returns the value of an environment variable, or nullopt when it is not set.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+// A config that cannot be used. The message is one line: the file name, the field's path when
+// there is one, and what is wrong, e.g. "serve.json: hooks[0].ttl: bad duration '5x'".
+class ConfigError : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
+
+// Parses and validates the whole config, reading each signature's secret through `env`. Throws
+// ConfigError for anything wrong in `text` (or a secret that is unset or empty), and nothing else
+// of its own; `env` may throw what it likes.
+Config parse_config(const std::string& file_name, const std::string& text, const EnvLookup& env);
+
+}  // namespace idem::http

@@ -1,0 +1,25 @@
+#pragma once
+// `idem serve`: the webhook daemon (SPEC §6). Each delivery is verified, deduplicated through the
+// store, and run once; duplicates get the stored answer.
+#include <cstdint>
+#include <string>
+
+namespace idem::http {
+
+struct DaemonOptions {
+  std::string config_path;
+  std::string listen = "127.0.0.1:8787";
+  bool allow_remote = false;
+  std::string db_path;            // resolved store path
+  std::string port_file;          // if set, the bound port is written there once listening
+  int max_connections = 64;  // connections served at once; as many more may wait; beyond, closed
+  int64_t request_timeout_ms = 10000;  // whole-request deadline (headers and body)
+  int64_t grace_ms = 30000;       // SIGTERM: how long in-flight handlers may finish
+};
+
+// Runs until SIGTERM or SIGINT (drains in-flight handlers within the grace period). SIGHUP reloads
+// the config; a broken reload keeps the old one. Throws UsageError for a bad config or listen
+// address at start, StoreError if the store cannot be opened.
+int run_daemon(const DaemonOptions& options);
+
+}  // namespace idem::http

@@ -1,0 +1,337 @@
+#include "http/delivery.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstring>
+#include <variant>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+#include "core/fingerprint.hpp"
+#include "core/json_key.hpp"
+#include "core/key.hpp"
+#include "core/output.hpp"
+#include "http/signature.hpp"
+#include "proc/liveness.hpp"
+#include "proc/runner.hpp"
+#include "util/clock.hpp"
+#include "util/fd.hpp"
+#include "util/hex.hpp"
+
+namespace idem::http {
+
+namespace {
+
+constexpr int64_t k_max_stored_answer = 16 * 1024 * 1024;
+constexpr const char* k_retry_after_running = "5";
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+
+// IDEM_HEADER_ + the name upper-cased, with every character that cannot be in a shell variable
+// name turned into '_': X-GitHub-Event -> IDEM_HEADER_X_GITHUB_EVENT.
+std::string header_variable(std::string_view name) {
+  std::string var = "IDEM_HEADER_";
+  for (char c : name)
+    var.push_back(std::isalnum(static_cast<unsigned char>(c))
+                      ? char(std::toupper(static_cast<unsigned char>(c)))
+                      : '_');
+  return var;
+}
+
+// The delivery's key, or the 400 answer saying why there is none.
+std::variant<std::string, Answer> find_key(const Hook& hook, const Delivery& d) {
+  std::optional<KeySource> source = hook.key;
+  if (!source && hook.signature) {
+    if (auto def = default_key(hook.signature->scheme))
+      source = KeySource{def->kind == DefaultKey::header ? KeySource::header : KeySource::json,
+                         def->name};
+  }
+  if (!source)
+    return problem(400, "No idempotency key",
+                   "hook " + hook.path + " names no key source and its scheme has no default");
+  std::string key;
+  if (source->kind == KeySource::header) {
+    auto value = d.header(source->name);
+    if (!value || value->empty())
+      return problem(400, "No idempotency key", "header " + source->name + " is missing");
+    key = *value;
+  } else {
+    nlohmann::json doc = nlohmann::json::parse(d.body, nullptr, false);
+    if (doc.is_discarded())
+      return problem(400, "No idempotency key", "the body is not JSON, so " + source->name +
+                                                    " cannot be read from it");
+    std::string why;
+    auto value = core::key_from_json(doc, source->name, &why);
+    if (!value) return problem(400, "No idempotency key", why);
+    key = *value;
+  }
+  if (auto why = core::key_problem(key)) return problem(400, "Bad idempotency key", *why);
+  return key;
+}
+
+util::Fd body_as_stdin(const std::string& body) {
+  util::Fd fd(::memfd_create("idem-body", MFD_CLOEXEC));
+  if (!fd.valid() || !util::write_all(fd.get(), body))
+    throw Error(k_exit_internal, "cannot buffer the request body");
+  ::lseek(fd.get(), 0, SEEK_SET);
+  return fd;
+}
+
+std::string content_type_of(const std::string& out) {
+  nlohmann::json doc = nlohmann::json::parse(out, nullptr, false);
+  if (!doc.is_discarded() && (doc.is_object() || doc.is_array())) return "application/json";
+  return "text/plain; charset=utf-8";
+}
+
+Answer accepted(const std::string& key, const std::string& outcome) {
+  Answer a;
+  a.status = 202;
+  a.content_type = "application/json";
+  a.body = nlohmann::json{{"status", "accepted"}, {"key", key}}.dump() + "\n";
+  a.key = key;
+  a.outcome = outcome;
+  return a;
+}
+
+// Runs the hook's command for a claimed delivery and records the outcome; returns the answer.
+Answer run_claimed(const Hook& hook, const Delivery& d, const std::string& key,
+                   const std::string& store_key, int64_t attempt, store::Store& store) {
+  util::Fd stdin_fd = body_as_stdin(d.body);
+  proc::RunSpec spec;
+  spec.argv = hook.command;
+  spec.stdin_fd = stdin_fd.get();
+  spec.live_stdout_fd = -1;
+  spec.live_stderr_fd = -1;
+  spec.max_output = k_max_stored_answer;
+  spec.timeout_ms = hook.timeout_ms;
+  spec.kill_after_ms = 5000;
+  spec.extra_env = {{"IDEM_KEY", key},           {"IDEM_ATTEMPT", std::to_string(attempt)},
+                    {"IDEM_HOOK", hook.path},    {"IDEM_METHOD", d.method},
+                    {"IDEM_PATH", d.path}};
+  for (const auto& [name, value] : d.headers) spec.extra_env.emplace_back(header_variable(name), value);
+  proc::RunResult result = proc::run_command(spec);
+
+  core::Outcome o;
+  const bool ok = result.started && !result.timed_out && !result.signal && result.exit_code == 0;
+  o.status = ok ? core::Status::succeeded : core::Status::failed;
+  o.exit_code = result.started ? result.exit_code : proc::exit_code_for(result);
+  o.signal = result.signal;
+  o.timed_out = result.timed_out;
+  o.output = result.output.encode();
+  o.output_truncated = result.output.truncated();
+  o.output_bytes = result.output.stored_bytes();
+  o.finished_ms = util::SystemClock().now_ms();
+  Answer a;
+  a.key = key;
+  if (ok) {
+    a.status = 200;
+    a.body = result.output.stream_bytes(core::Stream::out);
+    a.content_type = content_type_of(a.body);
+    a.outcome = "ran";
+  } else if (result.timed_out) {
+    a = problem(504, "Handler timed out",
+                "the handler did not finish within " + std::to_string(hook.timeout_ms / 1000) + "s");
+    a.outcome = "timeout";
+    o.note = "stopped by the hook's timeout";
+  } else {
+    std::string why = !result.started ? std::string("could not start: ") + strerror(result.exec_errno)
+                      : result.signal ? "handler killed by signal " + std::to_string(*result.signal)
+                                      : "handler exited " + std::to_string(*result.exit_code);
+    a = problem(500, "Handler failed", why);
+    a.outcome = "failed";
+    o.note = why;
+  }
+  a.key = key;
+  o.http_status = a.status;
+  o.content_type = a.content_type;
+  store.finish(store_key, attempt, o);
+  return a;
+}
+
+}  // namespace
+
+std::optional<std::string> Delivery::header(std::string_view name) const {
+  for (const auto& [n, v] : headers)
+    if (iequals(n, name)) return v;
+  return std::nullopt;
+}
+
+Answer problem(int status, const std::string& title, const std::string& detail) {
+  Answer a;
+  a.status = status;
+  a.content_type = "application/problem+json";
+  a.body = nlohmann::json{{"type", "about:blank"}, {"title", title}, {"status", status},
+                          {"detail", detail}}
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+           "\n";
+  return a;
+}
+
+bool HookSlots::reserve() {
+  std::lock_guard lock(mutex_);
+  if (reserved_ >= max_running_ + max_waiting_) return false;
+  ++reserved_;
+  return true;
+}
+
+void HookSlots::acquire() {
+  std::unique_lock lock(mutex_);
+  free_.wait(lock, [&] { return running_ < max_running_; });
+  ++running_;
+}
+
+void HookSlots::release() {
+  {
+    std::lock_guard lock(mutex_);
+    --running_;
+    --reserved_;
+  }
+  free_.notify_one();
+}
+
+void HookSlots::cancel_reservation() {
+  std::lock_guard lock(mutex_);
+  --reserved_;
+}
+
+Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
+               const DeliveryServices& services) {
+  util::SystemClock clock;
+  const int64_t now_ms = clock.now_ms();
+  // Nothing is stored or run before the signature check passes (SPEC §8.5).
+  if (hook.signature) {
+    auto lookup = [&](std::string_view name) { return d.header(name); };
+    Verdict v = verify(*hook.signature, lookup, d.body, now_ms / 1000);
+    if (!v.ok) {
+      Answer a = problem(401, "Signature check failed", v.problem);
+      a.outcome = "unauthorized";
+      return a;
+    }
+  }
+  auto found = find_key(hook, d);
+  if (auto* refusal = std::get_if<Answer>(&found)) {
+    refusal->outcome = "no_key";
+    return *refusal;
+  }
+  const std::string key = std::get<std::string>(found);
+  // Keys are scoped per hook.
+  const std::string store_key = hook.path + "#" + key;
+
+  if (!slots.reserve()) {
+    Answer a = problem(503, "Too many deliveries",
+                       "hook " + hook.path + " is at its concurrency and queue limits");
+    a.headers.emplace_back("Retry-After", "1");
+    a.key = key;
+    a.outcome = "overloaded";
+    return a;
+  }
+  bool reserved = true;
+  auto give_back = [&] {
+    if (reserved) slots.cancel_reservation();
+    reserved = false;
+  };
+  try {
+    auto store = store::open_sqlite_store(services.db_path);
+    core::Fingerprinter f;
+    f.add_field("kind", "http");
+    f.add_field("body", d.body);
+    store::ClaimRequest req;
+    req.key = store_key;
+    req.fingerprint = f.hex();
+    req.kind = "http";
+    req.owner = services.owner;
+    req.ttl_ms = hook.ttl_ms;
+    nlohmann::json headers = nlohmann::json::object();
+    for (const auto& [n, v] : d.headers) headers[n] = v;
+    req.request = nlohmann::json{{"method", d.method}, {"path", d.path}, {"headers", headers},
+                                 {"body_b64", util::to_base64(d.body)}}
+                      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    req.policy = core::Policy{false, hook.retry_abandoned};
+    req.now_ms = now_ms;
+    store::ClaimResult claim = store->claim(req, proc::owner_gone);
+
+    Answer a;
+    switch (claim.verdict) {
+      case core::Verdict::conflict:
+        give_back();
+        a = problem(422, "Key reused with another body",
+                    "key '" + core::display_key(key) + "' was delivered before with a different body");
+        a.outcome = "conflict";
+        break;
+      case core::Verdict::running:
+        give_back();
+        if (hook.async) return accepted(key, "running");
+        a = problem(409, "Delivery in progress",
+                    "key '" + core::display_key(key) + "' is being handled now");
+        a.headers.emplace_back("Retry-After", k_retry_after_running);
+        a.outcome = "running";
+        break;
+      case core::Verdict::abandoned:
+        give_back();
+        a = problem(409, "Earlier delivery abandoned",
+                    "the handler of key '" + core::display_key(key) +
+                        "' was cut off (the daemon died mid-run); its outcome is unknown");
+        a.outcome = "abandoned";
+        break;
+      case core::Verdict::replay: {
+        give_back();
+        if (hook.async) return accepted(key, "replayed");
+        const core::Record& r = *claim.existing;
+        auto out = core::CapturedOutput::decode(r.output);
+        a.status = r.http_status.value_or(200);
+        a.content_type = r.content_type.empty() ? "text/plain; charset=utf-8" : r.content_type;
+        a.body = out ? out->stream_bytes(core::Stream::out) : std::string();
+        a.headers.emplace_back("Idempotent-Replayed", "true");
+        a.outcome = "replayed";
+        break;
+      }
+      case core::Verdict::claim: {
+        reserved = false;  // the reservation now belongs to the run
+        if (hook.async) {
+          // The claim is durable: answer now, run in the background.
+          services.spawn([hook, d, key, store_key, attempt = claim.attempt, &slots,
+                          db = services.db_path] {
+            slots.acquire();
+            try {
+              auto own_store = store::open_sqlite_store(db);
+              run_claimed(hook, d, key, store_key, attempt, *own_store);
+            } catch (const std::exception&) {
+              // Left running: the record shows abandoned once this daemon is gone.
+            }
+            slots.release();
+          });
+          return accepted(key, "accepted");
+        }
+        slots.acquire();
+        try {
+          a = run_claimed(hook, d, key, store_key, claim.attempt, *store);
+        } catch (...) {
+          slots.release();
+          throw;
+        }
+        slots.release();
+        return a;
+      }
+    }
+    a.key = key;
+    return a;
+  } catch (const std::exception& e) {
+    give_back();
+    Answer a = problem(503, "Store unavailable", e.what());
+    a.headers.emplace_back("Retry-After", "5");
+    a.key = key;
+    a.outcome = "store_error";
+    return a;
+  }
+}
+
+}  // namespace idem::http

@@ -1,0 +1,437 @@
+// The `idem serve` config file (http/config.hpp): values, defaults, and one exact message per
+// mistake.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/errors.hpp"
+#include "http/config.hpp"
+
+using idem::http::Config;
+using idem::http::ConfigError;
+using idem::http::EnvLookup;
+using idem::http::Hook;
+using idem::http::KeySource;
+using idem::http::parse_config;
+using idem::http::Scheme;
+using idem::http::SignatureConfig;
+
+namespace {
+
+constexpr int64_t k_second = 1000;
+constexpr int64_t k_hour = 3600 * k_second;
+
+std::optional<std::string> fake_env(const std::string& name) {
+  if (name == "GITHUB_WEBHOOK_SECRET") return "gh-secret";
+  if (name == "STRIPE_SECRET") return "whsec_stripe";
+  if (name == "GENERIC_SECRET") return "generic";
+  if (name == "EMPTY_SECRET") return "";
+  return std::nullopt;
+}
+const EnvLookup k_env = fake_env;
+
+// SPEC §6's example.
+const char* const k_spec_example = R"({
+  "hooks": [
+    {
+      "path": "/hooks/github",
+      "command": ["./handlers/github.sh"],
+      "signature": {"scheme": "github", "secret_env": "GITHUB_WEBHOOK_SECRET"},
+      "key": {"header": "X-GitHub-Delivery"},
+      "ttl": "72h", "timeout": "30s", "max_body": "1MiB",
+      "async": false, "max_concurrency": 4, "retry_abandoned": false
+    },
+    {
+      "path": "/hooks/orders",
+      "command": ["./handlers/order.sh"],
+      "key": {"json": "/order/id"}
+    }
+  ]
+})";
+
+// The message parse_config throws for `text`, or "(parsed)".
+std::string error_of(const std::string& text) {
+  try {
+    parse_config("serve.json", text, k_env);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(parsed)";
+}
+
+// A config of one hook at /h running `true`, with `fields` added to it.
+std::string one_hook(const std::string& fields) {
+  return R"({"hooks": [{"path": "/h", "command": ["true"])" +
+         (fields.empty() ? std::string() : ", " + fields) + "}]}";
+}
+
+std::string hook_error(const std::string& fields) { return error_of(one_hook(fields)); }
+
+Hook parse_hook(const std::string& fields) {
+  Config config = parse_config("serve.json", one_hook(fields), k_env);
+  REQUIRE(config.hooks.size() == 1);
+  return config.hooks[0];
+}
+
+}  // namespace
+
+TEST_CASE("config: SPEC's example parses to its values", "[config]") {
+  Config config = parse_config("serve.json", k_spec_example, k_env);
+  REQUIRE(config.hooks.size() == 2);
+
+  const Hook& github = config.hooks[0];
+  CHECK(github.path == "/hooks/github");
+  CHECK(github.command == std::vector<std::string>{"./handlers/github.sh"});
+  REQUIRE(github.signature.has_value());
+  CHECK(github.signature->scheme == Scheme::github);
+  CHECK(github.signature->secret == "gh-secret");
+  CHECK(github.signature->header.empty());
+  CHECK(github.signature->prefix.empty());
+  CHECK(github.signature->encoding == SignatureConfig::Encoding::hex);
+  CHECK(github.signature->tolerance_s == 300);
+  CHECK(github.secret_env == "GITHUB_WEBHOOK_SECRET");
+  REQUIRE(github.key.has_value());
+  CHECK(github.key->kind == KeySource::header);
+  CHECK(github.key->name == "X-GitHub-Delivery");
+  CHECK(github.ttl_ms == 72 * k_hour);
+  CHECK(github.timeout_ms == 30 * k_second);
+  CHECK(github.max_body == 1024 * 1024);
+  CHECK_FALSE(github.async);
+  CHECK(github.max_concurrency == 4);
+  CHECK_FALSE(github.retry_abandoned);
+
+  const Hook& orders = config.hooks[1];
+  CHECK(orders.path == "/hooks/orders");
+  CHECK(orders.command == std::vector<std::string>{"./handlers/order.sh"});
+  CHECK_FALSE(orders.signature.has_value());
+  CHECK(orders.secret_env.empty());
+  REQUIRE(orders.key.has_value());
+  CHECK(orders.key->kind == KeySource::json);
+  CHECK(orders.key->name == "/order/id");
+}
+
+TEST_CASE("config: every field but path and command has a default", "[config]") {
+  Hook hook = parse_hook("");
+  CHECK(hook.path == "/h");
+  CHECK(hook.command == std::vector<std::string>{"true"});
+  CHECK_FALSE(hook.signature.has_value());
+  CHECK(hook.secret_env.empty());
+  CHECK_FALSE(hook.key.has_value());
+  CHECK(hook.ttl_ms == 24 * k_hour);
+  CHECK(hook.timeout_ms == 30 * k_second);
+  CHECK(hook.max_body == 1024 * 1024);
+  CHECK_FALSE(hook.async);
+  CHECK(hook.max_concurrency == 4);
+  CHECK(hook.max_queue == 64);
+  CHECK_FALSE(hook.retry_abandoned);
+  CHECK(hook.methods == std::vector<std::string>{"POST"});
+}
+
+TEST_CASE("config: the other settings are read as given", "[config]") {
+  Config config = parse_config("serve.json", R"({"hooks": [{"path": "/h",
+    "command": ["./h.sh", "--flag", ""], "methods": ["POST", "PUT"],
+    "async": true, "max_concurrency": 1024, "max_queue": 0, "retry_abandoned": true,
+    "ttl": "1h30m", "timeout": "250ms", "max_body": "512KiB"}]})",
+                               k_env);
+  REQUIRE(config.hooks.size() == 1);
+  const Hook& hook = config.hooks[0];
+  CHECK(hook.command == std::vector<std::string>{"./h.sh", "--flag", ""});
+  CHECK(hook.methods == std::vector<std::string>{"POST", "PUT"});
+  CHECK(hook.async);
+  CHECK(hook.max_concurrency == 1024);
+  CHECK(hook.max_queue == 0);
+  CHECK(hook.retry_abandoned);
+  CHECK(hook.ttl_ms == 90 * 60 * k_second);
+  CHECK(hook.timeout_ms == 250);
+  CHECK(hook.max_body == 512 * 1024);
+}
+
+TEST_CASE("config: durations and sizes may be integers of seconds and bytes", "[config]") {
+  Hook hook = parse_hook(R"("ttl": 3600, "timeout": 5, "max_body": 1073741824)");
+  CHECK(hook.ttl_ms == k_hour);
+  CHECK(hook.timeout_ms == 5 * k_second);
+  CHECK(hook.max_body == 1024 * 1024 * 1024);
+  CHECK(hook_error(R"("ttl": -5)") == "serve.json: hooks[0].ttl: bad duration '-5'");
+  CHECK(hook_error(R"("max_body": -1)") == "serve.json: hooks[0].max_body: bad size '-1'");
+  CHECK(hook_error(R"("ttl": 1.5)") ==
+        "serve.json: hooks[0].ttl: expected a duration such as \"30s\" or whole seconds, got a "
+        "number with a fraction or exponent");
+  CHECK(hook_error(R"("max_body": true)") ==
+        "serve.json: hooks[0].max_body: expected a size such as \"1MiB\" or bytes, got true");
+  // Past core/duration's limits (100 years, 1 TiB) a number is as bad as a typo.
+  CHECK(hook_error(R"("ttl": 18446744073709551615)") ==
+        "serve.json: hooks[0].ttl: bad duration '18446744073709551615'");
+}
+
+TEST_CASE("config: signatures of each scheme", "[config]") {
+  Hook stripe = parse_hook(
+      R"("signature": {"scheme": "stripe", "secret_env": "STRIPE_SECRET", "tolerance": "10m"})");
+  REQUIRE(stripe.signature.has_value());
+  CHECK(stripe.signature->scheme == Scheme::stripe);
+  CHECK(stripe.signature->secret == "whsec_stripe");
+  CHECK(stripe.signature->tolerance_s == 600);
+  CHECK(stripe.secret_env == "STRIPE_SECRET");
+
+  Hook generic = parse_hook(R"("signature": {"scheme": "hmac-sha256", "secret_env":
+    "GENERIC_SECRET", "header": "X-Signature", "encoding": "base64", "prefix": "sha256="})");
+  REQUIRE(generic.signature.has_value());
+  CHECK(generic.signature->scheme == Scheme::hmac_sha256);
+  CHECK(generic.signature->secret == "generic");
+  CHECK(generic.signature->header == "X-Signature");
+  CHECK(generic.signature->encoding == SignatureConfig::Encoding::base64);
+  CHECK(generic.signature->prefix == "sha256=");
+
+  Hook hex = parse_hook(R"("signature": {"scheme": "hmac-sha256", "secret_env":
+    "GENERIC_SECRET", "header": "X-Signature"})");
+  CHECK(hex.signature->encoding == SignatureConfig::Encoding::hex);
+  CHECK(hex.signature->prefix.empty());
+
+  for (const char* scheme : {"github", "stripe", "standard-webhooks", "shopify", "slack"}) {
+    INFO(scheme);
+    Hook hook = parse_hook(std::string(R"("signature": {"scheme": ")") + scheme +
+                           R"(", "secret_env": "GENERIC_SECRET"})");
+    CHECK(hook.signature.has_value());
+  }
+}
+
+TEST_CASE("config: an unknown scheme lists the known ones", "[config]") {
+  std::string text = R"({"hooks": [{"path": "/a", "command": ["a"]},
+    {"path": "/b", "command": ["b"], "signature": {"scheme": "githb", "secret_env": "X"}}]})";
+  CHECK(error_of(text) ==
+        "serve.json: hooks[1].signature.scheme: unknown scheme 'githb' (use github, stripe, "
+        "standard-webhooks, shopify, slack or hmac-sha256)");
+  // Exact names only.
+  CHECK(hook_error(R"("signature": {"scheme": "GitHub", "secret_env": "GENERIC_SECRET"})")
+            .starts_with("serve.json: hooks[0].signature.scheme: unknown scheme 'GitHub' (use "));
+}
+
+TEST_CASE("config: text that is not JSON says where", "[config]") {
+  std::string message = error_of("{\"hooks\": [\n  {\"path\": \"/a\",}\n]}");
+  CHECK(message.starts_with("serve.json: not JSON: parse error at line 2, column 17: "));
+  CHECK(message.find("[json.exception") == std::string::npos);
+  CHECK(error_of("").starts_with("serve.json: not JSON: parse error at line 1, column 1: "));
+}
+
+TEST_CASE("config: trailing garbage after the document is not JSON", "[config]") {
+  std::string message = error_of(one_hook("") + " x");
+  CHECK(message.starts_with("serve.json: not JSON: parse error at line 1, column "));
+  CHECK(message.find("expected end of input") != std::string::npos);
+  CHECK(error_of(one_hook("") + one_hook("")).starts_with("serve.json: not JSON: "));
+}
+
+TEST_CASE("config: unknown fields are errors wherever they are", "[config]") {
+  CHECK(hook_error(R"("tll": "1h")") == "serve.json: hooks[0]: unknown field 'tll'");
+  CHECK(error_of(R"({"hooks": [{"path": "/h", "command": ["true"]}], "hoks": []})") ==
+        "serve.json: unknown field 'hoks'");
+  CHECK(hook_error(R"("signature": {"scheme": "github", "secret_env": "GENERIC_SECRET",
+    "tolerence": 5})") == "serve.json: hooks[0].signature: unknown field 'tolerence'");
+  CHECK(hook_error(R"("key": {"jsn": "/id"})") == "serve.json: hooks[0].key: unknown field 'jsn'");
+}
+
+TEST_CASE("config: a field given twice is an error", "[config]") {
+  CHECK(hook_error(R"("ttl": "1h", "ttl": "2h")") == "serve.json: hooks[0]: duplicate field 'ttl'");
+  CHECK(error_of(R"({"hooks": [], "hooks": []})") == "serve.json: duplicate field 'hooks'");
+  CHECK(hook_error(R"("key": {"header": "A", "header": "B"})") ==
+        "serve.json: hooks[0].key: duplicate field 'header'");
+  // Found before fields are checked, so even inside an unknown field; odd names are quoted.
+  CHECK(hook_error(R"("x y": [{"a": 1, "a": 2}])") ==
+        "serve.json: hooks[0]['x y'][0]: duplicate field 'a'");
+}
+
+TEST_CASE("config: bad durations and sizes name the field", "[config]") {
+  CHECK(hook_error(R"("ttl": "5x")") == "serve.json: hooks[0].ttl: bad duration '5x'");
+  CHECK(hook_error(R"("timeout": "")") == "serve.json: hooks[0].timeout: bad duration ''");
+  CHECK(hook_error(R"("max_body": "1XB")") == "serve.json: hooks[0].max_body: bad size '1XB'");
+}
+
+TEST_CASE("config: limits on ttl, timeout and max_body", "[config]") {
+  CHECK(hook_error(R"("timeout": "0s")") == "serve.json: hooks[0].timeout: must be more than 0");
+  CHECK(hook_error(R"("ttl": 0)") == "serve.json: hooks[0].ttl: must be more than 0");
+  CHECK(hook_error(R"("max_body": 0)") == "serve.json: hooks[0].max_body: must be more than 0");
+  CHECK(hook_error(R"("max_body": "2GiB")") ==
+        "serve.json: hooks[0].max_body: must be at most 1GiB, got 2GiB");
+  CHECK(parse_hook(R"("max_body": "1GiB")").max_body == int64_t(1) << 30);
+}
+
+TEST_CASE("config: a path is used by one hook only", "[config]") {
+  std::string text = R"({"hooks": [{"path": "/a", "command": ["a"]},
+    {"path": "/b", "command": ["b"]}, {"path": "/a", "command": ["c"]}]})";
+  CHECK(error_of(text) == "serve.json: hooks[2].path: '/a' is used by hooks[0] too");
+}
+
+TEST_CASE("config: paths start with '/' and hold no whitespace, query or fragment", "[config]") {
+  auto path_error = [](const std::string& path) {
+    return error_of(R"({"hooks": [{"path": )" + path + R"(, "command": ["x"]}]})");
+  };
+  CHECK(path_error(R"("hooks/a")") == "serve.json: hooks[0].path: 'hooks/a' must start with '/'");
+  CHECK(path_error(R"("")") == "serve.json: hooks[0].path: '' must start with '/'");
+  CHECK(path_error(R"("/a b")") ==
+        "serve.json: hooks[0].path: '/a b' contains whitespace or a control character");
+  CHECK(path_error(R"("/a?x=1")") ==
+        "serve.json: hooks[0].path: '/a?x=1' contains '?' (a hook is matched on the path alone, "
+        "without query or fragment)");
+  CHECK(path_error(R"("/a#top")").starts_with("serve.json: hooks[0].path: '/a#top' contains '#'"));
+  CHECK(path_error(R"("/caf\u00e9")") ==
+        "serve.json: hooks[0].path: '/café' contains a non-ASCII character (a request path "
+        "cannot)");
+  CHECK(path_error(R"("/healthz")") ==
+        "serve.json: hooks[0].path: '/healthz' is the daemon's own endpoint");
+  CHECK(path_error("5") == "serve.json: hooks[0].path: expected a string, got an integer");
+  CHECK(error_of(R"({"hooks": [{"command": ["x"]}]})") ==
+        "serve.json: hooks[0]: missing field 'path'");
+}
+
+TEST_CASE("config: secrets come from the environment only", "[config]") {
+  CHECK(hook_error(R"("signature": {"scheme": "github", "secret_env": "GITHUB_SECRET_UNSET"})") ==
+        "serve.json: hooks[0].signature.secret_env: environment variable GITHUB_SECRET_UNSET is "
+        "not set (or empty)");
+  CHECK(hook_error(R"("signature": {"scheme": "github", "secret_env": "EMPTY_SECRET"})") ==
+        "serve.json: hooks[0].signature.secret_env: environment variable EMPTY_SECRET is not set "
+        "(or empty)");
+  CHECK(hook_error(R"("signature": {"scheme": "github", "secret": "hunter2"})") ==
+        "serve.json: hooks[0].signature.secret: secrets are not read from the config file; put "
+        "the secret in an environment variable and name that variable in \"secret_env\"");
+  CHECK(hook_error(R"("secret": "hunter2")")
+            .starts_with("serve.json: hooks[0].secret: secrets are not read from the config"));
+  CHECK(hook_error(R"("signature": {"scheme": "github"})") ==
+        "serve.json: hooks[0].signature: missing field 'secret_env'");
+  CHECK(hook_error(R"("signature": {"scheme": "github", "secret_env": "MY SECRET"})") ==
+        "serve.json: hooks[0].signature.secret_env: 'MY SECRET' is not an environment variable "
+        "name (letters, digits and '_', not starting with a digit)");
+  // The message must never show a secret's value.
+  CHECK(hook_error(R"("signature": {"scheme": "nope", "secret_env": "GITHUB_WEBHOOK_SECRET"})")
+            .find("gh-secret") == std::string::npos);
+}
+
+TEST_CASE("config: generic hmac-sha256 needs a header; other schemes refuse its fields",
+          "[config]") {
+  CHECK(hook_error(R"("signature": {"scheme": "hmac-sha256", "secret_env": "GENERIC_SECRET"})") ==
+        "serve.json: hooks[0].signature: missing field 'header'");
+  CHECK(hook_error(R"("signature": {"scheme": "hmac-sha256", "secret_env": "GENERIC_SECRET",
+    "header": "X-Sig", "encoding": "base32"})") ==
+        "serve.json: hooks[0].signature.encoding: unknown encoding 'base32' (use hex or base64)");
+  CHECK(hook_error(R"("signature": {"scheme": "hmac-sha256", "secret_env": "GENERIC_SECRET",
+    "header": "X Sig"})") ==
+        "serve.json: hooks[0].signature.header: 'X Sig' is not a valid header name");
+  CHECK(hook_error(R"("signature": {"scheme": "github", "secret_env": "GENERIC_SECRET",
+    "header": "X-Sig"})") ==
+        "serve.json: hooks[0].signature.header: only for scheme hmac-sha256 (github signatures "
+        "have a fixed header and encoding)");
+  CHECK(hook_error(R"("signature": {"scheme": "shopify", "secret_env": "GENERIC_SECRET",
+    "tolerance": "5m"})") ==
+        "serve.json: hooks[0].signature.tolerance: shopify signatures carry no timestamp to check "
+        "a tolerance against");
+  CHECK(hook_error(R"("signature": {"scheme": "slack", "secret_env": "GENERIC_SECRET",
+    "tolerance": "1500ms"})") ==
+        "serve.json: hooks[0].signature.tolerance: must be a whole number of seconds, at least 1s");
+}
+
+TEST_CASE("config: the top level is an object with a non-empty hooks array", "[config]") {
+  CHECK(error_of(R"({"hooks": []})") == "serve.json: hooks: is empty; list at least one hook");
+  CHECK(error_of(R"({"hooks": {"path": "/a"}})") ==
+        "serve.json: hooks: expected an array of hooks, got an object");
+  CHECK(error_of(R"({})") == "serve.json: missing field 'hooks'");
+  CHECK(error_of(R"([])") ==
+        "serve.json: expected an object with a \"hooks\" array at the top level, got an array");
+  CHECK(error_of(R"({"hooks": ["/a"]})") ==
+        "serve.json: hooks[0]: expected an object, got a string");
+}
+
+TEST_CASE("config: command is a non-empty array of strings", "[config]") {
+  auto command_error = [](const std::string& command) {
+    return error_of(R"({"hooks": [{"path": "/a", "command": )" + command + "}]}");
+  };
+  CHECK(command_error("[]") ==
+        "serve.json: hooks[0].command: is empty; it must name at least the program to run");
+  CHECK(command_error(R"(["./a.sh", 5])") ==
+        "serve.json: hooks[0].command[1]: expected a string, got an integer");
+  CHECK(command_error(R"("./a.sh --flag")") ==
+        "serve.json: hooks[0].command: expected an array of strings (the program and its "
+        "arguments), got a string");
+  CHECK(command_error(R"([""])") == "serve.json: hooks[0].command[0]: the program name is empty");
+  CHECK(command_error(R"(["a", "b\u0000c"])") ==
+        "serve.json: hooks[0].command[1]: 'b\\x00c' contains a NUL character");
+  CHECK(error_of(R"({"hooks": [{"path": "/a"}]})") ==
+        "serve.json: hooks[0]: missing field 'command'");
+}
+
+TEST_CASE("config: key is exactly one of header or json", "[config]") {
+  CHECK(hook_error(R"("key": {"header": "X-Id", "json": "/id"})") ==
+        "serve.json: hooks[0].key: give exactly one of {\"header\": NAME} or {\"json\": POINTER}");
+  CHECK(hook_error(R"("key": {})") ==
+        "serve.json: hooks[0].key: give exactly one of {\"header\": NAME} or {\"json\": POINTER}");
+  CHECK(hook_error(R"("key": "X-Id")") ==
+        "serve.json: hooks[0].key: expected an object, got a string");
+  CHECK(hook_error(R"("key": {"header": "X Id"})") ==
+        "serve.json: hooks[0].key.header: 'X Id' is not a valid header name");
+  CHECK(parse_hook(R"("key": {"json": ""})").key->name.empty());
+}
+
+TEST_CASE("config: a key's JSON pointer is checked once, at load", "[config]") {
+  CHECK(hook_error(R"("key": {"json": "a/b"})") ==
+        "serve.json: hooks[0].key.json: bad JSON pointer 'a/b': it must be empty or start with "
+        "'/'");
+  std::string bad_escape = hook_error(R"("key": {"json": "/a~2"})");
+  CHECK(bad_escape.starts_with("serve.json: hooks[0].key.json: bad JSON pointer '/a~2': "));
+  CHECK(bad_escape.find("[json.exception") == std::string::npos);
+}
+
+TEST_CASE("config: max_concurrency and max_queue have bounds", "[config]") {
+  CHECK(hook_error(R"("max_concurrency": 0)") ==
+        "serve.json: hooks[0].max_concurrency: must be between 1 and 1024, got 0");
+  CHECK(hook_error(R"("max_concurrency": 1025)") ==
+        "serve.json: hooks[0].max_concurrency: must be between 1 and 1024, got 1025");
+  CHECK(hook_error(R"("max_queue": -1)") ==
+        "serve.json: hooks[0].max_queue: must be between 0 and 100000, got -1");
+  CHECK(hook_error(R"("max_queue": 18446744073709551615)") ==
+        "serve.json: hooks[0].max_queue: must be between 0 and 100000, got 18446744073709551615");
+  CHECK(hook_error(R"("max_concurrency": 4.0)") ==
+        "serve.json: hooks[0].max_concurrency: expected an integer, got a number with a fraction "
+        "or exponent");
+}
+
+TEST_CASE("config: methods are distinct upper-case tokens", "[config]") {
+  CHECK(hook_error(R"("methods": ["POST", "put"])") ==
+        "serve.json: hooks[0].methods[1]: 'put' is not an upper-case HTTP method such as POST or "
+        "PUT");
+  CHECK(hook_error(R"("methods": [])") ==
+        "serve.json: hooks[0].methods: is empty; list at least one method, such as \"POST\"");
+  CHECK(hook_error(R"("methods": ["POST", "POST"])") ==
+        "serve.json: hooks[0].methods[1]: 'POST' is listed twice");
+  CHECK(hook_error(R"("methods": "POST")") ==
+        "serve.json: hooks[0].methods: expected an array of HTTP methods such as [\"POST\"], got "
+        "a string");
+}
+
+TEST_CASE("config: types are checked and named", "[config]") {
+  CHECK(hook_error(R"("async": "yes")") ==
+        "serve.json: hooks[0].async: expected true or false, got a string");
+  CHECK(hook_error(R"("retry_abandoned": 1)") ==
+        "serve.json: hooks[0].retry_abandoned: expected true or false, got an integer");
+  CHECK(hook_error(R"("signature": {"scheme": 1, "secret_env": "X"})") ==
+        "serve.json: hooks[0].signature.scheme: expected a string, got an integer");
+  CHECK(hook_error(R"("signature": null)") ==
+        "serve.json: hooks[0].signature: expected an object, got null");
+}
+
+TEST_CASE("config: messages are one line whatever the file holds", "[config]") {
+  CHECK(hook_error("\"t\\nl\": 1") == "serve.json: hooks[0]: unknown field 't\\nl'");
+  CHECK(hook_error(R"("ttl": "1\r\nh")") == "serve.json: hooks[0].ttl: bad duration '1\\r\\nh'");
+  std::string message = hook_error("\"ttl\": \"" + std::string(5000, 'x') + "\"");
+  CHECK(message.size() < 200);
+  CHECK(message.ends_with("xxx…'"));
+  // nlohmann quotes the bytes it stopped at; an unescaped newline in a string is one of them.
+  std::string broken = error_of("{\"hooks\": \"a\nb\"}");
+  CHECK(broken.starts_with("serve.json: not JSON: "));
+  CHECK(broken.find('\n') == std::string::npos);
+}
+
+TEST_CASE("config: ConfigError is a usage error", "[config]") {
+  try {
+    parse_config("serve.json", "{", k_env);
+    FAIL("no error");
+  } catch (const idem::UsageError& e) {
+    CHECK(e.code() == idem::k_exit_usage);
+  }
+}
