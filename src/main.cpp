@@ -4,6 +4,8 @@
 #include <csignal>
 #include <iostream>
 
+#include "cli/begin.hpp"
+#include "cli/each.hpp"
 #include "cli/inspect.hpp"
 #include "cli/run.hpp"
 #include "cli/serve.hpp"
@@ -40,8 +42,9 @@ int main(int argc, char** argv) {
                  "SQLite store (default: $IDEM_DB, else $XDG_STATE_HOME/idem/idem.db)")
       ->type_name("PATH");
   app.footer(
-      "Exit codes: the command's own; 64 usage; 65 conflict; 69 abandoned; 74 store; "
-      "75 running;\n124 timeout; 126/127 cannot run. See idem COMMAND --help.\n"
+      "Exit codes: the command's own; 1 nothing to do / not found; 64 usage; 65 conflict;\n"
+      "69 abandoned; 74 store; 75 running; 77 not the owner (end); 124 timeout;\n"
+      "126/127 cannot run. See idem COMMAND --help.\n"
       "Example:\n  idem run -k nightly-$(date +%F) -- ./backup.sh");
 
   RunOptions run_options;
@@ -51,6 +54,9 @@ int main(int argc, char** argv) {
   RmOptions rm_options;
   GcOptions gc_options;
   ServeOptions serve_options;
+  EachOptions each_options;
+  BeginOptions begin_options;
+  EndOptions end_options;
   CLI::App* run = register_run(app, run_options);
   CLI::App* ls = register_ls(app, ls_options);
   CLI::App* show = register_show(app, show_options);
@@ -58,6 +64,9 @@ int main(int argc, char** argv) {
   CLI::App* rm = register_rm(app, rm_options);
   CLI::App* gc = register_gc(app, gc_options);
   CLI::App* serve = register_serve(app, serve_options);
+  CLI::App* each = register_each(app, each_options);
+  CLI::App* begin = register_begin(app, begin_options);
+  CLI::App* end = register_end(app, end_options);
 
   try {
     app.parse(argc, argv);
@@ -77,8 +86,12 @@ int main(int argc, char** argv) {
     if (rm->parsed()) return run_rm(global, rm_options);
     if (gc->parsed()) return run_gc(global, gc_options);
     if (serve->parsed()) return run_serve(global, serve_options);
+    if (each->parsed()) return run_each(global, each_options);
+    if (begin->parsed()) return run_begin(global, begin_options);
+    if (end->parsed()) return run_end(global, end_options);
   } catch (const Error& e) {
-    bool quiet = run->parsed() && run_options.quiet && is_refusal(e.code());
+    bool quiet = ((run->parsed() && run_options.quiet) || (begin->parsed() && begin_options.quiet)) &&
+                 is_refusal(e.code());
     if (!quiet) std::cerr << "idem: " << e.what() << "\n";
     return e.code();
   } catch (const std::exception& e) {

@@ -14,6 +14,7 @@ struct LsOptions {
   int64_t limit = 0;
   bool all = false;
   bool json = false;
+  bool keys = false;
 };
 CLI::App* register_ls(CLI::App& app, LsOptions& options);
 int run_ls(const GlobalOptions& global, const LsOptions& options);

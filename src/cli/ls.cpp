@@ -34,6 +34,7 @@ CLI::App* register_ls(CLI::App& app, LsOptions& o) {
       ->type_name("N")->check(CLI::NonNegativeNumber);
   ls->add_flag("--all", o.all, "Include expired records");
   ls->add_flag("--json", o.json, "JSON Lines with ISO-8601 UTC times");
+  ls->add_flag("--keys", o.keys, "Only the keys, one per line (for shell completion)");
   ls->footer("Examples:\n  idem ls --status failed --status abandoned\n  idem ls --prefix backup- --json | jq .key");
   return ls;
 }
@@ -65,6 +66,10 @@ int run_ls(const GlobalOptions& global, const LsOptions& o) {
     if (o.limit > 0 && int64_t(shown.size()) >= o.limit) break;
   }
 
+  if (o.keys) {
+    for (const auto& r : shown) std::cout << r.key << "\n";
+    return 0;
+  }
   if (o.json) {
     for (const auto& r : shown)
       std::cout << record_json(r, now).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)

@@ -174,7 +174,7 @@ int run_daemon(const DaemonOptions& options) {
   store::open_sqlite_store(options.db_path);
 
   // Signals go to one thread (sigwait), never to a handler thread; commands get them reset.
-  proc::install_signal_handlers();
+  proc::install_child_handlers();
   sigset_t handled;
   sigemptyset(&handled);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);

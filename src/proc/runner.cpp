@@ -123,13 +123,18 @@ ExecPlan make_plan(const RunSpec& spec) {
 
 }  // namespace
 
-void install_signal_handlers() {
+void install_child_handlers() {
   if (g_signal_pipe[0] < 0) {
     if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
       throw std::runtime_error(std::string("pipe: ") + strerror(errno));
   }
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) handle(sig);
+  handle(SIGCHLD);
   ::signal(SIGPIPE, SIG_IGN);
+}
+
+void install_signal_handlers() {
+  install_child_handlers();
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) handle(sig);
 }
 
 int pending_signal() { return g_first_signal; }
@@ -137,7 +142,7 @@ int pending_signal() { return g_first_signal; }
 RunResult run_command(const RunSpec& spec) {
   RunResult result;
   result.output = core::CapturedOutput(spec.max_output);
-  if (g_signal_pipe[0] < 0) install_signal_handlers();
+  if (g_signal_pipe[0] < 0) install_child_handlers();
 
   ExecPlan plan = make_plan(spec);
   Pipe out = make_pipe();

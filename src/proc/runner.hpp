@@ -34,9 +34,13 @@ struct RunResult {
 };
 
 // Installs idem's handlers for SIGINT, SIGTERM and SIGHUP (recorded, later forwarded to the
-// command's group) and ignores SIGPIPE. Call once, before the claim: a signal that arrives
-// between the claim and the start of the command is then seen, not fatal.
+// command's group), then install_child_handlers(). For `run`, which has one command at a time.
+// Call once, before the claim: a signal that arrives between the claim and the start of the
+// command is then seen, not fatal.
 void install_signal_handlers();
+// Only what run_command needs: a SIGCHLD handler waking its loop, SIGPIPE ignored. For callers
+// that run several commands at once (each, serve) and handle INT/TERM/HUP themselves.
+void install_child_handlers();
 // The first forwarded-kind signal received so far, or 0.
 int pending_signal();
 

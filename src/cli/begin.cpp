@@ -1,0 +1,103 @@
+// `idem begin`: claim a key for the calling script.
+#include "cli/begin.hpp"
+
+#include <unistd.h>
+
+#include <iostream>
+#include <thread>
+
+#include "core/duration.hpp"
+#include "core/errors.hpp"
+#include "core/fingerprint.hpp"
+#include "core/key.hpp"
+#include "core/output.hpp"
+#include "proc/liveness.hpp"
+#include "util/clock.hpp"
+#include "util/fd.hpp"
+
+namespace idem::cli {
+
+core::Owner script_owner(int64_t owner_pid) {
+  pid_t pid = owner_pid > 0 ? pid_t(owner_pid) : ::getppid();
+  core::Owner owner = proc::describe_owner(pid);
+  if (owner.start_ticks == 0)
+    throw UsageError("no process " + std::to_string(pid) + " to own the key");
+  return owner;
+}
+
+CLI::App* register_begin(CLI::App& app, BeginOptions& o) {
+  auto* begin = app.add_subcommand(
+      "begin", "Claim a key for the calling script; 'idem end' records the outcome");
+  begin->add_option("-k,--key", o.key, "The idempotency key")->required()->type_name("KEY");
+  begin->add_option("--ttl", o.ttl, "How long a finished outcome counts as done")
+      ->type_name("DURATION")->capture_default_str();
+  begin->add_option("--wait", o.wait,
+                    "If the key is running, wait up to DURATION for it (default: refuse, 75)")
+      ->type_name("DURATION");
+  begin->add_option("--owner-pid", o.owner_pid,
+                    "The process that owns the claim (default: the caller, idem's parent)")
+      ->type_name("PID");
+  begin->add_flag("--print", o.print, "When the key already succeeded, write its stored stdout");
+  begin->add_flag("--retry-abandoned", o.retry_abandoned,
+                  "Claim again after an owner that died mid-run (default: refuse, 69)");
+  begin->add_flag("-q,--quiet", o.quiet, "Print no refusal message for 65, 69 and 75");
+  begin->footer(
+      "Exit: 0 the caller owns the key and must do the work; 1 the key already succeeded;\n"
+      "65 conflict; 69 abandoned; 74 store; 75 running.\n"
+      "Example:\n"
+      "  if idem begin -k order-42; then\n"
+      "    if charge_card; then idem end -k order-42; else idem end -k order-42 --exit $?; fi\n"
+      "  fi");
+  return begin;
+}
+
+int run_begin(const GlobalOptions& global, const BeginOptions& o) {
+  core::validate_key(o.key);
+  const int64_t ttl_ms = core::duration_arg("--ttl", o.ttl);
+  const int64_t wait_ms = o.wait.empty() ? 0 : core::duration_arg("--wait", o.wait);
+  auto store = open_store(global);
+  store::ClaimRequest req;
+  req.key = o.key;
+  core::Fingerprinter f;
+  f.add_field("kind", "begin");
+  req.fingerprint = f.hex();
+  req.kind = "begin";
+  req.owner = script_owner(o.owner_pid);
+  req.ttl_ms = ttl_ms;
+  req.request = nlohmann::json{{"owner_pid", req.owner.pid}}.dump();
+  req.policy = core::Policy{false, o.retry_abandoned};
+  const std::string shown = "key '" + core::display_key(o.key) + "'";
+  util::SystemClock clock;
+  const int64_t give_up = util::monotonic_ms() + wait_ms;
+  int64_t pause_ms = 10;
+  for (;;) {
+    req.now_ms = clock.now_ms();
+    store::ClaimResult claim = store->claim(req, proc::owner_gone);
+    switch (claim.verdict) {
+      case core::Verdict::claim:
+        return k_exit_ok;
+      case core::Verdict::replay:
+        if (o.print) {
+          auto out = core::CapturedOutput::decode(claim.existing->output);
+          if (out) util::write_all(1, out->stream_bytes(core::Stream::out));
+        }
+        return k_exit_already_done;
+      case core::Verdict::conflict:
+        throw Error(k_exit_conflict, shown + " was used by another command; nothing to do here");
+      case core::Verdict::abandoned:
+        throw Error(k_exit_abandoned, shown + ": an earlier owner (pid " +
+                                          std::to_string(claim.existing->owner.pid) +
+                                          ") died mid-run; its outcome is unknown");
+      case core::Verdict::running:
+        if (util::monotonic_ms() >= give_up)
+          throw Error(k_exit_running, shown + " is running in pid " +
+                                          std::to_string(claim.existing->owner.pid) + " on " +
+                                          claim.existing->owner.host);
+        std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+        pause_ms = std::min<int64_t>(pause_ms * 2, 250);
+        continue;
+    }
+  }
+}
+
+}  // namespace idem::cli

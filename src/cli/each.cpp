@@ -1,0 +1,268 @@
+// `idem each`: a queue consumer. One run per new key of a JSON Lines stream, the message on the
+// handler's stdin; keys already done are skipped.
+#include "cli/each.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "core/duration.hpp"
+#include "core/errors.hpp"
+#include "core/fingerprint.hpp"
+#include "core/json_key.hpp"
+#include "core/key.hpp"
+#include "proc/liveness.hpp"
+#include "proc/runner.hpp"
+#include "util/clock.hpp"
+#include "util/fd.hpp"
+
+namespace idem::cli {
+
+namespace {
+
+struct Message {
+  int64_t line = 0;
+  std::string key;
+  std::string text;  // the line as read, without its newline
+};
+
+struct Tally {
+  std::atomic<int64_t> ran{0}, failed{0}, skipped{0}, malformed{0}, refused{0};
+};
+
+// Output of handlers goes out whole, one message at a time, so parallel jobs never interleave.
+std::mutex g_output_mutex;
+
+void report(const std::string& line) {
+  std::lock_guard lock(g_output_mutex);
+  std::cerr << "idem: " << line << "\n";
+}
+
+class Consumer {
+ public:
+  Consumer(const GlobalOptions& global, const EachOptions& o, int64_t ttl_ms)
+      : global_(global), o_(o), ttl_ms_(ttl_ms), owner_(proc::describe_owner()) {}
+
+  void handle(const Message& m) {
+    auto store = open_store(global_);
+    util::SystemClock clock;
+    store::ClaimRequest req;
+    req.key = m.key;
+    core::Fingerprinter f;
+    f.add_field("kind", "each");
+    f.add_argv(o_.command);
+    f.add_field("message", m.text);
+    req.fingerprint = f.hex();
+    req.kind = "each";
+    req.owner = owner_;
+    req.ttl_ms = ttl_ms_;
+    req.request = nlohmann::json{{"argv", o_.command}, {"line", m.line}, {"message", m.text}}.dump(
+        -1, ' ', false, nlohmann::json::error_handler_t::replace);
+    req.policy = core::Policy{o_.replay_failures, false};
+    const std::string where = "line " + std::to_string(m.line) + ", key '" +
+                              core::display_key(m.key) + "'";
+    int64_t pause_ms = 5;
+    for (;;) {
+      req.now_ms = clock.now_ms();
+      store::ClaimResult claim = store->claim(req, proc::owner_gone);
+      switch (claim.verdict) {
+        case core::Verdict::replay:
+          ++tally_.skipped;
+          if (o_.verbose) report(where + ": already done, skipped");
+          return;
+        case core::Verdict::conflict:
+          ++tally_.refused;
+          if (!o_.quiet) report(where + ": the key was used with another message or command");
+          return;
+        case core::Verdict::abandoned:
+          ++tally_.refused;
+          if (!o_.quiet) report(where + ": an earlier attempt was abandoned mid-run; not run");
+          return;
+        case core::Verdict::running:
+          // The same key earlier in this stream, still running in another job: wait for it
+          // (per-key exclusion), then skip or run as its outcome says. Another process: skip.
+          if (claim.existing->owner.pid != owner_.pid) {
+            ++tally_.refused;
+            if (!o_.quiet) report(where + ": running in another process; not run");
+            return;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+          pause_ms = std::min<int64_t>(pause_ms * 2, 100);
+          continue;
+        case core::Verdict::claim:
+          run(m, *store, claim.attempt, where);
+          return;
+      }
+    }
+  }
+
+  const Tally& tally() const { return tally_; }
+
+ private:
+  void run(const Message& m, store::Store& store, int64_t attempt, const std::string& where) {
+    util::Fd input(::memfd_create("idem-message", MFD_CLOEXEC));
+    std::string text = m.text + "\n";
+    if (!input.valid() || !util::write_all(input.get(), text))
+      throw Error(k_exit_internal, "cannot buffer a message");
+    ::lseek(input.get(), 0, SEEK_SET);
+    proc::RunSpec spec;
+    spec.argv = o_.command;
+    spec.stdin_fd = input.get();
+    spec.live_stdout_fd = -1;
+    spec.live_stderr_fd = -1;
+    spec.extra_env = {{"IDEM_KEY", m.key}, {"IDEM_ATTEMPT", std::to_string(attempt)},
+                      {"IDEM_LINE", std::to_string(m.line)}};
+    proc::RunResult result = proc::run_command(spec);
+    const int code = proc::exit_code_for(result);
+    {
+      std::lock_guard lock(g_output_mutex);
+      for (const auto& chunk : result.output.chunks())
+        util::write_all(chunk.stream == core::Stream::out ? 1 : 2, chunk.bytes);
+    }
+    core::Outcome o;
+    const bool ok = code == 0 && result.started;
+    o.status = ok ? core::Status::succeeded : core::Status::failed;
+    o.exit_code = result.started ? result.exit_code : code;
+    o.signal = result.signal;
+    o.output = result.output.encode();
+    o.output_truncated = result.output.truncated();
+    o.output_bytes = result.output.stored_bytes();
+    o.finished_ms = util::SystemClock().now_ms();
+    store.finish(m.key, attempt, o);
+    if (ok) {
+      ++tally_.ran;
+    } else {
+      ++tally_.failed;
+      if (!o_.quiet)
+        report(where + ": handler " +
+               (result.started ? "exited " + std::to_string(code)
+                               : std::string("could not start: ") + strerror(result.exec_errno)));
+    }
+  }
+
+  const GlobalOptions& global_;
+  const EachOptions& o_;
+  int64_t ttl_ms_;
+  core::Owner owner_;
+  Tally tally_;
+};
+
+}  // namespace
+
+CLI::App* register_each(CLI::App& app, EachOptions& o) {
+  auto* each = app.add_subcommand(
+      "each", "Consume JSON Lines on stdin: run the command once per new key, message on stdin");
+  each->add_option("--key-field", o.key_field, "JSON Pointer to each message's key, e.g. /id")
+      ->required()->type_name("POINTER");
+  each->add_option("--ttl", o.ttl, "How long a handled key stays done")
+      ->type_name("DURATION")->capture_default_str();
+  each->add_option("--jobs", o.jobs, "Handlers running at once (one key never runs twice at once)")
+      ->type_name("N")->capture_default_str()->check(CLI::Range(1, 256));
+  each->add_flag("--replay-failures", o.replay_failures,
+                 "A failed message counts as done (default: it runs again next time)");
+  each->add_flag("-q,--quiet", o.quiet, "Report only malformed lines and the summary");
+  each->add_flag("-v,--verbose", o.verbose, "Also report every skipped message");
+  each->add_option("command", o.command, "The handler and its arguments, after --")
+      ->type_name("COMMAND [ARG...]");
+  each->footer(
+      "Exit: 0 when every message ran or was already done; 1 when any failed, was refused or\n"
+      "was malformed (each reported with its line number); 64 usage; 74 store.\n"
+      "Example:\n  idem each --key-field /id --jobs 4 -- ./handle-order.sh < orders.jsonl");
+  return each;
+}
+
+int run_each(const GlobalOptions& global, const EachOptions& o) {
+  if (o.command.empty())
+    throw UsageError("missing command: idem each --key-field POINTER -- COMMAND [ARG...]");
+  if (!o.key_field.empty() && o.key_field[0] != '/')
+    throw UsageError("bad --key-field '" + o.key_field + "': a JSON Pointer starts with '/'");
+  const int64_t ttl_ms = core::duration_arg("--ttl", o.ttl);
+  open_store(global);  // a store problem is one error up front, not one per message
+  proc::install_child_handlers();
+
+  Consumer consumer(global, o, ttl_ms);
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<Message> queue;
+  bool done = false;
+  std::atomic<bool> broken{false};
+  std::string store_error;
+  const size_t max_queued = size_t(o.jobs) * 4;
+
+  std::vector<std::thread> workers;
+  for (int i = 0; i < o.jobs; ++i)
+    workers.emplace_back([&] {
+      for (;;) {
+        Message m;
+        {
+          std::unique_lock lock(mutex);
+          changed.wait(lock, [&] { return done || !queue.empty(); });
+          if (queue.empty()) return;
+          m = std::move(queue.front());
+          queue.pop_front();
+        }
+        changed.notify_all();
+        try {
+          consumer.handle(m);
+        } catch (const std::exception& e) {
+          std::lock_guard lock(mutex);
+          if (!broken.exchange(true)) store_error = e.what();
+        }
+      }
+    });
+
+  Tally& tally = const_cast<Tally&>(consumer.tally());
+  int64_t line_no = 0;
+  int64_t total = 0;
+  std::string line;
+  while (!broken && std::getline(std::cin, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    ++total;
+    nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
+    std::string why;
+    std::optional<std::string> key;
+    if (doc.is_discarded()) {
+      why = "not JSON";
+    } else {
+      key = core::key_from_json(doc, o.key_field, &why);
+      if (key) {
+        if (auto problem = core::key_problem(*key)) {
+          why = *problem;
+          key.reset();
+        }
+      }
+    }
+    if (!key) {
+      ++tally.malformed;
+      report("line " + std::to_string(line_no) + ": " + why);
+      continue;
+    }
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return queue.size() < max_queued; });
+    queue.push_back(Message{line_no, *key, line});
+    lock.unlock();
+    changed.notify_all();
+  }
+  {
+    std::lock_guard lock(mutex);
+    done = true;
+  }
+  changed.notify_all();
+  for (auto& w : workers) w.join();
+  if (broken) throw StoreError(store_error);
+
+  std::cerr << "idem each: " << total << " messages: " << tally.ran << " ran, " << tally.failed
+            << " failed, " << tally.skipped << " skipped (already done), " << tally.refused
+            << " refused, " << tally.malformed << " malformed\n";
+  bool clean = tally.failed == 0 && tally.refused == 0 && tally.malformed == 0;
+  return clean ? k_exit_ok : k_exit_messages_failed;
+}
+
+}  // namespace idem::cli

@@ -1,0 +1,23 @@
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/common.hpp"
+
+namespace idem::cli {
+
+struct EachOptions {
+  std::string key_field;
+  std::string ttl = "24h";
+  int jobs = 1;
+  bool replay_failures = false;
+  bool quiet = false;
+  bool verbose = false;
+  std::vector<std::string> command;
+};
+
+CLI::App* register_each(CLI::App& app, EachOptions& options);
+int run_each(const GlobalOptions& global, const EachOptions& options);
+
+}  // namespace idem::cli

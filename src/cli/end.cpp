@@ -1,0 +1,71 @@
+// `idem end`: record the outcome of a key claimed with `idem begin`.
+#include <fstream>
+#include <sstream>
+
+#include "cli/begin.hpp"
+#include "core/errors.hpp"
+#include "core/key.hpp"
+#include "core/output.hpp"
+#include "util/clock.hpp"
+
+namespace idem::cli {
+
+namespace {
+std::string read_file(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(std::string("cannot read ") + flag + " '" + path + "'");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+}  // namespace
+
+CLI::App* register_end(CLI::App& app, EndOptions& o) {
+  auto* end = app.add_subcommand("end", "Record the outcome of a key claimed with 'idem begin'");
+  end->add_option("-k,--key", o.key, "The idempotency key")->required()->type_name("KEY");
+  end->add_option("--exit", o.exit_code, "The outcome: 0 succeeded, anything else failed")
+      ->type_name("CODE")->capture_default_str()->check(CLI::Range(0, 255));
+  end->add_option("--stdout-file", o.stdout_file, "Store this file as the outcome's stdout")
+      ->type_name("FILE");
+  end->add_option("--stderr-file", o.stderr_file, "Store this file as the outcome's stderr")
+      ->type_name("FILE");
+  end->add_option("--owner-pid", o.owner_pid, "The owner given to 'idem begin --owner-pid'")
+      ->type_name("PID");
+  end->footer(
+      "Exit: 0 recorded; 77 the caller does not own the key's current attempt (nothing changes);\n"
+      "1 no record; 64 usage; 74 store.\n"
+      "Example:\n  idem end -k order-42 --exit 0 --stdout-file receipt.json");
+  return end;
+}
+
+int run_end(const GlobalOptions& global, const EndOptions& o) {
+  core::validate_key(o.key);
+  core::CapturedOutput output;
+  if (!o.stdout_file.empty()) output.append(core::Stream::out, read_file(o.stdout_file, "--stdout-file"));
+  if (!o.stderr_file.empty()) output.append(core::Stream::err, read_file(o.stderr_file, "--stderr-file"));
+  auto store = open_store(global);
+  const std::string shown = "key '" + core::display_key(o.key) + "'";
+  auto record = store->get(o.key);
+  if (!record) throw Error(k_exit_already_done, "no record for " + shown);
+  const core::Owner me = script_owner(o.owner_pid);
+  const core::Owner& owner = record->owner;
+  bool mine = owner.host == me.host && owner.boot_id == me.boot_id && owner.pid == me.pid &&
+              owner.start_ticks == me.start_ticks;
+  if (record->status != core::Status::running || !mine)
+    throw Error(k_exit_not_owner,
+                shown + ": the caller (pid " + std::to_string(me.pid) +
+                    ") does not own its current attempt (" + std::string(core::to_string(record->status)) +
+                    ", attempt " + std::to_string(record->attempt) + ", owner pid " +
+                    std::to_string(owner.pid) + "); nothing recorded");
+  core::Outcome outcome;
+  outcome.status = o.exit_code == 0 ? core::Status::succeeded : core::Status::failed;
+  outcome.exit_code = o.exit_code;
+  outcome.output = output.encode();
+  outcome.output_bytes = output.stored_bytes();
+  outcome.finished_ms = util::SystemClock().now_ms();
+  if (!store->finish(o.key, record->attempt, outcome))
+    throw Error(k_exit_not_owner, shown + ": the attempt changed meanwhile; nothing recorded");
+  return k_exit_ok;
+}
+
+}  // namespace idem::cli
