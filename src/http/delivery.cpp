@@ -314,9 +314,23 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
         slots.acquire();
         try {
           a = run_claimed(hook, d, key, store_key, claim.attempt, *store);
-        } catch (...) {
+        } catch (const std::exception& e) {
           slots.release();
-          throw;
+          // The daemon lives on, so the claim would stay "running" for good: record the failure
+          // (when the store allows) so the provider's retry can run it again.
+          try {
+            core::Outcome failed;
+            failed.status = core::Status::failed;
+            failed.finished_ms = util::SystemClock().now_ms();
+            failed.note = std::string("daemon error: ") + e.what();
+            failed.http_status = 500;
+            store->finish(store_key, claim.attempt, failed);
+          } catch (const std::exception&) {
+          }
+          a = problem(500, "Delivery failed", e.what());
+          a.key = key;
+          a.outcome = "error";
+          return a;
         }
         slots.release();
         return a;
