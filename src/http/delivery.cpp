@@ -157,6 +157,21 @@ Answer run_claimed(const Hook& hook, const Delivery& d, const std::string& key,
   return a;
 }
 
+// The daemon lives on after an error between the claim and the outcome, so the claim would stay
+// "running" for good: record a failure (when the store allows) so a retry can run it again.
+void record_daemon_error(store::Store& store, const std::string& store_key, int64_t attempt,
+                         const std::exception& e) {
+  try {
+    core::Outcome failed;
+    failed.status = core::Status::failed;
+    failed.finished_ms = util::SystemClock().now_ms();
+    failed.note = std::string("daemon error: ") + e.what();
+    failed.http_status = 500;
+    store.finish(store_key, attempt, failed);
+  } catch (const std::exception&) {
+  }
+}
+
 }  // namespace
 
 std::optional<std::string> Delivery::header(std::string_view name) const {
@@ -301,11 +316,12 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
           services.spawn([hook, d, key, store_key, attempt = claim.attempt, &slots,
                           db = services.db_path] {
             slots.acquire();
+            std::unique_ptr<store::Store> own_store;
             try {
-              auto own_store = store::open_sqlite_store(db);
+              own_store = store::open_sqlite_store(db);
               run_claimed(hook, d, key, store_key, attempt, *own_store);
-            } catch (const std::exception&) {
-              // Left running: the record shows abandoned once this daemon is gone.
+            } catch (const std::exception& e) {
+              if (own_store) record_daemon_error(*own_store, store_key, attempt, e);
             }
             slots.release();
           });
@@ -316,17 +332,7 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
           a = run_claimed(hook, d, key, store_key, claim.attempt, *store);
         } catch (const std::exception& e) {
           slots.release();
-          // The daemon lives on, so the claim would stay "running" for good: record the failure
-          // (when the store allows) so the provider's retry can run it again.
-          try {
-            core::Outcome failed;
-            failed.status = core::Status::failed;
-            failed.finished_ms = util::SystemClock().now_ms();
-            failed.note = std::string("daemon error: ") + e.what();
-            failed.http_status = 500;
-            store->finish(store_key, claim.attempt, failed);
-          } catch (const std::exception&) {
-          }
+          record_daemon_error(*store, store_key, claim.attempt, e);
           a = problem(500, "Delivery failed", e.what());
           a.key = key;
           a.outcome = "error";
