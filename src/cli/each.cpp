@@ -2,6 +2,9 @@
 // handler's stdin; keys already done are skipped.
 #include "cli/each.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -38,6 +41,9 @@ struct Tally {
 
 // Output of handlers goes out whole, one message at a time, so parallel jobs never interleave.
 std::mutex g_output_mutex;
+// The first stop signal received (0: none). Global: the thread that waits for signals outlives
+// run_each.
+std::atomic<int> g_stopped_by{0};
 
 void report(const std::string& line) {
   std::lock_guard lock(g_output_mutex);
@@ -153,6 +159,49 @@ class Consumer {
   Tally tally_;
 };
 
+// Reads stdin line by line, and stops early when `wake` becomes readable (a signal asked to stop).
+class LineReader {
+ public:
+  explicit LineReader(int wake_fd) : wake_fd_(wake_fd) {}
+  // False at end of input or when woken.
+  bool next(std::string& line) {
+    for (;;) {
+      auto newline = buffer_.find('\n', scanned_);
+      if (newline != std::string::npos) {
+        line = buffer_.substr(0, newline);
+        buffer_.erase(0, newline + 1);
+        scanned_ = 0;
+        return true;
+      }
+      scanned_ = buffer_.size();
+      if (eof_) {
+        if (buffer_.empty()) return false;
+        line = std::move(buffer_);
+        buffer_.clear();
+        scanned_ = 0;
+        return true;
+      }
+      pollfd fds[2] = {{0, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return false;
+      }
+      if (fds[1].revents != 0) return false;
+      char chunk[65536];
+      ssize_t n = ::read(0, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) eof_ = true;
+      else buffer_.append(chunk, size_t(n));
+    }
+  }
+
+ private:
+  int wake_fd_;
+  std::string buffer_;
+  size_t scanned_ = 0;
+  bool eof_ = false;
+};
+
 }  // namespace
 
 CLI::App* register_each(CLI::App& app, EachOptions& o) {
@@ -186,6 +235,27 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
   open_store(global);  // a store problem is one error up front, not one per message
   proc::install_child_handlers();
 
+  // SIGINT, SIGTERM, SIGHUP: stop taking messages, let the handlers running now finish and record
+  // their outcomes (a message cut off would be left abandoned), then exit 128+N. A second signal
+  // exits at once. Blocked here, before any thread starts, and taken by one thread with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, sig);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  int wake[2];
+  if (::pipe2(wake, O_CLOEXEC) != 0) throw Error(k_exit_internal, "pipe failed");
+  std::atomic<int>& stopped_by = g_stopped_by;
+  std::thread([stop_signals, wake_fd = wake[1]] {
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&stop_signals, &sig) != 0) continue;
+      if (g_stopped_by.exchange(sig) != 0) _exit(k_exit_signal_base + sig);
+      report(std::string("received ") + sigabbrev_np(sig) +
+             ": finishing the messages being handled; send it again to stop at once");
+      [[maybe_unused]] ssize_t n = ::write(wake_fd, "x", 1);
+    }
+  }).detach();
+
   Consumer consumer(global, o, ttl_ms);
   std::mutex mutex;
   std::condition_variable changed;
@@ -203,7 +273,11 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
         {
           std::unique_lock lock(mutex);
           changed.wait(lock, [&] { return done || !queue.empty(); });
-          if (queue.empty()) return;
+          if (queue.empty() || stopped_by != 0) {
+            lock.unlock();
+            changed.notify_all();  // the reader may be waiting for room in the queue
+            return;
+          }
           m = std::move(queue.front());
           queue.pop_front();
         }
@@ -221,7 +295,8 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
   int64_t line_no = 0;
   int64_t total = 0;
   std::string line;
-  while (!broken && std::getline(std::cin, line)) {
+  LineReader reader(wake[0]);
+  while (!broken && reader.next(line)) {
     ++line_no;
     if (line.empty()) continue;
     ++total;
@@ -245,7 +320,8 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
       continue;
     }
     std::unique_lock lock(mutex);
-    changed.wait(lock, [&] { return queue.size() < max_queued; });
+    changed.wait(lock, [&] { return queue.size() < max_queued || stopped_by != 0; });
+    if (stopped_by != 0) break;
     queue.push_back(Message{line_no, *key, line});
     lock.unlock();
     changed.notify_all();
@@ -258,9 +334,10 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
   for (auto& w : workers) w.join();
   if (broken) throw StoreError(store_error);
 
-  std::cerr << "idem each: " << total << " messages: " << tally.ran << " ran, " << tally.failed
+  std::cerr << "idem each: " << total << (total == 1 ? " message: " : " messages: ") << tally.ran << " ran, " << tally.failed
             << " failed, " << tally.skipped << " skipped (already done), " << tally.refused
             << " refused, " << tally.malformed << " malformed\n";
+  if (int sig = stopped_by.load()) return k_exit_signal_base + sig;
   bool clean = tally.failed == 0 && tally.refused == 0 && tally.malformed == 0;
   return clean ? k_exit_ok : k_exit_messages_failed;
 }
