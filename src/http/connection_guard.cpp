@@ -120,7 +120,7 @@ void ConnectionGuard::work() {
 void ConnectionGuard::watch() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
-    ready_.wait_for(lock, std::chrono::milliseconds(100));
+    watch_stop_.wait_for(lock, std::chrono::milliseconds(100));
     int64_t now = util::monotonic_ms();
     for (auto& [id, c] : connections_) {
       if (c.handling || c.fd < 0 || now - c.phase_start_ms <= deadline_ms_) continue;
@@ -139,6 +139,7 @@ void ConnectionGuard::shutdown() {
     stopping_ = true;
   }
   ready_.notify_all();
+  watch_stop_.notify_all();
   for (auto& t : workers_) t.join();
   workers_.clear();
   if (watchdog_.joinable()) watchdog_.join();

@@ -41,7 +41,8 @@ class ConnectionGuard : public httplib::TaskQueue {
   void work();
 
   std::mutex mutex_;
-  std::condition_variable ready_;
+  std::condition_variable ready_;     // workers: a connection is waiting, or stop
+  std::condition_variable watch_stop_;  // the watchdog: stop (it must never take a worker's wakeup)
   std::deque<std::pair<uint64_t, std::function<void()>>> waiting_;
   std::map<uint64_t, Connection> connections_;
   std::vector<std::thread> workers_;

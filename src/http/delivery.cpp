@@ -198,6 +198,11 @@ bool HookSlots::reserve() {
   return true;
 }
 
+void HookSlots::force_reserve() {
+  std::lock_guard lock(mutex_);
+  ++reserved_;
+}
+
 void HookSlots::acquire() {
   std::unique_lock lock(mutex_);
   free_.wait(lock, [&] { return running_ < max_running_; });
@@ -241,18 +246,21 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
   // Keys are scoped per hook.
   const std::string store_key = hook.path + "#" + key;
 
-  if (!slots.reserve()) {
+  // A place among the hook's running and waiting handlers. When there is none, a delivery that
+  // would not run (a duplicate, a conflict) is still answered as the table says; only one that
+  // would run gets 503.
+  bool reserved = slots.reserve();
+  auto give_back = [&] {
+    if (reserved) slots.cancel_reservation();
+    reserved = false;
+  };
+  auto overloaded = [&] {
     Answer a = problem(503, "Too many deliveries",
                        "hook " + hook.path + " is at its concurrency and queue limits");
     a.headers.emplace_back("Retry-After", "1");
     a.key = key;
     a.outcome = "overloaded";
     return a;
-  }
-  bool reserved = true;
-  auto give_back = [&] {
-    if (reserved) slots.cancel_reservation();
-    reserved = false;
   };
   try {
     auto store = store::open_sqlite_store(services.db_path);
@@ -272,6 +280,14 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     req.policy = core::Policy{false, hook.retry_abandoned};
     req.now_ms = now_ms;
+    if (!reserved) {
+      auto existing = store->get(store_key);
+      bool gone = existing && existing->status == core::Status::running &&
+                  proc::owner_gone(existing->owner);
+      if (core::decide(existing ? &*existing : nullptr, req.fingerprint, now_ms, gone, req.policy)
+              .verdict == core::Verdict::claim)
+        return overloaded();
+    }
     store::ClaimResult claim = store->claim(req, proc::owner_gone);
 
     Answer a;
@@ -310,6 +326,9 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
         break;
       }
       case core::Verdict::claim: {
+        // The record changed between the look above and the claim: the claim is durable, so run
+        // it anyway, over the queue limit.
+        if (!reserved) slots.force_reserve();
         reserved = false;  // the reservation now belongs to the run
         if (hook.async) {
           // The claim is durable: answer now, run in the background.

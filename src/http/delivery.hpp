@@ -42,6 +42,7 @@ class HookSlots {
   HookSlots(int max_running, int max_waiting) : max_running_(max_running), max_waiting_(max_waiting) {}
   // Reserves a place (running or waiting); false when both are full (answer 503).
   bool reserve();
+  void force_reserve();  // a reservation past the limits, for a claim that must run
   // Waits for a running slot for a reservation.
   void acquire();
   void release();           // after acquire()
