@@ -1,0 +1,217 @@
+# bash completion for idem(1)                                      -*- shell-script -*-
+#
+# Completes subcommands, each subcommand's flags, the values some flags take, and record keys
+# (show, status, rm, and -k/--key of run, begin and end) read from the store with
+# `idem ls --all --keys`, honouring a --db given on the command line. Works with or without
+# the bash-completion package; uses its helpers for file and command names when they are there.
+
+# _idem_flags SUBCOMMAND: the flags SUBCOMMAND accepts, global ones included ("": before one).
+_idem_flags() {
+  local global="--db -h --help"
+  case $1 in
+    run) echo "-k --key --ttl --wait --timeout --kill-after --replay-failures --retry-abandoned" \
+      "--hash-stdin --max-output --quiet-replay -q --quiet -v --verbose $global" ;;
+    ls) echo "--status --prefix --limit --all --json --keys $global" ;;
+    show) echo "--json --stdout --stderr --request $global" ;;
+    status) echo "$global" ;;
+    rm) echo "--force $global" ;;
+    gc) echo "--dry-run --older-than $global" ;;
+    serve) echo "--config --listen --allow-remote --port-file --max-connections" \
+      "--request-timeout --grace $global" ;;
+    each) echo "--key-field --ttl --jobs --replay-failures -q --quiet -v --verbose $global" ;;
+    begin) echo "-k --key --ttl --wait --owner-pid --print --retry-abandoned -q --quiet $global" ;;
+    end) echo "-k --key --exit --stdout-file --stderr-file --owner-pid $global" ;;
+    *) echo "$global --version" ;;
+  esac
+}
+
+# _idem_takes_value SUBCOMMAND FLAG: FLAG is followed by a value (which is then no positional).
+_idem_takes_value() {
+  case $1:$2 in
+    *:--db | \
+      run:-k | run:--key | run:--ttl | run:--wait | run:--timeout | run:--kill-after | \
+      run:--max-output | \
+      ls:--status | ls:--prefix | ls:--limit | \
+      gc:--older-than | \
+      serve:--config | serve:--listen | serve:--port-file | serve:--max-connections | \
+      serve:--request-timeout | serve:--grace | \
+      each:--key-field | each:--ttl | each:--jobs | \
+      begin:-k | begin:--key | begin:--ttl | begin:--wait | begin:--owner-pid | \
+      end:-k | end:--key | end:--exit | end:--stdout-file | end:--stderr-file | end:--owner-pid)
+      return 0 ;;
+  esac
+  return 1
+}
+
+# _idem_add WORD...: adds to COMPREPLY each $_idem_pre$WORD that starts with what was typed,
+# without the part readline does not replace (up to the last COMP_WORDBREAKS character, such as
+# the ':' of a derived `cmd:...` key), and backslash-escaped unless the word opened a quote.
+_idem_add() {
+  local word
+  for word in "$@"; do
+    word=$_idem_pre$word
+    [[ $word == "$_idem_match"* ]] || continue
+    word=${word:${#_idem_trim}}
+    [[ -n $_idem_quote || -z $word ]] || printf -v word '%q' "$word"
+    COMPREPLY+=("$word")
+  done
+}
+
+# _idem_add_keys: the store's keys, from the same idem and the --db of the command line.
+_idem_add_keys() {
+  local -a db=() keys=()
+  local key
+  [[ -n $_idem_db ]] && db=(--db "$_idem_db")
+  while IFS= read -r key; do
+    keys+=("$key")
+  done < <("$_idem_cmd" "${db[@]}" ls --all --keys 2>/dev/null)
+  _idem_add "${keys[@]}"
+}
+
+# _idem_add_files: file names for the value being typed (after any --flag=).
+_idem_add_files() {
+  local value=${_idem_match#"$_idem_pre"}
+  if declare -F _filedir >/dev/null; then
+    local cur=$value
+    _filedir
+  else
+    compopt -o filenames 2>/dev/null
+    mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(compgen -f -- "$value")
+  fi
+}
+
+_idem() {
+  COMPREPLY=()
+  local -a words=()
+  local cword=$COMP_CWORD i
+
+  # Put back together what COMP_WORDBREAKS split apart (--db=PATH, keys holding ':' such as the
+  # derived `cmd:...` ones): a word that directly follows the previous one on the line joins it.
+  words=("${COMP_WORDS[@]}")
+  if [[ -n ${COMP_LINE-} && -n ${COMP_POINT-} ]]; then
+    local line=${COMP_LINE:0:COMP_POINT} pos=0 glued w
+    local -a joined=()
+    for ((i = 0; i <= COMP_CWORD && i < ${#COMP_WORDS[@]}; i++)); do
+      w=${COMP_WORDS[i]}
+      glued=1
+      while [[ ${line:pos:1} == [[:space:]] ]]; do
+        ((pos++)) || true
+        glued=0
+      done
+      if ((i > 0 && glued)); then
+        joined[${#joined[@]} - 1]+=$w
+      else
+        joined+=("$w")
+      fi
+      ((pos += ${#w})) || true
+    done
+    if ((${#joined[@]} > 0)); then
+      words=("${joined[@]}")
+      cword=$((${#joined[@]} - 1))
+    fi
+  fi
+
+  local cur=${words[cword]-}
+  _idem_cmd=${words[0]:-idem}
+  [[ $_idem_cmd == \~/* ]] && _idem_cmd=$HOME/${_idem_cmd#\~/}
+  _idem_db=
+  _idem_pre=
+
+  # The subcommand, the --db in force, where `--` is, and how many positionals precede cur.
+  local sub='' dashdash=0 npos=0 word
+  for ((i = 1; i < cword; i++)); do
+    word=${words[i]}
+    case $word in
+      --db) _idem_db=${words[i + 1]-}; ((i++)) || true; continue ;;
+      --db=*) _idem_db=${word#--db=}; continue ;;
+      --) [[ -n $sub ]] && { dashdash=$i; break; } ;;
+    esac
+    if [[ -z $sub ]]; then
+      [[ $word == -* ]] || sub=$word
+    elif [[ $word == -*=* ]]; then
+      :
+    elif [[ $word == -* ]]; then
+      if _idem_takes_value "$sub" "$word"; then ((i++)) || true; fi
+    else
+      ((npos++)) || true
+    fi
+  done
+  local prev=
+  ((cword > 0)) && prev=${words[cword - 1]}
+
+  # After `--` of run and each: the command to run, then its own arguments.
+  if ((dashdash)); then
+    if declare -F _command_offset >/dev/null; then
+      _command_offset $((dashdash + 1))
+    elif ((cword == dashdash + 1)); then
+      mapfile -t COMPREPLY < <(compgen -c -- "$cur")
+    else
+      compopt -o filenames 2>/dev/null
+      mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+    fi
+    return 0
+  fi
+
+  # What was typed, unquoted and unescaped, to compare with the candidates; and the part of it
+  # that readline keeps (everything up to its last word-break character).
+  _idem_quote=
+  _idem_match=$cur
+  case $cur in
+    \'* | \"*) _idem_quote=${cur:0:1} _idem_match=${cur:1} ;;
+    *) _idem_match=${cur//\\/} ;;
+  esac
+  _idem_trim=
+  if [[ -z $_idem_quote ]]; then
+    local c n=0 keep=0
+    for ((i = 0; i < ${#cur}; i++)); do
+      c=${cur:i:1}
+      if [[ $c == \\ ]]; then
+        ((i++, n++)) || true  # an escaped character never breaks the word
+        continue
+      fi
+      ((n++)) || true
+      [[ $c != [[:space:]] && ${COMP_WORDBREAKS-} == *"$c"* ]] && keep=$n
+    done
+    _idem_trim=${_idem_match:0:keep}
+  fi
+
+  # --flag=VALUE completes VALUE as if it were the next word.
+  if [[ $_idem_match == --*=* ]]; then
+    prev=${_idem_match%%=*}
+    _idem_pre=$prev=
+  fi
+
+  # The value of the previous flag.
+  if _idem_takes_value "$sub" "$prev"; then
+    case $sub:$prev in
+      *:--db | serve:--config | serve:--port-file | end:--stdout-file | end:--stderr-file)
+        _idem_add_files ;;
+      run:-k | run:--key | begin:-k | begin:--key | end:-k | end:--key) _idem_add_keys ;;
+      ls:--status) _idem_add running succeeded failed abandoned expired ;;
+      serve:--listen) _idem_add 127.0.0.1:8787 127.0.0.1:0 ;;
+      begin:--owner-pid | end:--owner-pid)
+        local -a pids=()
+        local p
+        for p in /proc/[0-9]*; do pids+=("${p#/proc/}"); done
+        _idem_add "${pids[@]}"
+        ;;
+    esac
+    return 0
+  fi
+
+  if [[ $_idem_match == -* ]]; then
+    local -a flags
+    read -ra flags <<<"$(_idem_flags "$sub")"
+    _idem_add "${flags[@]}"
+  elif [[ -z $sub ]]; then
+    _idem_add run ls show status rm gc serve each begin end
+  else
+    case $sub in
+      show | status) ((npos == 0)) && _idem_add_keys ;;
+      rm) _idem_add_keys ;;
+      run | each) _idem_add -- ;;  # the command comes after `--`
+    esac
+  fi
+  return 0
+} &&
+  complete -F _idem idem

@@ -1,0 +1,180 @@
+# fish completion for idem(1): subcommands, their flags and values, and record keys (show, status,
+# rm, and -k/--key of run, begin and end) read from the store with `idem ls --all --keys`,
+# honouring a --db given on the command line.
+
+# The subcommand of the command line being completed (the first word that is no option and no
+# value of --db), or nothing.
+function __idem_subcommand
+    set -l tokens (commandline -opc)
+    set tokens $tokens[2..-1]
+    while set -q tokens[1]
+        switch $tokens[1]
+            case --db
+                set tokens $tokens[3..-1]
+                continue
+            case '-*'
+            case '*'
+                echo $tokens[1]
+                return 0
+        end
+        set tokens $tokens[2..-1]
+    end
+    return 1
+end
+
+# True once a `--` follows the subcommand: what comes next is the command run and its arguments.
+function __idem_after_dashdash
+    set -l sub (__idem_subcommand); or return 1
+    set -l tokens (commandline -opc)
+    set -l at (contains -i -- $sub $tokens); or return 1
+    contains -- -- $tokens[(math $at + 1)..-1]
+end
+
+# __idem_using SUBCOMMAND...: the subcommand is one of these, and no `--` has been given yet.
+function __idem_using
+    set -l sub (__idem_subcommand); or return 1
+    contains -- $sub $argv; or return 1
+    not __idem_after_dashdash
+end
+
+# How many positionals (keys) follow the subcommand so far.
+function __idem_positionals
+    set -l sub (__idem_subcommand); or return 1
+    set -l tokens (commandline -opc)
+    set -l at (contains -i -- $sub $tokens)
+    set tokens $tokens[(math $at + 1)..-1]
+    set -l n 0
+    while set -q tokens[1]
+        switch $tokens[1]
+            case --db
+                set tokens $tokens[2..-1]
+            case '-*'
+            case '*'
+                set n (math $n + 1)
+        end
+        set tokens $tokens[2..-1]
+    end
+    echo $n
+end
+
+# The store's keys, from the same idem and the --db of the command line.
+function __idem_keys
+    set -l tokens (commandline -opc)
+    set -l db
+    set -l i 2
+    while test $i -le (count $tokens)
+        switch $tokens[$i]
+            case --db
+                set i (math $i + 1)
+                set db --db $tokens[$i]
+            case '--db=*'
+                set db --db (string replace -- --db= '' $tokens[$i])
+        end
+        set i (math $i + 1)
+    end
+    $tokens[1] $db ls --all --keys 2>/dev/null
+end
+
+# What the command after `--` of run and each would complete.
+function __idem_complete_command
+    set -l sub (__idem_subcommand)
+    set -l tokens (commandline -opc)
+    set -l at (contains -i -- $sub $tokens)
+    set -l rest $tokens[(math $at + 1)..-1]
+    set -l dash (contains -i -- -- $rest)
+    set rest $rest[(math $dash + 1)..-1]
+    complete -C (string join ' ' -- (string escape -- $rest) (commandline -ct))
+end
+
+set -l subcommands run ls show status rm gc serve each begin end
+
+complete -c idem -f
+
+# Before a subcommand.
+complete -c idem -n "not __idem_subcommand" -l db -r -F -d 'SQLite store'
+complete -c idem -n "not __idem_subcommand" -s h -l help -d 'Print help and exit'
+complete -c idem -n "not __idem_subcommand" -l version -d 'Print the version and exit'
+complete -c idem -n "not __idem_subcommand" -a run -d 'Run a command once per key; replay its outcome after'
+complete -c idem -n "not __idem_subcommand" -a ls -d 'List records, newest first'
+complete -c idem -n "not __idem_subcommand" -a show -d 'Show one record in full'
+complete -c idem -n "not __idem_subcommand" -a status -d 'Print the status of one key as one word'
+complete -c idem -n "not __idem_subcommand" -a rm -d 'Delete records so the next attempt runs'
+complete -c idem -n "not __idem_subcommand" -a gc -d 'Delete expired records; print the count'
+complete -c idem -n "not __idem_subcommand" -a serve -d 'Receive webhooks, run each delivery once'
+complete -c idem -n "not __idem_subcommand" -a each -d 'Consume JSON Lines: run once per new key'
+complete -c idem -n "not __idem_subcommand" -a begin -d 'Claim a key for the calling script'
+complete -c idem -n "not __idem_subcommand" -a end -d 'Record the outcome of a key claimed with begin'
+
+# Accepted after any subcommand.
+complete -c idem -n "__idem_using $subcommands" -l db -r -F -d 'SQLite store'
+complete -c idem -n "__idem_using $subcommands" -s h -l help -d 'Print help and exit'
+
+# run
+complete -c idem -n "__idem_using run" -s k -l key -x -a '(__idem_keys)' -d 'Idempotency key'
+complete -c idem -n "__idem_using run" -l ttl -x -d 'How long a finished outcome is replayed (24h)'
+complete -c idem -n "__idem_using run" -l wait -x -d 'Wait up to DURATION for a running key'
+complete -c idem -n "__idem_using run" -l timeout -x -d 'Stop the command after DURATION; exit 124'
+complete -c idem -n "__idem_using run" -l kill-after -x -d 'Grace between TERM and KILL (10s)'
+complete -c idem -n "__idem_using run" -l replay-failures -d 'A failed outcome is final and replayed'
+complete -c idem -n "__idem_using run" -l retry-abandoned -d 'Run again after an owner died mid-run'
+complete -c idem -n "__idem_using run" -l hash-stdin -d 'Add stdin to the fingerprint'
+complete -c idem -n "__idem_using run" -l max-output -x -d 'Stored output cap per record (16MiB)'
+complete -c idem -n "__idem_using run" -l quiet-replay -d 'On replay write nothing'
+complete -c idem -n "__idem_using run" -s q -l quiet -d 'No refusal message for 65, 69 and 75'
+complete -c idem -n "__idem_using run" -s v -l verbose -d 'Say when a replay or a wait happens'
+complete -c idem -n "__idem_using run each" -a -- -d 'The command follows'
+complete -c idem -n "__idem_after_dashdash" -x -a '(__idem_complete_command)'
+
+# ls
+complete -c idem -n "__idem_using ls" -l status -x -a 'running succeeded failed abandoned expired' -d 'Only records in this status'
+complete -c idem -n "__idem_using ls" -l prefix -x -d 'Only keys starting with PREFIX'
+complete -c idem -n "__idem_using ls" -l limit -x -d 'At most N records'
+complete -c idem -n "__idem_using ls" -l all -d 'Include expired records'
+complete -c idem -n "__idem_using ls" -l json -d 'JSON Lines with ISO-8601 UTC times'
+complete -c idem -n "__idem_using ls" -l keys -d 'Only the keys, one per line'
+
+# show, status, rm
+complete -c idem -n "__idem_using show" -l json -d 'One JSON object, output as base64'
+complete -c idem -n "__idem_using show" -l stdout -d 'Write the captured stdout bytes raw'
+complete -c idem -n "__idem_using show" -l stderr -d 'Write the captured stderr bytes raw'
+complete -c idem -n "__idem_using show" -l request -d 'Print what was asked as JSON'
+complete -c idem -n "__idem_using show status; and test (__idem_positionals) -eq 0" -a '(__idem_keys)' -d 'Record key'
+complete -c idem -n "__idem_using rm" -l force -d 'Also delete a record whose owner still runs'
+complete -c idem -n "__idem_using rm" -a '(__idem_keys)' -d 'Record key'
+
+# gc
+complete -c idem -n "__idem_using gc" -l dry-run -d 'Count what would be deleted, delete nothing'
+complete -c idem -n "__idem_using gc" -l older-than -x -d 'Also delete records older than DURATION'
+
+# serve
+complete -c idem -n "__idem_using serve" -l config -r -F -d 'JSON file listing the hooks'
+complete -c idem -n "__idem_using serve" -l listen -x -a '127.0.0.1:8787 127.0.0.1:0' -d 'Address to listen on'
+complete -c idem -n "__idem_using serve" -l allow-remote -d 'Allow a non-loopback --listen address'
+complete -c idem -n "__idem_using serve" -l port-file -r -F -d 'Write the bound port to FILE'
+complete -c idem -n "__idem_using serve" -l max-connections -x -d 'Connections served at once (64)'
+complete -c idem -n "__idem_using serve" -l request-timeout -x -d 'Deadline for a whole request (10s)'
+complete -c idem -n "__idem_using serve" -l grace -x -d 'On SIGTERM, time for in-flight handlers (30s)'
+
+# each
+complete -c idem -n "__idem_using each" -l key-field -x -d 'JSON Pointer to each message key, e.g. /id'
+complete -c idem -n "__idem_using each" -l ttl -x -d 'How long a handled key stays done (24h)'
+complete -c idem -n "__idem_using each" -l jobs -x -d 'Handlers running at once (1)'
+complete -c idem -n "__idem_using each" -l replay-failures -d 'A failed message counts as done'
+complete -c idem -n "__idem_using each" -s q -l quiet -d 'Report only malformed lines and the summary'
+complete -c idem -n "__idem_using each" -s v -l verbose -d 'Also report every skipped message'
+
+# begin
+complete -c idem -n "__idem_using begin" -s k -l key -x -a '(__idem_keys)' -d 'Idempotency key'
+complete -c idem -n "__idem_using begin" -l ttl -x -d 'How long a finished outcome counts as done (24h)'
+complete -c idem -n "__idem_using begin" -l wait -x -d 'Wait up to DURATION for a running key'
+complete -c idem -n "__idem_using begin" -l owner-pid -x -a '(__fish_complete_pids)' -d 'The process that owns the claim'
+complete -c idem -n "__idem_using begin" -l print -d 'When already done, write the stored stdout'
+complete -c idem -n "__idem_using begin" -l retry-abandoned -d 'Claim again after an owner died mid-run'
+complete -c idem -n "__idem_using begin" -s q -l quiet -d 'No refusal message for 65, 69 and 75'
+
+# end
+complete -c idem -n "__idem_using end" -s k -l key -x -a '(__idem_keys)' -d 'Idempotency key'
+complete -c idem -n "__idem_using end" -l exit -x -d 'The outcome: 0 succeeded, else failed (0)'
+complete -c idem -n "__idem_using end" -l stdout-file -r -F -d 'Store this file as the stdout'
+complete -c idem -n "__idem_using end" -l stderr-file -r -F -d 'Store this file as the stderr'
+complete -c idem -n "__idem_using end" -l owner-pid -x -a '(__fish_complete_pids)' -d 'The owner given to begin --owner-pid'
