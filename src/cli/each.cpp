@@ -131,15 +131,8 @@ class Consumer {
       for (const auto& chunk : result.output.chunks())
         util::write_all(chunk.stream == core::Stream::out ? 1 : 2, chunk.bytes);
     }
-    core::Outcome o;
-    const bool ok = code == 0 && result.started;
-    o.status = ok ? core::Status::succeeded : core::Status::failed;
-    o.exit_code = result.started ? result.exit_code : code;
-    o.signal = result.signal;
-    o.output = result.output.encode();
-    o.output_truncated = result.output.truncated();
-    o.output_bytes = result.output.stored_bytes();
-    o.finished_ms = util::SystemClock().now_ms();
+    core::Outcome o = proc::outcome_of(result, util::SystemClock().now_ms());
+    const bool ok = o.status == core::Status::succeeded;
     store.finish(m.key, attempt, o);
     if (ok) {
       ++tally_.ran;

@@ -90,25 +90,6 @@ void replay(const core::Record& record) {
     util::write_all(chunk.stream == core::Stream::out ? 1 : 2, chunk.bytes);
 }
 
-core::Outcome outcome_of(const proc::RunResult& result, int64_t finished_ms) {
-  core::Outcome o;
-  o.status = result.started && !result.timed_out && !result.signal && result.exit_code == 0
-                 ? core::Status::succeeded
-                 : core::Status::failed;
-  o.exit_code = result.started ? result.exit_code : proc::exit_code_for(result);
-  o.signal = result.signal;
-  o.timed_out = result.timed_out;
-  o.output = result.output.encode();
-  o.output_truncated = result.output.truncated();
-  o.output_bytes = result.output.stored_bytes();
-  o.finished_ms = finished_ms;
-  if (!result.started) o.note = std::string("could not start: ") + strerror(result.exec_errno);
-  else if (result.timed_out) o.note = "stopped by --timeout";
-  else if (result.forwarded_signal)
-    o.note = std::string("idem received ") + sigabbrev_np(*result.forwarded_signal);
-  return o;
-}
-
 }  // namespace
 
 CLI::App* register_run(CLI::App& app, RunOptions& o) {
@@ -249,7 +230,7 @@ int run_claimed(store::Store& store, const RunOptions& o, const Settings& s, int
 
   bool recorded;
   try {
-    recorded = store.finish(o.key, attempt, outcome_of(result, clock.now_ms()));
+    recorded = store.finish(o.key, attempt, proc::outcome_of(result, clock.now_ms()));
   } catch (const StoreError& e) {
     throw StoreError(std::string(e.what()) + "; the command ran (exit " + std::to_string(code) +
                      ") but its outcome could not be recorded");

@@ -120,16 +120,8 @@ Answer run_claimed(const Hook& hook, const Delivery& d, const std::string& key,
   for (const auto& [name, value] : d.headers) spec.extra_env.emplace_back(header_variable(name), value);
   proc::RunResult result = proc::run_command(spec);
 
-  core::Outcome o;
-  const bool ok = result.started && !result.timed_out && !result.signal && result.exit_code == 0;
-  o.status = ok ? core::Status::succeeded : core::Status::failed;
-  o.exit_code = result.started ? result.exit_code : proc::exit_code_for(result);
-  o.signal = result.signal;
-  o.timed_out = result.timed_out;
-  o.output = result.output.encode();
-  o.output_truncated = result.output.truncated();
-  o.output_bytes = result.output.stored_bytes();
-  o.finished_ms = util::SystemClock().now_ms();
+  core::Outcome o = proc::outcome_of(result, util::SystemClock().now_ms());
+  const bool ok = o.status == core::Status::succeeded;
   Answer a;
   a.key = key;
   if (ok) {

@@ -277,6 +277,25 @@ RunResult run_command(const RunSpec& spec) {
   return result;
 }
 
+core::Outcome outcome_of(const RunResult& result, int64_t finished_ms) {
+  core::Outcome o;
+  o.status = result.started && !result.timed_out && !result.signal && result.exit_code == 0
+                 ? core::Status::succeeded
+                 : core::Status::failed;
+  o.exit_code = result.started ? result.exit_code : exit_code_for(result);
+  o.signal = result.signal;
+  o.timed_out = result.timed_out;
+  o.output = result.output.encode();
+  o.output_truncated = result.output.truncated();
+  o.output_bytes = result.output.stored_bytes();
+  o.finished_ms = finished_ms;
+  if (!result.started) o.note = std::string("could not start: ") + strerror(result.exec_errno);
+  else if (result.timed_out) o.note = "stopped by its timeout";
+  else if (result.forwarded_signal)
+    o.note = std::string("idem received ") + sigabbrev_np(*result.forwarded_signal);
+  return o;
+}
+
 int exit_code_for(const RunResult& result) {
   if (!result.started) return result.exec_errno == ENOENT ? 127 : 126;
   if (result.timed_out) return 124;

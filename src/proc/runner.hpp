@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/output.hpp"
+#include "core/record.hpp"
 
 namespace idem::proc {
 
@@ -49,5 +50,10 @@ RunResult run_command(const RunSpec& spec);
 
 // The exit code a shell would report for this result (126/127 for exec failures, 124 timeout).
 int exit_code_for(const RunResult& result);
+
+// The outcome to record: succeeded only for exit 0 without a signal or timeout; the exit code
+// (126/127 when it could not start), signal, timeout flag, captured output, and a note saying why
+// when it is not an exit code. Callers may replace the note.
+core::Outcome outcome_of(const RunResult& result, int64_t finished_ms);
 
 }  // namespace idem::proc
