@@ -19,7 +19,7 @@ case "${IDEM_SANITIZE:-}" in
   thread)
     build=build-tsan
     flags+=(-DIDEM_TSAN=ON -DIDEM_WERROR=OFF)
-    export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$(pwd)/scripts/tsan.supp"
     ;;
   *) echo "IDEM_SANITIZE must be address (or 1) or thread" >&2; exit 64 ;;
 esac

@@ -291,6 +291,9 @@ int run_daemon(const DaemonOptions& options) {
     metrics.in_flight(hook->path, -1);
     answer(res, a);
   };
+  // Hooks may accept any of these methods ("methods" in the config); routing checked it above.
+  server.Get(".*", handle);
+  server.Options(".*", handle);
   server.Post(".*", handle);
   server.Put(".*", handle);
   server.Patch(".*", handle);
