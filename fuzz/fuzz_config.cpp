@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "fuzz_check.hpp"
+#include "utf8_oracle.hpp"
 #include "http/config.hpp"
 
 namespace {
@@ -43,40 +44,6 @@ Outcome parse(const std::string& text, const std::string& salt) {
   return {};
 }
 
-// Well-formed UTF-8 after Unicode's table 3-7, by byte ranges.
-bool well_formed_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto b = uint8_t(s[i]);
-    int trail;
-    uint8_t lo = 0x80, hi = 0xbf;
-    if (b <= 0x7f)
-      trail = 0;
-    else if (b >= 0xc2 && b <= 0xdf)
-      trail = 1;
-    else if (b == 0xe0)
-      trail = 2, lo = 0xa0;
-    else if (b == 0xed)
-      trail = 2, hi = 0x9f;
-    else if (b >= 0xe1 && b <= 0xef)
-      trail = 2;
-    else if (b == 0xf0)
-      trail = 3, lo = 0x90;
-    else if (b >= 0xf1 && b <= 0xf3)
-      trail = 3;
-    else if (b == 0xf4)
-      trail = 3, hi = 0x8f;
-    else
-      return false;
-    if (i + size_t(trail) >= s.size() && trail > 0) return false;
-    for (int k = 1; k <= trail; ++k) {
-      auto c = uint8_t(s[i + k]);
-      if (k == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xbf)) return false;
-    }
-    i += size_t(trail) + 1;
-  }
-  return true;
-}
 
 void check_message(std::string_view message, std::string_view input) {
   FUZZ_CHECK(message.starts_with(std::string(k_file) + ": "));

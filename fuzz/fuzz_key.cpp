@@ -7,44 +7,10 @@
 #include "core/errors.hpp"
 #include "core/key.hpp"
 #include "fuzz_check.hpp"
+#include "utf8_oracle.hpp"
 
 namespace {
 
-// Well-formed UTF-8 after Unicode's table 3-7 (byte ranges, no decoding): a second opinion on
-// key.cpp's decoder, which computes code points and then rejects overlongs and surrogates.
-bool well_formed_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto b = uint8_t(s[i]);
-    int trail;
-    uint8_t lo = 0x80, hi = 0xbf;  // range of the first trailing byte
-    if (b <= 0x7f)
-      trail = 0;
-    else if (b >= 0xc2 && b <= 0xdf)
-      trail = 1;
-    else if (b == 0xe0)
-      trail = 2, lo = 0xa0;
-    else if (b == 0xed)
-      trail = 2, hi = 0x9f;
-    else if (b >= 0xe1 && b <= 0xef)
-      trail = 2;
-    else if (b == 0xf0)
-      trail = 3, lo = 0x90;
-    else if (b == 0xf4)
-      trail = 3, hi = 0x8f;
-    else if (b >= 0xf1 && b <= 0xf3)
-      trail = 3;
-    else
-      return false;
-    if (s.size() - i - 1 < size_t(trail)) return false;
-    for (int t = 1; t <= trail; ++t) {
-      auto c = uint8_t(s[i + size_t(t)]);
-      if (c < (t == 1 ? lo : 0x80) || c > (t == 1 ? hi : 0xbf)) return false;
-    }
-    i += size_t(trail) + 1;
-  }
-  return true;
-}
 
 // C0 controls and DEL are single bytes; C1 controls (U+0080-U+009F) are C2 80 .. C2 9F.
 bool has_control(std::string_view s) {
