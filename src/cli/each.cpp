@@ -52,11 +52,11 @@ void report(const std::string& line) {
 
 class Consumer {
  public:
-  Consumer(const GlobalOptions& global, const EachOptions& o, int64_t ttl_ms)
-      : global_(global), o_(o), ttl_ms_(ttl_ms), owner_(proc::describe_owner()) {}
+  Consumer(const EachOptions& o, int64_t ttl_ms)
+      : o_(o), ttl_ms_(ttl_ms), owner_(proc::describe_owner()) {}
 
-  void handle(const Message& m) {
-    auto store = open_store(global_);
+  // `store` is the calling worker's own connection (SQLite handles are not shared by threads).
+  void handle(const Message& m, store::Store& store) {
     util::SystemClock clock;
     store::ClaimRequest req;
     req.key = m.key;
@@ -76,7 +76,7 @@ class Consumer {
     int64_t pause_ms = 5;
     for (;;) {
       req.now_ms = clock.now_ms();
-      store::ClaimResult claim = store->claim(req, proc::owner_gone);
+      store::ClaimResult claim = store.claim(req, proc::owner_gone);
       switch (claim.verdict) {
         case core::Verdict::replay:
           ++tally_.skipped;
@@ -102,7 +102,7 @@ class Consumer {
           pause_ms = std::min<int64_t>(pause_ms * 2, 100);
           continue;
         case core::Verdict::claim:
-          run(m, *store, claim.attempt, where);
+          run(m, store, claim.attempt, where);
           return;
       }
     }
@@ -145,7 +145,6 @@ class Consumer {
     }
   }
 
-  const GlobalOptions& global_;
   const EachOptions& o_;
   int64_t ttl_ms_;
   core::Owner owner_;
@@ -249,7 +248,7 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
     }
   }).detach();
 
-  Consumer consumer(global, o, ttl_ms);
+  Consumer consumer(o, ttl_ms);
   std::mutex mutex;
   std::condition_variable changed;
   std::deque<Message> queue;
@@ -261,6 +260,7 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
   std::vector<std::thread> workers;
   for (int i = 0; i < o.jobs; ++i)
     workers.emplace_back([&] {
+      std::unique_ptr<store::Store> store;
       for (;;) {
         Message m;
         {
@@ -276,7 +276,8 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
         }
         changed.notify_all();
         try {
-          consumer.handle(m);
+          if (!store) store = open_store(global);
+          consumer.handle(m, *store);
         } catch (const std::exception& e) {
           std::lock_guard lock(mutex);
           if (!broken.exchange(true)) store_error = e.what();
