@@ -17,7 +17,7 @@ _idem_flags() {
     rm) echo "--force $global" ;;
     gc) echo "--dry-run --older-than $global" ;;
     serve) echo "--config --listen --allow-remote --port-file --max-connections" \
-      "--request-timeout --grace $global" ;;
+      "--request-timeout --grace --busy-timeout $global" ;;
     each) echo "--key-field --ttl --jobs --replay-failures -q --quiet -v --verbose $global" ;;
     begin) echo "-k --key --ttl --wait --owner-pid --print --retry-abandoned -q --quiet $global" ;;
     end) echo "-k --key --exit --stdout-file --stderr-file --owner-pid $global" ;;
@@ -34,7 +34,7 @@ _idem_takes_value() {
       ls:--status | ls:--prefix | ls:--limit | \
       gc:--older-than | \
       serve:--config | serve:--listen | serve:--port-file | serve:--max-connections | \
-      serve:--request-timeout | serve:--grace | \
+      serve:--request-timeout | serve:--grace | serve:--busy-timeout | \
       each:--key-field | each:--ttl | each:--jobs | \
       begin:-k | begin:--key | begin:--ttl | begin:--wait | begin:--owner-pid | \
       end:-k | end:--key | end:--exit | end:--stdout-file | end:--stderr-file | end:--owner-pid)

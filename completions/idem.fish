@@ -154,6 +154,7 @@ complete -c idem -n "__idem_using serve" -l port-file -r -F -d 'Write the bound 
 complete -c idem -n "__idem_using serve" -l max-connections -x -d 'Connections served at once (64)'
 complete -c idem -n "__idem_using serve" -l request-timeout -x -d 'Deadline for a whole request (10s)'
 complete -c idem -n "__idem_using serve" -l grace -x -d 'On SIGTERM, time for in-flight handlers (30s)'
+complete -c idem -n "__idem_using serve" -l busy-timeout -x -d 'Wait for a locked store before 503 (3s)'
 
 # each
 complete -c idem -n "__idem_using each" -l key-field -x -d 'JSON Pointer to each message key, e.g. /id'

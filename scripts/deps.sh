@@ -3,7 +3,7 @@
 # arguments. Idempotent; quiet when all are present.
 set -euo pipefail
 packages=(
-  cmake make g++ pkg-config libcpp-httplib-dev curl openssl
+  cmake make g++ pkg-config curl openssl
   libcli11-dev nlohmann-json3-dev catch2 libssl-dev libsqlite3-dev
   sqlite3 procps scdoc man-db groff-base bash-completion
   "$@"

@@ -27,6 +27,10 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
       ->type_name("DURATION")->capture_default_str();
   serve->add_option("--grace", o.grace, "On SIGTERM, how long in-flight handlers may finish")
       ->type_name("DURATION")->capture_default_str();
+  serve->add_option("--busy-timeout", o.busy_timeout,
+                    "How long a delivery or /healthz waits for a locked store before answering "
+                    "503 (IDEM_BUSY_TIMEOUT does not apply to serve)")
+      ->type_name("DURATION")->capture_default_str();
   serve->footer(
       "Example:\n"
       "  GITHUB_WEBHOOK_SECRET=... idem serve --config examples/serve.json --listen 127.0.0.1:8787");
@@ -42,6 +46,7 @@ int run_serve(const GlobalOptions& global, const ServeOptions& o) {
   d.max_connections = o.max_connections;
   d.request_timeout_ms = core::duration_arg("--request-timeout", o.request_timeout);
   d.grace_ms = core::duration_arg("--grace", o.grace);
+  d.busy_timeout_ms = core::duration_arg("--busy-timeout", o.busy_timeout);
   if (d.request_timeout_ms <= 0) throw UsageError("--request-timeout must be above zero");
   d.db_path = global.db.empty() ? store::default_db_path() : global.db;
   return http::run_daemon(d);

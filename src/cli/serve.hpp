@@ -14,6 +14,7 @@ struct ServeOptions {
   int max_connections = 64;
   std::string request_timeout = "10s";
   std::string grace = "30s";
+  std::string busy_timeout = "3s";
 };
 
 CLI::App* register_serve(CLI::App& app, ServeOptions& options);

@@ -14,6 +14,7 @@ enum ExitCode : int {
   k_exit_running = 75,       // EX_TEMPFAIL: the key is running in another live process
   k_exit_not_owner = 77,     // EX_NOPERM: end from a process that does not own the attempt
   k_exit_internal = 70,      // EX_SOFTWARE: a bug in idem
+  k_exit_listen = 71,        // EX_OSERR: serve cannot listen on its address (in use, not allowed)
   k_exit_timeout = 124,      // --timeout stopped the command (as timeout(1))
   k_exit_not_executable = 126,
   k_exit_not_found = 127,

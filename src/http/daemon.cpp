@@ -1,11 +1,15 @@
-// The HTTP side of `idem serve`, on Debian's cpp-httplib: routing, limits, logs, metrics,
-// signals. What a delivery means is in delivery.cpp.
+// The HTTP side of `idem serve`: routing, limits, logs, metrics, the store's health, signals.
+// Framing and connections are server.cpp's; what a delivery means is delivery.cpp's.
 #include "http/daemon.hpp"
 
-#include <httplib.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <climits>
+#include <condition_variable>
+#include <functional>
+#include <optional>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -17,8 +21,8 @@
 
 #include "core/errors.hpp"
 #include "http/config.hpp"
-#include "http/connection_guard.hpp"
 #include "http/delivery.hpp"
+#include "http/server.hpp"
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
 #include "util/clock.hpp"
@@ -78,7 +82,7 @@ class Metrics {
     std::lock_guard lock(mutex_);
     in_flight_[hook] += delta;
   }
-  std::string render() {
+  std::string render(int64_t shed) {
     std::lock_guard lock(mutex_);
     std::ostringstream out;
     out << "# HELP idem_deliveries_total Deliveries by hook and outcome.\n"
@@ -93,7 +97,7 @@ class Metrics {
         out << "idem_replays_total{hook=\"" << k.first << "\"} " << n << "\n";
     out << "# HELP idem_connections_shed_total Connections closed at once: over the cap.\n"
            "# TYPE idem_connections_shed_total counter\n"
-        << "idem_connections_shed_total " << ConnectionGuard::shed_count() << "\n";
+        << "idem_connections_shed_total " << shed << "\n";
     out << "# HELP idem_in_flight Deliveries being handled now.\n# TYPE idem_in_flight gauge\n";
     for (const auto& [hook, n] : in_flight_)
       out << "idem_in_flight{hook=\"" << hook << "\"} " << n << "\n";
@@ -117,27 +121,67 @@ class Metrics {
 std::mutex g_log_mutex;
 void log_line(const nlohmann::json& j) {
   std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  line += '\n';
   std::lock_guard lock(g_log_mutex);
-  std::cerr << line << "\n" << std::flush;
+  std::cerr << line << std::flush;
 }
 
-// Per-request facts the access log needs but httplib's Response does not carry.
-struct RequestLog {
-  int64_t start_ms = 0;
-  std::string hook;
-  std::string key;
-  std::string outcome;
+std::string now_iso() { return util::iso8601_utc(util::SystemClock().now_ms()); }
+
+Response to_response(const Answer& a, const std::string& hook = "") {
+  Response r;
+  r.status = a.status;
+  r.content_type = a.content_type.empty() ? "text/plain" : a.content_type;
+  r.body = a.body;
+  r.headers = a.headers;
+  if (!hook.empty()) r.log_fields.emplace_back("hook", hook);
+  if (!a.key.empty()) r.log_fields.emplace_back("key", a.key);
+  if (!a.outcome.empty()) r.log_fields.emplace_back("outcome", a.outcome);
+  if (!a.error.empty()) r.log_fields.emplace_back("error", a.error);
+  return r;
+}
+
+// Whether deliveries could use the store now. Checked at most once a second, so /healthz stays
+// cheap at any request rate and is at most that stale; while one check waits on a locked store,
+// other probes get the previous result at once.
+class StoreHealth {
+ public:
+  StoreHealth(std::string db_path, int64_t busy_timeout_ms)
+      : db_path_(std::move(db_path)), timeout_ms_(std::min<int64_t>(busy_timeout_ms, 1000)) {}
+
+  // Why the store cannot be used (for the log; it names the file), or nothing when it can.
+  std::optional<std::string> problem() {
+    {
+      std::unique_lock checking(check_mutex_, std::try_to_lock);
+      if (checking.owns_lock() && util::monotonic_ms() - checked_at() >= k_recheck_ms) {
+        std::optional<std::string> why;
+        try {
+          store::open_sqlite_store(db_path_, timeout_ms_)->check_writable();
+        } catch (const std::exception& e) {
+          why = e.what();
+        }
+        std::lock_guard lock(mutex_);
+        problem_ = why;
+        checked_ms_ = util::monotonic_ms();
+      }
+    }
+    std::lock_guard lock(mutex_);
+    return problem_;
+  }
+
+ private:
+  static constexpr int64_t k_recheck_ms = 1000;
+  int64_t checked_at() {
+    std::lock_guard lock(mutex_);
+    return checked_ms_;
+  }
+  const std::string db_path_;
+  const int64_t timeout_ms_;
+  std::mutex check_mutex_;  // held by the one check in progress
+  std::mutex mutex_;
+  int64_t checked_ms_ = INT64_MIN / 2;
+  std::optional<std::string> problem_;
 };
-thread_local RequestLog t_log;
-
-void answer(httplib::Response& res, const Answer& a) {
-  res.status = a.status;
-  for (const auto& [n, v] : a.headers) res.set_header(n, v);
-  res.set_content(a.body, a.content_type.empty() ? "text/plain" : a.content_type);
-  t_log.key = a.key;
-  t_log.outcome = a.outcome;
-}
-
 std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_remote) {
   auto colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0)
@@ -160,6 +204,159 @@ std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_r
   return {host, port};
 }
 
+
+// Routes requests to the built-ins and the hooks, and logs and counts every answer.
+class Routes final : public Handler {
+ public:
+  Routes(const DaemonOptions& options, std::function<std::shared_ptr<const State>()> current,
+         const core::Owner& owner, Metrics& metrics, std::function<void(std::function<void()>)> spawn)
+      : options_(options),
+        current_(std::move(current)),
+        owner_(owner),
+        metrics_(metrics),
+        spawn_(std::move(spawn)),
+        health_(options.db_path, options.busy_timeout_ms) {}
+
+  std::function<int64_t()> shed_count;
+
+  Admission admit(const RequestHead& head) override {
+    if (head.path == "/healthz" || head.path == "/metrics") {
+      if (head.method == "GET" || head.method == "HEAD") return Admission{std::nullopt, k_builtin_max_body};
+      Response r = to_response(
+          problem(405, "Method not allowed", head.method + " is not allowed on " + head.path));
+      r.headers.emplace_back("Allow", "GET, HEAD");
+      return Admission{std::move(r), 0};
+    }
+    auto s = current_();
+    const Hook* hook = s->find(head.path);
+    if (!hook) {
+      Answer a = problem(404, "No such hook", "no hook is configured at " + head.path);
+      a.outcome = "not_found";
+      return Admission{to_response(a), 0};
+    }
+    if (std::find(hook->methods.begin(), hook->methods.end(), head.method) == hook->methods.end()) {
+      std::string allow;
+      for (const auto& m : hook->methods) allow += (allow.empty() ? "" : ", ") + m;
+      Answer a = problem(405, "Method not allowed", head.method + " is not allowed on " + head.path);
+      a.outcome = "bad_method";
+      Response r = to_response(a, hook->path);
+      r.headers.emplace_back("Allow", allow);
+      return Admission{std::move(r), 0};
+    }
+    // An announced oversize body is refused before it is read.
+    if (!head.chunked && head.content_length > uint64_t(hook->max_body))
+      return Admission{too_large(*hook, std::to_string(head.content_length)), 0};
+    return Admission{std::nullopt, uint64_t(hook->max_body)};
+  }
+
+  Response refused(const RequestHead& head, const ParseError& error) override {
+    Answer a;
+    switch (error.status) {
+      case 408: a = problem(408, "Request timeout", error.reason); break;
+      case 413: a = problem(413, "Body too large", error.reason); break;
+      case 414: a = problem(414, "Request line too long", error.reason); break;
+      case 431: a = problem(431, "Header fields too large", error.reason); break;
+      case 417: a = problem(417, "Expectation not supported", error.reason); break;
+      case 501: a = problem(501, "Transfer coding not supported", error.reason); break;
+      case 505: a = problem(505, "HTTP version not supported", error.reason); break;
+      default: a = problem(error.status, "Bad request", error.reason); break;
+    }
+    // A refusal of a request whose head named a hook counts for that hook.
+    std::string hook;
+    if (!head.method.empty()) {
+      auto s = current_();
+      if (const Hook* h = s->find(head.path)) {
+        hook = h->path;
+        a.outcome = error.status == 413 ? "too_large" : error.status == 408 ? "request_timeout" : "bad_request";
+      }
+    }
+    return to_response(a, hook);
+  }
+
+  Response handle(Request& req) override {
+    if (req.head.path == "/healthz") {
+      Response r;
+      if (auto why = health_.problem()) {
+        Answer a = problem(503, "Store unavailable", "the store cannot be used now");
+        a.error = *why;
+        a.headers.emplace_back("Retry-After", "5");
+        r = to_response(a);
+      } else {
+        r.content_type = "text/plain";
+        r.body = "ok\n";
+      }
+      r.log_fields.emplace_back("outcome", "health");
+      return r;
+    }
+    if (req.head.path == "/metrics") {
+      Response r;
+      r.content_type = "text/plain; version=0.0.4";
+      r.body = metrics_.render(shed_count ? shed_count() : 0);
+      r.log_fields.emplace_back("outcome", "metrics");
+      return r;
+    }
+    auto s = current_();
+    const Hook* hook = s->find(req.head.path);
+    if (!hook)  // reloaded away between routing and now
+      return to_response(problem(404, "No such hook", "no hook is configured at " + req.head.path));
+    if (int64_t(req.body.size()) > hook->max_body)  // a reload lowered the limit meanwhile
+      return too_large(*hook, std::to_string(req.body.size()));
+    Delivery d;
+    d.method = req.head.method;
+    d.path = req.head.path;
+    d.headers = req.head.headers.fields();
+    d.body = std::move(req.body);
+    DeliveryServices services;
+    services.db_path = options_.db_path;
+    services.owner = owner_;
+    services.busy_timeout_ms = options_.busy_timeout_ms;
+    services.spawn = [this, hook_path = hook->path](std::function<void()> fn) {
+      metrics_.in_flight(hook_path, 1);
+      spawn_([this, hook_path, fn = std::move(fn)] {
+        fn();
+        metrics_.in_flight(hook_path, -1);
+      });
+    };
+    metrics_.in_flight(hook->path, 1);
+    Answer a = deliver(*hook, *s->slots.at(hook->path), d, services);
+    metrics_.in_flight(hook->path, -1);
+    return to_response(a, hook->path);
+  }
+
+  void answered(const RequestHead& head, const std::string& remote, const Response& response,
+                int64_t duration_ms) override {
+    nlohmann::json line{{"time", now_iso()},         {"remote", remote},
+                        {"method", head.method},     {"path", head.path},
+                        {"status", response.status}, {"duration_ms", duration_ms}};
+    std::string hook, outcome;
+    for (const auto& [name, value] : response.log_fields) {
+      line[name] = value;
+      if (name == "hook") hook = value;
+      if (name == "outcome") outcome = value;
+    }
+    log_line(line);
+    if (!hook.empty()) metrics_.delivery(hook, outcome.empty() ? "other" : outcome, duration_ms);
+  }
+
+ private:
+  static constexpr uint64_t k_builtin_max_body = 64 * 1024;  // read and ignored
+
+  static Response too_large(const Hook& hook, const std::string& size) {
+    Answer a = problem(413, "Body too large",
+                       "the body is " + size + " bytes; hook " + hook.path + " accepts at most " +
+                           std::to_string(hook.max_body));
+    a.outcome = "too_large";
+    return to_response(a, hook.path);
+  }
+
+  const DaemonOptions& options_;
+  std::function<std::shared_ptr<const State>()> current_;
+  const core::Owner& owner_;
+  Metrics& metrics_;
+  std::function<void(std::function<void()>)> spawn_;
+  StoreHealth health_;
+};
+
 }  // namespace
 
 int run_daemon(const DaemonOptions& options) {
@@ -171,7 +368,7 @@ int run_daemon(const DaemonOptions& options) {
     return state;
   };
   // Fail now, not at the first delivery, if the store cannot be used.
-  store::open_sqlite_store(options.db_path);
+  store::open_sqlite_store(options.db_path, options.busy_timeout_ms);
 
   // Signals go to one thread (sigwait), never to a handler thread; commands get them reset.
   proc::install_child_handlers();
@@ -179,156 +376,33 @@ int run_daemon(const DaemonOptions& options) {
   sigemptyset(&handled);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
   pthread_sigmask(SIG_BLOCK, &handled, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);  // sends use MSG_NOSIGNAL; this covers any other write
 
   Metrics metrics;
   std::atomic<int> background{0};
   std::mutex drain_mutex;
   std::condition_variable drained;
   const core::Owner owner = proc::describe_owner();
-
-  int64_t max_body = 1;
-  for (const auto& h : state->config.hooks) max_body = std::max(max_body, h.max_body);
-
-  httplib::Server server;
-  const int workers = std::max(1, options.max_connections);
-  const int64_t deadline_ms = options.request_timeout_ms;
-  server.new_task_queue = [workers, deadline_ms] {
-    return new ConnectionGuard(workers, workers, deadline_ms);
+  auto spawn = [&](std::function<void()> fn) {
+    ++background;
+    std::thread([&, fn = std::move(fn)] {
+      fn();
+      std::lock_guard lock(drain_mutex);
+      --background;
+      drained.notify_all();
+    }).detach();
   };
-  server.set_payload_max_length(size_t(max_body));
-  const auto timeout = std::chrono::milliseconds(options.request_timeout_ms);
-  server.set_read_timeout(timeout);
-  server.set_write_timeout(timeout);
-  server.set_keep_alive_timeout(5);
-  server.set_keep_alive_max_count(100);
 
-  server.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
-    t_log = RequestLog{util::monotonic_ms(), "", "", ""};
-    if (req.path == "/healthz" || req.path == "/metrics") {
-      if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
-      res.set_header("Allow", "GET, HEAD");
-      answer(res, problem(405, "Method not allowed", req.method + " is not allowed on " + req.path));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    auto s = current();
-    const Hook* hook = s->find(req.path);
-    if (!hook) {
-      answer(res, problem(404, "No such hook", "no hook is configured at " + req.path));
-      t_log.outcome = "not_found";
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    t_log.hook = hook->path;
-    if (std::find(hook->methods.begin(), hook->methods.end(), req.method) == hook->methods.end()) {
-      std::string allow;
-      for (const auto& m : hook->methods) allow += (allow.empty() ? "" : ", ") + m;
-      res.set_header("Allow", allow);
-      answer(res, problem(405, "Method not allowed", req.method + " is not allowed on " + req.path));
-      t_log.outcome = "bad_method";
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    // Refuse an announced oversize body before reading it.
-    if (req.has_header("Content-Length")) {
-      auto length = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
-      if (length > uint64_t(hook->max_body)) {
-        answer(res, problem(413, "Body too large",
-                            "the body is " + std::to_string(length) + " bytes; hook " + hook->path +
-                                " accepts at most " + std::to_string(hook->max_body)));
-        t_log.outcome = "too_large";
-        res.set_header("Connection", "close");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
+  Routes routes(options, current, owner, metrics, spawn);
+  ServerOptions server_options;
+  server_options.max_connections = std::max(1, options.max_connections);
+  server_options.request_timeout_ms = options.request_timeout_ms;
+  server_options.idle_timeout_ms = 5000;
+  Server server(server_options, routes);
+  routes.shed_count = [&server] { return server.shed_count(); };
 
-  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-    t_log.outcome = "health";
-  });
-  server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics.render(), "text/plain; version=0.0.4");
-    t_log.outcome = "metrics";
-  });
-
-  auto handle = [&](const httplib::Request& req, httplib::Response& res) {
-    ConnectionGuard::request_read();  // the whole request is in: its deadline no longer runs
-    auto s = current();
-    const Hook* hook = s->find(req.path);
-    if (!hook) {  // reloaded away between routing and now
-      answer(res, problem(404, "No such hook", "no hook is configured at " + req.path));
-      return;
-    }
-    if (int64_t(req.body.size()) > hook->max_body) {
-      answer(res, problem(413, "Body too large",
-                          "hook " + hook->path + " accepts at most " + std::to_string(hook->max_body) +
-                              " bytes"));
-      t_log.outcome = "too_large";
-      return;
-    }
-    Delivery d;
-    d.method = req.method;
-    d.path = req.path;
-    for (const auto& [n, v] : req.headers)
-      if (n != "REMOTE_ADDR" && n != "REMOTE_PORT" && n != "LOCAL_ADDR" && n != "LOCAL_PORT")
-        d.headers.emplace_back(n, v);
-    d.body = req.body;
-    DeliveryServices services;
-    services.db_path = options.db_path;
-    services.owner = owner;
-    services.spawn = [&, s, hook_path = hook->path](std::function<void()> fn) {
-      ++background;
-      metrics.in_flight(hook_path, 1);
-      std::thread([&, s, hook_path, fn = std::move(fn)] {
-        fn();
-        metrics.in_flight(hook_path, -1);
-        std::lock_guard lock(drain_mutex);
-        --background;
-        drained.notify_all();
-      }).detach();
-    };
-    metrics.in_flight(hook->path, 1);
-    Answer a = deliver(*hook, *s->slots.at(hook->path), d, services);
-    metrics.in_flight(hook->path, -1);
-    answer(res, a);
-  };
-  // Hooks may accept any of these methods ("methods" in the config); routing checked it above.
-  server.Get(".*", handle);
-  server.Options(".*", handle);
-  server.Post(".*", handle);
-  server.Put(".*", handle);
-  server.Patch(".*", handle);
-  server.Delete(".*", handle);
-
-  server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.body.empty()) {
-      Answer a = res.status == 413
-                     ? problem(413, "Body too large", "the body is larger than any hook accepts")
-                     : problem(res.status, "Request refused", "HTTP " + std::to_string(res.status));
-      res.set_content(a.body, a.content_type);
-    }
-  });
-  server.set_logger([&](const httplib::Request& req, const httplib::Response& res) {
-    ConnectionGuard::response_written();
-    // A request refused before routing (malformed, or cut off by the deadline) has no start.
-    int64_t ms = t_log.start_ms != 0 ? util::monotonic_ms() - t_log.start_ms : 0;
-    nlohmann::json line{{"time", util::iso8601_utc(util::SystemClock().now_ms())},
-                        {"remote", req.remote_addr},
-                        {"method", req.method},
-                        {"path", req.path},
-                        {"status", res.status},
-                        {"duration_ms", ms}};
-    if (!t_log.hook.empty()) line["hook"] = t_log.hook;
-    if (!t_log.key.empty()) line["key"] = t_log.key;
-    if (!t_log.outcome.empty()) line["outcome"] = t_log.outcome;
-    log_line(line);
-    if (!t_log.hook.empty())
-      metrics.delivery(t_log.hook, t_log.outcome.empty() ? "other" : t_log.outcome, ms);
-    t_log = RequestLog{};
-  });
-
-  int bound = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
-  if (bound < 0) throw UsageError("cannot listen on " + options.listen + ": " + strerror(errno));
-  log_line({{"time", util::iso8601_utc(util::SystemClock().now_ms())},
+  const int bound = server.listen(host, port, options.listen);
+  log_line({{"time", now_iso()},
             {"event", "listening"},
             {"address", host + ":" + std::to_string(bound)},
             {"hooks", state->config.hooks.size()},
@@ -351,11 +425,9 @@ int run_daemon(const DaemonOptions& options) {
             std::lock_guard lock(state_mutex);
             state = next;
           }
-          log_line({{"time", util::iso8601_utc(util::SystemClock().now_ms())},
-                    {"event", "reloaded"},
-                    {"hooks", next->config.hooks.size()}});
+          log_line({{"time", now_iso()}, {"event", "reloaded"}, {"hooks", next->config.hooks.size()}});
         } catch (const std::exception& e) {
-          log_line({{"time", util::iso8601_utc(util::SystemClock().now_ms())},
+          log_line({{"time", now_iso()},
                     {"event", "reload_failed"},
                     {"error", e.what()},
                     {"kept", "previous config"}});
@@ -363,25 +435,24 @@ int run_daemon(const DaemonOptions& options) {
         continue;
       }
       stopping = true;
-      log_line({{"time", util::iso8601_utc(util::SystemClock().now_ms())},
+      log_line({{"time", now_iso()},
                 {"event", "draining"},
                 {"signal", sigabbrev_np(sig)},
                 {"grace_ms", options.grace_ms}});
       // Past the grace period, leave: unfinished handlers show as abandoned, never as done.
       std::thread([grace = options.grace_ms] {
         std::this_thread::sleep_for(std::chrono::milliseconds(grace));
-        log_line({{"time", util::iso8601_utc(util::SystemClock().now_ms())},
-                  {"event", "grace_expired"}});
+        log_line({{"time", now_iso()}, {"event", "grace_expired"}});
         _exit(1);
       }).detach();
-      server.stop();  // stops accepting; waits for the requests being served
+      server.stop();  // stops accepting; run() returns once the requests being served are done
       return;
     }
   });
 
-  server.listen_after_bind();
+  server.run();
   if (!stopping) {
-    // listen ended without a signal (socket error): stop the signal thread too.
+    // run ended without a signal (a socket error): stop the signal thread too.
     pthread_kill(signals.native_handle(), SIGTERM);
   }
   signals.join();
@@ -389,7 +460,7 @@ int run_daemon(const DaemonOptions& options) {
     std::unique_lock lock(drain_mutex);
     drained.wait(lock, [&] { return background.load() == 0; });
   }
-  log_line({{"time", util::iso8601_utc(util::SystemClock().now_ms())}, {"event", "stopped"}});
+  log_line({{"time", now_iso()}, {"event", "stopped"}});
   return 0;
 }
 

@@ -15,11 +15,13 @@ struct DaemonOptions {
   int max_connections = 64;  // connections served at once; as many more may wait; beyond, closed
   int64_t request_timeout_ms = 10000;  // whole-request deadline (headers and body)
   int64_t grace_ms = 30000;       // SIGTERM: how long in-flight handlers may finish
+  int64_t busy_timeout_ms = 3000;  // how long a delivery (or /healthz) waits for a locked store
 };
 
 // Runs until SIGTERM or SIGINT (drains in-flight handlers within the grace period). SIGHUP reloads
 // the config; a broken reload keeps the old one. Throws UsageError for a bad config or listen
-// address at start, StoreError if the store cannot be opened.
+// address at start, StoreError if the store cannot be opened, ListenError (exit 71) if the
+// address cannot be listened on (another process has it).
 int run_daemon(const DaemonOptions& options);
 
 }  // namespace idem::http

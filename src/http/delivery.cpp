@@ -255,7 +255,7 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
     return a;
   };
   try {
-    auto store = store::open_sqlite_store(services.db_path);
+    auto store = store::open_sqlite_store(services.db_path, services.busy_timeout_ms);
     core::Fingerprinter f;
     f.add_field("kind", "http");
     f.add_field("body", d.body);
@@ -325,11 +325,11 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
         if (hook.async) {
           // The claim is durable: answer now, run in the background.
           services.spawn([hook, d, key, store_key, attempt = claim.attempt, &slots,
-                          db = services.db_path] {
+                          db = services.db_path, busy = services.busy_timeout_ms] {
             slots.acquire();
             std::unique_ptr<store::Store> own_store;
             try {
-              own_store = store::open_sqlite_store(db);
+              own_store = store::open_sqlite_store(db, busy);
               run_claimed(hook, d, key, store_key, attempt, *own_store);
             } catch (const std::exception& e) {
               if (own_store) record_daemon_error(*own_store, store_key, attempt, e);
@@ -344,7 +344,8 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
         } catch (const std::exception& e) {
           slots.release();
           record_daemon_error(*store, store_key, claim.attempt, e);
-          a = problem(500, "Delivery failed", e.what());
+          a = problem(500, "Delivery failed", "the daemon could not run the handler; its log says why");
+          a.error = e.what();
           a.key = key;
           a.outcome = "error";
           return a;
@@ -357,7 +358,9 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
     return a;
   } catch (const std::exception& e) {
     give_back();
-    Answer a = problem(503, "Store unavailable", e.what());
+    // The reason names the store's path: it goes to the log, not to the client.
+    Answer a = problem(503, "Store unavailable", "the store cannot be used now; retry later");
+    a.error = e.what();
     a.headers.emplace_back("Retry-After", "5");
     a.key = key;
     a.outcome = "store_error";

@@ -31,6 +31,7 @@ struct Answer {
   // For the log line and metrics: the key (if known) and what happened.
   std::string key;
   std::string outcome;  // ran, replayed, conflict, running, abandoned, rejected, bad_request, ...
+  std::string error;    // for the log only, never sent: what failed inside (it may name files)
 };
 
 // RFC 9457 problem details.
@@ -59,6 +60,7 @@ class HookSlots {
 struct DeliveryServices {
   std::string db_path;
   core::Owner owner;  // the daemon
+  std::optional<int64_t> busy_timeout_ms;  // how long a locked store is waited for
   // Runs `fn` in the background and counts it as in flight (for the SIGTERM drain).
   std::function<void(std::function<void()>)> spawn;
 };

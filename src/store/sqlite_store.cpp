@@ -241,7 +241,8 @@ void prepare_db_file(const std::string& path) {
 
 class SqliteStore final : public Store {
  public:
-  explicit SqliteStore(const std::string& path) : path_(path) {
+  SqliteStore(const std::string& path, std::optional<int64_t> busy_timeout_ms)
+      : path_(path), busy_timeout_override_(busy_timeout_ms) {
     prepare_db_file(path_);
     int rc = sqlite3_open_v2(path_.c_str(), &db_,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
@@ -307,6 +308,8 @@ class SqliteStore final : public Store {
     result.attempt = d.next_attempt;
     return result;
   }
+
+  void check_writable() override { Transaction tx(db_, path_); }
 
   bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) override {
     bool changed;
@@ -429,6 +432,7 @@ class SqliteStore final : public Store {
     busy_timeout_ms_ = k_default_busy_timeout_ms;
     if (const char* env = std::getenv("IDEM_BUSY_TIMEOUT"); env != nullptr && *env != '\0')
       busy_timeout_ms_ = core::duration_arg("IDEM_BUSY_TIMEOUT", env);
+    if (busy_timeout_override_) busy_timeout_ms_ = *busy_timeout_override_;
     sqlite3_busy_timeout(db_, int(std::min<int64_t>(busy_timeout_ms_, INT32_MAX)));
     sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
     sqlite3_extended_result_codes(db_, 1);
@@ -559,12 +563,14 @@ class SqliteStore final : public Store {
   std::string path_;
   sqlite3* db_ = nullptr;
   int64_t busy_timeout_ms_ = k_default_busy_timeout_ms;
+  std::optional<int64_t> busy_timeout_override_;
 };
 
 }  // namespace
 
-std::unique_ptr<Store> open_sqlite_store(const std::string& path) {
-  return std::make_unique<SqliteStore>(path);
+std::unique_ptr<Store> open_sqlite_store(const std::string& path,
+                                         std::optional<int64_t> busy_timeout_ms) {
+  return std::make_unique<SqliteStore>(path, busy_timeout_ms);
 }
 
 }  // namespace idem::store

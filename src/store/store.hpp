@@ -73,12 +73,18 @@ class Store {
   virtual RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) = 0;
   // Deletes in small batches, never running records. Returns the count (or would-be count).
   virtual int64_t gc(const GcQuery& query) = 0;
+  // Takes the writer lock and lets it go, changing nothing: throws StoreError when the store
+  // cannot be written within the busy timeout (a health check).
+  virtual void check_writable() = 0;
 };
 
 // Where the store lives: --db, else $IDEM_DB, else ${XDG_STATE_HOME:-$HOME/.local/state}/idem/idem.db.
 std::string default_db_path();
 
 // Opens the SQLite store, creating folder (0700) and file (0600) as needed. Throws StoreError.
-std::unique_ptr<Store> open_sqlite_store(const std::string& path);
+// `busy_timeout_ms`, when given, is how long a locked store is waited for (instead of
+// $IDEM_BUSY_TIMEOUT or 30 s).
+std::unique_ptr<Store> open_sqlite_store(const std::string& path,
+                                         std::optional<int64_t> busy_timeout_ms = std::nullopt);
 
 }  // namespace idem::store

@@ -1,0 +1,461 @@
+#include "http/server.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <ctime>
+
+#include "util/clock.hpp"
+
+namespace idem::http {
+
+namespace {
+
+constexpr size_t k_read_chunk = 64 * 1024;
+// After an answer that closes the connection, input the client may still be sending (a body
+// that was refused unread) is read and dropped for this long, so that closing with unread data
+// does not reset the connection before the client has read the answer.
+constexpr int64_t k_linger_ms = 1000;
+constexpr size_t k_linger_bytes = 4 << 20;
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return status < 300 ? "OK" : status < 500 ? "Client Error" : "Server Error";
+  }
+}
+
+// strerror, lower-cased at the start to read as the end of an "idem: ..." line.
+std::string why(int err) {
+  std::string s = std::strerror(err);
+  if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z' && (s.size() < 2 || !(s[1] >= 'A' && s[1] <= 'Z')))
+    s[0] = char(s[0] - 'A' + 'a');
+  return s;
+}
+
+// An IMF-fixdate for the Date header, computed once a second per thread.
+const std::string& http_date() {
+  thread_local std::time_t last = 0;
+  thread_local std::string text;
+  std::time_t now = std::time(nullptr);
+  if (now != last) {
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[64];
+    std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    text = buf;
+    last = now;
+  }
+  return text;
+}
+
+enum class Ready { ready, timeout, woken, error };
+
+// Waits until `fd` has `events`, the deadline passes, or (wake_fd >= 0) the server stops.
+// Readiness of `fd` wins over the stop, so a request already sent is not dropped.
+Ready wait_for(int fd, short events, int64_t deadline_ms, int wake_fd) {
+  for (;;) {
+    int64_t left = deadline_ms - util::monotonic_ms();
+    if (left <= 0) return Ready::timeout;
+    pollfd p[2] = {{fd, events, 0}, {wake_fd, POLLIN, 0}};
+    int n = ::poll(p, wake_fd >= 0 ? 2 : 1, int(std::min<int64_t>(left, INT_MAX)));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Ready::error;
+    }
+    if (n == 0) continue;
+    if (p[0].revents != 0) return Ready::ready;  // POLLHUP and POLLERR show in the read/write
+    if (wake_fd >= 0 && (p[1].revents & POLLIN) != 0) return Ready::woken;
+  }
+}
+
+bool send_all(int fd, std::string_view bytes, int64_t deadline_ms) {
+  while (!bytes.empty()) {
+    ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0) {
+      bytes.remove_prefix(size_t(n));
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+    if (wait_for(fd, POLLOUT, deadline_ms, -1) != Ready::ready) return false;
+  }
+  return true;
+}
+
+std::string peer_address(const sockaddr_storage& ss) {
+  char buf[INET6_ADDRSTRLEN] = "";
+  if (ss.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(ss).sin_addr, buf, sizeof buf);
+  } else if (ss.ss_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr, buf, sizeof buf);
+  }
+  return buf;
+}
+
+// One connection, from accept to close: requests read, answered and logged in order.
+class Session {
+ public:
+  Session(const ServerOptions& options, Handler& handler, int fd, int wake_fd,
+          const std::atomic<bool>& stopping, std::string remote, int64_t accepted_ms)
+      : options_(options),
+        handler_(handler),
+        fd_(fd),
+        wake_fd_(wake_fd),
+        stopping_(stopping),
+        remote_(std::move(remote)),
+        parser_(options.limits),
+        idle_since_(accepted_ms),
+        request_start_(accepted_ms) {}
+
+  void run() {
+    bool first = true;
+    for (;;) {
+      parser_.reset();
+      if (!read_head(first)) return;
+      first = false;
+      if (!answer_request()) return;
+    }
+  }
+
+ private:
+  enum class Read { data, eof, timeout, woken, error };
+
+  bool buffered() const { return pos_ < in_.size(); }
+
+  Read read_more(int64_t deadline_ms, bool watch_stop) {
+    Ready r = wait_for(fd_, POLLIN, deadline_ms, watch_stop ? wake_fd_ : -1);
+    if (r == Ready::timeout) return Read::timeout;
+    if (r == Ready::woken) return Read::woken;
+    if (r == Ready::error) return Read::error;
+    for (;;) {
+      ssize_t n = ::recv(fd_, chunk_, sizeof chunk_, 0);
+      if (n > 0) {
+        if (pos_ == in_.size()) {
+          in_.clear();
+          pos_ = 0;
+        } else if (pos_ > k_read_chunk) {
+          in_.erase(0, pos_);
+          pos_ = 0;
+        }
+        in_.append(chunk_, size_t(n));
+        return Read::data;
+      }
+      if (n == 0) return Read::eof;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return read_more(deadline_ms, watch_stop);
+      return Read::error;
+    }
+  }
+
+  void feed() { pos_ += parser_.feed(std::string_view(in_).substr(pos_)); }
+
+  // Reads up to the end of a request head. False when the connection is done with: closed by
+  // the client, idle past its time, stopped while idle, or refused (the answer is written).
+  bool read_head(bool first) {
+    const int64_t idle_limit = std::min(options_.idle_timeout_ms, options_.request_timeout_ms);
+    while (parser_.state() == RequestParser::State::head) {
+      if (buffered()) {
+        // The first byte of a later request starts its deadline (on a new connection the
+        // deadline runs from the accept: time spent waiting for a worker counts).
+        if (!parser_.started() && !first) request_start_ = util::monotonic_ms();
+        feed();
+        continue;
+      }
+      const bool idle = !parser_.started();
+      const int64_t deadline =
+          idle ? idle_since_ + idle_limit : request_start_ + options_.request_timeout_ms;
+      Read r = read_more(deadline, idle);
+      if (r == Read::timeout && !idle)
+        return refuse_and_close(408, "the request did not arrive within " +
+                                         std::to_string(options_.request_timeout_ms) + " ms");
+      if (r != Read::data) return false;
+    }
+    if (parser_.state() == RequestParser::State::failed) {
+      Response response = handler_.refused(parser_.head(), parser_.error());
+      return finish(parser_.head(), response, util::monotonic_ms(), true);
+    }
+    return true;
+  }
+
+  bool refuse_and_close(int status, std::string reason) {
+    ParseError error{status, std::move(reason)};
+    Response response = handler_.refused(parser_.head(), error);
+    finish(parser_.head(), response, util::monotonic_ms(), true);
+    return false;
+  }
+
+  // The head is in: route it, read the body, handle, answer. False when the connection closes.
+  bool answer_request() {
+    const int64_t head_ms = util::monotonic_ms();
+    Admission admission = handler_.admit(parser_.head());
+    if (admission.refusal) {
+      const RequestHead& head = parser_.head();
+      // The body is not read, so the connection cannot carry another request after it.
+      bool body_follows = head.chunked || head.content_length > 0;
+      return finish(head, *admission.refusal, head_ms, body_follows);
+    }
+    parser_.accept_body(admission.max_body);
+    if (parser_.state() == RequestParser::State::body && parser_.head().expect_continue &&
+        !buffered()) {
+      // RFC 9110 §10.1.1: the client waits for this before it sends the body.
+      if (!send_all(fd_, "HTTP/1.1 100 Continue\r\n\r\n",
+                    util::monotonic_ms() + options_.request_timeout_ms))
+        return false;
+    }
+    while (parser_.state() == RequestParser::State::body) {
+      if (buffered()) {
+        feed();
+        continue;
+      }
+      Read r = read_more(request_start_ + options_.request_timeout_ms, false);
+      if (r == Read::timeout)
+        return refuse_and_close(408, "the body did not arrive within " +
+                                         std::to_string(options_.request_timeout_ms) + " ms");
+      if (r != Read::data) return false;
+    }
+    if (parser_.state() == RequestParser::State::failed) {
+      Response response = handler_.refused(parser_.head(), parser_.error());
+      return finish(parser_.head(), response, head_ms, true);
+    }
+    Request request{parser_.take_head(), parser_.take_body(), remote_};
+    Response response = handler_.handle(request);
+    return finish(request.head, response, head_ms, false);
+  }
+
+  // Writes the answer and logs it. False when the connection is closed after it.
+  bool finish(const RequestHead& head, Response& response, int64_t start_ms, bool must_close) {
+    if (must_close || !head.keep_alive || stopping_.load()) response.close = true;
+    std::string out;
+    const bool send_body = head.method != "HEAD";
+    out.reserve(256 + (send_body ? response.body.size() : 0));
+    out += "HTTP/1.1 ";
+    out += std::to_string(response.status);
+    out += ' ';
+    out += reason_phrase(response.status);
+    out += "\r\nDate: ";
+    out += http_date();
+    out += "\r\n";
+    if (!response.content_type.empty()) {
+      out += "Content-Type: ";
+      out += response.content_type;
+      out += "\r\n";
+    }
+    out += "Content-Length: ";
+    out += std::to_string(response.body.size());
+    out += "\r\n";
+    for (const auto& [name, value] : response.headers) {
+      out += name;
+      out += ": ";
+      out += value;
+      out += "\r\n";
+    }
+    if (response.close) out += "Connection: close\r\n";
+    else if (head.minor_version == 0) out += "Connection: keep-alive\r\n";
+    out += "\r\n";
+    if (send_body) out += response.body;
+    bool sent = send_all(fd_, out, util::monotonic_ms() + options_.request_timeout_ms);
+    const int64_t now = util::monotonic_ms();
+    handler_.answered(head, remote_, response, now - start_ms);
+    if (!sent) return false;
+    if (response.close) {
+      linger();
+      return false;
+    }
+    idle_since_ = now;
+    request_start_ = now;
+    return true;
+  }
+
+  void linger() {
+    ::shutdown(fd_, SHUT_WR);
+    const int64_t deadline = util::monotonic_ms() + k_linger_ms;
+    size_t dropped = 0;
+    while (dropped < k_linger_bytes) {
+      if (wait_for(fd_, POLLIN, deadline, -1) != Ready::ready) return;
+      ssize_t n = ::recv(fd_, chunk_, sizeof chunk_, 0);
+      if (n == 0) return;
+      if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+        return;
+      }
+      dropped += size_t(n);
+    }
+  }
+
+  const ServerOptions& options_;
+  Handler& handler_;
+  const int fd_;
+  const int wake_fd_;
+  const std::atomic<bool>& stopping_;
+  const std::string remote_;
+  RequestParser parser_;
+  std::string in_;  // received bytes; those before pos_ are parsed
+  size_t pos_ = 0;
+  int64_t idle_since_;     // the connection's last answer (or its accept)
+  int64_t request_start_;  // the current request's deadline runs from here
+  char chunk_[k_read_chunk];
+};
+
+}  // namespace
+
+Server::Server(ServerOptions options, Handler& handler) : options_(options), handler_(handler) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw Error(k_exit_internal, "cannot create a pipe: " + why(errno));
+  wake_read_.reset(fds[0]);
+  wake_write_.reset(fds[1]);
+}
+
+Server::~Server() { stop(); }
+
+int Server::listen(const std::string& host, int port, const std::string& shown_as) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
+      rc != 0)
+    throw ListenError("cannot listen on " + shown_as + ": " + ::gai_strerror(rc));
+  int err = EADDRNOTAVAIL;
+  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    util::Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
+    if (!fd.valid()) {
+      err = errno;
+      continue;
+    }
+    // SO_REUSEADDR lets a restarted daemon bind over its predecessor's TIME_WAIT connections;
+    // SO_REUSEPORT is never set: it would let a second daemon share the port and its traffic.
+    int one = 1;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd.get(), SOMAXCONN) != 0) {
+      err = errno;
+      continue;
+    }
+    listener_ = std::move(fd);
+    break;
+  }
+  ::freeaddrinfo(found);
+  if (!listener_.valid()) throw ListenError("cannot listen on " + shown_as + ": " + why(err));
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len);
+  return ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6&>(ss).sin6_port)
+                                  : ntohs(reinterpret_cast<sockaddr_in&>(ss).sin_port);
+}
+
+void Server::run() {
+  while (!stopping_.load()) {
+    pollfd p[2] = {{listener_.get(), POLLIN, 0}, {wake_read_.get(), POLLIN, 0}};
+    int n = ::poll(p, 2, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if ((p[1].revents & POLLIN) != 0) break;
+    if ((p[0].revents & POLLIN) != 0) accept_one();
+  }
+  listener_.reset();  // from here on, new connections are refused
+  {
+    std::lock_guard lock(mutex_);
+    accepting_done_ = true;
+  }
+  ready_.notify_all();
+  // Workers serve what was accepted before the stop (idle connections close at once), then end.
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+}
+
+void Server::accept_one() {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  int fd = ::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) {
+    // Out of descriptors: the pending connection stays in the backlog; do not spin on it.
+    if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) ::usleep(10000);
+    return;
+  }
+  util::Fd connection(fd);
+  std::unique_lock lock(mutex_);
+  if (connections_ >= 2 * options_.max_connections) {
+    ++shed_;  // over the cap: closed at once, unread
+    return;
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  ++connections_;
+  waiting_.push_back(Waiting{std::move(connection), peer_address(ss), util::monotonic_ms()});
+  if (int(waiting_.size()) > idle_workers_ && int(workers_.size()) < options_.max_connections)
+    workers_.emplace_back([this] { work(); });
+  lock.unlock();
+  ready_.notify_one();
+}
+
+void Server::work() {
+  for (;;) {
+    Waiting connection;
+    {
+      std::unique_lock lock(mutex_);
+      ++idle_workers_;
+      ready_.wait(lock, [&] { return !waiting_.empty() || accepting_done_; });
+      --idle_workers_;
+      if (waiting_.empty()) return;
+      connection = std::move(waiting_.front());
+      waiting_.pop_front();
+    }
+    Session(options_, handler_, connection.fd.get(), wake_read_.get(), stopping_,
+            std::move(connection.remote), connection.accepted_ms)
+        .run();
+    {
+      // Counted out before the close, so a client that reconnects at once is not shed.
+      std::lock_guard lock(mutex_);
+      --connections_;
+    }
+    connection.fd.reset();
+  }
+}
+
+void Server::stop() {
+  if (stopping_.exchange(true)) return;
+  char byte = 0;
+  // The pipe is never read: once written, it stays readable and wakes every poll().
+  [[maybe_unused]] ssize_t n = ::write(wake_write_.get(), &byte, 1);
+}
+
+}  // namespace idem::http

@@ -1,0 +1,116 @@
+#pragma once
+// A small, strict HTTP/1.1 server: one accept thread (the caller of run()), a bounded pool of
+// worker threads each serving one connection at a time, keep-alive, pipelined requests answered
+// in order, a whole-request deadline, a cap on connections, and a graceful stop. What a request
+// means is the Handler's business; framing is request_parser's.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "http/request_parser.hpp"
+#include "util/fd.hpp"
+
+namespace idem::http {
+
+struct Request {
+  RequestHead head;
+  std::string body;
+  std::string remote;  // the peer's address, e.g. "127.0.0.1"
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type;  // empty: no Content-Type
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  bool close = false;  // close the connection after this answer
+  // Members of the access-log line the handler wants there (never sent).
+  std::vector<std::pair<std::string, std::string>> log_fields;
+};
+
+// What the application says once a request's head is in, before its body is read.
+struct Admission {
+  std::optional<Response> refusal;  // answer this at once; the body is not read
+  uint64_t max_body = 0;            // else: the body may have up to this many bytes
+};
+
+// The application. Every member is called on worker threads, several at once.
+class Handler {
+ public:
+  virtual ~Handler() = default;
+  virtual Admission admit(const RequestHead& head) = 0;
+  virtual Response handle(Request& request) = 0;
+  // The answer to a request the transport refused: malformed (the parser's status and reason),
+  // too large, or cut off by the deadline (408). `head` holds what was parsed, maybe nothing.
+  virtual Response refused(const RequestHead& head, const ParseError& error) = 0;
+  // After each answer is written (or could not be): for the access log and metrics.
+  virtual void answered(const RequestHead& head, const std::string& remote, const Response& response,
+                        int64_t duration_ms) = 0;
+};
+
+struct ServerOptions {
+  int max_connections = 64;           // served at once; as many more may wait; beyond, closed
+  int64_t request_timeout_ms = 10000;  // whole request, from its first byte (or the accept)
+  int64_t idle_timeout_ms = 5000;      // a kept-alive connection with no new request is closed
+  ParserLimits limits;
+};
+
+// The address could not be bound or listened on: "cannot listen on HOST:PORT: <why>".
+class ListenError : public Error {
+ public:
+  explicit ListenError(const std::string& message) : Error(k_exit_listen, message) {}
+};
+
+class Server {
+ public:
+  Server(ServerOptions options, Handler& handler);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds HOST:PORT (port 0: any free one) with SO_REUSEADDR and never SO_REUSEPORT, so a port
+  // another process listens on is refused. Returns the bound port; throws ListenError.
+  int listen(const std::string& host, int port, const std::string& shown_as);
+  // Accepts and serves until stop(); returns once every connection being served has finished.
+  void run();
+  // From any thread: stop accepting, close idle and waiting connections, let requests being
+  // received or handled finish (their answers say Connection: close).
+  void stop();
+
+  int64_t shed_count() const { return shed_.load(); }
+
+ private:
+  struct Waiting {
+    util::Fd fd;
+    std::string remote;
+    int64_t accepted_ms = 0;
+  };
+  void accept_one();
+  void work();
+  void serve(Waiting& connection);
+
+  ServerOptions options_;
+  Handler& handler_;
+  util::Fd listener_;
+  util::Fd wake_read_, wake_write_;  // readable once stop() is called: wakes every poll()
+  std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> shed_{0};
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Waiting> waiting_;
+  std::vector<std::thread> workers_;
+  int idle_workers_ = 0;
+  int connections_ = 0;  // being served or waiting
+  bool accepting_done_ = false;
+};
+
+}  // namespace idem::http
