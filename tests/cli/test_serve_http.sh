@@ -37,6 +37,14 @@ post /hooks/small "$form" "${SIG[@]}" 'Content-Type: application/x-www-form-urle
 expect_problem 413
 assert_eq 0 "$(runs /hooks/small form-delivery-2)" "runs of an oversize form delivery"
 assert_status '/hooks/small#form-delivery-2' none
+# The limit is the hook's in the config in force: a reload that raises it applies at once.
+sed 's/"max_body": "64KiB"/"max_body": "150KiB"/' "$T/serve.json" >"$T/serve.json.tmp"
+mv -f "$T/serve.json.tmp" "$T/serve.json"
+kill -HUP "$(bg_pid daemon)"
+wait_until "the daemon reloads" file_has "$T/daemon.err" '"event":"reloaded"'
+post /hooks/small "$form" "${SIG[@]}" 'Content-Type: application/x-www-form-urlencoded'
+expect_http 200
+assert_same "$T/resp.sent" "$T/stdin.form-delivery-2"
 
 # --- HEAD, 100-continue, and 413 before the body is sent -----------------------------------------
 RESP=head
@@ -56,5 +64,39 @@ assert_bytes "$T/stdin.cont" body
 exchange expect-too-big 'POST /hooks/x HTTP/1.1\r\nHost: t\r\nX-Key: big\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n'
 expect_statuses expect-too-big 413
 assert_status '/hooks/x#big' none
+exchange huge-head "GET /healthz HTTP/1.1\\r\\nHost: t\\r\\nX-Big: $(printf 'a%.0s' {1..70000})\\r\\n\\r\\n"
+expect_statuses huge-head 431
+stop_daemon
+
+# --- a request not in within --request-timeout: 408; connections over the cap: shed --------------
+DAEMON=daemon2
+start_daemon "$T/serve.json" --request-timeout 1s
+raw_connect partial
+raw_send 'POST /hooks/x HTTP/1.1\r\nHost: t\r\nX-Key: partial\r\nContent-Length: 10\r\n\r\nabc'
+raw_close
+wait_until "the partial request is cut off" bg_exited partial
+bg_wait partial
+expect_statuses partial 408
+assert_status '/hooks/x#partial' none
+stop_daemon
+# One connection served and one waiting (--max-connections 1); a third is closed at once, unread.
+# (Idle connections are closed after 5 s: the checks below take far less.)
+DAEMON=daemon3
+start_daemon "$T/serve.json" --max-connections 1
+raw_connect held1
+held1=$RAW_FD
+raw_connect held2
+held2=$RAW_FD
+raw_connect shed
+raw_close
+wait_until "the connection over the cap is closed" bg_exited shed
+bg_running held1 || fail "the served connection was closed"
+bg_running held2 || fail "the waiting connection was closed"
+exec {held1}>&- {held2}>&-
+kill "$(bg_pid held1)" "$(bg_pid held2)"
+get /metrics
+expect_http 200
+grep -qx 'idem_connections_shed_total 1' "$T/resp.body" ||
+  fail "/metrics: $(grep shed "$T/resp.body")"
 stop_daemon
 integrity_ok
