@@ -158,27 +158,26 @@ class Session {
   bool buffered() const { return pos_ < in_.size(); }
 
   Read read_more(int64_t deadline_ms, bool watch_stop) {
-    Ready r = wait_for(fd_, POLLIN, deadline_ms, watch_stop ? wake_fd_ : -1);
-    if (r == Ready::timeout) return Read::timeout;
-    if (r == Ready::woken) return Read::woken;
-    if (r == Ready::error) return Read::error;
     for (;;) {
+      Ready r = wait_for(fd_, POLLIN, deadline_ms, watch_stop ? wake_fd_ : -1);
+      if (r == Ready::timeout) return Read::timeout;
+      if (r == Ready::woken) return Read::woken;
+      if (r == Ready::error) return Read::error;
       ssize_t n = ::recv(fd_, chunk_, sizeof chunk_, 0);
-      if (n > 0) {
-        if (pos_ == in_.size()) {
-          in_.clear();
-          pos_ = 0;
-        } else if (pos_ > k_read_chunk) {
-          in_.erase(0, pos_);
-          pos_ = 0;
-        }
-        in_.append(chunk_, size_t(n));
-        return Read::data;
-      }
       if (n == 0) return Read::eof;
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return read_more(deadline_ms, watch_stop);
-      return Read::error;
+      if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+        return Read::error;
+      }
+      if (pos_ == in_.size()) {
+        in_.clear();
+        pos_ = 0;
+      } else if (pos_ > k_read_chunk) {
+        in_.erase(0, pos_);
+        pos_ = 0;
+      }
+      in_.append(chunk_, size_t(n));
+      return Read::data;
     }
   }
 
@@ -389,6 +388,7 @@ void Server::run() {
       break;
     }
     if ((p[1].revents & POLLIN) != 0) break;
+    if ((p[0].revents & (POLLERR | POLLNVAL)) != 0) break;  // the listener is broken: stop
     if ((p[0].revents & POLLIN) != 0) accept_one();
   }
   listener_.reset();  // from here on, new connections are refused
