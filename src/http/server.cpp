@@ -13,6 +13,7 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
+#include <system_error>
 
 #include "util/clock.hpp"
 
@@ -131,7 +132,7 @@ std::string peer_address(const sockaddr_storage& ss) {
 class Session {
  public:
   Session(const ServerOptions& options, Handler& handler, int fd, int wake_fd,
-          const std::atomic<bool>& stopping, std::string remote, int64_t accepted_ms)
+          const std::atomic<bool>& stopping, std::string remote, int64_t start_ms)
       : options_(options),
         handler_(handler),
         fd_(fd),
@@ -139,8 +140,8 @@ class Session {
         stopping_(stopping),
         remote_(std::move(remote)),
         parser_(options.limits),
-        idle_since_(accepted_ms),
-        request_start_(accepted_ms) {}
+        idle_since_(start_ms),
+        request_start_(start_ms) {}
 
   void run() {
     bool first = true;
@@ -190,7 +191,7 @@ class Session {
     while (parser_.state() == RequestParser::State::head) {
       if (buffered()) {
         // The first byte of a later request starts its deadline (on a new connection the
-        // deadline runs from the accept: time spent waiting for a worker counts).
+        // deadline runs from the moment a worker took it).
         if (!parser_.started() && !first) request_start_ = util::monotonic_ms();
         feed();
         continue;
@@ -325,7 +326,7 @@ class Session {
   RequestParser parser_;
   std::string in_;  // received bytes; those before pos_ are parsed
   size_t pos_ = 0;
-  int64_t idle_since_;     // the connection's last answer (or its accept)
+  int64_t idle_since_;     // the connection's last answer (or when a worker took it)
   int64_t request_start_;  // the current request's deadline runs from here
   char chunk_[k_read_chunk];
 };
@@ -420,9 +421,20 @@ void Server::accept_one() {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   ++connections_;
-  waiting_.push_back(Waiting{std::move(connection), peer_address(ss), util::monotonic_ms()});
-  if (int(waiting_.size()) > idle_workers_ && int(workers_.size()) < options_.max_connections)
-    workers_.emplace_back([this] { work(); });
+  waiting_.push_back(Waiting{std::move(connection), peer_address(ss)});
+  if (int(waiting_.size()) > idle_workers_ && int(workers_.size()) < options_.max_connections) {
+    try {
+      workers_.emplace_back([this] { work(); });
+    } catch (const std::system_error&) {
+      // No thread to be had now: the connection waits for a worker already running, if any.
+      if (workers_.empty()) {
+        waiting_.pop_back();
+        --connections_;
+        ++shed_;
+        return;
+      }
+    }
+  }
   lock.unlock();
   ready_.notify_one();
 }
@@ -439,8 +451,10 @@ void Server::work() {
       connection = std::move(waiting_.front());
       waiting_.pop_front();
     }
+    // The deadline of the first request runs from now: a connection that waited for a worker
+    // (within the cap) is not cut off for time it could not use.
     Session(options_, handler_, connection.fd.get(), wake_read_.get(), stopping_,
-            std::move(connection.remote), connection.accepted_ms)
+            std::move(connection.remote), util::monotonic_ms())
         .run();
     {
       // Counted out before the close, so a client that reconnects at once is not shed.

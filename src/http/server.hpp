@@ -58,7 +58,7 @@ class Handler {
 
 struct ServerOptions {
   int max_connections = 64;           // served at once; as many more may wait; beyond, closed
-  int64_t request_timeout_ms = 10000;  // whole request, from its first byte (or the accept)
+  int64_t request_timeout_ms = 10000;  // whole request, from its first byte (or its connection's start)
   int64_t idle_timeout_ms = 5000;      // a kept-alive connection with no new request is closed
   ParserLimits limits;
 };
@@ -91,7 +91,6 @@ class Server {
   struct Waiting {
     util::Fd fd;
     std::string remote;
-    int64_t accepted_ms = 0;
   };
   void accept_one();
   void work();
