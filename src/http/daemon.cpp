@@ -2,6 +2,7 @@
 // Framing and connections are server.cpp's; what a delivery means is delivery.cpp's.
 #include "http/daemon.hpp"
 
+#include <arpa/inet.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -128,12 +129,12 @@ void log_line(const nlohmann::json& j) {
 
 std::string now_iso() { return util::iso8601_utc(util::SystemClock().now_ms()); }
 
-Response to_response(const Answer& a, const std::string& hook = "") {
+Response to_response(Answer a, const std::string& hook = "") {
   Response r;
   r.status = a.status;
-  r.content_type = a.content_type.empty() ? "text/plain" : a.content_type;
-  r.body = a.body;
-  r.headers = a.headers;
+  r.content_type = a.content_type.empty() ? "text/plain" : std::move(a.content_type);
+  r.body = std::move(a.body);
+  r.headers = std::move(a.headers);
   if (!hook.empty()) r.log_fields.emplace_back("hook", hook);
   if (!a.key.empty()) r.log_fields.emplace_back("key", a.key);
   if (!a.outcome.empty()) r.log_fields.emplace_back("outcome", a.outcome);
@@ -182,6 +183,7 @@ class StoreHealth {
   int64_t checked_ms_ = INT64_MIN / 2;
   std::optional<std::string> problem_;
 };
+
 std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_remote) {
   auto colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0)
@@ -196,14 +198,15 @@ std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_r
   } catch (...) {
   }
   if (port < 0 || port > 65535) throw UsageError("bad --listen '" + listen + "': bad port");
-  bool loopback = host == "127.0.0.1" || host == "localhost" || host == "::1" ||
-                  host.rfind("127.", 0) == 0;
+  // A numeric 127.0.0.0/8 or ::1 address, or localhost; never a name that merely starts "127.".
+  in_addr v4{};
+  bool loopback = host == "localhost" || host == "::1" ||
+                  (::inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
   if (!loopback && !allow_remote)
     throw UsageError("--listen " + listen +
                      " is not a loopback address; add --allow-remote to accept other hosts");
   return {host, port};
 }
-
 
 // Routes requests to the built-ins and the hooks, and logs and counts every answer.
 class Routes final : public Handler {
@@ -320,7 +323,7 @@ class Routes final : public Handler {
     metrics_.in_flight(hook->path, 1);
     Answer a = deliver(*hook, *s->slots.at(hook->path), d, services);
     metrics_.in_flight(hook->path, -1);
-    return to_response(a, hook->path);
+    return to_response(std::move(a), hook->path);
   }
 
   void answered(const RequestHead& head, const std::string& remote, const Response& response,
