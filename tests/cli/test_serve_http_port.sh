@@ -25,5 +25,10 @@ done
 assert_eq 10 "$(log_count "$T/handler.log" 'first /hooks/x taken-')" "deliveries run by the first daemon"
 assert_eq 0 "$(log_count "$T/handler.log" 'second ')" "deliveries run by the second daemon"
 bg_running daemon || fail "the first daemon is gone"
+# A name that merely starts with "127." is no loopback address.
+capture named idem serve --config "$T/serve.json" --listen 127.0.0.1.example.invalid:0
+expect_rc 64
+assert_idem_error
+file_has "$T/named.err" --allow-remote || fail "the refusal does not mention --allow-remote: $(cat "$T/named.err")"
 stop_daemon
 integrity_ok
