@@ -262,6 +262,10 @@ class Routes final : public Handler {
       case 417: a = problem(417, "Expectation not supported", error.reason); break;
       case 501: a = problem(501, "Transfer coding not supported", error.reason); break;
       case 505: a = problem(505, "HTTP version not supported", error.reason); break;
+      case 500:  // the handler failed: its reason goes to the log only
+        a = problem(500, "Internal error", "the daemon failed to handle the request");
+        a.error = error.reason;
+        break;
       default: a = problem(error.status, "Bad request", error.reason); break;
     }
     // A refusal of a request whose head named a hook counts for that hook.
@@ -270,7 +274,10 @@ class Routes final : public Handler {
       auto s = current_();
       if (const Hook* h = s->find(head.path)) {
         hook = h->path;
-        a.outcome = error.status == 413 ? "too_large" : error.status == 408 ? "request_timeout" : "bad_request";
+        a.outcome = error.status == 413   ? "too_large"
+                    : error.status == 408 ? "request_timeout"
+                    : error.status == 500 ? "error"
+                                          : "bad_request";
       }
     }
     return to_response(a, hook);

@@ -253,7 +253,14 @@ class Session {
       return finish(parser_.head(), response, head_ms, true);
     }
     Request request{parser_.take_head(), parser_.take_body(), remote_};
-    Response response = handler_.handle(request);
+    Response response;
+    try {
+      response = handler_.handle(request);
+    } catch (const std::exception& e) {
+      // A bug or an exhausted resource: the client gets an answer, the worker lives on.
+      response = handler_.refused(request.head, ParseError{500, e.what()});
+      response.close = true;
+    }
     return finish(request.head, response, head_ms, false);
   }
 
@@ -453,9 +460,13 @@ void Server::work() {
     }
     // The deadline of the first request runs from now: a connection that waited for a worker
     // (within the cap) is not cut off for time it could not use.
-    Session(options_, handler_, connection.fd.get(), wake_read_.get(), stopping_,
-            std::move(connection.remote), util::monotonic_ms())
-        .run();
+    try {
+      Session(options_, handler_, connection.fd.get(), wake_read_.get(), stopping_,
+              std::move(connection.remote), util::monotonic_ms())
+          .run();
+    } catch (const std::exception&) {
+      // Only the connection is lost (its answer could not even be built).
+    }
     {
       // Counted out before the close, so a client that reconnects at once is not shed.
       std::lock_guard lock(mutex_);

@@ -49,7 +49,8 @@ class Handler {
   virtual Admission admit(const RequestHead& head) = 0;
   virtual Response handle(Request& request) = 0;
   // The answer to a request the transport refused: malformed (the parser's status and reason),
-  // too large, or cut off by the deadline (408). `head` holds what was parsed, maybe nothing.
+  // too large, or cut off by the deadline (408); or 500 when handle() threw (the reason is the
+  // exception's). `head` holds what was parsed, maybe nothing.
   virtual Response refused(const RequestHead& head, const ParseError& error) = 0;
   // After each answer is written (or could not be): for the access log and metrics.
   virtual void answered(const RequestHead& head, const std::string& remote, const Response& response,
