@@ -77,7 +77,7 @@ Outcome parse(std::string_view in, uint64_t max_body, const std::vector<size_t>&
     if (pos == read_end) {  // all of this read used: the next one
       if (read_end == in.size()) break;
       size_t n = steps.empty() || steps[step % steps.size()] == 0 ? in.size() - read_end
-                                                                   : steps[step % steps.size()];
+                                                                  : steps[step % steps.size()];
       ++step;
       read_end = std::min(in.size(), read_end + n);
     }

@@ -9,14 +9,14 @@
 #include <atomic>
 #include <climits>
 #include <condition_variable>
-#include <functional>
-#include <optional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -105,8 +105,8 @@ class Metrics {
     out << "# HELP idem_delivery_duration_seconds Time to answer a delivery.\n"
            "# TYPE idem_delivery_duration_seconds summary\n";
     for (const auto& [hook, d] : durations_) {
-      out << "idem_delivery_duration_seconds_sum{hook=\"" << hook << "\"} " << double(d.first) / 1000
-          << "\n";
+      out << "idem_delivery_duration_seconds_sum{hook=\"" << hook << "\"} "
+          << double(d.first) / 1000 << "\n";
       out << "idem_delivery_duration_seconds_count{hook=\"" << hook << "\"} " << d.second << "\n";
     }
     return out.str();
@@ -189,7 +189,8 @@ std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_r
   if (colon == std::string::npos || colon == 0)
     throw UsageError("bad --listen '" + listen + "': use HOST:PORT, e.g. 127.0.0.1:8787");
   std::string host = listen.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   int port = -1;
   try {
     size_t used = 0;
@@ -212,7 +213,8 @@ std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_r
 class Routes final : public Handler {
  public:
   Routes(const DaemonOptions& options, std::function<std::shared_ptr<const State>()> current,
-         const core::Owner& owner, Metrics& metrics, std::function<void(std::function<void()>)> spawn)
+         const core::Owner& owner, Metrics& metrics,
+         std::function<void(std::function<void()>)> spawn)
       : options_(options),
         current_(std::move(current)),
         owner_(owner),
@@ -224,7 +226,8 @@ class Routes final : public Handler {
 
   Admission admit(const RequestHead& head) override {
     if (head.path == "/healthz" || head.path == "/metrics") {
-      if (head.method == "GET" || head.method == "HEAD") return Admission{std::nullopt, k_builtin_max_body};
+      if (head.method == "GET" || head.method == "HEAD")
+        return Admission{std::nullopt, k_builtin_max_body};
       Response r = to_response(
           problem(405, "Method not allowed", head.method + " is not allowed on " + head.path));
       r.headers.emplace_back("Allow", "GET, HEAD");
@@ -240,7 +243,8 @@ class Routes final : public Handler {
     if (std::find(hook->methods.begin(), hook->methods.end(), head.method) == hook->methods.end()) {
       std::string allow;
       for (const auto& m : hook->methods) allow += (allow.empty() ? "" : ", ") + m;
-      Answer a = problem(405, "Method not allowed", head.method + " is not allowed on " + head.path);
+      Answer a =
+          problem(405, "Method not allowed", head.method + " is not allowed on " + head.path);
       a.outcome = "bad_method";
       Response r = to_response(a, hook->path);
       r.headers.emplace_back("Allow", allow);
@@ -254,6 +258,7 @@ class Routes final : public Handler {
 
   Response refused(const RequestHead& head, const ParseError& error) override {
     Answer a;
+    // clang-format off
     switch (error.status) {
       case 408: a = problem(408, "Request timeout", error.reason); break;
       case 413: a = problem(413, "Body too large", error.reason); break;
@@ -268,6 +273,7 @@ class Routes final : public Handler {
         break;
       default: a = problem(error.status, "Bad request", error.reason); break;
     }
+    // clang-format on
     // A refusal of a request whose head named a hook counts for that hook.
     std::string hook;
     if (!head.method.empty()) {
@@ -435,7 +441,8 @@ int run_daemon(const DaemonOptions& options) {
             std::lock_guard lock(state_mutex);
             state = next;
           }
-          log_line({{"time", now_iso()}, {"event", "reloaded"}, {"hooks", next->config.hooks.size()}});
+          log_line(
+              {{"time", now_iso()}, {"event", "reloaded"}, {"hooks", next->config.hooks.size()}});
         } catch (const std::exception& e) {
           log_line({{"time", now_iso()},
                     {"event", "reload_failed"},

@@ -18,7 +18,9 @@ bool is_tchar(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   return std::strchr("!#$%&'*+-.^_`|~", c) != nullptr && c != '\0';
 }
-bool is_token(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), is_tchar); }
+bool is_token(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), is_tchar);
+}
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_ows(char c) { return c == ' ' || c == '\t'; }
 
@@ -126,9 +128,9 @@ RequestParser::Line RequestParser::read_line(std::string_view in, size_t& used, 
   const void* nl = std::memchr(start, '\n', in.size() - used);
   size_t take = nl != nullptr ? size_t(static_cast<const char*>(nl) - start) + 1 : in.size() - used;
   if (take > room) {
-    fail(too_long_status, limit == 0 ? std::string(what)
-                                     : std::string(what) + " is longer than " +
-                                           std::to_string(limit) + " bytes");
+    fail(too_long_status,
+         limit == 0 ? std::string(what)
+                    : std::string(what) + " is longer than " + std::to_string(limit) + " bytes");
     return Line::failed;
   }
   used += take;
@@ -261,8 +263,7 @@ void RequestParser::finish_head() {
   }
   bool has_te = h.count("Transfer-Encoding") > 0;
   if (has_te) {
-    if (head_.minor_version == 0)
-      return fail(400, "Transfer-Encoding in an HTTP/1.0 request");
+    if (head_.minor_version == 0) return fail(400, "Transfer-Encoding in an HTTP/1.0 request");
     if (length) return fail(400, "both Transfer-Encoding and Content-Length");
     std::vector<std::string> codings;
     for (const auto& [name, value] : h.fields())
@@ -287,8 +288,10 @@ void RequestParser::finish_head() {
   for (const auto& [name, value] : h.fields()) {
     if (!equals_ignore_case(name, "Connection")) continue;
     for (std::string_view e : list_elements(value)) {
-      if (equals_ignore_case(e, "close")) head_.keep_alive = false;
-      else if (equals_ignore_case(e, "keep-alive") && head_.minor_version == 0) head_.keep_alive = true;
+      if (equals_ignore_case(e, "close"))
+        head_.keep_alive = false;
+      else if (equals_ignore_case(e, "keep-alive") && head_.minor_version == 0)
+        head_.keep_alive = true;
     }
   }
   // Expect (RFC 9110 §10.1.1): only 100-continue exists; an HTTP/1.0 client's is ignored.
@@ -308,8 +311,8 @@ void RequestParser::accept_body(uint64_t max_body) {
     return;
   }
   if (head_.content_length > max_body)
-    return fail(413, "the body is " + std::to_string(head_.content_length) +
-                         " bytes; at most " + std::to_string(max_body) + " are accepted");
+    return fail(413, "the body is " + std::to_string(head_.content_length) + " bytes; at most " +
+                         std::to_string(max_body) + " are accepted");
   state_ = head_.content_length == 0 ? State::complete : State::body;
   body_.reserve(size_t(std::min<uint64_t>(head_.content_length, 1 << 20)));
 }
@@ -329,7 +332,8 @@ void RequestParser::parse_chunk_size(std::string_view line) {
     return fail(400, "bad chunk size line '" + excerpt(line) + "'");
   for (char c : ext) {
     auto u = static_cast<unsigned char>(c);
-    if ((u < 0x20 && c != '\t') || u == 0x7f) return fail(400, "a control character in a chunk extension");
+    if ((u < 0x20 && c != '\t') || u == 0x7f)
+      return fail(400, "a control character in a chunk extension");
   }
   if (size == 0) {
     chunk_ = Chunk::trailer;
@@ -354,15 +358,14 @@ size_t RequestParser::feed_chunked(std::string_view in) {
     }
     size_t before = used;
     auto left = [&](size_t limit, size_t had) { return limit > had ? limit - had : 0; };
-    Line got =
-        chunk_ == Chunk::trailer
-            ? read_line(in, used, left(limits_.max_trailer_bytes, trailer_bytes_), 431,
-                        "the trailer section", limits_.max_trailer_bytes)
-        : chunk_ == Chunk::data_crlf
-            ? read_line(in, used, left(2, line_.size()), 400,
-                        "a chunk holds more data than its size line says", 0)
-            : read_line(in, used, left(k_max_chunk_line + 2, line_.size()), 400,
-                        "a chunk size line", k_max_chunk_line);
+    Line got = chunk_ == Chunk::trailer
+                   ? read_line(in, used, left(limits_.max_trailer_bytes, trailer_bytes_), 431,
+                               "the trailer section", limits_.max_trailer_bytes)
+               : chunk_ == Chunk::data_crlf
+                   ? read_line(in, used, left(2, line_.size()), 400,
+                               "a chunk holds more data than its size line says", 0)
+                   : read_line(in, used, left(k_max_chunk_line + 2, line_.size()), 400,
+                               "a chunk size line", k_max_chunk_line);
     if (chunk_ == Chunk::trailer) trailer_bytes_ += used - before;
     if (got != Line::done) break;
     const std::string line = std::move(line_);

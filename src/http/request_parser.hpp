@@ -17,7 +17,9 @@ namespace idem::http {
 // Header fields in the order received; names compare case-insensitively.
 class Headers {
  public:
-  void add(std::string name, std::string value) { fields_.emplace_back(std::move(name), std::move(value)); }
+  void add(std::string name, std::string value) {
+    fields_.emplace_back(std::move(name), std::move(value));
+  }
   // The first field named `name`, if any.
   std::optional<std::string_view> get(std::string_view name) const;
   size_t count(std::string_view name) const;
@@ -31,9 +33,9 @@ class Headers {
 bool equals_ignore_case(std::string_view a, std::string_view b);
 
 struct RequestHead {
-  std::string method;  // case-sensitive token, e.g. "POST"
-  std::string target;  // as sent: "/hooks/x?y=1"
-  std::string path;    // the target up to '?' ("/hooks/x"); "*" for "OPTIONS *"
+  std::string method;     // case-sensitive token, e.g. "POST"
+  std::string target;     // as sent: "/hooks/x?y=1"
+  std::string path;       // the target up to '?' ("/hooks/x"); "*" for "OPTIONS *"
   int minor_version = 1;  // HTTP/1.<minor_version>: 0 or 1
   Headers headers;
   bool keep_alive = true;        // the client wants the connection kept after the answer
@@ -56,11 +58,11 @@ struct ParserLimits {
 class RequestParser {
  public:
   enum class State {
-    head,       // reading the request line and header fields
-    routing,    // the head is in: the caller must call accept_body() (or drop the request)
-    body,       // reading the body
-    complete,   // head and body are in; reset() starts the next request
-    failed,     // error() says why; the connection cannot be reused
+    head,      // reading the request line and header fields
+    routing,   // the head is in: the caller must call accept_body() (or drop the request)
+    body,      // reading the body
+    complete,  // head and body are in; reset() starts the next request
+    failed,    // error() says why; the connection cannot be reused
   };
 
   explicit RequestParser(ParserLimits limits = {}) : limits_(limits) {}

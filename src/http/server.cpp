@@ -29,6 +29,7 @@ constexpr int64_t k_linger_ms = 1000;
 constexpr size_t k_linger_bytes = 4 << 20;
 
 const char* reason_phrase(int status) {
+  // clang-format off
   switch (status) {
     case 100: return "Continue";
     case 200: return "OK";
@@ -58,6 +59,7 @@ const char* reason_phrase(int status) {
     case 505: return "HTTP Version Not Supported";
     default: return status < 300 ? "OK" : status < 500 ? "Client Error" : "Server Error";
   }
+  // clang-format on
 }
 
 // strerror, lower-cased at the start to read as the end of an "idem: ..." line.
@@ -291,8 +293,10 @@ class Session {
       out += value;
       out += "\r\n";
     }
-    if (response.close) out += "Connection: close\r\n";
-    else if (head.minor_version == 0) out += "Connection: keep-alive\r\n";
+    if (response.close)
+      out += "Connection: close\r\n";
+    else if (head.minor_version == 0)
+      out += "Connection: keep-alive\r\n";
     out += "\r\n";
     if (send_body) out += response.body;
     bool sent = send_all(fd_, out, util::monotonic_ms() + options_.request_timeout_ms);
@@ -357,12 +361,14 @@ int Server::listen(const std::string& host, int port, const std::string& shown_a
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
   const std::string service = std::to_string(port);
-  if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
+  if (int rc =
+          ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
       rc != 0)
     throw ListenError("cannot listen on " + shown_as + ": " + ::gai_strerror(rc));
   int err = EADDRNOTAVAIL;
   for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-    util::Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
+    util::Fd fd(
+        ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
     if (!fd.valid()) {
       err = errno;
       continue;
@@ -413,7 +419,8 @@ void Server::run() {
 void Server::accept_one() {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  int fd = ::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  int fd = ::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len,
+                     SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0) {
     // Out of descriptors: the pending connection stays in the backlog; do not spin on it.
     if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) ::usleep(10000);

@@ -53,14 +53,15 @@ class Handler {
   // exception's). `head` holds what was parsed, maybe nothing.
   virtual Response refused(const RequestHead& head, const ParseError& error) = 0;
   // After each answer is written (or could not be): for the access log and metrics.
-  virtual void answered(const RequestHead& head, const std::string& remote, const Response& response,
-                        int64_t duration_ms) = 0;
+  virtual void answered(const RequestHead& head, const std::string& remote,
+                        const Response& response, int64_t duration_ms) = 0;
 };
 
 struct ServerOptions {
-  int max_connections = 64;           // served at once; as many more may wait; beyond, closed
-  int64_t request_timeout_ms = 10000;  // whole request, from its first byte (or its connection's start)
-  int64_t idle_timeout_ms = 5000;      // a kept-alive connection with no new request is closed
+  int max_connections = 64;  // served at once; as many more may wait; beyond, closed
+  int64_t request_timeout_ms =
+      10000;                       // whole request, from its first byte (or its connection's start)
+  int64_t idle_timeout_ms = 5000;  // a kept-alive connection with no new request is closed
   ParserLimits limits;
 };
 

@@ -70,7 +70,8 @@ void refused(const std::string& text, int status, const std::string& reason_has 
 }  // namespace
 
 TEST_CASE("request parser: a POST with Content-Length", "[request_parser]") {
-  Parsed p = parse("POST /hooks/x?a=1 HTTP/1.1\r\nHost: t\r\nX-Key:  k 1 \r\nContent-Length: 5\r\n\r\nhello");
+  Parsed p = parse(
+      "POST /hooks/x?a=1 HTTP/1.1\r\nHost: t\r\nX-Key:  k 1 \r\nContent-Length: 5\r\n\r\nhello");
   REQUIRE(p.state == State::complete);
   CHECK(p.head.method == "POST");
   CHECK(p.head.target == "/hooks/x?a=1");
@@ -87,8 +88,10 @@ TEST_CASE("request parser: a POST with Content-Length", "[request_parser]") {
 
 TEST_CASE("request parser: the body is raw bytes whatever the content type", "[request_parser]") {
   std::string body = "payload=" + std::string(100 * 1024, '%') + std::string("\0\r\n\xff", 4);
-  Parsed p = parse("POST /f HTTP/1.1\r\nHost: t\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                   "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  Parsed p = parse(
+      "POST /f HTTP/1.1\r\nHost: t\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body);
   REQUIRE(p.state == State::complete);
   CHECK(p.body == body);
 }
@@ -115,14 +118,16 @@ TEST_CASE("request parser: pipelined requests are consumed one at a time", "[req
 }
 
 TEST_CASE("request parser: chunked bodies", "[request_parser]") {
-  Parsed p = parse("POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-                   "5\r\nhello\r\n1;ext=1\r\n,\r\n0A\r\n0123456789\r\n0\r\nX-Trailer: t\r\n\r\n");
+  Parsed p = parse(
+      "POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\nhello\r\n1;ext=1\r\n,\r\n0A\r\n0123456789\r\n0\r\nX-Trailer: t\r\n\r\n");
   REQUIRE(p.state == State::complete);
   CHECK(p.head.chunked);
   CHECK(p.body == "hello,0123456789");
   CHECK(parse("POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: Chunked\r\n\r\n0\r\n\r\n").state ==
         State::complete);
-  refused("POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, "chunk size");
+  refused("POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400,
+          "chunk size");
   refused("POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcd\r\n", 400,
           "more data");
   refused("POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, "gzip");
@@ -130,8 +135,9 @@ TEST_CASE("request parser: chunked bodies", "[request_parser]") {
   refused("POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: identity\r\n\r\n", 400);
   refused("POST /c HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "HTTP/1.0");
   // A chunk size past any limit is refused, never wrapped around.
-  Parsed huge = parse("POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-                      "ffffffffffffffffffff\r\n");
+  Parsed huge = parse(
+      "POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "ffffffffffffffffffff\r\n");
   CHECK(huge.state == State::failed);
   CHECK(huge.status == 413);
 }
@@ -147,12 +153,16 @@ TEST_CASE("request parser: body limits", "[request_parser]") {
   CHECK(p.error().status == 413);
   CHECK(used == head.size());
   CHECK(parse(head + std::string(65, 'a'), 65).state == State::complete);
-  Parsed chunked = parse("POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-                         "40\r\n" + std::string(64, 'a') + "\r\n1\r\nb\r\n0\r\n\r\n", 64);
+  Parsed chunked = parse(
+      "POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "40\r\n" +
+          std::string(64, 'a') + "\r\n1\r\nb\r\n0\r\n\r\n",
+      64);
   CHECK(chunked.state == State::failed);
   CHECK(chunked.status == 413);
   // A Content-Length too large for 64 bits is a (very) large body, not a wrapped small one.
-  Parsed big = parse("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999999999999999999\r\n\r\n");
+  Parsed big =
+      parse("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999999999999999999\r\n\r\n");
   CHECK(big.state == State::failed);
   CHECK(big.status == 413);
 }
@@ -166,15 +176,17 @@ TEST_CASE("request parser: Content-Length must be one unambiguous number", "[req
   refused("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 0x10\r\n\r\n", 400, "not a number");
   refused("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 3 3\r\n\r\nabc", 400, "not a number");
   refused("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length:\r\n\r\n", 400, "not a number");
-  refused("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
-          "both Transfer-Encoding and Content-Length");
-  refused("POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", 400,
-          "both");
+  refused("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+          400, "both Transfer-Encoding and Content-Length");
+  refused("POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+          400, "both");
   // Identical repeats are accepted (RFC 9110 §8.6): the body is the same either way.
-  Parsed same = parse("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc");
+  Parsed same =
+      parse("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc");
   CHECK(same.state == State::complete);
   CHECK(same.body == "abc");
-  CHECK(parse("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 3, 3\r\n\r\nabc").state == State::complete);
+  CHECK(parse("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 3, 3\r\n\r\nabc").state ==
+        State::complete);
 }
 
 TEST_CASE("request parser: a body-carrying method needs a length", "[request_parser]") {
@@ -197,7 +209,8 @@ TEST_CASE("request parser: header lines", "[request_parser]") {
   refused("GET / HTTP/1.1\r\nHost: t\r\nX-A: 1\r\n\tcontinued\r\n\r\n", 400, "folding");
   refused("GET / HTTP/1.1\r\nHost: t\r\n: empty name\r\n\r\n", 400, "bad header name");
   refused("GET / HTTP/1.1\r\nHost: t\r\nX(A): 1\r\n\r\n", 400, "bad header name");
-  refused(std::string("GET / HTTP/1.1\r\nHost: t\r\nX-A: a\0b\r\n\r\n", 38), 400, "control character");
+  refused(std::string("GET / HTTP/1.1\r\nHost: t\r\nX-A: a\0b\r\n\r\n", 38), 400,
+          "control character");
   refused("GET / HTTP/1.1\r\nHost: t\r\nX-A: 1\n\r\n", 400, "bare LF");
   refused("GET / HTTP/1.1\r\nHost: t\r\nX-A: 1\rX-B: 2\r\n\r\n", 400, "bare CR");
   refused("GET / HTTP/1.1\r\n\r\n", 400, "without Host");
@@ -243,7 +256,8 @@ TEST_CASE("request parser: the request line", "[request_parser]") {
 
 TEST_CASE("request parser: Connection and Expect", "[request_parser]") {
   CHECK_FALSE(parse("GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").head.keep_alive);
-  CHECK_FALSE(parse("GET / HTTP/1.1\r\nHost: t\r\nConnection: Upgrade, Close\r\n\r\n").head.keep_alive);
+  CHECK_FALSE(
+      parse("GET / HTTP/1.1\r\nHost: t\r\nConnection: Upgrade, Close\r\n\r\n").head.keep_alive);
   CHECK(parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").head.keep_alive);
   CHECK_FALSE(parse("GET / HTTP/1.0\r\n\r\n").head.keep_alive);
 
@@ -264,11 +278,13 @@ TEST_CASE("request parser: head limits", "[request_parser]") {
   limits.max_fields = 3;
   Parsed line = parse("GET /" + std::string(300, 'a') + " HTTP/1.1\r\n\r\n", 1, limits);
   CHECK(line.status == 414);
-  Parsed head = parse("GET / HTTP/1.1\r\nHost: t\r\nX-A: " + std::string(300, 'a') + "\r\n\r\n", 1, limits);
+  Parsed head =
+      parse("GET / HTTP/1.1\r\nHost: t\r\nX-A: " + std::string(300, 'a') + "\r\n\r\n", 1, limits);
   CHECK(head.status == 431);
   Parsed fields = parse("GET / HTTP/1.1\r\nHost: t\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", 1, limits);
   CHECK(fields.status == 431);
-  CHECK(parse("GET / HTTP/1.1\r\nHost: t\r\nA: 1\r\nB: 2\r\n\r\n", 1, limits).state == State::complete);
+  CHECK(parse("GET / HTTP/1.1\r\nHost: t\r\nA: 1\r\nB: 2\r\n\r\n", 1, limits).state ==
+        State::complete);
   // A head that never ends stops at the limit instead of growing without bound.
   RequestParser p(limits);
   size_t used = p.feed("GET / HTTP/1.1\r\nX-A: " + std::string(1000, 'a'));
