@@ -366,7 +366,13 @@ int Server::listen(const std::string& host, int port, const std::string& shown_a
       rc != 0)
     throw ListenError("cannot listen on " + shown_as + ": " + ::gai_strerror(rc));
   int err = EADDRNOTAVAIL;
-  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+  // IPv4 first: "localhost" then means 127.0.0.1, where clients (and a port file's readers) look.
+  std::vector<const addrinfo*> candidates;
+  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next)
+    if (ai->ai_family == AF_INET) candidates.push_back(ai);
+  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next)
+    if (ai->ai_family != AF_INET) candidates.push_back(ai);
+  for (const addrinfo* ai : candidates) {
     util::Fd fd(
         ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
     if (!fd.valid()) {
