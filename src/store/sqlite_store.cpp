@@ -525,6 +525,15 @@ class SqliteStore final : public Store {
   template <class Bind>
   int64_t delete_picked(const std::string& picked, const Bind& bind) {
     const std::string pick_sql = picked + " LIMIT " + std::to_string(k_gc_batch);
+    // gc's commits are not synced one by one (synchronous=NORMAL keeps the WAL consistent, only
+    // the last batches can be lost to a power cut, and the next gc collects them again); the
+    // commits of other processes, synced, make the earlier frames durable anyway. This takes a
+    // thousand fsyncs off a collection of 500,000 records.
+    exec("PRAGMA synchronous = NORMAL");
+    struct RestoreSync {
+      SqliteStore& store;
+      ~RestoreSync() { sqlite3_exec(store.db_, "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr); }
+    } restore{*this};
     int64_t removed = 0;
     std::vector<int64_t> rowids;
     for (;;) {
