@@ -40,15 +40,14 @@ CLI::App* register_ls(CLI::App& app, LsOptions& o) {
 
 namespace {
 
+// A count of records: digits only (no sign, no exponent), at most 18 of them so it fits.
 int64_t limit_arg(const std::string& text) {
-  int64_t n = 0;
   bool ok = !text.empty() && text.size() <= 18;
   for (char c : text) ok = ok && c >= '0' && c <= '9';
-  if (ok) n = std::stoll(text);
   if (!ok)
     throw UsageError("bad --limit '" + text +
                      "': use a number of records, such as 20 (0 means no limit)");
-  return n;
+  return std::stoll(text);
 }
 
 // The table, printed as rows come: buffered a page at a time, each page aligned with the widest
