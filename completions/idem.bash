@@ -57,14 +57,16 @@ _idem_add() {
   done
 }
 
-# _idem_add_keys: the store's keys, from the same idem and the --db of the command line.
+# _idem_add_keys: the store's keys, from the same idem and the --db of the command line; only
+# those starting with what was typed (an index range in the store: instant on any store size).
 _idem_add_keys() {
-  local -a db=() keys=()
-  local key
+  local -a db=() keys=() prefix=()
+  local key typed=${_idem_match#"$_idem_pre"}
   [[ -n $_idem_db ]] && db=(--db "$_idem_db")
+  [[ -n $typed ]] && prefix=(--prefix "$typed")
   while IFS= read -r key; do
     keys+=("$key")
-  done < <("$_idem_cmd" "${db[@]}" ls --all --keys 2>/dev/null)
+  done < <("$_idem_cmd" "${db[@]}" ls --all --keys "${prefix[@]}" 2>/dev/null)
   _idem_add "${keys[@]}"
 }
 

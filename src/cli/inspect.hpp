@@ -11,7 +11,7 @@ namespace idem::cli {
 struct LsOptions {
   std::vector<std::string> statuses;
   std::string prefix;
-  int64_t limit = 0;
+  std::string limit = "0";  // validated by ls itself, for a one-line message
   bool all = false;
   bool json = false;
   bool keys = false;

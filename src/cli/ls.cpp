@@ -30,8 +30,7 @@ CLI::App* register_ls(CLI::App& app, LsOptions& o) {
                  "(repeatable)")
       ->type_name("STATUS")->allow_extra_args(false);
   ls->add_option("--prefix", o.prefix, "Only keys starting with PREFIX")->type_name("PREFIX");
-  ls->add_option("--limit", o.limit, "At most N records (default: all)")
-      ->type_name("N")->check(CLI::NonNegativeNumber);
+  ls->add_option("--limit", o.limit, "At most N records (default, or 0: all)")->type_name("N");
   ls->add_flag("--all", o.all, "Include expired records");
   ls->add_flag("--json", o.json, "JSON Lines with ISO-8601 UTC times");
   ls->add_flag("--keys", o.keys, "Only the keys, one per line (for shell completion)");
@@ -39,69 +38,115 @@ CLI::App* register_ls(CLI::App& app, LsOptions& o) {
   return ls;
 }
 
+namespace {
+
+// A count of records: digits only (no sign, no exponent), at most 18 of them so it fits.
+int64_t limit_arg(const std::string& text) {
+  bool ok = !text.empty() && text.size() <= 18;
+  for (char c : text) ok = ok && c >= '0' && c <= '9';
+  if (!ok)
+    throw UsageError("bad --limit '" + text +
+                     "': use a number of records, such as 20 (0 means no limit)");
+  return std::stoll(text);
+}
+
+// The table, printed as rows come: buffered a page at a time, each page aligned with the widest
+// cells seen so far (columns only grow), so memory stays bounded on any store size.
+class TablePrinter {
+ public:
+  explicit TablePrinter(bool colour) : colour_(colour) {
+    rows_.push_back({"KEY", "STATUS", "EXIT", "ATTEMPT", "STARTED", "DURATION", "EXPIRES"});
+    widths_.assign(rows_[0].size(), 0);
+  }
+  void add(std::vector<std::string> row) {
+    rows_.push_back(std::move(row));
+    if (rows_.size() >= k_page) flush();
+  }
+
+  void flush() {
+    for (const auto& row : rows_)
+      for (size_t c = 0; c < row.size(); ++c) widths_[c] = std::max(widths_[c], row[c].size());
+    for (const auto& row : rows_) {
+      std::string line;
+      for (size_t c = 0; c < row.size(); ++c) {
+        line += (c == 1 && !header_pending_) ? colour_status(row[c], colour_) : row[c];
+        if (c + 1 < row.size()) line += std::string(widths_[c] - row[c].size() + 2, ' ');
+      }
+      std::cout << line << "\n";
+      header_pending_ = false;
+    }
+    rows_.clear();
+  }
+
+ private:
+  static constexpr size_t k_page = 1000;
+  bool colour_;
+  bool header_pending_ = true;
+  std::vector<std::vector<std::string>> rows_;
+  std::vector<size_t> widths_;
+};
+
+}  // namespace
+
 int run_ls(const GlobalOptions& global, const LsOptions& o) {
+  const int64_t limit = limit_arg(o.limit);
   for (const auto& s : o.statuses)
     if (!core::status_from_string(s) && s != "expired")
       throw UsageError("bad --status '" + s +
                        "': use running, succeeded, failed, abandoned or expired");
+  auto wanted = [&](const char* status) {
+    return std::find(o.statuses.begin(), o.statuses.end(), status) != o.statuses.end();
+  };
   auto store = open_store(global);
   util::SystemClock clock;
-  int64_t now = clock.now_ms();
-  bool want_expired = std::find(o.statuses.begin(), o.statuses.end(), "expired") != o.statuses.end();
+  const int64_t now = clock.now_ms();
+
+  // The filters go to the store in its terms. A running record whose owner is gone shows as
+  // abandoned, which only this side can tell: so --status running or abandoned asks the store
+  // for running records too, the shown status is checked here, and the limit is counted here.
   store::ListQuery q;
-  q.include_expired = o.all || want_expired;
   q.prefix = o.prefix;
   q.now_ms = now;
-  // Status filtering and the limit apply to the status users see (a running record whose owner
-  // is gone shows as abandoned), so both happen here rather than in SQL.
-  std::vector<core::Record> shown;
-  std::vector<std::string> statuses;
-  for (auto& r : store->list(q)) {
-    std::string status = effective_status(r, now);
-    if (!o.statuses.empty() &&
-        std::find(o.statuses.begin(), o.statuses.end(), status) == o.statuses.end())
-      continue;
-    shown.push_back(std::move(r));
-    statuses.push_back(status);
-    if (o.limit > 0 && int64_t(shown.size()) >= o.limit) break;
+  bool check_here = false;
+  if (o.statuses.empty()) {
+    q.include_expired = o.all;
+  } else {
+    q.include_expired = wanted("expired");
+    for (auto status : {core::Status::succeeded, core::Status::failed, core::Status::abandoned,
+                        core::Status::running})
+      if (wanted(std::string(core::to_string(status)).c_str())) q.statuses.push_back(status);
+    if (wanted("abandoned") || wanted("running")) {
+      check_here = true;
+      if (!wanted("running")) q.statuses.push_back(core::Status::running);
+    }
+    q.live = !q.statuses.empty();
   }
+  q.limit = check_here ? 0 : limit;
+  q.keys_only = o.keys && !check_here;
 
-  if (o.keys) {
-    for (const auto& r : shown) std::cout << r.key << "\n";
-    return 0;
-  }
-  if (o.json) {
-    for (const auto& r : shown)
+  bool colour = use_colour(1);
+  TablePrinter table(colour);
+  int64_t shown = 0;
+  store->list(q, [&](const core::Record& r) {
+    if (o.keys && !check_here) {
+      std::cout << r.key << "\n";
+      return true;
+    }
+    std::string status = effective_status(r, now);
+    if (check_here && !wanted(status.c_str())) return true;
+    if (o.keys)
+      std::cout << r.key << "\n";
+    else if (o.json)
       std::cout << record_json(r, now).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                 << "\n";
-    return 0;
-  }
-  const std::vector<std::string> headers = {"KEY", "STATUS", "EXIT", "ATTEMPT",
-                                            "STARTED", "DURATION", "EXPIRES"};
-  std::vector<std::vector<std::string>> rows;
-  for (size_t i = 0; i < shown.size(); ++i) {
-    const auto& r = shown[i];
-    rows.push_back({r.key, statuses[i], exit_summary(r), std::to_string(r.attempt),
-                    relative(r.started_ms, now),
-                    r.finished_ms ? util::human_duration(r.finished_ms - r.started_ms) : "-",
-                    expires_text(r, now)});
-  }
-  std::vector<size_t> widths;
-  for (const auto& h : headers) widths.push_back(h.size());
-  for (const auto& row : rows)
-    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
-  bool colour = use_colour(1);
-  auto print_row = [&](const std::vector<std::string>& row, bool header) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      std::string cell = (!header && c == 1) ? colour_status(row[c], colour) : row[c];
-      line += cell;
-      if (c + 1 < row.size()) line += std::string(widths[c] - row[c].size() + 2, ' ');
-    }
-    std::cout << line << "\n";
-  };
-  print_row(headers, true);
-  for (const auto& row : rows) print_row(row, false);
+    else
+      table.add({r.key, status, exit_summary(r), std::to_string(r.attempt),
+                 relative(r.started_ms, now),
+                 r.finished_ms ? util::human_duration(r.finished_ms - r.started_ms) : "-",
+                 expires_text(r, now)});
+    return limit == 0 || ++shown < limit;
+  });
+  if (!o.keys && !o.json) table.flush();
   return 0;
 }
 

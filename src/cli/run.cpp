@@ -40,7 +40,7 @@ Settings parse_settings(const RunOptions& o) {
   s.wait_ms = o.wait.empty() ? 0 : core::duration_arg("--wait", o.wait);
   s.timeout_ms = o.timeout.empty() ? 0 : core::duration_arg("--timeout", o.timeout);
   s.kill_after_ms = core::duration_arg("--kill-after", o.kill_after);
-  s.max_output = core::size_arg("--max-output", o.max_output);
+  s.max_output = core::output_cap_arg("--max-output", o.max_output);
   if (!o.timeout.empty() && s.timeout_ms == 0) throw UsageError("--timeout must be above zero");
   return s;
 }

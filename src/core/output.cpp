@@ -2,15 +2,29 @@
 
 #include <algorithm>
 
+#include "core/duration.hpp"
+#include "core/errors.hpp"
+
 namespace idem::core {
 
 namespace {
 constexpr char k_format_v1 = 0x01;
+constexpr int64_t k_frame_header = 5;
+}  // namespace
+
+int64_t output_cap_arg(std::string_view flag, std::string_view text) {
+  int64_t cap = size_arg(flag, text);
+  if (cap > k_max_output_cap)
+    throw UsageError(std::string(flag) + " " + std::string(text) +
+                     " is more than the store can keep: at most " + format_size(k_max_output_cap) +
+                     " (" + std::to_string(k_max_output_cap) + " bytes)");
+  return cap;
 }
 
 void CapturedOutput::append(Stream stream, std::string_view bytes) {
   if (bytes.empty()) return;
-  int64_t room = cap_ - stored_;
+  const bool new_frame = chunks_.empty() || chunks_.back().stream != stream;
+  int64_t room = std::min(cap_ - stored_, max_encoded_ - encoded_ - (new_frame ? k_frame_header : 0));
   if (room <= 0) {
     truncated_ = true;
     return;
@@ -19,11 +33,12 @@ void CapturedOutput::append(Stream stream, std::string_view bytes) {
     bytes = bytes.substr(0, size_t(room));
     truncated_ = true;
   }
-  if (!chunks_.empty() && chunks_.back().stream == stream)
+  if (!new_frame)
     chunks_.back().bytes.append(bytes);
   else
     chunks_.push_back(Chunk{stream, std::string(bytes)});
   stored_ += int64_t(bytes.size());
+  encoded_ += int64_t(bytes.size()) + (new_frame ? k_frame_header : 0);
 }
 
 std::string CapturedOutput::stream_bytes(Stream stream) const {
@@ -37,8 +52,8 @@ std::string CapturedOutput::encode() const {
   if (chunks_.empty()) return {};
   std::string blob(1, k_format_v1);
   for (const auto& chunk : chunks_) {
-    // A frame's length has 32 bits but a merged chunk may be longer (--max-output allows up to
-    // 1 TiB): such a chunk is written as several frames of the same stream, which decode in order.
+    // A frame's length has 32 bits; a longer chunk (a CapturedOutput built with a larger maximum
+    // than the store's) is written as several frames of the same stream, which decode in order.
     std::string_view rest = chunk.bytes;
     do {
       size_t take = std::min<size_t>(rest.size(), UINT32_MAX);
@@ -71,6 +86,8 @@ std::optional<CapturedOutput> CapturedOutput::decode(std::string_view blob, bool
     pos += n;
   }
   out.cap_ = std::max<int64_t>(out.stored_, 0);
+  out.encoded_ = int64_t(blob.size());
+  out.max_encoded_ = std::max(out.max_encoded_, out.encoded_);
   return out;
 }
 

@@ -13,6 +13,19 @@
 
 namespace idem::core {
 
+// What the store can keep. SQLite refuses a blob or a row over SQLITE_LIMIT_LENGTH, 1,000,000,000
+// bytes unless built otherwise (the SQLite store checks its limit at open). An encoded output
+// never passes k_max_encoded_output, whatever the cap and however the writes interleave (each
+// chunk costs 5 bytes of framing), which leaves 50 MB of the row for the request and the rest.
+// --max-output is refused above k_max_output_cap, so a cap that is accepted is one the store keeps.
+constexpr int64_t k_store_row_limit = 1'000'000'000;
+constexpr int64_t k_max_encoded_output = k_store_row_limit - 50'000'000;
+constexpr int64_t k_max_output_cap = int64_t(900) * 1024 * 1024;
+
+// Parses a --max-output value (a size, see parse_size): a usage error if it is not one, or if it
+// is above k_max_output_cap, with the limit in the message.
+int64_t output_cap_arg(std::string_view flag, std::string_view text);
+
 enum class Stream : uint8_t { out = 1, err = 2 };
 
 struct Chunk {
@@ -22,9 +35,12 @@ struct Chunk {
 
 class CapturedOutput {
  public:
-  explicit CapturedOutput(int64_t cap_bytes = INT64_MAX) : cap_(cap_bytes) {}
+  explicit CapturedOutput(int64_t cap_bytes = INT64_MAX,
+                          int64_t max_encoded_bytes = k_max_encoded_output)
+      : cap_(cap_bytes), max_encoded_(max_encoded_bytes) {}
 
-  // Keeps what fits under the cap; the rest is dropped and the capture marked truncated.
+  // Keeps what fits under the cap and, framing included, under the encoded maximum; the rest is
+  // dropped and the capture marked truncated.
   void append(Stream stream, std::string_view bytes);
 
   const std::vector<Chunk>& chunks() const { return chunks_; }
@@ -38,7 +54,9 @@ class CapturedOutput {
 
  private:
   int64_t cap_;
+  int64_t max_encoded_;
   int64_t stored_ = 0;
+  int64_t encoded_ = 1;  // the size of encode(): format byte, frames
   bool truncated_ = false;
   std::vector<Chunk> chunks_;
 };

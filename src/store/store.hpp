@@ -34,13 +34,20 @@ struct ClaimResult {
   std::optional<core::Record> existing;  // the record that decided a non-claim verdict
 };
 
+// Which records `list` visits: live (unexpired) ones whose stored status is in `statuses` (empty:
+// any; none at all with `live = false`), plus every expired one with `include_expired`.
 struct ListQuery {
-  std::vector<core::Status> statuses;  // empty: any
+  std::vector<core::Status> statuses;
+  bool live = true;
   bool include_expired = false;
-  std::string prefix;
-  int64_t limit = 0;  // 0: no limit
+  std::string prefix;  // literal, byte-exact
+  int64_t limit = 0;   // 0: no limit
+  bool keys_only = false;  // visit records that carry only their key (cheaper: index only)
   int64_t now_ms = 0;
 };
+
+// Called once per listed record; returns false to stop the listing.
+using RecordVisitor = std::function<bool(const core::Record&)>;
 
 enum class RemoveResult { removed, not_found, running };
 
@@ -67,8 +74,9 @@ class Store {
   virtual bool mark_abandoned(const std::string& key, int64_t attempt) = 0;
 
   virtual std::optional<core::Record> get(const std::string& key) = 0;
-  // Newest first; records carry no output (see get()).
-  virtual std::vector<core::Record> list(const ListQuery& query) = 0;
+  // Newest first (ties by key), streamed: records carry neither output nor request (see get()),
+  // and nothing is held but the current row, so the first page costs the same on any store size.
+  virtual void list(const ListQuery& query, const RecordVisitor& visit) = 0;
   // Running records are only removed with `force`, or when their owner is gone.
   virtual RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) = 0;
   // Deletes in small batches, never running records. Returns the count (or would-be count).

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "core/output.hpp"
 
 using idem::core::CapturedOutput;
@@ -253,4 +254,55 @@ TEST_CASE("output: random and mutated blobs never crash decode; what decodes re-
     }
   }
   CHECK(decoded_nonempty > 1000);  // the generator does reach the valid paths
+}
+
+TEST_CASE("output: framing counts against the encoded maximum, so the blob always fits",
+          "[output]") {
+  // Alternating one-byte writes cost 6 bytes each once encoded: a byte cap alone would let the
+  // blob grow to six times the cap.
+  CapturedOutput out(INT64_MAX, 1 + 6 * 10);
+  for (int i = 0; i < 20; ++i) out.append(i % 2 ? Stream::err : Stream::out, "x");
+  CHECK(out.truncated());
+  CHECK(out.stored_bytes() == 10);
+  CHECK(out.encode().size() == 61);
+  // Within one frame the whole remaining room is payload.
+  CapturedOutput one(INT64_MAX, 1 + 5 + 100);
+  one.append(Stream::out, std::string(60, 'a'));
+  one.append(Stream::out, std::string(60, 'b'));
+  CHECK(one.stored_bytes() == 100);
+  CHECK(one.encode().size() == 106);
+  CHECK(one.truncated());
+  // A new frame that would leave no room for payload is not started.
+  CapturedOutput tight(INT64_MAX, 1 + 5 + 3 + 5);
+  tight.append(Stream::out, "abc");
+  tight.append(Stream::err, "d");
+  CHECK(tight.chunks().size() == 1);
+  CHECK(tight.truncated());
+  // The default maximum is the store's.
+  CapturedOutput defaults;
+  defaults.append(Stream::out, "x");
+  CHECK_FALSE(defaults.truncated());
+}
+
+TEST_CASE("output: --max-output is refused above what the store can keep", "[output]") {
+  using idem::core::k_max_output_cap;
+  using idem::core::output_cap_arg;
+  CHECK(output_cap_arg("--max-output", "16MiB") == 16 * 1024 * 1024);
+  CHECK(output_cap_arg("--max-output", "900MiB") == k_max_output_cap);
+  CHECK(output_cap_arg("--max-output", "0") == 0);
+  for (const char* too_big : {"901MiB", "1G", "4G", "1000000000", "943718401"}) {
+    INFO(too_big);
+    CHECK_THROWS_AS(output_cap_arg("--max-output", too_big), idem::UsageError);
+  }
+  try {
+    output_cap_arg("--max-output", "1G");
+    FAIL("1G accepted");
+  } catch (const idem::UsageError& e) {
+    CHECK(std::string(e.what()) ==
+          "--max-output 1G is more than the store can keep: at most 900MiB (943718400 bytes)");
+    CHECK(e.code() == idem::k_exit_usage);
+  }
+  CHECK_THROWS_AS(output_cap_arg("--max-output", "lots"), idem::UsageError);
+  // The cap plus the worst framing of a normal capture stays under the encoded maximum.
+  CHECK(k_max_output_cap < idem::core::k_max_encoded_output);
 }

@@ -18,6 +18,7 @@
 #include "core/errors.hpp"
 #include "core/output.hpp"
 #include "core/record.hpp"
+#include "store/sqlite_sql.hpp"
 #include "store/store.hpp"
 #include "temp_dir.hpp"
 
@@ -83,6 +84,16 @@ std::vector<std::string> keys_of(const std::vector<Record>& records) {
   std::vector<std::string> keys;
   for (const auto& r : records) keys.push_back(r.key);
   return keys;
+}
+
+// Everything list() visits, in order.
+std::vector<Record> listed(Store& store, const ListQuery& query) {
+  std::vector<Record> records;
+  store.list(query, [&](const Record& r) {
+    records.push_back(r);
+    return true;
+  });
+  return records;
 }
 
 // A claimed-and-finished record.
@@ -476,48 +487,49 @@ TEST_CASE("store: list filters and orders newest first", "[store]") {
   ListQuery q;
   q.now_ms = k_t0 + 10000;
   using V = std::vector<std::string>;
-  CHECK(keys_of(store->list(q)) == V{"d/1", "c/1", "c/2", "b/1", "a/2", "a/1"});
+  CHECK(keys_of(listed(*store, q)) == V{"d/1", "c/1", "c/2", "b/1", "a/2", "a/1"});
 
   q.include_expired = true;
-  CHECK(keys_of(store->list(q)) == V{"d/1", "c/1", "c/2", "a/3", "b/1", "a/2", "a/1"});
+  CHECK(keys_of(listed(*store, q)) == V{"d/1", "c/1", "c/2", "a/3", "b/1", "a/2", "a/1"});
 
   q.statuses = {Status::succeeded};
-  CHECK(keys_of(store->list(q)) == V{"c/1", "c/2", "a/3", "a/1"});
+  CHECK(keys_of(listed(*store, q)) == V{"c/1", "c/2", "a/3", "a/1"});
   q.include_expired = false;
-  CHECK(keys_of(store->list(q)) == V{"c/1", "c/2", "a/1"});
+  CHECK(keys_of(listed(*store, q)) == V{"c/1", "c/2", "a/1"});
 
   q.statuses = {Status::failed, Status::running};
-  CHECK(keys_of(store->list(q)) == V{"b/1", "a/2"});
+  CHECK(keys_of(listed(*store, q)) == V{"b/1", "a/2"});
   q.statuses = {Status::abandoned};
-  CHECK(keys_of(store->list(q)) == V{"d/1"});
+  CHECK(keys_of(listed(*store, q)) == V{"d/1"});
 
   q.statuses.clear();
   q.prefix = "a/";
-  CHECK(keys_of(store->list(q)) == V{"a/2", "a/1"});
+  CHECK(keys_of(listed(*store, q)) == V{"a/2", "a/1"});
   q.include_expired = true;
-  CHECK(keys_of(store->list(q)) == V{"a/3", "a/2", "a/1"});
+  CHECK(keys_of(listed(*store, q)) == V{"a/3", "a/2", "a/1"});
   q.prefix = "zzz";
-  CHECK(store->list(q).empty());
+  CHECK(listed(*store, q).empty());
 
   q.prefix.clear();
   q.limit = 2;
-  CHECK(keys_of(store->list(q)) == V{"d/1", "c/1"});
+  CHECK(keys_of(listed(*store, q)) == V{"d/1", "c/1"});
   q.limit = 1;
   q.statuses = {Status::succeeded};
   q.prefix = "a/";
-  CHECK(keys_of(store->list(q)) == V{"a/3"});
+  CHECK(keys_of(listed(*store, q)) == V{"a/3"});
 
   // Listed records carry their fields but no output.
   q = ListQuery{};
   q.now_ms = k_t0 + 10000;
   q.prefix = "a/2";
-  auto listed = store->list(q);
-  REQUIRE(listed.size() == 1);
-  CHECK(listed[0].status == Status::failed);
-  CHECK(listed[0].exit_code == 1);
-  CHECK(listed[0].started_ms == k_t0 + 2000);
-  CHECK(listed[0].finished_ms == k_t0 + 2100);
-  CHECK(listed[0].output.empty());
+  auto rows = listed(*store, q);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].status == Status::failed);
+  CHECK(rows[0].exit_code == 1);
+  CHECK(rows[0].started_ms == k_t0 + 2000);
+  CHECK(rows[0].finished_ms == k_t0 + 2100);
+  CHECK(rows[0].output.empty());
+  CHECK(rows[0].request.empty());
 }
 
 TEST_CASE("store: list prefix is literal, not a pattern", "[store]") {
@@ -529,15 +541,15 @@ TEST_CASE("store: list prefix is literal, not a pattern", "[store]") {
   q.now_ms = k_t0;
   using V = std::vector<std::string>;
   q.prefix = "x%";
-  CHECK(keys_of(store->list(q)) == V{"x%y"});
+  CHECK(keys_of(listed(*store, q)) == V{"x%y"});
   q.prefix = "x_";
-  CHECK(keys_of(store->list(q)) == V{"x_z"});
+  CHECK(keys_of(listed(*store, q)) == V{"x_z"});
   q.prefix = "\xc3\xa9";
-  CHECK(keys_of(store->list(q)) == V{"\xc3\xa9-1", "\xc3\xa9-2"});
+  CHECK(keys_of(listed(*store, q)) == V{"\xc3\xa9-1", "\xc3\xa9-2"});
   q.prefix = "x%y";
-  CHECK(keys_of(store->list(q)) == V{"x%y"});
+  CHECK(keys_of(listed(*store, q)) == V{"x%y"});
   q.prefix = "x%yz";
-  CHECK(store->list(q).empty());
+  CHECK(listed(*store, q).empty());
 }
 
 TEST_CASE("store: remove", "[store]") {
@@ -665,7 +677,7 @@ TEST_CASE("store: gc in batches removes everything due and truncates the WAL", "
   ListQuery all;
   all.include_expired = true;
   all.now_ms = q.now_ms;
-  auto left = store->list(all);
+  auto left = listed(*store, all);
   CHECK(keys_of(left) == std::vector<std::string>{"r0", "r1", "r2"});
   for (const auto& r : left) CHECK(r.status == Status::running);
 
@@ -819,7 +831,7 @@ TEST_CASE("store: an older (empty, version 0) database is migrated in place", "[
   auto store = open_sqlite_store(path);
   REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "2");
+  CHECK(raw.text("PRAGMA user_version") == "3");
 }
 
 TEST_CASE("store: a version 1 store keeps its records when migrated to version 2", "[store][files]") {
@@ -851,7 +863,7 @@ TEST_CASE("store: a version 1 store keeps its records when migrated to version 2
   CHECK(old->exit_code == 7);
   CHECK_FALSE(old->http_status);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "2");
+  CHECK(raw.text("PRAGMA user_version") == "3");
 }
 
 TEST_CASE("store: a corrupt file is a StoreError, not a crash", "[store][files]") {
@@ -1005,4 +1017,277 @@ TEST_CASE("store: default_db_path", "[store]") {
     else
       unsetenv(env.name);
   }
+}
+
+namespace {
+
+// The plan's lines (EXPLAIN QUERY PLAN's detail column) for SQL run against the store at PATH.
+std::vector<std::string> plan_of(const std::string& path, const std::string& sql) {
+  RawDb raw(path);
+  sqlite3_stmt* stmt = nullptr;
+  const std::string explain = "EXPLAIN QUERY PLAN " + sql;
+  REQUIRE(sqlite3_prepare_v2(raw.db, explain.c_str(), -1, &stmt, nullptr) == SQLITE_OK);
+  std::vector<std::string> lines;
+  while (sqlite3_step(stmt) == SQLITE_ROW)
+    lines.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3)));
+  sqlite3_finalize(stmt);
+  return lines;
+}
+
+bool uses_only(const std::vector<std::string>& plan, const std::string& index) {
+  for (const auto& line : plan) {
+    // "SCAN records" without an index, or a sort, is what must not happen.
+    if (line.find("TEMP B-TREE") != std::string::npos) return false;
+    if (line.find("INDEX " + index) == std::string::npos) return false;
+  }
+  return !plan.empty();
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& line : lines) out += line + "; ";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("store: gc reads its indexes, never scans the table", "[store][plan]") {
+  namespace sql = idem::store::sqlite_sql;
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  open_sqlite_store(path);
+  for (const char* what : {"rowid", "count(*)"}) {
+    auto expired = plan_of(path, sql::gc_expired(what) + " LIMIT 500");
+    INFO(joined(expired));
+    CHECK(uses_only(expired, "records_expiring"));
+    CHECK(joined(expired).find("(expires_at<?)") != std::string::npos);  // a range, not a scan
+    auto ended = plan_of(path, sql::gc_ended(what) + " LIMIT 500");
+    INFO(joined(ended));
+    CHECK(uses_only(ended, "records_by_end"));
+    CHECK(joined(ended).find("<expr><?") != std::string::npos);
+  }
+}
+
+TEST_CASE("store: ls reads newest first from an index: no full scan, no sort", "[store][plan]") {
+  namespace sql = idem::store::sqlite_sql;
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  open_sqlite_store(path);
+  ListQuery q;
+  q.limit = 20;
+  auto check = [&](const ListQuery& query) {
+    auto plan = plan_of(path, sql::list(query, false));
+    INFO(sql::list(query, false) + " => " + joined(plan));
+    CHECK(uses_only(plan, "records_by_recent"));
+  };
+  check(q);
+  q.statuses = {Status::failed, Status::abandoned};
+  check(q);
+  q.include_expired = true;
+  check(q);
+  q.prefix = "backup-";
+  check(q);
+  q.statuses.clear();
+  q.keys_only = true;
+  check(q);
+  // The keys alone, expired ones included, come from the index without touching the table.
+  q.prefix.clear();
+  CHECK(joined(plan_of(path, sql::list(q, false))).find("COVERING INDEX records_by_recent") !=
+        std::string::npos);
+  // A rare prefix is a range of the key index (then sorted: it holds few rows).
+  q.prefix = "backup-";
+  auto by_key = joined(plan_of(path, sql::list(q, true)));
+  INFO(by_key);
+  CHECK(by_key.find("sqlite_autoindex_records_1 (key>? AND key<?)") != std::string::npos);
+}
+
+TEST_CASE("store: prefix_end bounds a prefix as a key range", "[store]") {
+  using idem::store::sqlite_sql::prefix_end;
+  CHECK(prefix_end("abc") == "abd");
+  CHECK(prefix_end("a\xff") == "b");
+  CHECK(prefix_end("\xff\xff").empty());
+  CHECK(prefix_end("").empty());
+  CHECK(prefix_end("x%") == "x&");
+}
+
+TEST_CASE("store: a common prefix and a rare one list the same way", "[store]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  auto store = open_sqlite_store(path);
+  {
+    // 12,000 records "common-N" (more than the store sorts) and three "rare-N"; same start times
+    // in pairs, so the key decides ties.
+    RawDb raw(path);
+    raw.exec(R"sql(
+      WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 12000)
+      INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                           owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at)
+      SELECT 'common-' || i, 'fp', 'run', 'succeeded', 1, 'h', 'b', 1, 1, 1000 + i / 2,
+             2000 + i, 1000, 1790000000000 + 86400000 FROM n;
+      INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                           owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at)
+      VALUES ('rare-1', 'fp', 'run', 'succeeded', 1, 'h', 'b', 1, 1, 5, 6, 1, 1790000000000 + 86400000),
+             ('rare-2', 'fp', 'run', 'failed', 1, 'h', 'b', 1, 1, 7, 8, 1, 1790000000000 + 86400000),
+             ('rare-0', 'fp', 'run', 'succeeded', 1, 'h', 'b', 1, 1, 7, 8, 1, 1);)sql");
+  }
+  ListQuery q;
+  q.now_ms = k_t0;
+  q.prefix = "rare-";
+  using V = std::vector<std::string>;
+  CHECK(keys_of(listed(*store, q)) == V{"rare-2", "rare-1"});
+  q.include_expired = true;
+  CHECK(keys_of(listed(*store, q)) == V{"rare-0", "rare-2", "rare-1"});
+  q.limit = 1;
+  CHECK(keys_of(listed(*store, q)) == V{"rare-0"});
+  q.prefix = "common-";
+  q.limit = 4;
+  CHECK(keys_of(listed(*store, q)) == V{"common-11998", "common-11999", "common-11996", "common-11997"});
+  q.keys_only = true;
+  auto keys = listed(*store, q);
+  CHECK(keys_of(keys) == V{"common-11998", "common-11999", "common-11996", "common-11997"});
+  CHECK(keys[0].fingerprint.empty());  // keys only
+}
+
+TEST_CASE("store: list streams and stops when the visitor says so", "[store]") {
+  TempDir dir;
+  auto store = open_sqlite_store(dir / "idem.db");
+  for (int i = 0; i < 5; ++i)
+    put_finished(*store, "k" + std::to_string(i), k_t0 + i, Status::succeeded, k_t0 + 10);
+  ListQuery q;
+  q.now_ms = k_t0 + 100;
+  std::vector<std::string> seen;
+  store->list(q, [&](const Record& r) {
+    seen.push_back(r.key);
+    return seen.size() < 2;
+  });
+  CHECK(seen == std::vector<std::string>{"k4", "k3"});
+  // live = false and no expired: nothing at all.
+  q.live = false;
+  CHECK(listed(*store, q).empty());
+  q.include_expired = true;
+  CHECK(listed(*store, q).empty());  // none has expired
+  q.now_ms = k_t0 + 2 * k_day;
+  CHECK(keys_of(listed(*store, q)) == std::vector<std::string>{"k4", "k3", "k2", "k1", "k0"});
+}
+
+TEST_CASE("store: a version 2 store keeps its records when migrated to version 3", "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    // The version 2 schema, frozen here as it was published.
+    RawDb raw(path);
+    raw.exec(R"sql(
+      CREATE TABLE records (
+        key TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, kind TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned')),
+        attempt INTEGER NOT NULL, owner_host TEXT NOT NULL, owner_boot_id TEXT NOT NULL,
+        owner_pid INTEGER NOT NULL, owner_start INTEGER NOT NULL, started_at INTEGER NOT NULL,
+        finished_at INTEGER, ttl_ms INTEGER NOT NULL, expires_at INTEGER, exit_code INTEGER,
+        signal INTEGER, timed_out INTEGER NOT NULL DEFAULT 0, output BLOB,
+        output_bytes INTEGER NOT NULL DEFAULT 0, output_truncated INTEGER NOT NULL DEFAULT 0,
+        request TEXT NOT NULL DEFAULT '{}', note TEXT NOT NULL DEFAULT '');
+      CREATE INDEX records_by_expiry ON records (expires_at) WHERE expires_at IS NOT NULL;
+      CREATE INDEX records_by_start ON records (started_at);
+      ALTER TABLE records ADD COLUMN http_status INTEGER;
+      ALTER TABLE records ADD COLUMN content_type TEXT NOT NULL DEFAULT '';
+      INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                           owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
+                           exit_code, http_status)
+      VALUES ('expired', 'fp', 'run', 'succeeded', 1, 'h', 'b', 1, 1, 1000, 2000, 10, 2010, 0, NULL),
+             ('kept', 'fp', 'serve', 'succeeded', 2, 'h', 'b', 1, 1, 3000, 4000, 86400000,
+              86404000, 0, 201),
+             ('running', 'fp', 'run', 'running', 1, 'h', 'b', 1, 1, 5000, NULL, 10, NULL, NULL,
+              NULL);
+      PRAGMA user_version = 2;)sql");
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  auto store = open_sqlite_store(path);
+  auto kept = store->get("kept");
+  REQUIRE(kept);
+  CHECK(kept->attempt == 2);
+  CHECK(kept->http_status == 201);
+  {
+    RawDb raw(path);
+    CHECK(raw.text("PRAGMA user_version") == "3");
+    CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
+                   "type = 'index' AND name LIKE 'records%' ORDER BY name)") ==
+          "records_by_end records_by_recent records_expiring");
+    CHECK(raw.text("PRAGMA integrity_check") == "ok");
+  }
+  ListQuery q;
+  q.now_ms = 10000;
+  q.include_expired = true;
+  CHECK(keys_of(listed(*store, q)) == std::vector<std::string>{"running", "kept", "expired"});
+  GcQuery gc;
+  gc.now_ms = 10000;
+  CHECK(store->gc(gc) == 1);
+  CHECK_FALSE(store->get("expired"));
+  gc.older_than_ms = 1;
+  CHECK(store->gc(gc) == 1);  // "kept"; never "running"
+  CHECK(store->get("running"));
+}
+
+TEST_CASE("store: folders above the database may be symlinks", "[store][files]") {
+  TempDir dir;
+  const std::string real = dir / "real";
+  REQUIRE(::mkdir(real.c_str(), 0700) == 0);
+  REQUIRE(::symlink(real.c_str(), (dir / "link").c_str()) == 0);
+  // /var/run -> /run, or a symlinked $HOME: an existing folder behind a link, and folders to
+  // create behind one.
+  for (const std::string& path : {dir / "link/idem.db", dir / "link/state/idem/idem.db"}) {
+    INFO(path);
+    {
+      auto store = open_sqlite_store(path);
+      put_finished(*store, "k", k_t0, Status::succeeded, k_t0 + 1);
+    }
+    auto store = open_sqlite_store(path);
+    CHECK(store->get("k"));
+    CHECK(mode_of(path) == 0600);
+  }
+  CHECK(exists(real + "/idem.db"));
+  CHECK(mode_of(real + "/state/idem") == 0700);
+  // The database file itself, or its WAL, as a symlink stays refused.
+  REQUIRE(::symlink((real + "/idem.db").c_str(), (dir / "direct.db").c_str()) == 0);
+  CHECK_THROWS_AS(open_sqlite_store(dir / "direct.db"), StoreError);
+  REQUIRE(::symlink((real + "/elsewhere").c_str(), (dir / "w.db-wal").c_str()) == 0);
+  CHECK_THROWS_AS(open_sqlite_store(dir / "w.db"), StoreError);
+  CHECK_FALSE(exists(dir / "w.db"));
+  CHECK_FALSE(exists(real + "/elsewhere"));
+}
+
+TEST_CASE("store: a failed open leaves nothing behind", "[store][files]") {
+  TempDir dir;
+  // The file is created, then SQLite cannot open its journal (a folder is in the way): the empty
+  // file idem made is taken back.
+  const std::string path = dir / "idem.db";
+  REQUIRE(::mkdir((path + "-journal").c_str(), 0700) == 0);
+  CHECK_THROWS_AS(open_sqlite_store(path), StoreError);
+  CHECK_FALSE(exists(path));
+  CHECK_FALSE(exists(path + "-wal"));
+  CHECK_FALSE(exists(path + "-shm"));
+  // Folders idem created for a file it then cannot create are taken back too; existing ones stay.
+  const std::string long_name(300, 'x');
+  CHECK_THROWS_AS(open_sqlite_store(dir / "new/deeper/" + long_name), StoreError);
+  CHECK_FALSE(exists(dir / "new"));
+  CHECK(exists(dir.path()));
+  // An existing store that fails to open is never removed.
+  {
+    auto store = open_sqlite_store(dir / "kept.db");
+    put_finished(*store, "k", k_t0, Status::succeeded, k_t0 + 1);
+  }
+  REQUIRE(::chmod((dir / "kept.db").c_str(), 0600) == 0);
+  {
+    RawDb raw(dir / "kept.db");
+    raw.exec("PRAGMA user_version = 999");
+  }
+  CHECK_THROWS_AS(open_sqlite_store(dir / "kept.db"), StoreError);
+  CHECK(exists(dir / "kept.db"));
+}
+
+TEST_CASE("store: the linked SQLite keeps rows as large as captured output may make them",
+          "[store]") {
+  TempDir dir;
+  RawDb raw(dir / "x.db");
+  CHECK(sqlite3_limit(raw.db, SQLITE_LIMIT_LENGTH, -1) >= idem::core::k_store_row_limit);
+  CHECK(idem::core::k_max_encoded_output < idem::core::k_store_row_limit);
 }
