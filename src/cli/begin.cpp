@@ -17,11 +17,16 @@
 
 namespace idem::cli {
 
-core::Owner script_owner(int64_t owner_pid) {
-  pid_t pid = owner_pid > 0 ? pid_t(owner_pid) : ::getppid();
+core::Owner script_owner(const CLI::Option* owner_pid_option, int64_t owner_pid) {
+  const bool given = owner_pid_option != nullptr && owner_pid_option->count() > 0;
+  if (given && (owner_pid <= 0 || owner_pid > INT32_MAX))
+    throw UsageError("--owner-pid must be a positive process id, got " + std::to_string(owner_pid));
+  pid_t pid = given ? pid_t(owner_pid) : ::getppid();
   core::Owner owner = proc::describe_owner(pid);
-  if (owner.start_ticks == 0)
+  if (owner.start_ticks == 0) {
+    if (given) throw UsageError("--owner-pid " + std::to_string(pid) + ": no such process");
     throw UsageError("no process " + std::to_string(pid) + " to own the key");
+  }
   return owner;
 }
 
@@ -34,7 +39,7 @@ CLI::App* register_begin(CLI::App& app, BeginOptions& o) {
   begin->add_option("--wait", o.wait,
                     "If the key is running, wait up to DURATION for it (default: refuse, 75)")
       ->type_name("DURATION");
-  begin->add_option("--owner-pid", o.owner_pid,
+  o.owner_pid_option = begin->add_option("--owner-pid", o.owner_pid,
                     "The process that owns the claim (default: the caller, idem's parent)")
       ->type_name("PID");
   begin->add_flag("--print", o.print, "When the key already succeeded, write its stored stdout");
@@ -62,7 +67,7 @@ int run_begin(const GlobalOptions& global, const BeginOptions& o) {
   f.add_field("kind", "begin");
   req.fingerprint = f.hex();
   req.kind = "begin";
-  req.owner = script_owner(o.owner_pid);
+  req.owner = script_owner(o.owner_pid_option, o.owner_pid);
   req.ttl_ms = ttl_ms;
   req.request = nlohmann::json{{"owner_pid", req.owner.pid}}.dump();
   req.policy = core::Policy{false, o.retry_abandoned};

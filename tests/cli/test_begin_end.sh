@@ -197,8 +197,26 @@ nopid=$(($(cat /proc/sys/kernel/pid_max) + 1))
 capture o11 idem begin -k order-7 --owner-pid "$nopid"
 expect_rc 64
 assert_idem_error
-assert_bytes "$T/o11.err" 'idem: no process %s to own the key\n' "$nopid"
+assert_bytes "$T/o11.err" 'idem: --owner-pid %s: no such process\n' "$nopid"
 assert_status order-7 none
+# --owner-pid must be a positive pid: 64 naming the problem, nothing claimed; end checks it too.
+for bad in -5 0; do
+  capture "o12$bad" idem begin -k order-7 --owner-pid "$bad"
+  expect_rc 64
+  assert_idem_error
+  assert_bytes "$T/o12$bad.err" 'idem: --owner-pid must be a positive process id, got %s\n' "$bad"
+  capture "o13$bad" idem end -k order-1 --owner-pid "$bad"
+  expect_rc 64
+  assert_idem_error
+done
+assert_status order-7 none
+
+# --- bash runs the last command of -c by exec: end then has the owner's own pid ---------------
+capture x1 bash -c '"$IDEM_BIN" begin -k order-10 && echo work >> "$1" && "$IDEM_BIN" end -k order-10' bash "$T/work"
+expect_rc 0
+assert_empty "$T/x1.err"
+assert_status order-10 succeeded
+assert_bytes "$T/work" 'work\n'
 
 # --- TTL: a finished outcome counts as done until it expires -----------------------------------
 capture t1 idem begin -k order-8 --ttl 1s
