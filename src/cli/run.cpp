@@ -108,7 +108,9 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
                   "Stop the command after DURATION: TERM to its process group, KILL after "
                   "--kill-after; exit 124 (default: none)")
       ->type_name("DURATION");
-  run->add_option("--kill-after", o.kill_after, "Grace between TERM and KILL for --timeout")
+  run->add_option("--kill-after", o.kill_after,
+                  "Grace between TERM and KILL for --timeout and for a signal idem forwards (a "
+                  "second INT/TERM/HUP KILLs at once)")
       ->type_name("DURATION")->capture_default_str();
   run->add_flag("--replay-failures", o.replay_failures,
                 "A failed outcome is final and replayed (default: the next attempt runs again)");

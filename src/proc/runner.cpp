@@ -226,7 +226,7 @@ RunResult run_command(const RunSpec& spec) {
       break;
     }
     int64_t now = util::monotonic_ms();
-    int64_t next = term_at >= 0 ? term_at : kill_at;
+    int64_t next = term_at < 0 ? kill_at : kill_at < 0 ? term_at : std::min(term_at, kill_at);
     int timeout = next < 0 ? -1 : int(std::max<int64_t>(0, next - now));
     int ready = ::poll(fds.data(), fds.size(), timeout);
     if (ready < 0 && errno != EINTR) break;
@@ -235,9 +235,10 @@ RunResult run_command(const RunSpec& spec) {
       result.timed_out = true;
       ::kill(-pid, SIGTERM);
       term_at = -1;
-      kill_at = now + spec.kill_after_ms;
+      if (kill_at < 0) kill_at = now + spec.kill_after_ms;
     } else if (kill_at >= 0 && now >= kill_at) {
       ::kill(-pid, SIGKILL);
+      if (result.forwarded_signal) result.escalated = true;
       kill_at = -1;
     }
     if (ready <= 0) continue;
@@ -251,9 +252,17 @@ RunResult run_command(const RunSpec& spec) {
             int sig = sigs[i];
             if (sig == SIGCHLD) {
               reap(WNOHANG);
-            } else {
-              if (!result.forwarded_signal) result.forwarded_signal = sig;
+            } else if (!result.forwarded_signal) {
+              // A command that ignores the signal still ends: KILL after the grace.
+              result.forwarded_signal = sig;
               ::kill(-pid, sig);
+              const int64_t grace_end = util::monotonic_ms() + spec.kill_after_ms;
+              kill_at = kill_at < 0 ? grace_end : std::min(kill_at, grace_end);
+            } else {
+              // A second signal: the user does not want to wait for the grace.
+              ::kill(-pid, SIGKILL);
+              result.escalated = true;
+              kill_at = -1;
             }
           }
         }
@@ -291,6 +300,9 @@ core::Outcome outcome_of(const RunResult& result, int64_t finished_ms) {
   o.finished_ms = finished_ms;
   if (!result.started) o.note = std::string("could not start: ") + strerror(result.exec_errno);
   else if (result.timed_out) o.note = "stopped by its timeout";
+  else if (result.forwarded_signal && result.escalated)
+    o.note = std::string("idem received ") + sigabbrev_np(*result.forwarded_signal) +
+             "; the command outlived it and was killed";
   else if (result.forwarded_signal)
     o.note = std::string("idem received ") + sigabbrev_np(*result.forwarded_signal);
   return o;
