@@ -85,6 +85,9 @@ int run_begin(const GlobalOptions& global, const BeginOptions& o) {
         if (o.print) {
           auto out = core::CapturedOutput::decode(claim.existing->output);
           if (out) util::write_all(1, out->stream_bytes(core::Stream::out));
+          if (claim.existing->output_truncated && !o.quiet)
+            std::cerr << "idem: stored output of " << shown << " is truncated: only its first "
+                      << claim.existing->output_bytes << " bytes were stored\n";
         }
         return k_exit_already_done;
       case core::Verdict::conflict:

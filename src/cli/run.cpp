@@ -90,6 +90,13 @@ void replay(const core::Record& record) {
     util::write_all(chunk.stream == core::Stream::out ? 1 : 2, chunk.bytes);
 }
 
+// A truncated record replays only what was kept: say so, or a caller takes part for the whole.
+void warn_if_truncated(const core::Record& record, const std::string& shown) {
+  if (!record.output_truncated) return;
+  std::cerr << "idem: replayed output of " << shown << " is truncated: only its first "
+            << record.output_bytes << " bytes were stored (--max-output)\n";
+}
+
 }  // namespace
 
 CLI::App* register_run(CLI::App& app, RunOptions& o) {
@@ -123,7 +130,9 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
       ->type_name("SIZE")->capture_default_str();
   run->add_flag("--quiet-replay", o.quiet_replay,
                 "On replay write nothing, only return the stored exit code");
-  run->add_flag("-q,--quiet", o.quiet, "Print no refusal message for 65, 69 and 75");
+  run->add_flag("-q,--quiet", o.quiet,
+                "Print no refusal message for 65, 69 and 75, nor the notice that a replayed "
+                "output is truncated");
   run->add_flag("-v,--verbose", o.verbose, "Say on stderr when an outcome is replayed or a wait happens");
   run->add_option("command", o.command, "The command and its arguments, after --")
       ->type_name("COMMAND [ARG...]");
@@ -182,7 +191,10 @@ int answer_without_running(const store::ClaimResult& claim, const RunOptions& o,
                   << ago(r.finished_ms, now_ms) << ", exit " << core::replay_exit_code(r)
                   << ", attempt " << r.attempt << (r.output_truncated ? ", output truncated" : "")
                   << ")\n";
-      if (!o.quiet_replay) replay(r);
+      if (!o.quiet_replay) {
+        replay(r);
+        if (!o.quiet) warn_if_truncated(r, shown);
+      }
       return core::replay_exit_code(r);
     case core::Verdict::conflict:
       throw Error(k_exit_conflict,
