@@ -15,6 +15,7 @@ struct BeginOptions {
   const CLI::Option* owner_pid_option = nullptr;  // tells a given --owner-pid from none
   bool print = false;
   bool retry_abandoned = false;
+  bool kill_stale = false;
   bool quiet = false;
 };
 CLI::App* register_begin(CLI::App& app, BeginOptions& options);

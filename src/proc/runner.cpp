@@ -12,6 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "proc/liveness.hpp"
 #include "util/clock.hpp"
 #include "util/crash_point.hpp"
 #include "util/fd.hpp"
@@ -102,12 +103,19 @@ ExecPlan make_plan(const RunSpec& spec) {
 }
 
 [[noreturn]] void exec_child(const RunSpec& spec, ExecPlan& plan, pid_t parent, int out_fd,
-                             int err_fd, int status_fd) {
+                             int err_fd, int status_fd, int go_fd) {
   ::setpgid(0, 0);
   // If idem is killed (even with SIGKILL) the command is killed too, so a record shown as
-  // abandoned is not still doing its work behind the user's back.
+  // abandoned is not still doing its work behind the user's back. That reaches this process
+  // only: what it starts is found again through the process group idem records.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) _exit(127);
+  // Wait until idem has recorded the group: one byte means go, EOF means idem gave up or died.
+  char go = 0;
+  ssize_t got;
+  do got = ::read(go_fd, &go, 1);
+  while (got < 0 && errno == EINTR);
+  if (got != 1) _exit(127);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT, SIGXFSZ}) ::signal(sig, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
@@ -148,19 +156,39 @@ RunResult run_command(const RunSpec& spec) {
   Pipe out = make_pipe();
   Pipe err = make_pipe();
   Pipe status = make_pipe();
+  Pipe go = make_pipe();
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     result.exec_errno = errno;
     return result;
   }
-  if (pid == 0) exec_child(spec, plan, parent, out.write.get(), err.write.get(), status.write.get());
+  if (pid == 0)
+    exec_child(spec, plan, parent, out.write.get(), err.write.get(), status.write.get(),
+               go.read.get());
 
   // Both sides set the group, so it exists before either uses it.
   ::setpgid(pid, pid);
   out.write.reset();
   err.write.reset();
   status.write.reset();
+  go.read.reset();
+  if (spec.on_spawn) {
+    try {
+      spec.on_spawn(core::ProcessGroup{int64_t(pid), start_ticks(pid)});
+    } catch (...) {
+      ::kill(pid, SIGKILL);  // it has not exec'd: nothing of the command ran
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      throw;
+    }
+  }
+  {
+    const char byte = 1;
+    while (::write(go.write.get(), &byte, 1) < 0 && errno == EINTR) {
+    }
+    go.write.reset();
+  }
 
   int exec_error = 0;
   for (;;) {

@@ -23,6 +23,10 @@ struct RunSpec {
   // After the TERM of a timeout, or after forwarding a first INT/TERM/HUP, KILL the group this
   // much later (a second such signal KILLs it at once).
   int64_t kill_after_ms = 10000;
+  // Called with the command's process group (the child is its leader) after fork and before the
+  // command is exec'd: what it records is durable before the command can start anything. If it
+  // throws, the child is killed before it ran, and the exception propagates.
+  std::function<void(const core::ProcessGroup&)> on_spawn;
 };
 
 struct RunResult {

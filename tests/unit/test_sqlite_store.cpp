@@ -819,7 +819,7 @@ TEST_CASE("store: an older (empty, version 0) database is migrated in place", "[
   auto store = open_sqlite_store(path);
   REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "2");
+  CHECK(raw.text("PRAGMA user_version") == "3");
 }
 
 TEST_CASE("store: a version 1 store keeps its records when migrated to version 2", "[store][files]") {
@@ -851,7 +851,7 @@ TEST_CASE("store: a version 1 store keeps its records when migrated to version 2
   CHECK(old->exit_code == 7);
   CHECK_FALSE(old->http_status);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "2");
+  CHECK(raw.text("PRAGMA user_version") == "3");
 }
 
 TEST_CASE("store: a corrupt file is a StoreError, not a crash", "[store][files]") {
