@@ -267,7 +267,22 @@ int run_claimed(store::Store& store, const RunOptions& o, const Settings& s, int
   spec.on_spawn = [&](const core::ProcessGroup& group) {
     store.set_process_group(o.key, attempt, group);
   };
-  proc::RunResult result = proc::run_command(spec);
+  proc::RunResult result;
+  try {
+    result = proc::run_command(spec);
+  } catch (const StoreError& e) {
+    // The group could not be recorded, so the command was stopped before it could exec: say so
+    // in the record if the store still takes it, rather than leave it to look abandoned.
+    core::Outcome not_run;
+    not_run.status = core::Status::failed;
+    not_run.finished_ms = clock.now_ms();
+    not_run.note = "not started: its process group could not be recorded";
+    try {
+      store.finish(o.key, attempt, not_run);
+    } catch (const StoreError&) {
+    }
+    throw StoreError(std::string(e.what()) + "; the command did not start");
+  }
   IDEM_CRASH_POINT("exited-before-finish");
   const int code = proc::exit_code_for(result);
   if (!result.started)

@@ -103,7 +103,7 @@ ExecPlan make_plan(const RunSpec& spec) {
 }
 
 [[noreturn]] void exec_child(const RunSpec& spec, ExecPlan& plan, pid_t parent, int out_fd,
-                             int err_fd, int status_fd, int go_fd) {
+                             int err_fd, int status_fd, int go_fd, int go_write_fd) {
   ::setpgid(0, 0);
   // If idem is killed (even with SIGKILL) the command is killed too, so a record shown as
   // abandoned is not still doing its work behind the user's back. That reaches this process
@@ -111,6 +111,7 @@ ExecPlan make_plan(const RunSpec& spec) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) _exit(127);
   // Wait until idem has recorded the group: one byte means go, EOF means idem gave up or died.
+  ::close(go_write_fd);
   char go = 0;
   ssize_t got;
   do got = ::read(go_fd, &go, 1);
@@ -165,7 +166,7 @@ RunResult run_command(const RunSpec& spec) {
   }
   if (pid == 0)
     exec_child(spec, plan, parent, out.write.get(), err.write.get(), status.write.get(),
-               go.read.get());
+               go.read.get(), go.write.get());
 
   // Both sides set the group, so it exists before either uses it.
   ::setpgid(pid, pid);
