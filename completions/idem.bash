@@ -9,7 +9,7 @@
 _idem_flags() {
   local global="--db -h --help"
   case $1 in
-    run) echo "-k --key --ttl --wait --timeout --kill-after --replay-failures --retry-abandoned" \
+    run) echo "-k --key --ttl --wait --timeout --kill-after --replay-failures --retry-abandoned --kill-stale" \
       "--hash-stdin --max-output --quiet-replay -q --quiet -v --verbose $global" ;;
     ls) echo "--status --prefix --limit --all --json --keys $global" ;;
     show) echo "--json --stdout --stderr --request $global" ;;
@@ -19,7 +19,7 @@ _idem_flags() {
     serve) echo "--config --listen --allow-remote --port-file --max-connections" \
       "--request-timeout --grace --busy-timeout $global" ;;
     each) echo "--key-field --ttl --jobs --replay-failures -q --quiet -v --verbose $global" ;;
-    begin) echo "-k --key --ttl --wait --owner-pid --print --retry-abandoned -q --quiet $global" ;;
+    begin) echo "-k --key --ttl --wait --owner-pid --print --retry-abandoned --kill-stale -q --quiet $global" ;;
     end) echo "-k --key --exit --stdout-file --stderr-file --owner-pid $global" ;;
     *) echo "$global --version" ;;
   esac

@@ -117,6 +117,7 @@ complete -c idem -n "__idem_using run" -l timeout -x -d 'Stop the command after 
 complete -c idem -n "__idem_using run" -l kill-after -x -d 'Grace between TERM and KILL (10s)'
 complete -c idem -n "__idem_using run" -l replay-failures -d 'A failed outcome is final and replayed'
 complete -c idem -n "__idem_using run" -l retry-abandoned -d 'Run again after an owner died mid-run'
+complete -c idem -n "__idem_using run" -l kill-stale -d 'With --retry-abandoned: end what the abandoned attempt left running'
 complete -c idem -n "__idem_using run" -l hash-stdin -d 'Add stdin to the fingerprint'
 complete -c idem -n "__idem_using run" -l max-output -x -d 'Stored output cap per record (16MiB)'
 complete -c idem -n "__idem_using run" -l quiet-replay -d 'On replay write nothing'
@@ -171,6 +172,7 @@ complete -c idem -n "__idem_using begin" -l wait -x -d 'Wait up to DURATION for 
 complete -c idem -n "__idem_using begin" -l owner-pid -x -a '(__fish_complete_pids)' -d 'The process that owns the claim'
 complete -c idem -n "__idem_using begin" -l print -d 'When already done, write the stored stdout'
 complete -c idem -n "__idem_using begin" -l retry-abandoned -d 'Claim again after an owner died mid-run'
+complete -c idem -n "__idem_using begin" -l kill-stale -d 'With --retry-abandoned: end what the dead owner left running'
 complete -c idem -n "__idem_using begin" -s q -l quiet -d 'No refusal message for 65, 69 and 75'
 
 # end

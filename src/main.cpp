@@ -13,6 +13,22 @@
 
 namespace {
 
+// The first word of the command line that is not a global option: the subcommand's name, if the
+// user gave one. Empty when there is none.
+std::string command_word(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--db") {
+      ++i;
+      continue;
+    }
+    if (arg == "--") return "";
+    if (!arg.empty() && arg[0] == '-') continue;
+    return std::string(arg);
+  }
+  return "";
+}
+
 bool is_refusal(int code) {
   return code == idem::k_exit_conflict || code == idem::k_exit_abandoned ||
          code == idem::k_exit_running;
@@ -73,6 +89,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // CLI11 takes an unknown word for a stray argument and says a subcommand is required.
+    if (app.get_subcommands().empty()) {
+      std::string word = command_word(argc, argv);
+      auto named = app.get_subcommands([&](CLI::App* sub) { return sub->check_name(word); });
+      if (!word.empty() && named.empty()) {
+        std::cerr << "idem: unknown command '" << word << "'; see 'idem --help'\n";
+        return k_exit_usage;
+      }
+    }
     std::string what = e.what();
     std::cerr << "idem: " << what << " (see idem --help)\n";
     return k_exit_usage;

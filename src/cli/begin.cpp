@@ -17,11 +17,16 @@
 
 namespace idem::cli {
 
-core::Owner script_owner(int64_t owner_pid) {
-  pid_t pid = owner_pid > 0 ? pid_t(owner_pid) : ::getppid();
+core::Owner script_owner(const CLI::Option* owner_pid_option, int64_t owner_pid) {
+  const bool given = owner_pid_option != nullptr && owner_pid_option->count() > 0;
+  if (given && (owner_pid <= 0 || owner_pid > INT32_MAX))
+    throw UsageError("--owner-pid must be a positive process id, got " + std::to_string(owner_pid));
+  pid_t pid = given ? pid_t(owner_pid) : ::getppid();
   core::Owner owner = proc::describe_owner(pid);
-  if (owner.start_ticks == 0)
+  if (owner.start_ticks == 0) {
+    if (given) throw UsageError("--owner-pid " + std::to_string(pid) + ": no such process");
     throw UsageError("no process " + std::to_string(pid) + " to own the key");
+  }
   return owner;
 }
 
@@ -34,12 +39,16 @@ CLI::App* register_begin(CLI::App& app, BeginOptions& o) {
   begin->add_option("--wait", o.wait,
                     "If the key is running, wait up to DURATION for it (default: refuse, 75)")
       ->type_name("DURATION");
-  begin->add_option("--owner-pid", o.owner_pid,
+  o.owner_pid_option = begin->add_option("--owner-pid", o.owner_pid,
                     "The process that owns the claim (default: the caller, idem's parent)")
       ->type_name("PID");
   begin->add_flag("--print", o.print, "When the key already succeeded, write its stored stdout");
   begin->add_flag("--retry-abandoned", o.retry_abandoned,
-                  "Claim again after an owner that died mid-run (default: refuse, 69)");
+                  "Claim again after an owner that died mid-run (default: refuse, 69); refused "
+                  "with 75 while processes of its process group are still alive");
+  begin->add_flag("--kill-stale", o.kill_stale,
+                  "With --retry-abandoned: first end the dead owner's surviving process group "
+                  "(TERM, KILL 10s later)");
   begin->add_flag("-q,--quiet", o.quiet, "Print no refusal message for 65, 69 and 75");
   begin->footer(
       "Exit: 0 the caller owns the key and must do the work; 1 the key already succeeded;\n"
@@ -51,8 +60,36 @@ CLI::App* register_begin(CLI::App& app, BeginOptions& o) {
   return begin;
 }
 
+namespace {
+
+// The owner's process group, when the owner leads it (a script started as a job, by setsid, or
+// by idem run): then everything in it is the script's. 0 otherwise (the group is someone else's,
+// such as the shell or cron job that started the script).
+core::ProcessGroup owned_group(const core::Owner& owner) {
+  const pid_t pid = pid_t(owner.pid);
+  if (::getpgid(pid) != pid) return {};
+  return core::ProcessGroup{owner.pid, owner.start_ticks};
+}
+
+constexpr int64_t k_kill_stale_grace_ms = 10000;
+
+// As `idem run --retry-abandoned`: never claim over a dead owner whose group still runs.
+void clear_abandoned(const core::Record& r, const BeginOptions& o, const std::string& shown) {
+  if (!proc::process_group_alive(r.owner, r.process_group)) return;
+  const std::string what = shown + ": the dead owner's process group " +
+                           std::to_string(r.process_group.pgid) + " still has live processes";
+  if (!o.kill_stale)
+    throw Error(k_exit_running,
+                what + "; not claimed. Wait for them to end, or add --kill-stale to stop them");
+  if (!proc::kill_process_group(r.owner, r.process_group, k_kill_stale_grace_ms))
+    throw Error(k_exit_running, what + " that TERM and KILL did not end; not claimed");
+}
+
+}  // namespace
+
 int run_begin(const GlobalOptions& global, const BeginOptions& o) {
   core::validate_key(o.key);
+  if (o.kill_stale && !o.retry_abandoned) throw UsageError("--kill-stale needs --retry-abandoned");
   const int64_t ttl_ms = core::duration_arg("--ttl", o.ttl);
   const int64_t wait_ms = o.wait.empty() ? 0 : core::duration_arg("--wait", o.wait);
   auto store = open_store(global);
@@ -62,10 +99,11 @@ int run_begin(const GlobalOptions& global, const BeginOptions& o) {
   f.add_field("kind", "begin");
   req.fingerprint = f.hex();
   req.kind = "begin";
-  req.owner = script_owner(o.owner_pid);
+  req.owner = script_owner(o.owner_pid_option, o.owner_pid);
   req.ttl_ms = ttl_ms;
   req.request = nlohmann::json{{"owner_pid", req.owner.pid}}.dump();
   req.policy = core::Policy{false, o.retry_abandoned};
+  if (o.retry_abandoned) req.policy.retry_only_attempt = -1;  // none before its group is checked
   const std::string shown = "key '" + core::display_key(o.key) + "'";
   util::SystemClock clock;
   const int64_t give_up = util::monotonic_ms() + wait_ms;
@@ -75,16 +113,26 @@ int run_begin(const GlobalOptions& global, const BeginOptions& o) {
     store::ClaimResult claim = store->claim(req, proc::owner_gone);
     switch (claim.verdict) {
       case core::Verdict::claim:
+        if (core::ProcessGroup group = owned_group(req.owner); group.pgid != 0)
+          store->set_process_group(o.key, claim.attempt, group);
         return k_exit_ok;
       case core::Verdict::replay:
         if (o.print) {
           auto out = core::CapturedOutput::decode(claim.existing->output);
           if (out) util::write_all(1, out->stream_bytes(core::Stream::out));
+          if (claim.existing->output_truncated && !o.quiet)
+            std::cerr << "idem: stored output of " << shown << " is truncated: only its first "
+                      << claim.existing->output_bytes << " bytes were stored\n";
         }
         return k_exit_already_done;
       case core::Verdict::conflict:
         throw Error(k_exit_conflict, shown + " was used by another command; nothing to do here");
       case core::Verdict::abandoned:
+        if (o.retry_abandoned) {
+          clear_abandoned(*claim.existing, o, shown);
+          req.policy.retry_only_attempt = claim.existing->attempt;
+          continue;
+        }
         throw Error(k_exit_abandoned, shown + ": an earlier owner (pid " +
                                           std::to_string(claim.existing->owner.pid) +
                                           ") died mid-run; its outcome is unknown");

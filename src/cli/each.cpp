@@ -124,6 +124,10 @@ class Consumer {
     spec.live_stderr_fd = -1;
     spec.extra_env = {{"IDEM_KEY", m.key}, {"IDEM_ATTEMPT", std::to_string(attempt)},
                       {"IDEM_LINE", std::to_string(m.line)}};
+    // Durable before the handler starts, so `idem show` can report what a dead consumer left.
+    spec.on_spawn = [&](const core::ProcessGroup& group) {
+      store.set_process_group(m.key, attempt, group);
+    };
     proc::RunResult result = proc::run_command(spec);
     const int code = proc::exit_code_for(result);
     {

@@ -6,6 +6,7 @@
 #include "core/errors.hpp"
 #include "core/key.hpp"
 #include "core/output.hpp"
+#include "proc/liveness.hpp"
 #include "util/clock.hpp"
 
 namespace idem::cli {
@@ -29,7 +30,7 @@ CLI::App* register_end(CLI::App& app, EndOptions& o) {
       ->type_name("FILE");
   end->add_option("--stderr-file", o.stderr_file, "Store this file as the outcome's stderr")
       ->type_name("FILE");
-  end->add_option("--owner-pid", o.owner_pid, "The owner given to 'idem begin --owner-pid'")
+  o.owner_pid_option = end->add_option("--owner-pid", o.owner_pid, "The owner given to 'idem begin --owner-pid'")
       ->type_name("PID");
   end->footer(
       "Exit: 0 recorded; 77 the caller does not own the key's current attempt (nothing changes);\n"
@@ -47,10 +48,17 @@ int run_end(const GlobalOptions& global, const EndOptions& o) {
   const std::string shown = "key '" + core::display_key(o.key) + "'";
   auto record = store->get(o.key);
   if (!record) throw Error(k_exit_already_done, "no record for " + shown);
-  const core::Owner me = script_owner(o.owner_pid);
+  const core::Owner me = script_owner(o.owner_pid_option, o.owner_pid);
   const core::Owner& owner = record->owner;
-  bool mine = owner.host == me.host && owner.boot_id == me.boot_id && owner.pid == me.pid &&
-              owner.start_ticks == me.start_ticks;
+  auto same = [&](const core::Owner& who) {
+    return owner.host == who.host && owner.boot_id == who.boot_id && owner.pid == who.pid &&
+           owner.start_ticks == who.start_ticks;
+  };
+  // Without --owner-pid the owner is the caller: idem's parent, or idem itself when the caller
+  // exec'd it (bash runs the last command of `bash -c '... && idem end -k K'` by exec, which keeps
+  // the pid and its start time).
+  const bool given = o.owner_pid_option->count() > 0;
+  bool mine = same(me) || (!given && same(proc::describe_owner()));
   if (record->status != core::Status::running || !mine)
     throw Error(k_exit_not_owner,
                 shown + ": the caller (pid " + std::to_string(me.pid) +

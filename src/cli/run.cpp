@@ -90,6 +90,37 @@ void replay(const core::Record& record) {
     util::write_all(chunk.stream == core::Stream::out ? 1 : 2, chunk.bytes);
 }
 
+// A truncated record replays only what was kept: say so, or a caller takes part for the whole.
+void warn_if_truncated(const core::Record& record, const std::string& shown) {
+  if (!record.output_truncated) return;
+  std::cerr << "idem: replayed output of " << shown << " is truncated: only its first "
+            << record.output_bytes << " bytes were stored (--max-output)\n";
+}
+
+// " (process group N still has live processes)" for an attempt whose processes outlived it.
+std::string live_group_text(const core::Record& record) {
+  if (!proc::process_group_alive(record.owner, record.process_group)) return "";
+  return "; its process group " + std::to_string(record.process_group.pgid) +
+         " still has live processes";
+}
+
+// --retry-abandoned: a retry must never overlap what is left of the abandoned attempt (a script's
+// background jobs survive idem's kill -9). Refuses (75) while its process group lives, or with
+// --kill-stale ends that group first.
+void clear_abandoned(const core::Record& r, const RunOptions& o, const Settings& s,
+                     const std::string& shown) {
+  if (!proc::process_group_alive(r.owner, r.process_group)) return;
+  const std::string what = shown + ": abandoned attempt " + std::to_string(r.attempt) +
+                           " still has live processes in process group " +
+                           std::to_string(r.process_group.pgid);
+  if (!o.kill_stale)
+    throw Error(k_exit_running,
+                what + "; nothing ran. Wait for them to end, or add --kill-stale to stop them");
+  if (o.verbose) std::cerr << "idem: " << what << "; stopping them (--kill-stale)\n";
+  if (!proc::kill_process_group(r.owner, r.process_group, s.kill_after_ms))
+    throw Error(k_exit_running, what + " that TERM and KILL did not end; nothing ran");
+}
+
 }  // namespace
 
 CLI::App* register_run(CLI::App& app, RunOptions& o) {
@@ -108,12 +139,18 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
                   "Stop the command after DURATION: TERM to its process group, KILL after "
                   "--kill-after; exit 124 (default: none)")
       ->type_name("DURATION");
-  run->add_option("--kill-after", o.kill_after, "Grace between TERM and KILL for --timeout")
+  run->add_option("--kill-after", o.kill_after,
+                  "Grace between TERM and KILL for --timeout, a signal idem forwards, and "
+                  "--kill-stale (a second INT/TERM/HUP KILLs at once)")
       ->type_name("DURATION")->capture_default_str();
   run->add_flag("--replay-failures", o.replay_failures,
                 "A failed outcome is final and replayed (default: the next attempt runs again)");
   run->add_flag("--retry-abandoned", o.retry_abandoned,
-                "Run again when the previous attempt's owner died mid-run (default: refuse, 69)");
+                "Run again when the previous attempt's owner died mid-run (default: refuse, 69); "
+                "refused with 75 while processes of that attempt are still alive");
+  run->add_flag("--kill-stale", o.kill_stale,
+                "With --retry-abandoned: first end the abandoned attempt's surviving processes "
+                "(TERM to its process group, KILL after --kill-after)");
   run->add_flag("--hash-stdin", o.hash_stdin,
                 "Read stdin fully, add its SHA-256 to the fingerprint, feed it to the command");
   run->add_option("--max-output", o.max_output,
@@ -121,7 +158,9 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
       ->type_name("SIZE")->capture_default_str();
   run->add_flag("--quiet-replay", o.quiet_replay,
                 "On replay write nothing, only return the stored exit code");
-  run->add_flag("-q,--quiet", o.quiet, "Print no refusal message for 65, 69 and 75");
+  run->add_flag("-q,--quiet", o.quiet,
+                "Print no refusal message for 65, 69 and 75, nor the notice that a replayed "
+                "output is truncated");
   run->add_flag("-v,--verbose", o.verbose, "Say on stderr when an outcome is replayed or a wait happens");
   run->add_option("command", o.command, "The command and its arguments, after --")
       ->type_name("COMMAND [ARG...]");
@@ -180,7 +219,10 @@ int answer_without_running(const store::ClaimResult& claim, const RunOptions& o,
                   << ago(r.finished_ms, now_ms) << ", exit " << core::replay_exit_code(r)
                   << ", attempt " << r.attempt << (r.output_truncated ? ", output truncated" : "")
                   << ")\n";
-      if (!o.quiet_replay) replay(r);
+      if (!o.quiet_replay) {
+        replay(r);
+        if (!o.quiet) warn_if_truncated(r, shown);
+      }
       return core::replay_exit_code(r);
     case core::Verdict::conflict:
       throw Error(k_exit_conflict,
@@ -189,8 +231,8 @@ int answer_without_running(const store::ClaimResult& claim, const RunOptions& o,
       throw Error(k_exit_abandoned,
                   shown + ": attempt " + std::to_string(r.attempt) + " (" + owner_text(r.owner) +
                       ", started " + ago(r.started_ms, now_ms) +
-                      ") died mid-run and its outcome is unknown; nothing ran. Use "
-                      "--retry-abandoned or 'idem rm' once you have checked");
+                      ") died mid-run and its outcome is unknown" + live_group_text(r) +
+                      "; nothing ran. Use --retry-abandoned or 'idem rm' once you have checked");
     case core::Verdict::running:
     case core::Verdict::claim:
       break;
@@ -221,7 +263,26 @@ int run_claimed(store::Store& store, const RunOptions& o, const Settings& s, int
   spec.max_output = s.max_output;
   spec.timeout_ms = s.timeout_ms;
   spec.kill_after_ms = s.kill_after_ms;
-  proc::RunResult result = proc::run_command(spec);
+  // Durable before the command starts, so if idem dies, a retry can find what it left running.
+  spec.on_spawn = [&](const core::ProcessGroup& group) {
+    store.set_process_group(o.key, attempt, group);
+  };
+  proc::RunResult result;
+  try {
+    result = proc::run_command(spec);
+  } catch (const StoreError& e) {
+    // The group could not be recorded, so the command was stopped before it could exec: say so
+    // in the record if the store still takes it, rather than leave it to look abandoned.
+    core::Outcome not_run;
+    not_run.status = core::Status::failed;
+    not_run.finished_ms = clock.now_ms();
+    not_run.note = "not started: its process group could not be recorded";
+    try {
+      store.finish(o.key, attempt, not_run);
+    } catch (const StoreError&) {
+    }
+    throw StoreError(std::string(e.what()) + "; the command did not start");
+  }
   IDEM_CRASH_POINT("exited-before-finish");
   const int code = proc::exit_code_for(result);
   if (!result.started)
@@ -247,6 +308,7 @@ int run_claimed(store::Store& store, const RunOptions& o, const Settings& s, int
 int run_run(const GlobalOptions& global, RunOptions& o) {
   if (o.command.empty())
     throw UsageError("missing command: idem run [OPTIONS] [-k KEY] -- COMMAND [ARG...]");
+  if (o.kill_stale && !o.retry_abandoned) throw UsageError("--kill-stale needs --retry-abandoned");
   const Settings s = parse_settings(o);
   const std::string cwd = current_dir();
   if (o.key_option->count() == 0) {
@@ -274,7 +336,16 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
   req.policy = core::Policy{o.replay_failures, o.retry_abandoned};
 
   const std::string shown = "key '" + core::display_key(o.key) + "'";
+  // With --retry-abandoned, an abandoned attempt is retried only once this process has seen that
+  // none of its processes is left: claim first allowing no retry, check the attempt the claim
+  // names, then claim allowing exactly that one (another may have been abandoned meanwhile).
+  if (o.retry_abandoned) req.policy.retry_only_attempt = -1;
   store::ClaimResult claim = claim_or_wait(*store, req, o, s, shown);
+  while (o.retry_abandoned && claim.verdict == core::Verdict::abandoned) {
+    clear_abandoned(*claim.existing, o, s, shown);
+    req.policy.retry_only_attempt = claim.existing->attempt;
+    claim = claim_or_wait(*store, req, o, s, shown);
+  }
   if (claim.verdict != core::Verdict::claim)
     return answer_without_running(claim, o, shown, req.now_ms);
 

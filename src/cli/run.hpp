@@ -15,6 +15,7 @@ struct RunOptions {
   std::string kill_after = "10s";
   bool replay_failures = false;
   bool retry_abandoned = false;
+  bool kill_stale = false;
   bool hash_stdin = false;
   std::string max_output = "16MiB";
   bool quiet_replay = false;

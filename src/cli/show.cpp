@@ -5,6 +5,7 @@
 #include "core/errors.hpp"
 #include "core/key.hpp"
 #include "core/output.hpp"
+#include "proc/liveness.hpp"
 #include "util/clock.hpp"
 #include "util/fd.hpp"
 #include "util/hex.hpp"
@@ -48,6 +49,10 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
   util::SystemClock clock;
   int64_t now = clock.now_ms();
   nlohmann::json j = record_json(r, now);
+  // What an attempt left running when its owner died (a retry refuses to overlap it).
+  const bool group_alive = proc::process_group_alive(r.owner, r.process_group);
+  j["process_group"] = r.process_group.pgid ? nlohmann::json(r.process_group.pgid) : nlohmann::json(nullptr);
+  j["process_group_alive"] = group_alive;
   if (o.json) {
     j["request"] = request;
     j["note"] = r.note;
@@ -69,6 +74,9 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
   line("duration", r.finished_ms ? util::human_duration(r.finished_ms - r.started_ms) : "-");
   line("expires", or_dash(j["expires_at"]));
   line("owner", "pid " + std::to_string(r.owner.pid) + " on " + r.owner.host);
+  if (group_alive && j["status"] == "abandoned")
+    line("processes", "process group " + std::to_string(r.process_group.pgid) +
+                          " still has live processes");
   line("fingerprint", r.fingerprint);
   if (request.is_object() && request.contains("argv")) line("command", request["argv"].dump());
   if (request.is_object() && request.contains("cwd")) line("cwd", request["cwd"].get<std::string>());

@@ -13,6 +13,13 @@ std::string_view to_string(Verdict verdict) {
   return "unknown";
 }
 
+namespace {
+bool may_retry(const Record& abandoned, const Policy& policy) {
+  return policy.retry_abandoned &&
+         (policy.retry_only_attempt == 0 || policy.retry_only_attempt == abandoned.attempt);
+}
+}  // namespace
+
 Decision decide(const Record* existing, std::string_view fingerprint, int64_t now_ms,
                 bool owner_gone, const Policy& policy) {
   // An expired record behaves as absent: the attempt count starts again.
@@ -26,9 +33,9 @@ Decision decide(const Record* existing, std::string_view fingerprint, int64_t no
   switch (existing->status) {
     case Status::running:
       if (!owner_gone) return {Verdict::running, false, next};
-      return {policy.retry_abandoned ? Verdict::claim : Verdict::abandoned, true, next};
+      return {may_retry(*existing, policy) ? Verdict::claim : Verdict::abandoned, true, next};
     case Status::abandoned:
-      return {policy.retry_abandoned ? Verdict::claim : Verdict::abandoned, false, next};
+      return {may_retry(*existing, policy) ? Verdict::claim : Verdict::abandoned, false, next};
     case Status::succeeded:
       return {Verdict::replay, false, next};
     case Status::failed:

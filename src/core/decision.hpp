@@ -11,6 +11,10 @@ namespace idem::core {
 struct Policy {
   bool replay_failures = false;  // a failed outcome is final and replayed
   bool retry_abandoned = false;  // an abandoned attempt may be run again
+  // With retry_abandoned: only the abandoned attempt with this number may be run again (the one
+  // the caller has checked has no live processes left); 0: any. Another abandoned attempt gets
+  // the `abandoned` verdict, so the caller can check it in turn; -1 (no attempt): none yet.
+  int64_t retry_only_attempt = 0;
 };
 
 enum class Verdict {

@@ -21,6 +21,15 @@ struct Owner {
   int64_t start_ticks = 0;
 };
 
+// The process group the command of an attempt runs in (its own: the command is its leader).
+// pgid 0: none recorded (begin/end, serve, or a store from before groups were recorded). The
+// leader's start time tells the original group from a later one that reused the number; host and
+// boot are the owner's.
+struct ProcessGroup {
+  int64_t pgid = 0;
+  int64_t leader_start_ticks = 0;
+};
+
 struct Record {
   std::string key;
   std::string fingerprint;  // lower-case hex SHA-256
@@ -28,6 +37,7 @@ struct Record {
   Status status = Status::running;
   int64_t attempt = 1;  // times the command has been started for this key
   Owner owner;
+  ProcessGroup process_group;  // of the current attempt's command, once it was spawned
   int64_t started_ms = 0;   // Unix ms when the current attempt was claimed
   int64_t finished_ms = 0;  // 0 while running or abandoned
   int64_t ttl_ms = 0;

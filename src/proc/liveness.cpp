@@ -1,12 +1,19 @@
 #include "proc/liveness.hpp"
 
+#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+
+#include "util/clock.hpp"
 
 namespace idem::proc {
 
@@ -27,11 +34,13 @@ std::string host_name() {
 
 struct ProcStat {
   char state = '?';
+  int64_t pgrp = 0;
   int64_t start_ticks = 0;  // 0: the pid is gone or unreadable
 };
 
-// Fields 3 (state) and 22 (start time in clock ticks after boot) of /proc/PID/stat. The command
-// name (field 2) may hold spaces and parentheses, so parse after the last ')'.
+// Fields 3 (state), 5 (process group) and 22 (start time in clock ticks after boot) of
+// /proc/PID/stat. The command name (field 2) may hold spaces and parentheses, so parse after the
+// last ')'.
 ProcStat read_stat(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -43,6 +52,7 @@ ProcStat read_stat(pid_t pid) {
   for (int i = 3; i <= 22; ++i) {
     if (!(fields >> field)) return {};
     if (i == 3) result.state = field.empty() ? '?' : field[0];
+    if (i == 5) result.pgrp = std::atoll(field.c_str());
   }
   try {
     result.start_ticks = std::stoll(field);
@@ -62,7 +72,61 @@ const std::string& this_host() {
   return host;
 }
 
+bool same_boot(const core::Owner& owner) {
+  return owner.host == this_host() && !owner.boot_id.empty() && owner.boot_id == this_boot_id();
+}
+
+// A member of the group other than a zombie, found by scanning /proc: kill(-pgid, 0) alone would
+// count zombies (which can do no more work) as members.
+bool has_live_member(int64_t pgid) {
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return ::kill(-pid_t(pgid), 0) == 0 || errno == EPERM;
+  bool found = false;
+  while (dirent* entry = ::readdir(dir)) {
+    char* end = nullptr;
+    long pid = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || pid <= 0) continue;
+    ProcStat st = read_stat(pid_t(pid));
+    if (st.start_ticks != 0 && st.pgrp == pgid && st.state != 'Z') {
+      found = true;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return found;
+}
+
 }  // namespace
+
+int64_t start_ticks(pid_t pid) { return read_stat(pid).start_ticks; }
+
+bool process_group_alive(const core::Owner& owner, const core::ProcessGroup& group) {
+  if (group.pgid <= 1 || !same_boot(owner)) return false;
+  if (::kill(-pid_t(group.pgid), 0) != 0 && errno == ESRCH) return false;
+  ProcStat leader = read_stat(pid_t(group.pgid));
+  // The leader's pid belongs to a younger process: the number was free again, so the recorded
+  // group had emptied first (any group now using the number is another one).
+  if (leader.start_ticks != 0 && leader.start_ticks != group.leader_start_ticks) return false;
+  return has_live_member(group.pgid);
+}
+
+bool kill_process_group(const core::Owner& owner, const core::ProcessGroup& group,
+                        int64_t grace_ms) {
+  auto wait_empty = [&](int64_t ms) {
+    const int64_t give_up = util::monotonic_ms() + ms;
+    for (;;) {
+      if (!process_group_alive(owner, group)) return true;
+      if (util::monotonic_ms() >= give_up) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  };
+  if (!process_group_alive(owner, group)) return true;
+  ::kill(-pid_t(group.pgid), SIGTERM);
+  ::kill(-pid_t(group.pgid), SIGCONT);  // a stopped member must run to act on TERM
+  if (wait_empty(grace_ms)) return true;
+  if (process_group_alive(owner, group)) ::kill(-pid_t(group.pgid), SIGKILL);
+  return wait_empty(std::max<int64_t>(grace_ms, 1000));
+}
 
 core::Owner describe_owner(pid_t pid) {
   if (pid == 0) pid = ::getpid();

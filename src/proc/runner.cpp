@@ -12,6 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "proc/liveness.hpp"
 #include "util/clock.hpp"
 #include "util/crash_point.hpp"
 #include "util/fd.hpp"
@@ -102,12 +103,20 @@ ExecPlan make_plan(const RunSpec& spec) {
 }
 
 [[noreturn]] void exec_child(const RunSpec& spec, ExecPlan& plan, pid_t parent, int out_fd,
-                             int err_fd, int status_fd) {
+                             int err_fd, int status_fd, int go_fd, int go_write_fd) {
   ::setpgid(0, 0);
   // If idem is killed (even with SIGKILL) the command is killed too, so a record shown as
-  // abandoned is not still doing its work behind the user's back.
+  // abandoned is not still doing its work behind the user's back. That reaches this process
+  // only: what it starts is found again through the process group idem records.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) _exit(127);
+  // Wait until idem has recorded the group: one byte means go, EOF means idem gave up or died.
+  ::close(go_write_fd);
+  char go = 0;
+  ssize_t got;
+  do got = ::read(go_fd, &go, 1);
+  while (got < 0 && errno == EINTR);
+  if (got != 1) _exit(127);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT, SIGXFSZ}) ::signal(sig, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
@@ -148,19 +157,39 @@ RunResult run_command(const RunSpec& spec) {
   Pipe out = make_pipe();
   Pipe err = make_pipe();
   Pipe status = make_pipe();
+  Pipe go = make_pipe();
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     result.exec_errno = errno;
     return result;
   }
-  if (pid == 0) exec_child(spec, plan, parent, out.write.get(), err.write.get(), status.write.get());
+  if (pid == 0)
+    exec_child(spec, plan, parent, out.write.get(), err.write.get(), status.write.get(),
+               go.read.get(), go.write.get());
 
   // Both sides set the group, so it exists before either uses it.
   ::setpgid(pid, pid);
   out.write.reset();
   err.write.reset();
   status.write.reset();
+  go.read.reset();
+  if (spec.on_spawn) {
+    try {
+      spec.on_spawn(core::ProcessGroup{int64_t(pid), start_ticks(pid)});
+    } catch (...) {
+      ::kill(pid, SIGKILL);  // it has not exec'd: nothing of the command ran
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      throw;
+    }
+  }
+  {
+    const char byte = 1;
+    while (::write(go.write.get(), &byte, 1) < 0 && errno == EINTR) {
+    }
+    go.write.reset();
+  }
 
   int exec_error = 0;
   for (;;) {
@@ -226,7 +255,7 @@ RunResult run_command(const RunSpec& spec) {
       break;
     }
     int64_t now = util::monotonic_ms();
-    int64_t next = term_at >= 0 ? term_at : kill_at;
+    int64_t next = term_at < 0 ? kill_at : kill_at < 0 ? term_at : std::min(term_at, kill_at);
     int timeout = next < 0 ? -1 : int(std::max<int64_t>(0, next - now));
     int ready = ::poll(fds.data(), fds.size(), timeout);
     if (ready < 0 && errno != EINTR) break;
@@ -235,9 +264,10 @@ RunResult run_command(const RunSpec& spec) {
       result.timed_out = true;
       ::kill(-pid, SIGTERM);
       term_at = -1;
-      kill_at = now + spec.kill_after_ms;
+      if (kill_at < 0) kill_at = now + spec.kill_after_ms;
     } else if (kill_at >= 0 && now >= kill_at) {
       ::kill(-pid, SIGKILL);
+      if (result.forwarded_signal) result.escalated = true;
       kill_at = -1;
     }
     if (ready <= 0) continue;
@@ -251,9 +281,17 @@ RunResult run_command(const RunSpec& spec) {
             int sig = sigs[i];
             if (sig == SIGCHLD) {
               reap(WNOHANG);
-            } else {
-              if (!result.forwarded_signal) result.forwarded_signal = sig;
+            } else if (!result.forwarded_signal) {
+              // A command that ignores the signal still ends: KILL after the grace.
+              result.forwarded_signal = sig;
               ::kill(-pid, sig);
+              const int64_t grace_end = util::monotonic_ms() + spec.kill_after_ms;
+              kill_at = kill_at < 0 ? grace_end : std::min(kill_at, grace_end);
+            } else {
+              // A second signal: the user does not want to wait for the grace.
+              ::kill(-pid, SIGKILL);
+              result.escalated = true;
+              kill_at = -1;
             }
           }
         }
@@ -291,6 +329,9 @@ core::Outcome outcome_of(const RunResult& result, int64_t finished_ms) {
   o.finished_ms = finished_ms;
   if (!result.started) o.note = std::string("could not start: ") + strerror(result.exec_errno);
   else if (result.timed_out) o.note = "stopped by its timeout";
+  else if (result.forwarded_signal && result.escalated)
+    o.note = std::string("idem received ") + sigabbrev_np(*result.forwarded_signal) +
+             "; the command outlived it and was killed";
   else if (result.forwarded_signal)
     o.note = std::string("idem received ") + sigabbrev_np(*result.forwarded_signal);
   return o;

@@ -20,7 +20,13 @@ struct RunSpec {
   int live_stderr_fd = 2;
   int64_t max_output = INT64_MAX;  // capture cap; live output always passes whole
   int64_t timeout_ms = 0;          // 0: none
-  int64_t kill_after_ms = 10000;   // after the timeout's TERM, KILL the group this much later
+  // After the TERM of a timeout, or after forwarding a first INT/TERM/HUP, KILL the group this
+  // much later (a second such signal KILLs it at once).
+  int64_t kill_after_ms = 10000;
+  // Called with the command's process group (the child is its leader) after fork and before the
+  // command is exec'd: what it records is durable before the command can start anything. If it
+  // throws, the child is killed before it ran, and the exception propagates.
+  std::function<void(const core::ProcessGroup&)> on_spawn;
 };
 
 struct RunResult {
@@ -32,6 +38,8 @@ struct RunResult {
   core::CapturedOutput output;
   // The first of SIGINT/SIGTERM/SIGHUP idem received and forwarded, if any.
   std::optional<int> forwarded_signal;
+  // The group got KILL because it outlived a forwarded signal by kill_after_ms, or a second one.
+  bool escalated = false;
 };
 
 // Installs idem's handlers for SIGINT, SIGTERM and SIGHUP (recorded, later forwarded to the

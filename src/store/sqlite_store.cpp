@@ -106,6 +106,10 @@ constexpr const char* k_migrations[] = {
     CREATE INDEX records_by_end ON records (coalesce(finished_at, started_at), expires_at)
       WHERE status <> 'running';
     CREATE INDEX records_by_recent ON records (started_at DESC, key);
+    -- The process group of the attempt's command and its leader's start time, so a retry of
+    -- an abandoned attempt can tell whether processes of it are still alive.
+    ALTER TABLE records ADD COLUMN pgid INTEGER;
+    ALTER TABLE records ADD COLUMN pgid_start INTEGER;
     )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
@@ -393,7 +397,7 @@ class SqliteStore final : public Store {
                started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
                expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0, output = NULL,
                output_bytes = 0, output_truncated = 0, note = '', http_status = NULL,
-               content_type = ''
+               content_type = '', pgid = NULL, pgid_start = NULL
         WHERE key = ?1 AND attempt = ?12)sql", path_);
       bind_claim(update, req, d.next_attempt).bind(12, existing->attempt).run();
       if (sqlite3_changes(db_) != 1)
@@ -429,6 +433,19 @@ class SqliteStore final : public Store {
       tx.commit();
     }
     checkpoint_if_wal_large();
+    return changed;
+  }
+
+  bool set_process_group(const std::string& key, int64_t attempt,
+                         const core::ProcessGroup& group) override {
+    Transaction tx(db_, path_);
+    Statement update(db_, R"sql(
+      UPDATE records SET pgid = ?3, pgid_start = ?4
+      WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
+    update.bind(1, key).bind(2, attempt).bind(3, group.pgid).bind(4, group.leader_start_ticks);
+    update.run();
+    bool changed = sqlite3_changes(db_) == 1;
+    tx.commit();
     return changed;
   }
 
@@ -495,8 +512,9 @@ class SqliteStore final : public Store {
   static constexpr const char* k_select_columns =
       "SELECT key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, "
       "owner_start, started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, "
-      "output_bytes, output_truncated, request, note, http_status, content_type";
-  static constexpr int k_output_column = 22;
+      "output_bytes, output_truncated, request, note, http_status, content_type, pgid, "
+      "pgid_start";
+  static constexpr int k_output_column = 24;
 
   // How many keys start with the prefix, counting no further than k_prefix_sort_max (from the
   // key index alone).
@@ -691,6 +709,7 @@ class SqliteStore final : public Store {
     r.note = s.text_at(19);
     r.http_status = s.optional_int_at(20);
     r.content_type = s.text_at(21);
+    r.process_group = core::ProcessGroup{s.int_at(22), s.int_at(23)};
     r.output = s.text_at(k_output_column);
     return r;
   }
@@ -757,7 +776,7 @@ std::string list(const ListQuery& q, bool by_key) {
                         : "SELECT key, fingerprint, kind, status, attempt, owner_host, "
                           "owner_boot_id, owner_pid, owner_start, started_at, finished_at, ttl_ms, "
                           "expires_at, exit_code, signal, timed_out, output_bytes, "
-                          "output_truncated, '', note, http_status, content_type, NULL";
+                          "output_truncated, '', note, http_status, content_type, pgid, pgid_start, NULL";
   // Newest first straight from records_by_recent, whose order is the listing's, stopping at the
   // limit; or a prefix's range of the key index, then sorted.
   sql += by_key ? " FROM records INDEXED BY sqlite_autoindex_records_1 WHERE 1"

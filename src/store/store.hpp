@@ -70,6 +70,12 @@ class Store {
   // attempt is another one: a stale owner can never overwrite a newer attempt.
   virtual bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) = 0;
 
+  // Records the process group the command of `attempt` runs in, if that attempt is still the
+  // current, running one; returns false (and changes nothing) otherwise. Durable on return: the
+  // command starts only after it, so an abandoned attempt always shows the group to check.
+  virtual bool set_process_group(const std::string& key, int64_t attempt,
+                                 const core::ProcessGroup& group) = 0;
+
   // Marks `attempt` abandoned if it is still the current, running attempt.
   virtual bool mark_abandoned(const std::string& key, int64_t attempt) = 0;
 

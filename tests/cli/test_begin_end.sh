@@ -197,8 +197,53 @@ nopid=$(($(cat /proc/sys/kernel/pid_max) + 1))
 capture o11 idem begin -k order-7 --owner-pid "$nopid"
 expect_rc 64
 assert_idem_error
-assert_bytes "$T/o11.err" 'idem: no process %s to own the key\n' "$nopid"
+assert_bytes "$T/o11.err" 'idem: --owner-pid %s: no such process\n' "$nopid"
 assert_status order-7 none
+# --owner-pid must be a positive pid: 64 naming the problem, nothing claimed; end checks it too.
+for bad in -5 0; do
+  capture "o12$bad" idem begin -k order-7 --owner-pid "$bad"
+  expect_rc 64
+  assert_idem_error
+  assert_bytes "$T/o12$bad.err" 'idem: --owner-pid must be a positive process id, got %s\n' "$bad"
+  capture "o13$bad" idem end -k order-1 --owner-pid "$bad"
+  expect_rc 64
+  assert_idem_error
+done
+assert_status order-7 none
+
+# --- bash runs the last command of -c by exec: end then has the owner's own pid ---------------
+capture x1 bash -c '"$IDEM_BIN" begin -k order-10 && echo work >> "$1" && "$IDEM_BIN" end -k order-10' bash "$T/work"
+expect_rc 0
+assert_empty "$T/x1.err"
+assert_status order-10 succeeded
+assert_bytes "$T/work" 'work\n'
+
+# --- A script that leads its process group: its surviving children block a retry --------------
+cat >"$T/leader.sh" <<'EOF'
+"$IDEM_BIN" begin -k order-12 --retry-abandoned --kill-stale || exit $?
+echo $$ > "$1.pid"
+if [ ! -e "$1.first" ]; then : > "$1.first"; sleep 1000 & echo $! > "$1.gc"; wait; fi
+"$IDEM_BIN" end -k order-12
+EOF
+track_pid_file "$T/leader.gc"
+bg leader setsid sh "$T/leader.sh" "$T/leader"
+wait_until "the leader script starts its child" test -s "$T/leader.gc"
+kill -KILL "$(cat "$T/leader.pid")"
+bg_wait leader
+gc=$(cat "$T/leader.gc")
+pid_gone "$gc" && fail "the script's child should outlive the script"
+assert_status order-12 abandoned
+capture g1 idem begin -k order-12 --retry-abandoned
+expect_rc 75
+assert_idem_error
+pid_gone "$gc" && fail "a refused begin must not touch the child"
+capture g2 idem begin -k order-12 --kill-stale
+expect_rc 64
+assert_idem_error
+capture g3 setsid sh "$T/leader.sh" "$T/leader"
+expect_rc 0
+pid_gone "$gc" || fail "begin --kill-stale should have ended the dead script's child"
+assert_eq "succeeded 2" "$(field order-12 /status /attempt)" "order-12 after --kill-stale"
 
 # --- TTL: a finished outcome counts as done until it expires -----------------------------------
 capture t1 idem begin -k order-8 --ttl 1s

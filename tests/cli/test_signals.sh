@@ -30,3 +30,34 @@ assert_eq "$(kill -l USR1)" "$(idem show self --json | jsonq /signal)" "stored s
 capture self2 idem run -k self -- sh -c 'echo x >> "$1"; kill -USR1 $$' sh "$T/self.count"
 expect_rc $((128 + $(kill -l USR1)))
 assert_lines 2 "$T/self.count"
+
+# A command that ignores TERM: idem forwards the first TERM, then KILLs the group after
+# --kill-after; exit 137 (the command died of KILL), recorded failed with a note saying why.
+track_pid_file "$T/deaf.pid"
+deaf=(sh -c 'trap "" TERM; echo $$ > "$1"; exec sleep 1000' sh "$T/deaf.pid")
+bg deaf idem run -k deaf --kill-after 300ms -- "${deaf[@]}"
+wait_until "the TERM-ignoring command is ready" test -s "$T/deaf.pid"
+kill -TERM "$(bg_pid deaf)"
+bg_wait deaf
+expect_rc 137
+wait_until "the TERM-ignoring command is gone" pid_gone "$(cat "$T/deaf.pid")"
+assert_status deaf failed
+assert_eq 9 "$(idem show deaf --json | jsonq /signal)" "stored signal after the escalation"
+idem show deaf --json | jsonq /note | grep -q 'received TERM.*killed' ||
+  fail "the note should say the command outlived TERM: $(idem show deaf --json | jsonq /note)"
+
+# A second signal KILLs at once, without waiting out a long --kill-after. The command handles
+# TERM (it logs and goes on), so the log says when the first one was forwarded.
+track_pid_file "$T/stubborn.pid"
+stubborn=(sh -c 'trap "echo term >> \"$2\"" TERM; echo $$ > "$1"
+                 while :; do sleep 1; done' sh "$T/stubborn.pid" "$T/stubborn.log")
+bg stubborn idem run -k stubborn --kill-after 1h -- "${stubborn[@]}"
+wait_until "the stubborn command is ready" test -s "$T/stubborn.pid"
+kill -TERM "$(bg_pid stubborn)"
+wait_until "the first TERM reaches the command" file_has "$T/stubborn.log" term
+bg_running stubborn || fail "idem should still wait for the command after one TERM"
+kill -TERM "$(bg_pid stubborn)"
+bg_wait stubborn
+expect_rc 137
+wait_until "the stubborn command is gone" pid_gone "$(cat "$T/stubborn.pid")"
+assert_status stubborn failed

@@ -180,3 +180,32 @@ TEST_CASE("verdict names", "[decision]") {
   CHECK(to_string(Verdict::running) == "running");
   CHECK(to_string(Verdict::abandoned) == "abandoned");
 }
+
+TEST_CASE("decide: retry_only_attempt retries only the abandoned attempt the caller checked",
+          "[decision]") {
+  Policy checked = policy(false, true);
+  checked.retry_only_attempt = 3;
+  Record abandoned = make(Status::abandoned, 3);
+  Decision d = decide(&abandoned, k_fp, k_now, false, checked);
+  CHECK(d.verdict == Verdict::claim);
+  CHECK(d.next_attempt == 4);
+
+  // Another attempt became abandoned meanwhile: its processes were not checked.
+  Record newer = make(Status::abandoned, 4);
+  CHECK(decide(&newer, k_fp, k_now, false, checked).verdict == Verdict::abandoned);
+  Record running_gone = make(Status::running, 4);
+  d = decide(&running_gone, k_fp, k_now, true, checked);
+  CHECK(d.verdict == Verdict::abandoned);
+  CHECK(d.mark_abandoned);
+
+  // -1: no attempt checked yet, so none is retried.
+  Policy unchecked = policy(false, true);
+  unchecked.retry_only_attempt = -1;
+  CHECK(decide(&abandoned, k_fp, k_now, false, unchecked).verdict == Verdict::abandoned);
+  CHECK(decide(nullptr, k_fp, k_now, false, unchecked).verdict == Verdict::claim);
+
+  Record running_checked = make(Status::running, 3);
+  d = decide(&running_checked, k_fp, k_now, true, checked);
+  CHECK(d.verdict == Verdict::claim);
+  CHECK(d.mark_abandoned);
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# A replay of a record whose stored output was cut at --max-output says so on stderr (one line,
+# after the replayed bytes), unless -q or --quiet-replay; a complete record replays silently.
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+
+capture first idem run -k big --max-output 1KiB -- sh -c 'head -c 3000 /dev/zero | tr "\0" x'
+expect_rc 0
+assert_eq 3000 "$(wc -c <"$T/first.out")" "live output of the first run"
+assert_empty "$T/first.err"
+
+capture replay idem run -k big --max-output 1KiB -- sh -c 'head -c 3000 /dev/zero | tr "\0" x'
+expect_rc 0
+assert_eq 1024 "$(wc -c <"$T/replay.out")" "replayed stdout"
+assert_bytes "$T/replay.err" "idem: replayed output of key 'big' is truncated: only its first 1024 bytes were stored (--max-output)\n"
+
+capture quiet idem run -q -k big --max-output 1KiB -- sh -c 'head -c 3000 /dev/zero | tr "\0" x'
+expect_rc 0
+assert_eq 1024 "$(wc -c <"$T/quiet.out")" "replayed stdout with -q"
+assert_empty "$T/quiet.err"
+
+capture silent idem run --quiet-replay -k big --max-output 1KiB -- sh -c 'head -c 3000 /dev/zero | tr "\0" x'
+expect_rc 0
+assert_empty "$T/silent.out"
+assert_empty "$T/silent.err"
+
+# The stderr notice comes after the stored stderr, so a replay's own stderr stays whole.
+capture e1 idem run -k mixed --max-output 10 -- sh -c 'echo 12345678901234 >&2'
+capture e2 idem run -k mixed --max-output 10 -- sh -c 'echo 12345678901234 >&2'
+expect_rc 0
+assert_bytes "$T/e2.err" "1234567890idem: replayed output of key 'mixed' is truncated: only its first 10 bytes were stored (--max-output)\n"
+
+# Not truncated: no notice.
+capture s1 idem run -k small -- echo hi
+capture s2 idem run -k small -- echo hi
+expect_rc 0
+assert_bytes "$T/s2.out" 'hi\n'
+assert_empty "$T/s2.err"
