@@ -19,7 +19,7 @@ CLI::App* register_rm(CLI::App& app, RmOptions& o) {
 }
 
 int run_rm(const GlobalOptions& global, const RmOptions& o) {
-  for (const auto& key : o.keys) core::validate_key(key);
+  for (const auto& key : o.keys) core::validate_record_name(key);
   auto store = open_store(global);
   int code = k_exit_ok;
   for (const auto& key : o.keys) {

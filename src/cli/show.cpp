@@ -23,7 +23,7 @@ CLI::App* register_show(CLI::App& app, ShowOptions& o) {
 }
 
 int run_show(const GlobalOptions& global, const ShowOptions& o) {
-  core::validate_key(o.key);
+  core::validate_record_name(o.key);
   auto store = open_store(global);
   auto record = store->get(o.key);
   if (!record) throw Error(k_exit_already_done, "no record for key '" + core::display_key(o.key) + "'");

@@ -16,7 +16,7 @@ CLI::App* register_status(CLI::App& app, StatusOptions& o) {
 }
 
 int run_status(const GlobalOptions& global, const StatusOptions& o) {
-  core::validate_key(o.key);
+  core::validate_record_name(o.key);
   auto store = open_store(global);
   auto record = store->get(o.key);
   util::SystemClock clock;
