@@ -27,7 +27,7 @@ namespace {
 
 constexpr int64_t k_max_stored_answer = 16 * 1024 * 1024;
 constexpr const char* k_retry_after_running = "5";
-
+// On an answer (first or replayed) whose output went over k_max_stored_answer: the body is cut.
 constexpr const char* k_truncated_header = "Idem-Output-Truncated";
 
 // A delivery that carries no key; `refusal` is the 400 it gets under "no_key": "refuse".
@@ -46,6 +46,7 @@ int hex_value(char c) {
   return -1;
 }
 
+// One name or value of a form: '+' is a space, %XX the byte XX, any other '%' itself.
 std::string form_decode(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -89,8 +90,8 @@ std::variant<std::string, NoKeyFound, Answer> find_key(const Hook& hook, const D
     // Which of two would be the key is anyone's guess: refuse rather than pick.
     if (values.size() > 1)
       return problem(400, "Bad idempotency key",
-                     "the form-encoded body has " + std::to_string(values.size()) + " fields " +
-                         source->name);
+                     "form field " + source->name + " appears " + std::to_string(values.size()) +
+                         " times in the body");
     key = values[0];
     if (key.empty()) return no_key_found("form field " + source->name + " is empty");
   } else {
