@@ -12,16 +12,21 @@
 
 #include "fuzz_check.hpp"
 #include "utf8_oracle.hpp"
+#include "core/key.hpp"
 #include "http/config.hpp"
+#include "util/hex.hpp"
 
 namespace {
 
 constexpr std::string_view k_file = "fuzz.json";
 
-// Variables named UNSET* are not set, EMPTY* are empty, any other holds `salt` + its name.
+// Variables named UNSET* are not set, EMPTY* are empty, WHSEC* hold a standard-webhooks secret
+// ("whsec_" + base64 of `salt` + the name), any other holds `salt` + its name (which is not
+// base64, so standard-webhooks refuses it).
 std::optional<std::string> fake_secret(const std::string& salt, const std::string& name) {
   if (name.starts_with("UNSET")) return std::nullopt;
   if (name.starts_with("EMPTY")) return std::string();
+  if (name.starts_with("WHSEC")) return "whsec_" + idem::util::to_base64(salt + name);
   return salt + name;
 }
 
@@ -61,8 +66,14 @@ bool upper_token(const std::string& s) {
   return true;
 }
 
-void check_hook(const idem::http::Hook& hook, const std::string& salt) {
+void check_hook(const idem::http::Hook& hook, const std::string& salt,
+                const std::set<std::string>& secret_envs) {
   FUZZ_CHECK(hook.path.starts_with('/'));
+  FUZZ_CHECK(hook.path.size() <= idem::core::k_max_hook_path_bytes);
+  // Every secret of the config is kept from every handler, once each.
+  FUZZ_CHECK(std::set<std::string>(hook.withheld_env.begin(), hook.withheld_env.end()) ==
+             secret_envs);
+  FUZZ_CHECK(hook.withheld_env.size() == secret_envs.size());
   for (char c : hook.path)
     FUZZ_CHECK(uint8_t(c) > 0x20 && uint8_t(c) < 0x7f && c != '?' && c != '#');
   FUZZ_CHECK(!hook.command.empty() && !hook.command[0].empty());
@@ -74,6 +85,7 @@ void check_hook(const idem::http::Hook& hook, const std::string& salt) {
     FUZZ_CHECK(sig.secret == fake_secret(salt, hook.secret_env));
     FUZZ_CHECK(!sig.secret.empty());
     FUZZ_CHECK(sig.tolerance_s >= 1);
+    FUZZ_CHECK(!idem::http::secret_problem(sig.scheme, sig.secret).has_value());
     if (sig.scheme == idem::http::Scheme::hmac_sha256)
       FUZZ_CHECK(!sig.header.empty());
     else
@@ -118,9 +130,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(!first.config->hooks.empty());
   FUZZ_CHECK(first.config->hooks.size() == second.config->hooks.size());
   std::set<std::string> paths;
+  std::set<std::string> secret_envs;
+  for (const auto& hook : first.config->hooks)
+    if (!hook.secret_env.empty()) secret_envs.insert(hook.secret_env);
   for (size_t i = 0; i < first.config->hooks.size(); ++i) {
-    check_hook(first.config->hooks[i], "alpha:");
-    check_hook(second.config->hooks[i], "omega:");
+    check_hook(first.config->hooks[i], "alpha:", secret_envs);
+    check_hook(second.config->hooks[i], "omega:", secret_envs);
     FUZZ_CHECK(paths.insert(first.config->hooks[i].path).second);
   }
   return 0;

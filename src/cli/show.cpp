@@ -14,7 +14,7 @@ namespace idem::cli {
 
 CLI::App* register_show(CLI::App& app, ShowOptions& o) {
   auto* show = app.add_subcommand("show", "Show one record in full");
-  show->add_option("key", o.key, "The record's key")->required()->type_name("KEY");
+  show->add_option("key", o.key, "The record's key (or its name PATH#KEY, as idem ls prints it)")->required()->type_name("KEY");
   show->add_flag("--json", o.json, "One JSON object, output as base64 (stdout_b64, stderr_b64)");
   show->add_flag("--stdout", o.stdout_raw, "Write the captured stdout bytes raw, nothing else");
   show->add_flag("--stderr", o.stderr_raw, "Write the captured stderr bytes raw, nothing else");
@@ -24,7 +24,7 @@ CLI::App* register_show(CLI::App& app, ShowOptions& o) {
 }
 
 int run_show(const GlobalOptions& global, const ShowOptions& o) {
-  core::validate_key(o.key);
+  core::validate_record_name(o.key);
   auto store = open_store(global);
   auto record = store->get(o.key);
   if (!record) throw Error(k_exit_already_done, "no record for key '" + core::display_key(o.key) + "'");

@@ -63,6 +63,24 @@ void validate_key(std::string_view key) {
   if (auto problem = key_problem(key)) throw UsageError("bad key: " + *problem);
 }
 
+std::optional<std::string> record_name_problem(std::string_view name) {
+  auto problem = key_problem(name);
+  if (!problem || !name.starts_with('/')) return problem;
+  // A hook path holds no '#', so the first one ends it.
+  size_t hash = name.find('#');
+  if (hash == std::string_view::npos) return problem;
+  std::string_view path = name.substr(0, hash);
+  bool path_ok = path.size() <= k_max_hook_path_bytes;
+  for (char c : path) path_ok = path_ok && c > 0x20 && c < 0x7f && c != '?';
+  if (!path_ok) return problem;
+  if (auto key = key_problem(name.substr(hash + 1))) return "after " + std::string(path) + "#: " + *key;
+  return std::nullopt;
+}
+
+void validate_record_name(std::string_view name) {
+  if (auto problem = record_name_problem(name)) throw UsageError("bad key: " + *problem);
+}
+
 std::string derived_key(std::string_view cwd, const std::vector<std::string>& argv) {
   Fingerprinter f;
   f.add_field("cwd", cwd);

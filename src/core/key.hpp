@@ -8,11 +8,23 @@
 namespace idem::core {
 
 constexpr size_t k_max_key_bytes = 255;
+// `idem serve` names each record PATH#KEY (keys are scoped per hook); a hook's path is at most
+// this long, so a record name is at most k_max_record_name_bytes.
+constexpr size_t k_max_hook_path_bytes = 255;
+constexpr size_t k_max_record_name_bytes = k_max_hook_path_bytes + 1 + k_max_key_bytes;
 
 // Returns why the key is invalid, or nullopt when it is valid.
 std::optional<std::string> key_problem(std::string_view key);
 // Throws UsageError naming the problem.
 void validate_key(std::string_view key);
+
+// What the inspecting commands (show, status, rm) accept: a key, or the name of a record that
+// `idem serve` wrote, HOOKPATH#KEY, where HOOKPATH starts with '/', is at most
+// k_max_hook_path_bytes of printable ASCII without '?' or '#' (as the config requires) and KEY is
+// a valid key. Returns why the name is neither, or nullopt.
+std::optional<std::string> record_name_problem(std::string_view name);
+// Throws UsageError naming the problem.
+void validate_record_name(std::string_view name);
 
 // The key used when `run` is given no -k: "cmd:" + hex SHA-256 over the working directory and
 // argv with argument boundaries, so a bare `idem run -- ./backup.sh` in cron runs once per TTL.

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/duration.hpp"
+#include "core/key.hpp"
 
 namespace idem::http {
 
@@ -314,6 +315,10 @@ std::string read_path(const Json& hook, const std::string& at) {
       fail(where, quote(path) + " contains '" + std::string(1, c) +
                       "' (a hook is matched on the path alone, without query or fragment)");
   }
+  // Records are named PATH#KEY; the inspecting commands accept names up to this path length.
+  if (path.size() > core::k_max_hook_path_bytes)
+    fail(where, quote(path) + " is " + std::to_string(path.size()) + " bytes; the limit is " +
+                    std::to_string(core::k_max_hook_path_bytes));
   // The daemon answers these itself (SPEC §6); a hook there would be unreachable or shadow them.
   if (path == "/healthz" || path == "/metrics")
     fail(where, quote(path) + " is the daemon's own endpoint");
@@ -359,14 +364,21 @@ std::vector<std::string> read_methods(const Json& value, const std::string& at) 
 
 KeySource read_key(const Json& value, const std::string& at) {
   expect_object(value, at);
-  check_fields(value, at, {"header", "json"});
-  if (value.size() != 1) fail(at, "give exactly one of {\"header\": NAME} or {\"json\": POINTER}");
+  check_fields(value, at, {"header", "json", "form"});
+  if (value.size() != 1)
+    fail(at,
+         "give exactly one of {\"header\": NAME}, {\"json\": POINTER} or {\"form\": FIELD}");
   KeySource key;
   if (const Json* header = optional_field(value, "header")) {
     std::string where = member(at, "header");
     key.kind = KeySource::header;
     key.name = read_string(*header, where);
     if (!is_token(key.name)) fail(where, quote(key.name) + " is not a valid header name");
+  } else if (const Json* form = optional_field(value, "form")) {
+    std::string where = member(at, "form");
+    key.kind = KeySource::form;
+    key.name = read_string(*form, where);
+    if (key.name.empty()) fail(where, "is empty; name the form field that holds the key");
   } else {
     std::string where = member(at, "json");
     key.kind = KeySource::json;
@@ -381,6 +393,13 @@ KeySource read_key(const Json& value, const std::string& at) {
     }
   }
   return key;
+}
+
+NoKey read_no_key(const Json& value, const std::string& at) {
+  std::string text = read_string(value, at);
+  if (text == "refuse") return NoKey::refuse;
+  if (text == "run") return NoKey::run;
+  fail(at, "unknown policy " + quote(text) + " (use refuse or run)");
 }
 
 // Which signature fields belong to which schemes: a field the scheme would ignore is refused,
@@ -407,7 +426,7 @@ void read_generic_hmac_fields(const Json& value, const std::string& at, Signatur
 }
 
 std::string read_secret(const Json& value, const std::string& at, const EnvLookup& env,
-                        std::string& variable) {
+                        Scheme scheme, const std::string& hook_path, std::string& variable) {
   std::string where = member(at, "secret_env");
   variable = read_string(required(value, at, "secret_env"), where);
   if (!is_env_name(variable))
@@ -417,12 +436,16 @@ std::string read_secret(const Json& value, const std::string& at, const EnvLooku
   std::optional<std::string> secret = env(variable);
   // An empty secret would make every signature trivially forgeable.
   if (!secret || secret->empty())
-    fail(where, "environment variable " + variable + " is not set (or empty)");
+    fail(where, "environment variable " + variable + " of hook " + hook_path +
+                    " is not set (or empty)");
+  // Refused now rather than at every delivery. The message names the variable, never its value.
+  if (auto why = secret_problem(scheme, *secret))
+    fail(where, "environment variable " + variable + " of hook " + hook_path + ": " + *why);
   return *secret;
 }
 
 SignatureConfig read_signature(const Json& value, const std::string& at, const EnvLookup& env,
-                               std::string& secret_env) {
+                               const std::string& hook_path, std::string& secret_env) {
   expect_object(value, at);
   check_fields(value, at, {"scheme", "secret_env", "header", "encoding", "prefix", "tolerance"});
   std::string scheme_at = member(at, "scheme");
@@ -451,7 +474,7 @@ SignatureConfig read_signature(const Json& value, const std::string& at, const E
     config.tolerance_s = ms / 1000;
   }
   // Last, so that mistakes in the file are reported before a missing variable.
-  config.secret = read_secret(value, at, env, secret_env);
+  config.secret = read_secret(value, at, env, config.scheme, hook_path, secret_env);
   return config;
 }
 
@@ -489,7 +512,7 @@ Hook read_hook(const Json& value, size_t index, PathOwners& owners, const EnvLoo
   expect_object(value, at);
   check_fields(value, at,
                {"path", "command", "signature", "key", "ttl", "timeout", "max_body", "async",
-                "max_concurrency", "max_queue", "retry_abandoned", "methods"});
+                "max_concurrency", "max_queue", "retry_abandoned", "methods", "no_key"});
   Hook hook;
   hook.path = read_path(value, at);
   if (auto [it, fresh] = owners.emplace(hook.path, index); !fresh)
@@ -499,9 +522,12 @@ Hook read_hook(const Json& value, size_t index, PathOwners& owners, const EnvLoo
   if (const Json* v = optional_field(value, "methods"))
     hook.methods = read_methods(*v, member(at, "methods"));
   if (const Json* v = optional_field(value, "key")) hook.key = read_key(*v, member(at, "key"));
+  if (const Json* v = optional_field(value, "no_key"))
+    hook.no_key = read_no_key(*v, member(at, "no_key"));
   read_limits(value, at, hook);
   if (const Json* v = optional_field(value, "signature"))
-    hook.signature = read_signature(*v, member(at, "signature"), env, hook.secret_env);
+    hook.signature =
+        read_signature(*v, member(at, "signature"), env, hook.path, hook.secret_env);
   return hook;
 }
 
@@ -516,6 +542,12 @@ Config read_config(const Json& doc, const EnvLookup& env) {
   PathOwners owners;
   for (size_t i = 0; i < hooks.size(); ++i)
     config.hooks.push_back(read_hook(hooks[i], i, owners, env));
+  std::vector<std::string> secrets;
+  for (const Hook& hook : config.hooks)
+    if (!hook.secret_env.empty() &&
+        std::find(secrets.begin(), secrets.end(), hook.secret_env) == secrets.end())
+      secrets.push_back(hook.secret_env);
+  for (Hook& hook : config.hooks) hook.withheld_env = secrets;
   return config;
 }
 

@@ -14,9 +14,17 @@ namespace idem::http {
 
 // Where a delivery's idempotency key comes from; without one the scheme's default applies.
 struct KeySource {
-  enum Kind { header, json } kind = header;
-  std::string name;  // a header name, or a JSON Pointer ("" or starting with '/') into the body
+  enum Kind { header, json, form } kind = header;
+  // A header name, a JSON Pointer ("" or starting with '/') into the body, or the name of a field
+  // of an application/x-www-form-urlencoded body (non-empty).
+  std::string name;
 };
+
+// What a hook does with a delivery that carries no key (its header or field is absent, the body
+// is not JSON or the pointer finds nothing, or the hook has no key source at all): refuse it with
+// 400, or run the handler without dedupe (nothing is stored; every such delivery runs). A key
+// that is there but unusable (too long, control characters) is refused either way.
+enum class NoKey { refuse, run };
 
 struct Hook {
   std::string path;                  // starts with '/', unique across hooks
@@ -32,6 +40,10 @@ struct Hook {
   int max_queue = 64;       // 0..100000 deliveries waiting for a handler slot
   bool retry_abandoned = false;
   std::vector<std::string> methods = {"POST"};  // upper-case, distinct, at least one
+  NoKey no_key = NoKey::refuse;
+  // Every secret_env of the config, this hook's and the others': no handler gets them in its
+  // environment, so a handler cannot read any sender's secret.
+  std::vector<std::string> withheld_env;
 };
 
 struct Config {
@@ -49,8 +61,9 @@ class ConfigError : public UsageError {
 };
 
 // Parses and validates the whole config, reading each signature's secret through `env`. Throws
-// ConfigError for anything wrong in `text` (or a secret that is unset or empty), and nothing else
-// of its own; `env` may throw what it likes.
+// ConfigError for anything wrong in `text` (or a secret that is unset, empty, or cannot be used
+// by its scheme: see signature.hpp's secret_problem), and nothing else of its own; `env` may
+// throw what it likes.
 Config parse_config(const std::string& file_name, const std::string& text, const EnvLookup& env);
 
 }  // namespace idem::http

@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cstring>
+#include <map>
 #include <variant>
 #include <nlohmann/json.hpp>
 
@@ -26,52 +27,88 @@ namespace {
 
 constexpr int64_t k_max_stored_answer = 16 * 1024 * 1024;
 constexpr const char* k_retry_after_running = "5";
+// On an answer (first or replayed) whose output went over k_max_stored_answer: the body is cut.
+constexpr const char* k_truncated_header = "Idem-Output-Truncated";
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  return true;
+// A delivery that carries no key; `refusal` is the 400 it gets under "no_key": "refuse".
+struct NoKeyFound {
+  Answer refusal;
+};
+
+NoKeyFound no_key_found(const std::string& detail) {
+  return NoKeyFound{problem(400, "No idempotency key", detail)};
 }
 
-// IDEM_HEADER_ + the name upper-cased, with every character that cannot be in a shell variable
-// name turned into '_': X-GitHub-Event -> IDEM_HEADER_X_GITHUB_EVENT.
-std::string header_variable(std::string_view name) {
-  std::string var = "IDEM_HEADER_";
-  for (char c : name)
-    var.push_back(std::isalnum(static_cast<unsigned char>(c))
-                      ? char(std::toupper(static_cast<unsigned char>(c)))
-                      : '_');
-  return var;
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
 }
 
-// The delivery's key, or the 400 answer saying why there is none.
-std::variant<std::string, Answer> find_key(const Hook& hook, const Delivery& d) {
+// One name or value of a form: '+' is a space, %XX the byte XX, any other '%' itself.
+std::string form_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    int high = 0, low = 0;
+    if (c == '+') {
+      out.push_back(' ');
+    } else if (c == '%' && i + 2 < text.size() && (high = hex_value(text[i + 1])) >= 0 &&
+               (low = hex_value(text[i + 2])) >= 0) {
+      out.push_back(char((high << 4) | low));
+      i += 2;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// The delivery's key; NoKeyFound when it carries none; or the 400 answer for a key that is there
+// but cannot be used (refused whatever the hook's no_key says).
+std::variant<std::string, NoKeyFound, Answer> find_key(const Hook& hook, const Delivery& d) {
   std::optional<KeySource> source = hook.key;
   if (!source && hook.signature) {
-    if (auto def = default_key(hook.signature->scheme))
+    auto lookup = [&](std::string_view name) { return d.header(name); };
+    if (auto def = default_key(hook.signature->scheme, lookup))
       source = KeySource{def->kind == DefaultKey::header ? KeySource::header : KeySource::json,
                          def->name};
   }
   if (!source)
-    return problem(400, "No idempotency key",
-                   "hook " + hook.path + " names no key source and its scheme has no default");
+    return no_key_found("hook " + hook.path + " names no key source and its scheme has no default");
   std::string key;
   if (source->kind == KeySource::header) {
     auto value = d.header(source->name);
-    if (!value || value->empty())
-      return problem(400, "No idempotency key", "header " + source->name + " is missing");
+    if (!value || value->empty()) return no_key_found("header " + source->name + " is missing");
     key = *value;
+  } else if (source->kind == KeySource::form) {
+    std::vector<std::string> values = form_values(d.body, source->name);
+    if (values.empty())
+      return no_key_found("the form-encoded body has no field " + source->name);
+    // Which of two would be the key is anyone's guess: refuse rather than pick.
+    if (values.size() > 1)
+      return problem(400, "Bad idempotency key",
+                     "form field " + source->name + " appears " + std::to_string(values.size()) +
+                         " times in the body");
+    key = values[0];
+    if (key.empty()) return no_key_found("form field " + source->name + " is empty");
   } else {
     nlohmann::json doc = nlohmann::json::parse(d.body, nullptr, false);
     if (doc.is_discarded())
-      return problem(400, "No idempotency key", "the body is not JSON, so " + source->name +
-                                                    " cannot be read from it");
+      return no_key_found("the body is not JSON, so " + source->name + " cannot be read from it");
     std::string why;
     auto value = core::key_from_json(doc, source->name, &why);
-    if (!value) return problem(400, "No idempotency key", why);
+    if (!value) {
+      bool there = false;
+      try {
+        there = doc.contains(nlohmann::json::json_pointer(source->name));
+      } catch (const nlohmann::json::exception&) {
+      }
+      if (!there) return no_key_found(why);
+      return problem(400, "Bad idempotency key", why);
+    }
     key = *value;
   }
   if (auto why = core::key_problem(key)) return problem(400, "Bad idempotency key", *why);
@@ -102,9 +139,9 @@ Answer accepted(const std::string& key, const std::string& outcome) {
   return a;
 }
 
-// Runs the hook's command for a claimed delivery and records the outcome; returns the answer.
-Answer run_claimed(const Hook& hook, const Delivery& d, const std::string& key,
-                   const std::string& store_key, int64_t attempt, store::Store& store) {
+// Runs the hook's command for a delivery; returns the answer and the outcome to record.
+std::pair<Answer, core::Outcome> run_handler(const Hook& hook, const Delivery& d,
+                                             const std::string& key, int64_t attempt) {
   util::Fd stdin_fd = body_as_stdin(d.body);
   proc::RunSpec spec;
   spec.argv = hook.command;
@@ -117,18 +154,21 @@ Answer run_claimed(const Hook& hook, const Delivery& d, const std::string& key,
   spec.extra_env = {{"IDEM_KEY", key},           {"IDEM_ATTEMPT", std::to_string(attempt)},
                     {"IDEM_HOOK", hook.path},    {"IDEM_METHOD", d.method},
                     {"IDEM_PATH", d.path}};
-  for (const auto& [name, value] : d.headers) spec.extra_env.emplace_back(header_variable(name), value);
+  for (auto& variable : header_environment(d)) spec.extra_env.push_back(std::move(variable));
+  // No handler reads a sender's secret, its own hook's or another's.
+  spec.unset_env = hook.withheld_env;
   proc::RunResult result = proc::run_command(spec);
 
   core::Outcome o = proc::outcome_of(result, util::SystemClock().now_ms());
   const bool ok = o.status == core::Status::succeeded;
   Answer a;
-  a.key = key;
   if (ok) {
     a.status = 200;
     a.body = result.output.stream_bytes(core::Stream::out);
     a.content_type = content_type_of(a.body);
     a.outcome = "ran";
+    // The client must be able to tell a cut answer from a whole one.
+    if (result.output.truncated()) a.headers.emplace_back(k_truncated_header, "true");
   } else if (result.timed_out) {
     a = problem(504, "Handler timed out",
                 "the handler did not finish within " + std::to_string(hook.timeout_ms / 1000) + "s");
@@ -145,7 +185,56 @@ Answer run_claimed(const Hook& hook, const Delivery& d, const std::string& key,
   a.key = key;
   o.http_status = a.status;
   o.content_type = a.content_type;
+  return {std::move(a), std::move(o)};
+}
+
+// Runs the hook's command for a claimed delivery and records the outcome; returns the answer.
+Answer run_claimed(const Hook& hook, const Delivery& d, const std::string& key,
+                   const std::string& store_key, int64_t attempt, store::Store& store) {
+  auto [a, o] = run_handler(hook, d, key, attempt);
   store.finish(store_key, attempt, o);
+  return a;
+}
+
+// A delivery without a key under "no_key": "run": the handler runs with IDEM_KEY empty and
+// nothing is stored, so every such delivery runs (SPEC §6: "without dedupe").
+Answer run_unkeyed(const Hook& hook, HookSlots& slots, const Delivery& d,
+                   const DeliveryServices& services) {
+  if (!slots.reserve()) {
+    Answer a = problem(503, "Too many deliveries",
+                       "hook " + hook.path + " is at its concurrency and queue limits");
+    a.headers.emplace_back("Retry-After", "1");
+    a.outcome = "overloaded";
+    return a;
+  }
+  if (hook.async) {
+    services.spawn([hook, d, &slots] {
+      slots.acquire();
+      try {
+        run_handler(hook, d, "", 1);
+      } catch (const std::exception&) {
+      }
+      slots.release();
+    });
+    Answer a;
+    a.status = 202;
+    a.content_type = "application/json";
+    a.body = nlohmann::json{{"status", "accepted"}, {"key", nullptr}}.dump() + "\n";
+    a.outcome = "unkeyed";
+    return a;
+  }
+  slots.acquire();
+  Answer a;
+  try {
+    a = run_handler(hook, d, "", 1).first;
+  } catch (const std::exception& e) {
+    slots.release();
+    a = problem(500, "Delivery failed", e.what());
+    a.outcome = "error";
+    return a;
+  }
+  slots.release();
+  if (a.outcome == "ran") a.outcome = "unkeyed";
   return a;
 }
 
@@ -166,10 +255,87 @@ void record_daemon_error(store::Store& store, const std::string& store_key, int6
 
 }  // namespace
 
+std::string header_variable(std::string_view name) {
+  std::string var = "IDEM_HEADER_";
+  for (char c : name) {
+    auto byte = static_cast<unsigned char>(c);
+    bool alnum = (byte >= '0' && byte <= '9') || (byte >= 'a' && byte <= 'z') ||
+                 (byte >= 'A' && byte <= 'Z');
+    var.push_back(alnum ? char(std::toupper(byte)) : '_');
+  }
+  return var;
+}
+
 std::optional<std::string> Delivery::header(std::string_view name) const {
-  for (const auto& [n, v] : headers)
-    if (iequals(n, name)) return v;
-  return std::nullopt;
+  const std::string variable = header_variable(name);
+  std::optional<std::string> value;
+  for (const auto& [n, v] : headers) {
+    if (header_variable(n) != variable) continue;
+    if (value)
+      value->append(", ").append(v);
+    else
+      value = v;
+  }
+  return value;
+}
+
+std::vector<std::pair<std::string, std::string>> header_environment(const Delivery& d) {
+  std::vector<std::pair<std::string, std::string>> variables;
+  std::map<std::string, size_t> index;  // variable -> its place in `variables`
+  for (const auto& [n, v] : d.headers) {
+    std::string variable = header_variable(n);
+    auto [it, fresh] = index.emplace(variable, variables.size());
+    if (fresh)
+      variables.emplace_back(std::move(variable), v);
+    else
+      variables[it->second].second.append(", ").append(v);
+  }
+  return variables;
+}
+
+bool is_credential_header(const Hook& hook, std::string_view name) {
+  const std::string variable = header_variable(name);
+  auto same = [&](std::string_view known) { return header_variable(known) == variable; };
+  if (same("Authorization") || same("Cookie") || same("Proxy-Authorization")) return true;
+  for (std::string_view known : signature_header_names())
+    if (same(known)) return true;
+  return hook.signature && !hook.signature->header.empty() && same(hook.signature->header);
+}
+
+std::string stored_request(const Hook& hook, const Delivery& d) {
+  nlohmann::json headers = nlohmann::json::object();
+  std::map<std::string, std::string> spelling;  // lower-case name -> the name as first received
+  for (const auto& [n, v] : d.headers) {
+    std::string lower = n;
+    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    auto [it, fresh] = spelling.emplace(lower, n);
+    nlohmann::json& value = headers[it->second];
+    if (is_credential_header(hook, n))
+      value = k_redacted;
+    else if (fresh)
+      value = v;
+    else
+      value = value.get<std::string>() + ", " + v;
+  }
+  return nlohmann::json{{"method", d.method}, {"path", d.path}, {"headers", headers},
+                        {"body_b64", util::to_base64(d.body)}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::vector<std::string> form_values(std::string_view body, std::string_view name) {
+  std::vector<std::string> values;
+  while (!body.empty()) {
+    size_t amp = body.find('&');
+    std::string_view pair = body.substr(0, amp);
+    body.remove_prefix(amp == std::string_view::npos ? body.size() : amp + 1);
+    if (pair.empty()) continue;
+    size_t equals = pair.find('=');
+    std::string_view field = pair.substr(0, equals);
+    std::string_view value =
+        equals == std::string_view::npos ? std::string_view() : pair.substr(equals + 1);
+    if (form_decode(field) == name) values.push_back(form_decode(value));
+  }
+  return values;
 }
 
 Answer problem(int status, const std::string& title, const std::string& detail) {
@@ -230,6 +396,11 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
     }
   }
   auto found = find_key(hook, d);
+  if (auto* none = std::get_if<NoKeyFound>(&found)) {
+    if (hook.no_key == NoKey::run) return run_unkeyed(hook, slots, d, services);
+    none->refusal.outcome = "no_key";
+    return none->refusal;
+  }
   if (auto* refusal = std::get_if<Answer>(&found)) {
     refusal->outcome = "no_key";
     return *refusal;
@@ -265,11 +436,7 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
     req.kind = "http";
     req.owner = services.owner;
     req.ttl_ms = hook.ttl_ms;
-    nlohmann::json headers = nlohmann::json::object();
-    for (const auto& [n, v] : d.headers) headers[n] = v;
-    req.request = nlohmann::json{{"method", d.method}, {"path", d.path}, {"headers", headers},
-                                 {"body_b64", util::to_base64(d.body)}}
-                      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    req.request = stored_request(hook, d);
     req.policy = core::Policy{false, hook.retry_abandoned};
     req.now_ms = now_ms;
     if (!reserved) {
@@ -314,6 +481,7 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
         a.content_type = r.content_type.empty() ? "text/plain; charset=utf-8" : r.content_type;
         a.body = out ? out->stream_bytes(core::Stream::out) : std::string();
         a.headers.emplace_back("Idempotent-Replayed", "true");
+        if (r.output_truncated) a.headers.emplace_back(k_truncated_header, "true");
         a.outcome = "replayed";
         break;
       }

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,10 +19,43 @@ namespace idem::http {
 struct Delivery {
   std::string method;
   std::string path;
-  std::vector<std::pair<std::string, std::string>> headers;  // as received
+  std::vector<std::pair<std::string, std::string>> headers;  // as received, in order
   std::string body;
-  std::optional<std::string> header(std::string_view name) const;  // case-insensitive
+  // The value of the header `name` as the handler sees it in IDEM_HEADER_<NAME>, and as
+  // signatures and keys read it: every header whose name maps to the same variable
+  // (header_variable: X-A, x-a, X_A and X.A all do), their values joined with ", " in the order
+  // received, as RFC 9110 combines a repeated field. nullopt when there is none.
+  std::optional<std::string> header(std::string_view name) const;
 };
+
+// The environment variable of a request header: IDEM_HEADER_ + the name upper-cased, with every
+// byte other than an ASCII letter or digit turned into '_' (X-GitHub-Event ->
+// IDEM_HEADER_X_GITHUB_EVENT).
+std::string header_variable(std::string_view name);
+
+// The handler's IDEM_HEADER_ variables: one per distinct header_variable, in the order of its
+// first header, valued as Delivery::header.
+std::vector<std::pair<std::string, std::string>> header_environment(const Delivery& delivery);
+
+// What the store keeps of a delivery's value for a header that carries a credential.
+inline constexpr std::string_view k_redacted = "[redacted]";
+
+// Whether the store keeps `name` by name only: Authorization, Cookie, Proxy-Authorization, the
+// signature header of every scheme, and the header the hook's generic scheme is configured with;
+// also any header whose variable is one of theirs (Proxy_Authorization, X.Hub.Signature.256).
+bool is_credential_header(const Hook& hook, std::string_view name);
+
+// The request as the store keeps it (JSON: method, path, headers, body_b64), for
+// `idem show --request`. Headers are an object by name (as first spelled; a repeated name's
+// values joined with ", " in order); credential headers keep their name with the value
+// k_redacted.
+std::string stored_request(const Hook& hook, const Delivery& delivery);
+
+// The values of the field `name` of an application/x-www-form-urlencoded body, in order: split on
+// '&', name and value split at the first '=', '+' read as a space and %XX as the byte XX (a '%'
+// not followed by two hex digits stays as it is), as the WHATWG URL standard parses forms. Empty
+// when the field is absent. The body itself is never changed.
+std::vector<std::string> form_values(std::string_view body, std::string_view name);
 
 struct Answer {
   int status = 200;
@@ -30,8 +64,10 @@ struct Answer {
   std::vector<std::pair<std::string, std::string>> headers;
   // For the log line and metrics: the key (if known) and what happened.
   std::string key;
-  std::string outcome;  // ran, replayed, conflict, running, abandoned, rejected, bad_request, ...
-  std::string error;    // for the log only, never sent: what failed inside (it may name files)
+  // ran, replayed, conflict, running, abandoned, rejected, bad_request, unkeyed (ran without a
+  // key, under "no_key": "run"), ...
+  std::string outcome;
+  std::string error;  // for the log only, never sent: what failed inside (it may name files)
 };
 
 // RFC 9457 problem details.

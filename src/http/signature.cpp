@@ -21,12 +21,28 @@ constexpr std::string_view k_stripe_signature = "Stripe-Signature";
 constexpr std::string_view k_webhook_id = "webhook-id";
 constexpr std::string_view k_webhook_timestamp = "webhook-timestamp";
 constexpr std::string_view k_webhook_signature = "webhook-signature";
+constexpr std::string_view k_svix_id = "svix-id";
+constexpr std::string_view k_svix_timestamp = "svix-timestamp";
+constexpr std::string_view k_svix_signature = "svix-signature";
 constexpr std::string_view k_shopify_signature = "X-Shopify-Hmac-Sha256";
 constexpr std::string_view k_slack_timestamp = "X-Slack-Request-Timestamp";
 constexpr std::string_view k_slack_signature = "X-Slack-Signature";
 constexpr std::string_view k_standard_secret_prefix = "whsec_";
 
 using Encoding = SignatureConfig::Encoding;
+
+// The key bytes of a standard-webhooks secret, or nullopt with `problem` set.
+std::optional<std::string> standard_webhooks_key(std::string_view secret, std::string& problem) {
+  if (secret.substr(0, k_standard_secret_prefix.size()) == k_standard_secret_prefix)
+    secret.remove_prefix(k_standard_secret_prefix.size());
+  if (secret.empty()) {
+    problem = "secret is empty";
+    return std::nullopt;
+  }
+  std::optional<std::string> key = util::from_base64(secret);
+  if (!key) problem = "secret is not base64";
+  return key;
+}
 
 Verdict pass() { return {true, {}}; }
 Verdict fail(std::string problem) { return {false, std::move(problem)}; }
@@ -221,23 +237,19 @@ Verdict verify_stripe(const SignatureConfig& config, const HeaderLookup& headers
 // list of `version,signature` entries of which only v1 (HMAC-SHA256, base64) is ours to check.
 Verdict verify_standard_webhooks(const SignatureConfig& config, const HeaderLookup& headers,
                                  std::string_view body, int64_t now_unix_s) {
-  std::string_view encoded_key = config.secret;
-  if (encoded_key.substr(0, k_standard_secret_prefix.size()) == k_standard_secret_prefix)
-    encoded_key.remove_prefix(k_standard_secret_prefix.size());
-  if (encoded_key.empty()) return fail("secret is empty");
-  std::optional<std::string> key = util::from_base64(encoded_key);
-  if (!key) return fail("secret is not base64");
-
   std::string problem;
-  std::optional<std::string> id = required_header(headers, k_webhook_id, problem);
+  std::optional<std::string> key = standard_webhooks_key(config.secret, problem);
+  if (!key) return fail(problem);
+
+  const StandardWebhooksHeaders names = standard_webhooks_headers(headers);
+  std::optional<std::string> id = required_header(headers, names.id, problem);
   if (!id) return fail(problem);
-  std::optional<std::string> timestamp_text =
-      required_header(headers, k_webhook_timestamp, problem);
+  std::optional<std::string> timestamp_text = required_header(headers, names.timestamp, problem);
   if (!timestamp_text) return fail(problem);
-  std::optional<std::string> signatures = required_header(headers, k_webhook_signature, problem);
+  std::optional<std::string> signatures = required_header(headers, names.signature, problem);
   if (!signatures) return fail(problem);
   std::optional<int64_t> timestamp = parse_unix_seconds(*timestamp_text);
-  if (!timestamp) return fail(std::string(k_webhook_timestamp) + " is not a unix timestamp");
+  if (!timestamp) return fail(std::string(names.timestamp) + " is not a unix timestamp");
 
   std::string content;
   content.reserve(id->size() + 1 + timestamp_text->size() + 1 + body.size());
@@ -257,7 +269,7 @@ Verdict verify_standard_webhooks(const SignatureConfig& config, const HeaderLook
     std::optional<std::string> claimed = util::from_base64(entry.substr(comma + 1));
     matched |= claimed.has_value() && constant_time_equal(*claimed, mac);
   }
-  if (!saw_v1) return fail(std::string(k_webhook_signature) + " has no v1 signature");
+  if (!saw_v1) return fail(std::string(names.signature) + " has no v1 signature");
   if (!matched) return fail("signature does not match");
   return check_timestamp(*timestamp, now_unix_s, config.tolerance_s);
 }
@@ -328,6 +340,40 @@ std::optional<DefaultKey> default_key(Scheme scheme) {
       return std::nullopt;
   }
   return std::nullopt;
+}
+
+std::optional<DefaultKey> default_key(Scheme scheme, const HeaderLookup& headers) {
+  if (scheme == Scheme::standard_webhooks)
+    return DefaultKey{DefaultKey::header, std::string(standard_webhooks_headers(headers).id)};
+  return default_key(scheme);
+}
+
+StandardWebhooksHeaders standard_webhooks_headers(const HeaderLookup& headers) {
+  const StandardWebhooksHeaders standard{k_webhook_id, k_webhook_timestamp, k_webhook_signature};
+  const StandardWebhooksHeaders svix{k_svix_id, k_svix_timestamp, k_svix_signature};
+  auto any_of = [&](const StandardWebhooksHeaders& names) {
+    return headers(names.id) || headers(names.timestamp) || headers(names.signature);
+  };
+  if (any_of(standard)) return standard;
+  return any_of(svix) ? svix : standard;
+}
+
+std::optional<std::string> secret_problem(Scheme scheme, std::string_view secret) {
+  if (secret.empty()) return "the secret is empty";
+  if (scheme != Scheme::standard_webhooks) return std::nullopt;
+  std::string problem;
+  if (!standard_webhooks_key(secret, problem))
+    return "a standard-webhooks secret is whsec_ followed by base64, and this one " +
+           std::string(problem == "secret is empty" ? "has nothing after whsec_"
+                                                    : "is not base64");
+  return std::nullopt;
+}
+
+std::span<const std::string_view> signature_header_names() {
+  static constexpr std::string_view k_names[] = {
+      "X-Hub-Signature",   k_github_signature,  k_stripe_signature, k_webhook_signature,
+      k_svix_signature,    k_shopify_signature, k_slack_signature};
+  return k_names;
 }
 
 bool constant_time_equal(std::string_view a, std::string_view b) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -63,6 +64,30 @@ struct DefaultKey {
 // shopify: header X-Shopify-Webhook-Id; slack: json /event_id (its timestamp header is not unique);
 // hmac-sha256: nullopt, a generic sender has no known id.
 std::optional<DefaultKey> default_key(Scheme scheme);
+// The same for one delivery: standard-webhooks takes svix-id when the delivery is signed under
+// the svix- names (see standard_webhooks_headers), so the key is always the id that was signed.
+std::optional<DefaultKey> default_key(Scheme scheme, const HeaderLookup& headers);
+
+// The header names a standard-webhooks delivery is signed under: webhook-id, webhook-timestamp,
+// webhook-signature, or Svix's svix-id, svix-timestamp, svix-signature. One set, never a mix:
+// the webhook- set when the delivery has any of its headers, else the svix- set when it has any
+// of those, else the webhook- set (whose absence verify then reports).
+struct StandardWebhooksHeaders {
+  std::string_view id, timestamp, signature;
+};
+StandardWebhooksHeaders standard_webhooks_headers(const HeaderLookup& headers);
+
+// Why `secret` cannot check signatures under `scheme`, or nullopt when it can. Every scheme needs
+// a non-empty secret; standard-webhooks also needs base64 (an optional whsec_ prefix, then
+// standard base64 with its padding, as the Standard Webhooks libraries decode it) of at least
+// one byte. Never contains the secret. `idem serve` asks at start and reload, so that a secret
+// that could verify nothing is refused there instead of failing every delivery.
+std::optional<std::string> secret_problem(Scheme scheme, std::string_view secret);
+
+// The request headers that carry a signature under some scheme: X-Hub-Signature (GitHub's SHA-1
+// one) and X-Hub-Signature-256, Stripe-Signature, webhook-signature, svix-signature,
+// X-Shopify-Hmac-Sha256, X-Slack-Signature. The store keeps such headers by name only.
+std::span<const std::string_view> signature_header_names();
 
 // Whether a and b are equal, in time that depends on their lengths only, never on where they
 // differ. Different lengths compare unequal at once: lengths of MACs are public.

@@ -92,7 +92,11 @@ ExecPlan make_plan(const RunSpec& spec) {
       return entry.size() > kv.first.size() && entry.substr(0, kv.first.size()) == kv.first &&
              entry[kv.first.size()] == '=';
     });
-    if (!overridden) plan.env_storage.emplace_back(entry);
+    bool removed = std::any_of(spec.unset_env.begin(), spec.unset_env.end(), [&](auto& name) {
+      return entry.size() > name.size() && entry.substr(0, name.size()) == name &&
+             entry[name.size()] == '=';
+    });
+    if (!overridden && !removed) plan.env_storage.emplace_back(entry);
   }
   for (const auto& [name, value] : spec.extra_env) plan.env_storage.push_back(name + "=" + value);
   for (auto& e : plan.env_storage) plan.envp.push_back(e.data());

@@ -15,6 +15,7 @@ namespace idem::proc {
 struct RunSpec {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> extra_env;  // added to idem's environment
+  std::vector<std::string> unset_env;  // names removed from idem's environment (not extra_env)
   int stdin_fd = 0;        // the command's stdin (idem's own by default)
   int live_stdout_fd = 1;  // where live output goes; -1 to only capture
   int live_stderr_fd = 2;

@@ -9,7 +9,9 @@
 using idem::core::derived_key;
 using idem::core::display_key;
 using idem::core::key_problem;
+using idem::core::record_name_problem;
 using idem::core::validate_key;
+using idem::core::validate_record_name;
 
 namespace {
 bool valid(const std::string& key) { return !key_problem(key).has_value(); }
@@ -183,4 +185,37 @@ TEST_CASE("display_key: short keys as is, long keys cut on a UTF-8 boundary", "[
                     "bcdefg",
                     5) == "a...");
   CHECK(display_key(std::string(300, 'k')) == std::string(252, 'k') + "...");
+}
+
+TEST_CASE("record names: a key, or HOOKPATH#KEY as idem serve writes them", "[key]") {
+  auto valid_name = [](const std::string& name) { return !record_name_problem(name).has_value(); };
+  // Every valid key is a record name.
+  CHECK(valid_name("order-42"));
+  CHECK(valid_name(std::string(255, 'k')));
+  CHECK(valid_name("/hooks/x#short"));
+  // A 255-byte key delivered to a hook: longer than a key, still a record name.
+  const std::string key(255, 'k');
+  CHECK(valid_name("/hooks/github#" + key));
+  CHECK_NOTHROW(validate_record_name("/hooks/github#" + key));
+  // The longest path a config accepts with the longest key.
+  const std::string path = "/" + std::string(254, 'p');
+  CHECK(valid_name(path + "#" + key));
+  CHECK((path + "#" + key).size() == idem::core::k_max_record_name_bytes);
+  // The key part is a key: any '#' after the first belongs to it.
+  CHECK(valid_name("/hooks/x#" + std::string(250, 'k') + "#a#b"));
+
+  // Past the limits, or not of that shape: the key's own problem.
+  CHECK(*record_name_problem("/hooks/github#" + key + "k") ==
+        "after /hooks/github#: key is 256 bytes; the limit is 255");
+  CHECK(*record_name_problem(path + "p#" + key) == "key is 512 bytes; the limit is 255");
+  CHECK(*record_name_problem(std::string(256, 'k')) == "key is 256 bytes; the limit is 255");
+  CHECK(*record_name_problem("no-slash#" + key) == "key is 264 bytes; the limit is 255");
+  CHECK(*record_name_problem("/hooks x#" + key) == "key is 264 bytes; the limit is 255");
+  CHECK(*record_name_problem("/hooks?x#" + key) == "key is 264 bytes; the limit is 255");
+  CHECK(*record_name_problem("/hooks/x#" + std::string(249, 'k') + "\t" + "kkkkk") ==
+        "after /hooks/x#: key has a control character at byte 249");
+  CHECK(valid_name("/hooks/x#"));  // short: a valid key as a whole
+  CHECK_FALSE(valid_name("/hooks/x#" + std::string(300, 'k')));
+  CHECK_FALSE(valid_name(""));
+  CHECK_THROWS_AS(validate_record_name(std::string(600, 'k')), idem::UsageError);
 }

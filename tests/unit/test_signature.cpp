@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "http/signature.hpp"
 #include "util/hex.hpp"
@@ -25,6 +26,9 @@ using idem::http::HeaderLookup;
 using idem::http::hmac_sha256;
 using idem::http::Scheme;
 using idem::http::scheme_from_string;
+using idem::http::secret_problem;
+using idem::http::signature_header_names;
+using idem::http::standard_webhooks_headers;
 using idem::http::SignatureConfig;
 using idem::http::to_string;
 using idem::http::verify;
@@ -139,6 +143,78 @@ TEST_CASE("default_key: each scheme's delivery or event id", "[signature]") {
   check(Scheme::shopify, DefaultKey::header, "X-Shopify-Webhook-Id");
   check(Scheme::slack, DefaultKey::json, "/event_id");
   CHECK_FALSE(default_key(Scheme::hmac_sha256).has_value());
+}
+
+TEST_CASE("default_key: standard-webhooks takes the id of the header set that is signed",
+          "[signature]") {
+  auto key_name = [](Headers headers) {
+    return default_key(Scheme::standard_webhooks, lookup(std::move(headers)))->name;
+  };
+  CHECK(key_name({}) == "webhook-id");
+  CHECK(key_name({{"webhook-id", "a"}, {"webhook-signature", "v1,x"}}) == "webhook-id");
+  CHECK(key_name({{"svix-id", "a"}, {"svix-timestamp", "1"}, {"svix-signature", "v1,x"}}) ==
+        "svix-id");
+  // Any webhook- header picks that set, so an unsigned svix-id never becomes the key of a
+  // delivery signed under the webhook- names (nor the other way round).
+  CHECK(key_name({{"svix-id", "a"}, {"webhook-signature", "v1,x"}}) == "webhook-id");
+  CHECK(key_name({{"Svix-Id", "a"}, {"Webhook-Timestamp", "1"}}) == "webhook-id");
+  // The other schemes do not look at the headers.
+  CHECK(default_key(Scheme::github, lookup({}))->name == "X-GitHub-Delivery");
+  CHECK_FALSE(default_key(Scheme::hmac_sha256, lookup({})).has_value());
+}
+
+TEST_CASE("standard_webhooks_headers: one set, never a mix", "[signature]") {
+  auto id_of = [](Headers headers) {
+    return std::string(standard_webhooks_headers(lookup(std::move(headers))).id);
+  };
+  CHECK(id_of({}) == "webhook-id");
+  CHECK(id_of({{"svix-signature", "v1,x"}}) == "svix-id");
+  auto svix = standard_webhooks_headers(lookup({{"SVIX-TIMESTAMP", "1"}}));
+  CHECK(svix.id == "svix-id");
+  CHECK(svix.timestamp == "svix-timestamp");
+  CHECK(svix.signature == "svix-signature");
+  CHECK(id_of({{"svix-signature", "v1,x"}, {"webhook-id", "m"}}) == "webhook-id");
+}
+
+TEST_CASE("secret_problem: what each scheme can verify with", "[signature]") {
+  for (Scheme scheme : {Scheme::github, Scheme::stripe, Scheme::standard_webhooks, Scheme::shopify,
+                        Scheme::slack, Scheme::hmac_sha256}) {
+    INFO(to_string(scheme));
+    CHECK(secret_problem(scheme, "") == "the secret is empty");
+  }
+  // Text schemes take any text, whsec_ included (Stripe's secrets start with it).
+  for (Scheme scheme : {Scheme::github, Scheme::stripe, Scheme::shopify, Scheme::slack,
+                        Scheme::hmac_sha256}) {
+    INFO(to_string(scheme));
+    CHECK_FALSE(secret_problem(scheme, "whsec_").has_value());
+    CHECK_FALSE(secret_problem(scheme, "not base64!").has_value());
+  }
+  // standard-webhooks: what its libraries decode.
+  const Scheme standard = Scheme::standard_webhooks;
+  CHECK_FALSE(secret_problem(standard, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").has_value());
+  CHECK_FALSE(secret_problem(standard, "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").has_value());
+  CHECK_FALSE(secret_problem(standard, "whsec_c2VjcmV0MQ==").has_value());
+  CHECK(secret_problem(standard, "whsec_") ==
+        "a standard-webhooks secret is whsec_ followed by base64, and this one has nothing "
+        "after whsec_");
+  for (const char* bad : {"whsec_not base64!", "whsec_abc", "whsec_c2VjcmV0MQ", "plain-text",
+                          "whsec_whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_c2Vj=mV0"}) {
+    INFO(bad);
+    CHECK(secret_problem(standard, bad) ==
+          "a standard-webhooks secret is whsec_ followed by base64, and this one is not base64");
+  }
+  // Whatever passes verifies: verify never answers "secret is ..." for it.
+  auto config = config_for(standard, "whsec_c2VjcmV0MQ==");
+  CHECK(verify(config, lookup({}), "{}", k_t).problem == "webhook-id is missing");
+}
+
+TEST_CASE("signature_header_names: every scheme's signature header", "[signature]") {
+  std::vector<std::string> names;
+  for (std::string_view name : signature_header_names()) names.emplace_back(name);
+  CHECK(names == std::vector<std::string>{"X-Hub-Signature", "X-Hub-Signature-256",
+                                          "Stripe-Signature", "webhook-signature",
+                                          "svix-signature", "X-Shopify-Hmac-Sha256",
+                                          "X-Slack-Signature"});
 }
 
 TEST_CASE("every scheme refuses an empty secret", "[signature]") {
@@ -443,6 +519,36 @@ TEST_CASE("standard-webhooks: own vector, lists, tampering", "[signature]") {
     CHECK(verify(config, headers, body, k_t - 301).problem ==
           "timestamp 1700000000 is 301s away from now (tolerance 300s)");
   }
+}
+
+TEST_CASE("standard-webhooks: Svix's header names, never mixed with the others", "[signature]") {
+  // The own vector above under svix- names: the same MAC, as Svix signs what Standard Webhooks
+  // signs.
+  auto config = config_for(Scheme::standard_webhooks, "whsec_aWRlbS1zdGFuZGFyZC13ZWJob29rcyEh");
+  const std::string body = R"({"type":"invoice.paid"})";
+  const std::string good = "v1,wNUC+tAQFP5brdudcPPXOKH+PI1CrGLWgwQkchNp3XM=";
+  Headers svix = {{"svix-id", "msg_2abc"}, {"svix-timestamp", "1700000000"},
+                  {"svix-signature", good}};
+  CHECK(verify(config, lookup(svix), body, k_t).ok);
+  Headers upper = {{"Svix-Id", "msg_2abc"}, {"Svix-Timestamp", "1700000000"},
+                   {"Svix-Signature", "v1,bm9wZQ== " + good}};
+  CHECK(verify(config, lookup(upper), body, k_t).ok);
+  // The id is signed under these names too.
+  svix["svix-id"] = "msg_2abd";
+  CHECK(verify(config, lookup(svix), body, k_t).problem == "signature does not match");
+  svix["svix-id"] = "msg_2abc";
+  // Problems name the headers of the set in use.
+  Headers no_timestamp = {{"svix-id", "msg_2abc"}, {"svix-signature", good}};
+  CHECK(verify(config, lookup(no_timestamp), body, k_t).problem == "svix-timestamp is missing");
+  Headers v1a = {{"svix-id", "msg_2abc"}, {"svix-timestamp", "1700000000"},
+                 {"svix-signature", "v1a,abc"}};
+  CHECK(verify(config, lookup(v1a), body, k_t).problem == "svix-signature has no v1 signature");
+  CHECK(verify(config, lookup(svix), body, k_t + 301).problem ==
+        "timestamp 1700000000 is 301s away from now (tolerance 300s)");
+  // One webhook- header present: the webhook- set is used, and it is incomplete.
+  Headers mixed = svix;
+  mixed["webhook-id"] = "msg_other";
+  CHECK(verify(config, lookup(mixed), body, k_t).problem == "webhook-timestamp is missing");
 }
 
 // ---------------------------------------------------------------------------------------------
