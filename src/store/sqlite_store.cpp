@@ -48,10 +48,15 @@ constexpr int64_t k_checkpoint_wal_bytes = 4 * 1024 * 1024;
 // gc deletes at most this many records per write transaction: a few milliseconds of writer lock.
 constexpr int k_gc_batch = 500;
 // Between two gc batches the writer lock is left free this long. A waiting writer polls the lock
-// at least every k_busy_poll_max_ms (see on_busy), so a pause at least that long lets every writer
-// that queued during a batch in before the next one: gc gives way instead of starving them.
+// every k_busy_poll_ms for the first k_busy_fast_ms of its wait (see on_busy), so a pause at least
+// that long lets the writers that queued during a batch in before the next one: gc gives way
+// instead of starving them. After k_busy_fast_ms a writer is in a crowd of writers, not behind
+// gc, and polls every k_busy_slow_poll_ms: a crowd polling every few ms costs the CPU that the
+// lock's holder needs.
 constexpr auto k_gc_yield = std::chrono::milliseconds(4);
-constexpr int64_t k_busy_poll_max_ms = 4;
+constexpr int64_t k_busy_poll_ms = 4;
+constexpr int64_t k_busy_fast_ms = 100;
+constexpr int64_t k_busy_slow_poll_ms = 20;
 // `ls --prefix`: a prefix matching fewer records than this is read through the key index and
 // sorted (at most this many rows); a commoner one walks the newest-first index instead.
 constexpr int64_t k_prefix_sort_max = 10000;
@@ -633,15 +638,18 @@ class SqliteStore final : public Store {
   }
 
   // The busy handler: waits for the lock up to the busy timeout, polling it every few
-  // milliseconds. SQLite's own handler backs off to 100 ms between polls, so a writer that has
-  // waited a while misses the short gaps a batch loop (gc) leaves between its transactions, and
-  // can starve behind it; a short poll keeps a writer's wait to about one batch.
+  // milliseconds at first. SQLite's own handler backs off to 100 ms between polls within 300 ms,
+  // so a writer behind a batch loop (gc) misses the short gaps it leaves between transactions and
+  // starves; a short poll keeps such a wait to about one batch. See k_busy_fast_ms.
   static int on_busy(void* self, int count) {
     auto* store = static_cast<SqliteStore*>(self);
     const int64_t now = util::monotonic_ms();
     if (count == 0) store->busy_since_ms_ = now;
-    if (now - store->busy_since_ms_ >= store->busy_timeout_ms_) return 0;
-    const int64_t pause_ms = std::min<int64_t>(int64_t(1) << std::min(count, 2), k_busy_poll_max_ms);
+    const int64_t waited_ms = now - store->busy_since_ms_;
+    if (waited_ms >= store->busy_timeout_ms_) return 0;
+    const int64_t pause_ms = waited_ms >= k_busy_fast_ms
+                                 ? k_busy_slow_poll_ms
+                                 : std::min<int64_t>(int64_t(1) << std::min(count, 2), k_busy_poll_ms);
     std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     return 1;
   }
