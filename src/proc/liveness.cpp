@@ -1,6 +1,7 @@
 #include "proc/liveness.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "util/clock.hpp"
+#include "util/fd.hpp"
 
 namespace idem::proc {
 
@@ -42,8 +44,21 @@ struct ProcStat {
 // /proc/PID/stat. The command name (field 2) may hold spaces and parentheses, so parse after the
 // last ')'.
 ProcStat read_stat(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // read(2), not a stream: reading the file of a process that exits meanwhile fails with ESRCH,
+  // which libstdc++'s filebuf turns into an exception; here it only means "gone".
+  std::string stat;
+  {
+    util::Fd fd(::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return {};
+    char buf[1024];
+    for (;;) {
+      ssize_t n = ::read(fd.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return {};
+      if (n == 0) break;
+      stat.append(buf, size_t(n));
+    }
+  }
   auto paren = stat.rfind(')');
   if (paren == std::string::npos) return {};
   std::istringstream fields(stat.substr(paren + 1));

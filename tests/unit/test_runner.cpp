@@ -2,6 +2,7 @@
 // before the command runs, and a recorded group is alive while any of its members is.
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -156,4 +157,30 @@ TEST_CASE("store: set_process_group is conditioned on the current running attemp
   done.finished_ms = req.now_ms + 1;
   REQUIRE(store->finish("k", 2, done));
   CHECK_FALSE(store->set_process_group("k", 2, ProcessGroup{9, 9}));
+}
+
+TEST_CASE("liveness: reading a process that exits meanwhile never throws", "[liveness]") {
+  // Reading /proc/PID/stat of a process reaped between open and read fails with ESRCH; that
+  // means "gone", not an error. A thread reaps each child while this one keeps reading it.
+  const Owner me = describe_owner();
+  for (int i = 0; i < 500; ++i) {
+    pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) _exit(0);
+    std::thread reaper([child] {
+      int status = 0;
+      ::waitpid(child, &status, 0);
+    });
+    bool threw = false;
+    for (int j = 0; j < 200 && !threw; ++j) {
+      try {
+        if (idem::proc::start_ticks(child) == 0) break;
+        process_group_alive(me, ProcessGroup{child, 0});
+      } catch (...) {
+        threw = true;
+      }
+    }
+    reaper.join();
+    CHECK_FALSE(threw);
+  }
 }
