@@ -140,8 +140,10 @@ Answer accepted(const std::string& key, const std::string& outcome) {
 }
 
 // Runs the hook's command for a delivery; returns the answer and the outcome to record.
-std::pair<Answer, core::Outcome> run_handler(const Hook& hook, const Delivery& d,
-                                             const std::string& key, int64_t attempt) {
+// `on_spawn`, when given, records the handler's process group before the handler starts.
+std::pair<Answer, core::Outcome> run_handler(
+    const Hook& hook, const Delivery& d, const std::string& key, int64_t attempt,
+    std::function<void(const core::ProcessGroup&)> on_spawn = nullptr) {
   util::Fd stdin_fd = body_as_stdin(d.body);
   proc::RunSpec spec;
   spec.argv = hook.command;
@@ -157,6 +159,7 @@ std::pair<Answer, core::Outcome> run_handler(const Hook& hook, const Delivery& d
   for (auto& variable : header_environment(d)) spec.extra_env.push_back(std::move(variable));
   // No handler reads a sender's secret, its own hook's or another's.
   spec.unset_env = hook.withheld_env;
+  spec.on_spawn = std::move(on_spawn);
   proc::RunResult result = proc::run_command(spec);
 
   core::Outcome o = proc::outcome_of(result, util::SystemClock().now_ms());
@@ -191,7 +194,11 @@ std::pair<Answer, core::Outcome> run_handler(const Hook& hook, const Delivery& d
 // Runs the hook's command for a claimed delivery and records the outcome; returns the answer.
 Answer run_claimed(const Hook& hook, const Delivery& d, const std::string& key,
                    const std::string& store_key, int64_t attempt, store::Store& store) {
-  auto [a, o] = run_handler(hook, d, key, attempt);
+  // The group is durable before the handler starts: a retry_abandoned retry after a daemon crash
+  // must not overlap what the handler left running (its background jobs).
+  auto [a, o] = run_handler(hook, d, key, attempt, [&](const core::ProcessGroup& group) {
+    store.set_process_group(store_key, attempt, group);
+  });
   store.finish(store_key, attempt, o);
   return a;
 }
@@ -438,6 +445,10 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
     req.ttl_ms = hook.ttl_ms;
     req.request = stored_request(hook, d);
     req.policy = core::Policy{false, hook.retry_abandoned};
+    // With retry_abandoned, an abandoned attempt is retried only once its processes are seen to
+    // be gone: claim allowing no retry, check the attempt the claim names, then claim allowing
+    // exactly that one.
+    if (hook.retry_abandoned) req.policy.retry_only_attempt = -1;
     req.now_ms = now_ms;
     if (!reserved) {
       auto existing = store->get(store_key);
@@ -448,6 +459,11 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
         return overloaded();
     }
     store::ClaimResult claim = store->claim(req, proc::owner_gone);
+    while (hook.retry_abandoned && claim.verdict == core::Verdict::abandoned &&
+           !proc::process_group_alive(claim.existing->owner, claim.existing->process_group)) {
+      req.policy.retry_only_attempt = claim.existing->attempt;
+      claim = store->claim(req, proc::owner_gone);
+    }
 
     Answer a;
     switch (claim.verdict) {
@@ -467,6 +483,14 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
         break;
       case core::Verdict::abandoned:
         give_back();
+        if (hook.retry_abandoned) {  // still abandoned after the loop above: its processes live
+          a = problem(409, "Earlier delivery still running",
+                      "the handler of key '" + core::display_key(key) +
+                          "' was cut off, but processes it started are still running");
+          a.headers.emplace_back("Retry-After", k_retry_after_running);
+          a.outcome = "abandoned";
+          break;
+        }
         a = problem(409, "Earlier delivery abandoned",
                     "the handler of key '" + core::display_key(key) +
                         "' was cut off (the daemon died mid-run); its outcome is unknown");
