@@ -1,11 +1,13 @@
 # bash completion for idem(1)                                      -*- shell-script -*-
 #
-# Completes subcommands, each subcommand's flags, the values some flags take, and record keys
-# (show, status, rm, and -k/--key of run, begin and end) read from the store with
-# `idem ls --all --keys`, honouring a --db given on the command line. Works with or without
-# the bash-completion package; uses its helpers for file and command names when they are there.
+# Completes subcommands (asked of the idem being completed, `idem --list-commands`), each
+# subcommand's flags, the values some flags take, and record keys (show, status, rm, and -k/--key
+# of run, begin and end) read from the store with `idem ls --all --keys`, honouring a --db given
+# on the command line. Works with or without the bash-completion package; uses its helpers for
+# file and command names when they are there.
 
-# _idem_flags SUBCOMMAND: the flags SUBCOMMAND accepts, global ones included ("": before one).
+# _idem_flags SUBCOMMAND: the flags SUBCOMMAND accepts, global ones included ("": before one). A
+# subcommand without its line here gets the long flags its --help lists.
 _idem_flags() {
   local global="--db -h --help"
   case $1 in
@@ -21,7 +23,9 @@ _idem_flags() {
     each) echo "--key-field --ttl --jobs --replay-failures -q --quiet -v --verbose $global" ;;
     begin) echo "-k --key --ttl --wait --owner-pid --print --retry-abandoned --kill-stale -q --quiet $global" ;;
     end) echo "-k --key --exit --stdout-file --stderr-file --owner-pid $global" ;;
-    *) echo "$global --version" ;;
+    "") echo "$global --version" ;;
+    *) echo $("$_idem_cmd" "$1" --help 2>/dev/null | grep -oE -- '--[a-z][a-z0-9-]*' | LC_ALL=C sort -u) \
+      "$global" ;;
   esac
 }
 
@@ -206,7 +210,12 @@ _idem() {
     read -ra flags <<<"$(_idem_flags "$sub")"
     _idem_add "${flags[@]}"
   elif [[ -z $sub ]]; then
-    _idem_add run ls show status rm gc serve each begin end
+    local -a subs=()
+    local name
+    while IFS=$'\t' read -r name _; do
+      subs+=("$name")
+    done < <("$_idem_cmd" --list-commands 2>/dev/null)
+    _idem_add "${subs[@]}"
   else
     case $sub in
       show | status) ((npos == 0)) && _idem_add_keys ;;

@@ -1,6 +1,6 @@
-# fish completion for idem(1): subcommands, their flags and values, and record keys (show, status,
-# rm, and -k/--key of run, begin and end) read from the store with `idem ls --all --keys`,
-# honouring a --db given on the command line.
+# fish completion for idem(1): subcommands (from `idem --list-commands`), their flags and values,
+# and record keys (show, status, rm, and -k/--key of run, begin and end) read from the store with
+# `idem ls --all --keys`, honouring a --db given on the command line.
 
 # The subcommand of the command line being completed (the first word that is no option and no
 # value of --db), or nothing.
@@ -57,6 +57,18 @@ function __idem_positionals
     echo $n
 end
 
+# True after any subcommand, until a `--`.
+function __idem_in_subcommand
+    __idem_subcommand >/dev/null; or return 1
+    not __idem_after_dashdash
+end
+
+# The subcommands, each with its purpose after a tab, asked of the idem being completed.
+function __idem_commands
+    set -l tokens (commandline -opc)
+    $tokens[1] --list-commands 2>/dev/null
+end
+
 # The store's keys, from the same idem and the --db of the command line.
 function __idem_keys
     set -l tokens (commandline -opc)
@@ -86,28 +98,17 @@ function __idem_complete_command
     complete -C (string join ' ' -- (string escape -- $rest) (commandline -ct))
 end
 
-set -l subcommands run ls show status rm gc serve each begin end
-
 complete -c idem -f
 
 # Before a subcommand.
 complete -c idem -n "not __idem_subcommand" -l db -r -F -d 'SQLite store'
 complete -c idem -n "not __idem_subcommand" -s h -l help -d 'Print help and exit'
 complete -c idem -n "not __idem_subcommand" -l version -d 'Print the version and exit'
-complete -c idem -n "not __idem_subcommand" -a run -d 'Run a command once per key; replay its outcome after'
-complete -c idem -n "not __idem_subcommand" -a ls -d 'List records, newest first'
-complete -c idem -n "not __idem_subcommand" -a show -d 'Show one record in full'
-complete -c idem -n "not __idem_subcommand" -a status -d 'Print the status of one key as one word'
-complete -c idem -n "not __idem_subcommand" -a rm -d 'Delete records so the next attempt runs'
-complete -c idem -n "not __idem_subcommand" -a gc -d 'Delete expired records; print the count'
-complete -c idem -n "not __idem_subcommand" -a serve -d 'Receive webhooks, run each delivery once'
-complete -c idem -n "not __idem_subcommand" -a each -d 'Consume JSON Lines: run once per new key'
-complete -c idem -n "not __idem_subcommand" -a begin -d 'Claim a key for the calling script'
-complete -c idem -n "not __idem_subcommand" -a end -d 'Record the outcome of a key claimed with begin'
+complete -c idem -n "not __idem_subcommand" -a '(__idem_commands)'
 
 # Accepted after any subcommand.
-complete -c idem -n "__idem_using $subcommands" -l db -r -F -d 'SQLite store'
-complete -c idem -n "__idem_using $subcommands" -s h -l help -d 'Print help and exit'
+complete -c idem -n "__idem_in_subcommand" -l db -r -F -d 'SQLite store'
+complete -c idem -n "__idem_in_subcommand" -s h -l help -d 'Print help and exit'
 
 # run
 complete -c idem -n "__idem_using run" -s k -l key -x -a '(__idem_keys)' -d 'Idempotency key'

@@ -1,14 +1,12 @@
-// idem: make side effects safe to retry. Builds the command line, dispatches once, and maps every
-// error to one "idem: ..." line and its exit code (see core/exit_code.hpp).
+// idem: make side effects safe to retry. Builds the command line from the subcommand table
+// (cli/subcommands.hpp), dispatches once, and maps every error to one "idem: ..." line and its
+// exit code (see core/exit_code.hpp).
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <iostream>
+#include <vector>
 
-#include "cli/begin.hpp"
-#include "cli/each.hpp"
-#include "cli/inspect.hpp"
-#include "cli/run.hpp"
-#include "cli/serve.hpp"
+#include "cli/subcommands.hpp"
 #include "core/errors.hpp"
 
 namespace {
@@ -29,23 +27,8 @@ std::string command_word(int argc, char** argv) {
   return "";
 }
 
-bool is_refusal(int code) {
-  return code == idem::k_exit_conflict || code == idem::k_exit_abandoned ||
-         code == idem::k_exit_running;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace idem;
-  using namespace idem::cli;
-  // Past a file-size limit (ulimit -f) writes must fail with EFBIG, which SQLite reports and idem
-  // turns into exit 74, rather than SIGXFSZ killing idem in the middle of a transaction.
-  ::signal(SIGXFSZ, SIG_IGN);
-
-  CLI::App app{"idem makes side effects safe to retry: one key, one execution; later attempts "
-               "replay the stored outcome.",
-               "idem"};
+// The top-level app: its help, --version and the global options.
+void add_global_options(CLI::App& app, idem::cli::GlobalOptions& global) {
   app.require_subcommand(1);
   app.fallthrough();  // global options are accepted after the subcommand too
 #ifdef IDEM_TEST_HOOKS
@@ -53,7 +36,6 @@ int main(int argc, char** argv) {
 #else
   app.set_version_flag("--version", std::string("idem ") + IDEM_VERSION);
 #endif
-  GlobalOptions global;
   app.add_option("--db", global.db,
                  "SQLite store (default: $IDEM_DB, else $XDG_STATE_HOME/idem/idem.db)")
       ->type_name("PATH");
@@ -62,66 +44,72 @@ int main(int argc, char** argv) {
       "69 abandoned; 74 store; 75 running; 77 not the owner (end); 124 timeout;\n"
       "126/127 cannot run. See idem COMMAND --help.\n"
       "Example:\n  idem run -k nightly-$(date +%F) -- ./backup.sh");
+}
 
-  RunOptions run_options;
-  LsOptions ls_options;
-  ShowOptions show_options;
-  StatusOptions status_options;
-  RmOptions rm_options;
-  GcOptions gc_options;
-  ServeOptions serve_options;
-  EachOptions each_options;
-  BeginOptions begin_options;
-  EndOptions end_options;
-  CLI::App* run = register_run(app, run_options);
-  CLI::App* ls = register_ls(app, ls_options);
-  CLI::App* show = register_show(app, show_options);
-  CLI::App* status = register_status(app, status_options);
-  CLI::App* rm = register_rm(app, rm_options);
-  CLI::App* gc = register_gc(app, gc_options);
-  CLI::App* serve = register_serve(app, serve_options);
-  CLI::App* each = register_each(app, each_options);
-  CLI::App* begin = register_begin(app, begin_options);
-  CLI::App* end = register_end(app, end_options);
+// `idem --list-commands`, a hidden command line of its own (no CLI11 option, so the help stays as
+// it is): one line per subcommand, its name, a tab and its one-line purpose, in the order of
+// `idem --help`. The shell completions and the tests read it.
+int list_commands(CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    std::cout << sub->get_name() << '\t' << sub->get_description() << '\n';
+  return idem::k_exit_ok;
+}
+
+// A parse error's message and exit code. CLI11 takes an unknown word for a stray argument and
+// says a subcommand is required: name the word instead.
+int usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  if (app.get_subcommands().empty()) {
+    std::string word = command_word(argc, argv);
+    auto named = app.get_subcommands([&](CLI::App* sub) { return sub->check_name(word); });
+    if (!word.empty() && named.empty()) {
+      std::cerr << "idem: unknown command '" << word << "'; see 'idem --help'\n";
+      return idem::k_exit_usage;
+    }
+  }
+  std::string what = e.what();
+  std::cerr << "idem: " << what << " (see idem --help)\n";
+  return idem::k_exit_usage;
+}
+
+// Runs the subcommand the command line chose; every error becomes one line and its code.
+int dispatch(const std::vector<idem::cli::Registered>& registered,
+             const idem::cli::GlobalOptions& global) {
+  try {
+    for (const auto& sub : registered)
+      if (sub.app->parsed()) return sub.run(global);
+  } catch (const idem::Error& e) {
+    std::cerr << "idem: " << e.what() << "\n";
+    return e.code();
+  } catch (const std::exception& e) {
+    std::cerr << "idem: internal error: " << e.what() << "\n";
+    return idem::k_exit_internal;
+  }
+  return idem::k_exit_usage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace idem;
+  // Past a file-size limit (ulimit -f) writes must fail with EFBIG, which SQLite reports and idem
+  // turns into exit 74, rather than SIGXFSZ killing idem in the middle of a transaction.
+  ::signal(SIGXFSZ, SIG_IGN);
+
+  CLI::App app{"idem makes side effects safe to retry: one key, one execution; later attempts "
+               "replay the stored outcome.",
+               "idem"};
+  cli::GlobalOptions global;
+  add_global_options(app, global);
+  std::vector<cli::Registered> registered;
+  for (const cli::Subcommand& sub : cli::subcommands()) registered.push_back(sub.add(app));
+  if (argc == 2 && std::string_view(argv[1]) == "--list-commands") return list_commands(app);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // CLI11 takes an unknown word for a stray argument and says a subcommand is required.
-    if (app.get_subcommands().empty()) {
-      std::string word = command_word(argc, argv);
-      auto named = app.get_subcommands([&](CLI::App* sub) { return sub->check_name(word); });
-      if (!word.empty() && named.empty()) {
-        std::cerr << "idem: unknown command '" << word << "'; see 'idem --help'\n";
-        return k_exit_usage;
-      }
-    }
-    std::string what = e.what();
-    std::cerr << "idem: " << what << " (see idem --help)\n";
-    return k_exit_usage;
+    return usage_error(app, e, argc, argv);
   }
-
-  try {
-    if (run->parsed()) return run_run(global, run_options);
-    if (ls->parsed()) return run_ls(global, ls_options);
-    if (show->parsed()) return run_show(global, show_options);
-    if (status->parsed()) return run_status(global, status_options);
-    if (rm->parsed()) return run_rm(global, rm_options);
-    if (gc->parsed()) return run_gc(global, gc_options);
-    if (serve->parsed()) return run_serve(global, serve_options);
-    if (each->parsed()) return run_each(global, each_options);
-    if (begin->parsed()) return run_begin(global, begin_options);
-    if (end->parsed()) return run_end(global, end_options);
-  } catch (const Error& e) {
-    bool quiet = ((run->parsed() && run_options.quiet) || (begin->parsed() && begin_options.quiet)) &&
-                 is_refusal(e.code());
-    if (!quiet) std::cerr << "idem: " << e.what() << "\n";
-    return e.code();
-  } catch (const std::exception& e) {
-    std::cerr << "idem: internal error: " << e.what() << "\n";
-    return k_exit_internal;
-  }
-  return k_exit_usage;
+  return dispatch(registered, global);
 }

@@ -66,6 +66,23 @@ offers "failed" "idem ls --status f" idem ls --status f
 offers "--key-field" "idem each --k" idem each --k
 offers "--owner-pid" "idem end --o" idem end --o
 
+# The subcommands are asked of the binary: exactly those of `idem --list-commands`.
+offers "$(idem --list-commands | cut -f1 | LC_ALL=C sort)" "idem " idem ""
+# So a subcommand the completion files do not name (one more row of the table) is offered, with
+# the long flags its --help lists.
+mkdir "$T/fake"
+cat >"$T/fake/idem" <<EOF
+#!/bin/sh
+case "\$*" in
+  --list-commands) "$IDEM_BIN" --list-commands; printf 'frob\tFrobnicate a record\n' ;;
+  "frob --help") printf 'Frobnicate a record\nOptions:\n  --wobble N  How much\n' ;;
+  *) exec "$IDEM_BIN" "\$@" ;;
+esac
+EOF
+chmod +x "$T/fake/idem"
+offers "frob" "$T/fake/idem fr" "$T/fake/idem" fr
+offers "--db${nl}--help${nl}--wobble" "$T/fake/idem frob --" "$T/fake/idem" frob --
+
 # Keys from the store: none yet.
 offers "" "idem show " idem show ""
 
@@ -115,6 +132,8 @@ if command -v fish >/dev/null; then
       cut -f1 | LC_ALL=C sort
   }
   assert_eq "rm${nl}run" "$(fish_complete "idem r")" "fish: completions of 'idem r'"
+  assert_eq "$(idem --list-commands | cut -f1 | LC_ALL=C sort)" "$(fish_complete "idem ")" \
+    "fish: completions of 'idem '"
   assert_eq "--timeout" "$(fish_complete "idem run --ti")" "fish: completions of 'idem run --ti'"
   assert_eq "$derived${nl}first-key${nl}second key" "$(fish_complete "idem show ")" \
     "fish: completions of 'idem show '"

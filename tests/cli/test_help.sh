@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # Every subcommand's --help: exit 0, a one-line purpose first, every option with its value's
-# default where it has one, and at least one example.
+# default where it has one, and at least one example. The subcommands are those of the hidden
+# `idem --list-commands` (the table in src/cli/subcommands.cpp), which `idem --help` lists too, in
+# the same order and with the same purposes.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 
 capture top idem --help
 expect_rc 0
-subs=$(awk '/^Subcommands:/ {on = 1; next} on && /^  [a-z]/ {print $1} on && /^$/ {on = 0}' "$T/top.out")
-assert_eq "run ls show status rm gc serve each begin end" "$(echo $subs)" "subcommands in idem --help"
+capture list idem --list-commands
+expect_rc 0
+subs=$(cut -f1 "$T/list.out")
+grep -qx run <<<"$subs" || fail "no run among idem --list-commands: $(cat "$T/list.out")"
+listed=$(awk '/^Subcommands:/ {on = 1; next} on && /^  [a-z]/ {print $1} on && /^$/ {on = 0}' "$T/top.out")
+assert_eq "$(echo $subs)" "$(echo $listed)" "subcommands of idem --help"
+while IFS=$'\t' read -r sub purpose; do
+  [[ -n $purpose ]] || fail "idem --list-commands gives $sub no purpose"
+  grep -F -- "$purpose" "$T/top.out" | grep -qE "^  $sub +" || fail "idem --help does not list '$sub  $purpose'"
+done <"$T/list.out"
+! grep -q -- --list-commands "$T/top.out" || fail "idem --help shows the hidden --list-commands"
 grep -q '^Example' "$T/top.out" || fail "idem --help has no example"
 for sub in $subs; do
   capture "help-$sub" idem "$sub" --help

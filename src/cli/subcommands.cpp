@@ -1,0 +1,59 @@
+// The one list of subcommands. A row binds a subcommand's options struct to its register_X and
+// run_X; the order of the rows is the order of `idem --help` and `idem --list-commands`.
+#include "cli/subcommands.hpp"
+
+#include <array>
+#include <memory>
+
+#include "cli/begin.hpp"
+#include "cli/each.hpp"
+#include "cli/inspect.hpp"
+#include "cli/run.hpp"
+#include "cli/serve.hpp"
+#include "core/errors.hpp"
+
+namespace idem::cli {
+
+bool is_refusal(int code) {
+  return code == k_exit_conflict || code == k_exit_abandoned || code == k_exit_running;
+}
+
+namespace {
+
+// Registers a subcommand whose options live in one Options struct, owned by the runner. With
+// quiet_refusals (a flag of Options, such as --quiet), a refusal ends with its code and no message.
+template <typename Options, auto register_fn, auto run_fn, bool Options::*quiet_refusals = nullptr>
+Registered bind(CLI::App& app) {
+  auto options = std::make_shared<Options>();
+  CLI::App* sub = register_fn(app, *options);
+  auto run = [options](const GlobalOptions& global) -> int {
+    try {
+      return run_fn(global, *options);
+    } catch (const Error& e) {
+      if constexpr (quiet_refusals != nullptr) {
+        if ((*options).*quiet_refusals && is_refusal(e.code())) return e.code();
+      }
+      throw;
+    }
+  };
+  return Registered{sub, run};
+}
+
+constexpr std::array k_subcommands = {
+    Subcommand{bind<RunOptions, register_run, run_run, &RunOptions::quiet>},
+    Subcommand{bind<LsOptions, register_ls, run_ls>},
+    Subcommand{bind<ShowOptions, register_show, run_show>},
+    Subcommand{bind<StatusOptions, register_status, run_status>},
+    Subcommand{bind<RmOptions, register_rm, run_rm>},
+    Subcommand{bind<GcOptions, register_gc, run_gc>},
+    Subcommand{bind<ServeOptions, register_serve, run_serve>},
+    Subcommand{bind<EachOptions, register_each, run_each>},
+    Subcommand{bind<BeginOptions, register_begin, run_begin, &BeginOptions::quiet>},
+    Subcommand{bind<EndOptions, register_end, run_end>},
+};
+
+}  // namespace
+
+std::span<const Subcommand> subcommands() { return k_subcommands; }
+
+}  // namespace idem::cli

@@ -1,0 +1,31 @@
+#pragma once
+// The subcommand table: every subcommand is one row of subcommands() (src/cli/subcommands.cpp),
+// and main registers the rows, parses once and runs the one row the command line chose. A new
+// subcommand is its file in src/cli/ (register_X + run_X, as today's) and one row.
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <span>
+
+#include "cli/common.hpp"
+
+namespace idem::cli {
+
+// A subcommand once added to the top-level app: its CLI11 app (parsed() says whether the command
+// line chose it) and what runs it with the options the parse filled in.
+struct Registered {
+  CLI::App* app = nullptr;
+  std::function<int(const GlobalOptions&)> run;
+};
+
+// One row of the table: adds the subcommand (its name, help and options) to the top-level app.
+struct Subcommand {
+  Registered (*add)(CLI::App& app);
+};
+
+// Every subcommand, in the order `idem --help` lists them.
+std::span<const Subcommand> subcommands();
+
+// 65, 69 and 75: the refusals whose message --quiet suppresses (run, begin).
+bool is_refusal(int code);
+
+}  // namespace idem::cli
