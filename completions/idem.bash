@@ -24,8 +24,10 @@ _idem_flags() {
     begin) echo "-k --key --ttl --wait --owner-pid --print --retry-abandoned --kill-stale -q --quiet $global" ;;
     end) echo "-k --key --exit --stdout-file --stderr-file --owner-pid $global" ;;
     "") echo "$global --version" ;;
-    *) echo $("$_idem_cmd" "$1" --help 2>/dev/null | grep -oE -- '--[a-z][a-z0-9-]*' | LC_ALL=C sort -u) \
-      "$global" ;;
+    *)
+      "$_idem_cmd" "$1" --help 2>/dev/null | grep -oE -- '--[a-z][a-z0-9-]*' | LC_ALL=C sort -u | tr '\n' ' '
+      echo "$global"
+      ;;
   esac
 }
 

@@ -12,7 +12,7 @@ expect_rc 0
 subs=$(cut -f1 "$T/list.out")
 grep -qx run <<<"$subs" || fail "no run among idem --list-commands: $(cat "$T/list.out")"
 listed=$(awk '/^Subcommands:/ {on = 1; next} on && /^  [a-z]/ {print $1} on && /^$/ {on = 0}' "$T/top.out")
-assert_eq "$(echo $subs)" "$(echo $listed)" "subcommands of idem --help"
+assert_eq "$subs" "$listed" "subcommands of idem --help"
 while IFS=$'\t' read -r sub purpose; do
   [[ -n $purpose ]] || fail "idem --list-commands gives $sub no purpose"
   grep -F -- "$purpose" "$T/top.out" | grep -qE "^  $sub +" || fail "idem --help does not list '$sub  $purpose'"
