@@ -389,13 +389,15 @@ class SqliteStore final : public Store {
     core::Decision d = core::decide(existing ? &*existing : nullptr, req.fingerprint, req.now_ms,
                                     gone, req.policy);
     if (d.mark_abandoned) {
-      set_abandoned(req.key, existing->attempt);
+      set_abandoned(req.key, existing->attempt,
+                    core::lease_expired(*existing, req.now_ms) ? k_lease_ran_out : k_owner_died);
       existing->status = Status::abandoned;
     }
     ClaimResult result{d.verdict, 0, "", 0, std::nullopt};
     if (d.verdict != core::Verdict::claim) {
       if (d.verdict == core::Verdict::replay) existing = select_record(req.key, true);
       result.existing = std::move(existing);
+      if (result.existing) result.existing->attempt_token.clear();  // another owner's capability
       tx.commit();
       return result;
     }
@@ -748,12 +750,14 @@ class SqliteStore final : public Store {
     return s;
   }
 
-  bool set_abandoned(const std::string& key, int64_t attempt) {
+  static constexpr const char* k_owner_died = "owner died mid-run";
+  static constexpr const char* k_lease_ran_out = "lease ran out mid-run";
+
+  bool set_abandoned(const std::string& key, int64_t attempt, const char* note = k_owner_died) {
     Statement update(db_, R"sql(
-      UPDATE records SET status = 'abandoned', note = 'owner died mid-run', attempt_token = '',
-             lease_expires = NULL
+      UPDATE records SET status = 'abandoned', note = ?3, attempt_token = '', lease_expires = NULL
       WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
-    update.bind(1, key).bind(2, attempt).run();
+    update.bind(1, key).bind(2, attempt).bind(3, std::string(note)).run();
     return sqlite3_changes(db_) == 1;
   }
 

@@ -646,6 +646,8 @@ TEMPLATE_TEST_CASE("store contract: a claim hands out a fresh unguessable token 
   CHECK(refused.verdict == Verdict::running);
   CHECK(refused.attempt_token.empty());
   CHECK(refused.lease_expires_ms == 0);
+  REQUIRE(refused.existing.has_value());
+  CHECK(refused.existing->attempt_token.empty());  // never the running owner's capability
 
   // A retry is a new attempt with a new token.
   REQUIRE(store->finish("leased", 1, outcome(Status::failed, 1, k_t0 + 2)));
@@ -727,6 +729,7 @@ TEMPLATE_TEST_CASE("store contract: a lease that ran out is not renewed and coun
   auto r = store->get("k");
   CHECK(r->status == Status::abandoned);
   CHECK(r->attempt == 1);
+  CHECK(r->note == "lease ran out mid-run");
 
   // With retry_abandoned it runs again, as a new attempt with a new token; the old token is dead.
   ClaimRequest retry = request("k", k_t0 + 1001, 300);
