@@ -53,6 +53,9 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
   const bool group_alive = proc::process_group_alive(r.owner, r.process_group);
   j["process_group"] = r.process_group.pgid ? nlohmann::json(r.process_group.pgid) : nlohmann::json(nullptr);
   j["process_group_alive"] = group_alive;
+  // The lease, never the attempt token: the token is the owner's capability.
+  j["lease_expires_at"] = r.lease_expires_ms ? nlohmann::json(util::iso8601_utc(r.lease_expires_ms))
+                                             : nlohmann::json(nullptr);
   if (o.json) {
     j["request"] = request;
     j["note"] = r.note;
@@ -74,6 +77,7 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
   line("duration", r.finished_ms ? util::human_duration(r.finished_ms - r.started_ms) : "-");
   line("expires", or_dash(j["expires_at"]));
   line("owner", "pid " + std::to_string(r.owner.pid) + " on " + r.owner.host);
+  if (r.lease_expires_ms) line("lease", j["lease_expires_at"].get<std::string>());
   if (group_alive && j["status"] == "abandoned")
     line("processes", "process group " + std::to_string(r.process_group.pgid) +
                           " still has live processes");

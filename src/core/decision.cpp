@@ -26,6 +26,7 @@ Decision decide(const Record* existing, std::string_view fingerprint, int64_t no
   if (existing == nullptr || is_expired(*existing, now_ms)) return {Verdict::claim, false, 1};
 
   const int64_t next = existing->attempt + 1;
+  owner_gone = owner_gone || lease_expired(*existing, now_ms);
   if (existing->fingerprint != fingerprint) {
     bool mark = existing->status == Status::running && owner_gone;
     return {Verdict::conflict, mark, next};

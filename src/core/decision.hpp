@@ -36,7 +36,8 @@ struct Decision {
   int64_t next_attempt = 1;
 };
 
-// `existing` may be null (no record). `owner_gone` only matters for a running record.
+// `existing` may be null (no record). A running record's owner is gone when `owner_gone` says so
+// (the same-host check of its pid and boot id) or when its lease ran out by `now_ms`.
 Decision decide(const Record* existing, std::string_view fingerprint, int64_t now_ms,
                 bool owner_gone, const Policy& policy);
 

@@ -26,6 +26,11 @@ bool is_expired(const Record& record, int64_t now_ms) {
   return record.expires_ms != 0 && record.expires_ms <= now_ms;
 }
 
+bool lease_expired(const Record& record, int64_t now_ms) {
+  return record.status == Status::running && record.lease_expires_ms != 0 &&
+         record.lease_expires_ms <= now_ms;
+}
+
 std::string_view display_status(const Record& record, int64_t now_ms) {
   if (is_expired(record, now_ms)) return "expired";
   return to_string(record.status);

@@ -37,6 +37,13 @@ struct Record {
   Status status = Status::running;
   int64_t attempt = 1;  // times the command has been started for this key
   Owner owner;
+  // The current attempt's capability: 128 random bits as 32 lower-case hex digits, handed to the
+  // claimer alone. heartbeat and release need it, so an owner on any host can prove it holds the
+  // attempt. Empty for records claimed before tokens existed (nothing can match it).
+  std::string attempt_token;
+  // Unix ms at which a running attempt whose owner has not renewed its lease counts as abandoned,
+  // on any host; 0: no lease (the owner's liveness is only known from its pid and boot id).
+  int64_t lease_expires_ms = 0;
   ProcessGroup process_group;  // of the current attempt's command, once it was spawned
   int64_t started_ms = 0;   // Unix ms when the current attempt was claimed
   int64_t finished_ms = 0;  // 0 while running or abandoned
@@ -72,6 +79,8 @@ struct Outcome {
 };
 
 bool is_expired(const Record& record, int64_t now_ms);
+// A running record whose lease ran out: its owner is gone as far as any host can tell.
+bool lease_expired(const Record& record, int64_t now_ms);
 // The status a user sees: expired records show as "expired".
 std::string_view display_status(const Record& record, int64_t now_ms);
 // The exit code idem returns when replaying this record: the code, 128+signal, or 124.

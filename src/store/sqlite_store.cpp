@@ -34,6 +34,7 @@
 #include "store/store.hpp"
 #include "util/clock.hpp"
 #include "util/crash_point.hpp"
+#include "util/random.hpp"
 
 namespace idem::store {
 
@@ -42,8 +43,10 @@ namespace {
 using core::Record;
 using core::Status;
 
-constexpr int k_schema_version = 3;
+constexpr int k_schema_version = 4;
 constexpr int64_t k_default_busy_timeout_ms = 30000;
+// An attempt token's random bytes: 128 bits, unguessable.
+constexpr size_t k_token_bytes = 16;
 constexpr int64_t k_checkpoint_wal_bytes = 4 * 1024 * 1024;
 // gc deletes at most this many records per write transaction: a few milliseconds of writer lock.
 constexpr int k_gc_batch = 500;
@@ -115,6 +118,12 @@ constexpr const char* k_migrations[] = {
     -- an abandoned attempt can tell whether processes of it are still alive.
     ALTER TABLE records ADD COLUMN pgid INTEGER;
     ALTER TABLE records ADD COLUMN pgid_start INTEGER;
+    )sql",
+    // 3 -> 4: the attempt's token (a capability: heartbeat and release need it; '' for records
+    // claimed before, which nothing can match) and its lease (Unix ms; NULL: no lease).
+    R"sql(
+    ALTER TABLE records ADD COLUMN attempt_token TEXT NOT NULL DEFAULT '';
+    ALTER TABLE records ADD COLUMN lease_expires INTEGER;
     )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
@@ -374,26 +383,32 @@ class SqliteStore final : public Store {
   ClaimResult claim(const ClaimRequest& req, const OwnerGone& owner_gone) override {
     Transaction tx(db_, path_);
     std::optional<Record> existing = select_record(req.key, false);
-    bool gone = existing && existing->status == Status::running && owner_gone(existing->owner);
+    // A lease that ran out needs no probe (decide() sees it too); else the same-host check.
+    bool gone = existing && existing->status == Status::running &&
+                (core::lease_expired(*existing, req.now_ms) || owner_gone(existing->owner));
     core::Decision d = core::decide(existing ? &*existing : nullptr, req.fingerprint, req.now_ms,
                                     gone, req.policy);
     if (d.mark_abandoned) {
-      set_abandoned(req.key, existing->attempt);
+      set_abandoned(req.key, existing->attempt,
+                    core::lease_expired(*existing, req.now_ms) ? k_lease_ran_out : k_owner_died);
       existing->status = Status::abandoned;
     }
-    ClaimResult result{d.verdict, 0, std::nullopt};
+    ClaimResult result{d.verdict, 0, "", 0, std::nullopt};
     if (d.verdict != core::Verdict::claim) {
       if (d.verdict == core::Verdict::replay) existing = select_record(req.key, true);
       result.existing = std::move(existing);
+      if (result.existing) result.existing->attempt_token.clear();  // another owner's capability
       tx.commit();
       return result;
     }
+    const std::string token = util::random_hex(k_token_bytes);
     if (!existing) {
       Statement insert(db_, R"sql(
         INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                             owner_pid, owner_start, started_at, ttl_ms, request)
-        VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11))sql", path_);
-      bind_claim(insert, req, d.next_attempt).run();
+                             owner_pid, owner_start, started_at, ttl_ms, request, attempt_token,
+                             lease_expires)
+        VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13))sql", path_);
+      bind_claim(insert, req, d.next_attempt, token).run();
     } else {
       // Replaces the previous attempt; conditioned on it, so two retries cannot both win.
       Statement update(db_, R"sql(
@@ -402,9 +417,10 @@ class SqliteStore final : public Store {
                started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
                expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0, output = NULL,
                output_bytes = 0, output_truncated = 0, note = '', http_status = NULL,
-               content_type = '', pgid = NULL, pgid_start = NULL
-        WHERE key = ?1 AND attempt = ?12)sql", path_);
-      bind_claim(update, req, d.next_attempt).bind(12, existing->attempt).run();
+               content_type = '', pgid = NULL, pgid_start = NULL, attempt_token = ?12,
+               lease_expires = ?13
+        WHERE key = ?1 AND attempt = ?14)sql", path_);
+      bind_claim(update, req, d.next_attempt, token).bind(14, existing->attempt).run();
       if (sqlite3_changes(db_) != 1)
         throw StoreError("store " + path_ + ": claim of '" + core::display_key(req.key) +
                          "' lost a race it should not have");
@@ -412,6 +428,8 @@ class SqliteStore final : public Store {
     IDEM_CRASH_POINT("claim-before-commit");
     tx.commit();
     result.attempt = d.next_attempt;
+    result.attempt_token = token;
+    result.lease_expires_ms = lease_end(req.now_ms, req.lease_ms);
     return result;
   }
 
@@ -424,7 +442,8 @@ class SqliteStore final : public Store {
       Statement update(db_, R"sql(
         UPDATE records SET status = ?3, finished_at = ?4, expires_at = ?4 + ttl_ms,
                exit_code = ?5, signal = ?6, timed_out = ?7, output = ?8, output_bytes = ?9,
-               output_truncated = ?10, note = ?11, http_status = ?12, content_type = ?13
+               output_truncated = ?10, note = ?11, http_status = ?12, content_type = ?13,
+               attempt_token = '', lease_expires = NULL
         WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
       update.bind(1, key).bind(2, attempt).bind(3, std::string(core::to_string(outcome.status)));
       update.bind(4, outcome.finished_ms).bind_optional(5, outcome.exit_code);
@@ -457,6 +476,43 @@ class SqliteStore final : public Store {
   bool mark_abandoned(const std::string& key, int64_t attempt) override {
     Transaction tx(db_, path_);
     bool changed = set_abandoned(key, attempt);
+    tx.commit();
+    return changed;
+  }
+
+  bool heartbeat(const std::string& key, const std::string& attempt_token, int64_t lease_ms,
+                 int64_t now_ms) override {
+    if (attempt_token.empty()) return false;
+    Transaction tx(db_, path_);
+    Statement update(db_, R"sql(
+      UPDATE records SET lease_expires = ?4
+      WHERE key = ?1 AND attempt_token = ?2 AND status = 'running'
+        AND (lease_expires IS NULL OR lease_expires > ?3))sql", path_);
+    update.bind(1, key).bind(2, attempt_token).bind(3, now_ms);
+    update.bind_null_if_zero(4, lease_end(now_ms, lease_ms)).run();
+    bool changed = sqlite3_changes(db_) == 1;
+    tx.commit();
+    return changed;
+  }
+
+  // See Store::release for what it restores.
+  bool release(const std::string& key, const std::string& attempt_token) override {
+    if (attempt_token.empty()) return false;
+    Transaction tx(db_, path_);
+    Statement del(db_, R"sql(
+      DELETE FROM records
+      WHERE key = ?1 AND attempt_token = ?2 AND status = 'running' AND attempt = 1)sql", path_);
+    del.bind(1, key).bind(2, attempt_token).run();
+    bool changed = sqlite3_changes(db_) == 1;
+    if (!changed) {
+      Statement back(db_, R"sql(
+        UPDATE records SET attempt = attempt - 1, status = 'abandoned',
+               note = 'attempt ' || attempt || ' was released', attempt_token = '',
+               lease_expires = NULL
+        WHERE key = ?1 AND attempt_token = ?2 AND status = 'running' AND attempt > 1)sql", path_);
+      back.bind(1, key).bind(2, attempt_token).run();
+      changed = sqlite3_changes(db_) == 1;
+    }
     tx.commit();
     return changed;
   }
@@ -518,8 +574,8 @@ class SqliteStore final : public Store {
       "SELECT key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, "
       "owner_start, started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, "
       "output_bytes, output_truncated, request, note, http_status, content_type, pgid, "
-      "pgid_start";
-  static constexpr int k_output_column = 24;
+      "pgid_start, attempt_token, lease_expires";
+  static constexpr int k_output_column = 26;
 
   // How many keys start with the prefix, counting no further than k_prefix_sort_max (from the
   // key index alone).
@@ -680,19 +736,28 @@ class SqliteStore final : public Store {
     tx.commit();
   }
 
-  Statement& bind_claim(Statement& s, const ClaimRequest& req, int64_t attempt) {
+  static int64_t lease_end(int64_t now_ms, int64_t lease_ms) {
+    return lease_ms > 0 ? now_ms + lease_ms : 0;
+  }
+
+  Statement& bind_claim(Statement& s, const ClaimRequest& req, int64_t attempt,
+                        const std::string& token) {
     s.bind(1, req.key).bind(2, req.fingerprint).bind(3, req.kind).bind(4, attempt);
     s.bind(5, req.owner.host).bind(6, req.owner.boot_id).bind(7, req.owner.pid);
     s.bind(8, req.owner.start_ticks).bind(9, req.now_ms).bind(10, req.ttl_ms);
-    s.bind(11, req.request);
+    s.bind(11, req.request).bind(12, token);
+    s.bind_null_if_zero(13, lease_end(req.now_ms, req.lease_ms));
     return s;
   }
 
-  bool set_abandoned(const std::string& key, int64_t attempt) {
+  static constexpr const char* k_owner_died = "owner died mid-run";
+  static constexpr const char* k_lease_ran_out = "lease ran out mid-run";
+
+  bool set_abandoned(const std::string& key, int64_t attempt, const char* note = k_owner_died) {
     Statement update(db_, R"sql(
-      UPDATE records SET status = 'abandoned', note = 'owner died mid-run'
+      UPDATE records SET status = 'abandoned', note = ?3, attempt_token = '', lease_expires = NULL
       WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
-    update.bind(1, key).bind(2, attempt).run();
+    update.bind(1, key).bind(2, attempt).bind(3, std::string(note)).run();
     return sqlite3_changes(db_) == 1;
   }
 
@@ -718,6 +783,8 @@ class SqliteStore final : public Store {
     r.http_status = s.optional_int_at(20);
     r.content_type = s.text_at(21);
     r.process_group = core::ProcessGroup{s.int_at(22), s.int_at(23)};
+    r.attempt_token = s.text_at(24);
+    r.lease_expires_ms = s.int_at(25);
     r.output = s.text_at(k_output_column);
     return r;
   }
@@ -784,7 +851,8 @@ std::string list(const ListQuery& q, bool by_key) {
                         : "SELECT key, fingerprint, kind, status, attempt, owner_host, "
                           "owner_boot_id, owner_pid, owner_start, started_at, finished_at, ttl_ms, "
                           "expires_at, exit_code, signal, timed_out, output_bytes, "
-                          "output_truncated, '', note, http_status, content_type, pgid, pgid_start, NULL";
+                          "output_truncated, '', note, http_status, content_type, pgid, pgid_start, '', "
+                          "lease_expires, NULL";
   // Newest first straight from records_by_recent, whose order is the listing's, stopping at the
   // limit; or a prefix's range of the key index, then sorted.
   sql += by_key ? " FROM records INDEXED BY sqlite_autoindex_records_1 WHERE 1"

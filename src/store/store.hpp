@@ -26,11 +26,25 @@ struct ClaimRequest {
   std::string request;  // JSON of what was asked
   core::Policy policy;
   int64_t now_ms = 0;
+  // The claimed attempt's lease: it counts as abandoned, on any host, at now_ms + lease_ms unless
+  // heartbeat() renews it first. 0: no lease, the owner's liveness is its pid and boot id alone.
+  //
+  // `run`, `each`, `begin` and `serve` on SQLite claim with no lease, on purpose. A SQLite store
+  // in WAL mode can only be shared by processes on one host (the WAL index is shared memory), so
+  // every owner is on this host and the pid + boot id check is exact and immediate: a lease would
+  // detect nothing more, only later. Renewing one while the command runs would cost a write
+  // transaction, an fsync, per renewal and a thread or timer in the runner loop, and would turn a
+  // command that runs past a missed renewal (a suspended laptop, a stalled disk) into a false
+  // "abandoned". Owners that cannot be checked by pid — a ledger API client, another host on
+  // PostgreSQL — claim with a finite lease and heartbeat it.
+  int64_t lease_ms = 0;
 };
 
 struct ClaimResult {
   core::Verdict verdict;
   int64_t attempt = 0;                  // the claimed attempt when verdict == claim
+  std::string attempt_token;            // its capability, for heartbeat and release (claim only)
+  int64_t lease_expires_ms = 0;         // its lease (claim only); 0: none
   std::optional<core::Record> existing;  // the record that decided a non-claim verdict
 };
 
@@ -78,6 +92,26 @@ class Store {
 
   // Marks `attempt` abandoned if it is still the current, running attempt.
   virtual bool mark_abandoned(const std::string& key, int64_t attempt) = 0;
+
+  // Renews the lease of the running attempt holding `attempt_token`: it now runs out at
+  // now_ms + lease_ms (lease_ms 0: never). Returns false and changes nothing when the token is not
+  // the key's current running attempt's, or its lease ran out by now_ms: from its expiry an attempt
+  // counts as abandoned whether or not a claim has looked at it yet, so a late heartbeat cannot
+  // bring it back. Durable on return.
+  virtual bool heartbeat(const std::string& key, const std::string& attempt_token,
+                         int64_t lease_ms, int64_t now_ms) = 0;
+
+  // Gives up the running attempt holding `attempt_token` without an outcome, so that the next
+  // claim decides as if this attempt had never been claimed (a proxy does this rather than store
+  // an upstream's 5xx). Returns false and changes nothing when the token is not the key's current
+  // running attempt's (a stale token). Precisely:
+  //  - attempt 1 (the key was absent or expired, which behaves as absent): the record is deleted.
+  //  - attempt n > 1, a retry of an ended attempt n-1 whose outcome the claim replaced: the record
+  //    goes back to attempt n-1, status abandoned, noted as released. A retried abandoned attempt
+  //    is so exactly restored; a retried failure comes back as abandoned (its outcome is gone, so
+  //    it can neither be replayed nor run again without --retry-abandoned). Its owner, start
+  //    time, request and process group stay the released attempt's.
+  virtual bool release(const std::string& key, const std::string& attempt_token) = 0;
 
   virtual std::optional<core::Record> get(const std::string& key) = 0;
   // Newest first (ties by key), streamed: records carry neither output nor request (see get()),

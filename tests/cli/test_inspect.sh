@@ -73,6 +73,9 @@ assert_bytes "$T/a.stderr" 'err-a'
 assert_eq '["sh","-c","echo x >> \"$1\"; printf \"out-a\\n\"; printf \"err-a\" >&2","sh","'"$T"'/count-a"]' \
   "$(jsonq /request/argv <"$T/showj.out")" "request argv in show --json"
 assert_eq "$T" "$(jsonq /request/cwd <"$T/showj.out")" "request cwd in show --json"
+# A run holds no lease (its owner's pid tells), and the attempt token is never shown.
+grep -q '"lease_expires_at":null' "$T/showj.out" || fail "show --json lacks a null lease_expires_at"
+if grep -qi token "$T/showj.out"; then fail "show --json shows the attempt token"; fi
 capture req idem show k-a --request
 expect_rc 0
 assert_eq "$(jsonq /request/argv <"$T/showj.out")" "$(jsonq /argv <"$T/req.out")" "show --request argv"

@@ -209,3 +209,50 @@ TEST_CASE("decide: retry_only_attempt retries only the abandoned attempt the cal
   CHECK(d.verdict == Verdict::claim);
   CHECK(d.mark_abandoned);
 }
+
+TEST_CASE("decide: a running record whose lease ran out is abandoned, on any host", "[decision]") {
+  Record r = make(Status::running, 3);
+  r.lease_expires_ms = k_now;
+  // The lease runs out at its expiry instant, whatever the pid check says.
+  Decision d = decide(&r, k_fp, k_now, false, k_default);
+  CHECK(d.verdict == Verdict::abandoned);
+  CHECK(d.mark_abandoned);
+  CHECK(d.next_attempt == 4);
+  d = decide(&r, k_fp, k_now + 1, false, policy(false, true));
+  CHECK(d.verdict == Verdict::claim);
+  CHECK(d.mark_abandoned);
+  CHECK(d.next_attempt == 4);
+  // Another fingerprint is still a conflict, and the dead attempt is still marked.
+  d = decide(&r, k_other_fp, k_now, false, k_all);
+  CHECK(d.verdict == Verdict::conflict);
+  CHECK(d.mark_abandoned);
+}
+
+TEST_CASE("decide: a lease not yet run out keeps the attempt running unless its owner is gone",
+          "[decision]") {
+  Record r = make(Status::running);
+  r.lease_expires_ms = k_now + 1;
+  Decision d = decide(&r, k_fp, k_now, false, k_all);
+  CHECK(d.verdict == Verdict::running);
+  CHECK_FALSE(d.mark_abandoned);
+  // The same-host fast path: a dead pid needs no lease to run out.
+  d = decide(&r, k_fp, k_now, true, k_default);
+  CHECK(d.verdict == Verdict::abandoned);
+  CHECK(d.mark_abandoned);
+  // No lease (0): only the pid check counts, however late it is.
+  r.lease_expires_ms = 0;
+  d = decide(&r, k_fp, k_now + 100 * 365LL * 24 * 3600 * 1000, false, k_all);
+  CHECK(d.verdict == Verdict::running);
+}
+
+TEST_CASE("decide: a lease means nothing once the attempt has ended", "[decision]") {
+  for (Status s : {Status::succeeded, Status::failed, Status::abandoned}) {
+    Record r = make(s, 2);
+    r.lease_expires_ms = k_now - 1;
+    Decision expired_lease = decide(&r, k_fp, k_now, false, k_default);
+    r.lease_expires_ms = 0;
+    Decision no_lease = decide(&r, k_fp, k_now, false, k_default);
+    CHECK(expired_lease.verdict == no_lease.verdict);
+    CHECK_FALSE(expired_lease.mark_abandoned);
+  }
+}

@@ -1,5 +1,6 @@
 // The record model: status names, expiry, the exit code a replay returns.
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <string>
 
 #include "core/exit_code.hpp"
@@ -115,4 +116,20 @@ TEST_CASE("exit codes: the documented values", "[record]") {
   CHECK(idem::k_exit_not_executable == 126);
   CHECK(idem::k_exit_not_found == 127);
   CHECK(idem::k_exit_signal_base == 128);
+}
+
+TEST_CASE("record: only a running record's lease runs out, at its expiry instant", "[record]") {
+  using idem::core::lease_expired;
+  Record r;
+  r.status = Status::running;
+  CHECK_FALSE(lease_expired(r, 0));  // no lease: never
+  CHECK_FALSE(lease_expired(r, INT64_MAX));
+  r.lease_expires_ms = 5000;
+  CHECK_FALSE(lease_expired(r, 4999));
+  CHECK(lease_expired(r, 5000));
+  CHECK(lease_expired(r, 5001));
+  for (Status s : {Status::succeeded, Status::failed, Status::abandoned}) {
+    r.status = s;
+    CHECK_FALSE(lease_expired(r, 5001));
+  }
 }

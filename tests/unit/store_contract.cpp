@@ -1,0 +1,911 @@
+// The store contract suite (see store_contract.hpp): the Store interface's verbs, run against
+// every backend in IDEM_CONTRACT_BACKENDS. Nothing here knows which backend it runs on.
+#include "store_contract.hpp"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <latch>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/output.hpp"
+#include "core/record.hpp"
+#include "store/store.hpp"
+
+using idem::core::Outcome;
+using idem::core::Owner;
+using idem::core::Record;
+using idem::core::Status;
+using idem::core::Verdict;
+using idem::store::ClaimRequest;
+using idem::store::ClaimResult;
+using idem::store::GcQuery;
+using idem::store::ListQuery;
+using idem::store::OwnerGone;
+using idem::store::RemoveResult;
+using idem::store::Store;
+using idem::test::k_alive;
+using idem::test::k_day;
+using idem::test::k_fp;
+using idem::test::k_gone;
+using idem::test::k_other_fp;
+using idem::test::k_t0;
+using idem::test::keys_of;
+using idem::test::listed;
+using idem::test::outcome;
+using idem::test::put_finished;
+using idem::test::request;
+
+TEMPLATE_TEST_CASE("store contract: first claim of a key runs attempt 1 and records it running", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  CHECK_FALSE(store->get("k").has_value());
+
+  ClaimResult c = store->claim(request("k"), k_alive);
+  CHECK(c.verdict == Verdict::claim);
+  CHECK(c.attempt == 1);
+  CHECK_FALSE(c.existing.has_value());
+
+  auto r = store->get("k");
+  REQUIRE(r.has_value());
+  CHECK(r->key == "k");
+  CHECK(r->fingerprint == k_fp);
+  CHECK(r->kind == "run");
+  CHECK(r->status == Status::running);
+  CHECK(r->attempt == 1);
+  CHECK(r->owner.host == "host-a");
+  CHECK(r->owner.boot_id == "boot-1");
+  CHECK(r->owner.pid == 100);
+  CHECK(r->owner.start_ticks == 1100);
+  CHECK(r->started_ms == k_t0);
+  CHECK(r->finished_ms == 0);
+  CHECK(r->ttl_ms == k_day);
+  CHECK(r->expires_ms == 0);  // running records never expire
+  CHECK_FALSE(r->exit_code.has_value());
+  CHECK_FALSE(r->signal.has_value());
+  CHECK(r->request == R"({"argv":["true"],"cwd":"/"})");
+  CHECK(r->output.empty());
+}
+
+TEMPLATE_TEST_CASE("store contract: a live running key is refused as running, nothing changes", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
+
+  int asked = 0;
+  Owner asked_about;
+  OwnerGone probe = [&](const Owner& o) {
+    ++asked;
+    asked_about = o;
+    return false;
+  };
+  ClaimResult again = store->claim(request("k", k_t0 + 5, 200), probe);
+  CHECK(again.verdict == Verdict::running);
+  CHECK(again.attempt == 0);
+  CHECK(asked == 1);
+  CHECK(asked_about.pid == 100);  // the recorded owner, not the caller
+  CHECK(asked_about.start_ticks == 1100);
+  REQUIRE(again.existing.has_value());
+  CHECK(again.existing->status == Status::running);
+  CHECK(again.existing->owner.pid == 100);
+
+  auto r = store->get("k");
+  REQUIRE(r.has_value());
+  CHECK(r->status == Status::running);
+  CHECK(r->attempt == 1);
+  CHECK(r->owner.pid == 100);
+  CHECK(r->started_ms == k_t0);
+}
+
+TEMPLATE_TEST_CASE("store contract: succeeded outcome is replayed byte-exact", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  ClaimResult c = store->claim(request("k"), k_alive);
+  REQUIRE(c.verdict == Verdict::claim);
+
+  idem::core::CapturedOutput captured;
+  captured.append(idem::core::Stream::out, std::string("out\0put", 7));
+  captured.append(idem::core::Stream::err, "err, no newline");
+  captured.append(idem::core::Stream::out, std::string(1, '\0'));
+  Outcome o = outcome(Status::succeeded, 0, k_t0 + 1234);
+  o.output = captured.encode();
+  o.output_bytes = captured.stored_bytes();
+  o.note = "fine";
+  CHECK(store->finish("k", c.attempt, o));
+
+  ClaimResult replay = store->claim(request("k", k_t0 + 2000, 300), k_alive);
+  CHECK(replay.verdict == Verdict::replay);
+  REQUIRE(replay.existing.has_value());
+  const Record& r = *replay.existing;
+  CHECK(r.status == Status::succeeded);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(r.signal.has_value());
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.output == o.output);
+  CHECK(r.output.size() == o.output.size());
+  CHECK(r.output_bytes == captured.stored_bytes());
+  CHECK_FALSE(r.output_truncated);
+  CHECK(r.finished_ms == k_t0 + 1234);
+  CHECK(r.expires_ms == k_t0 + 1234 + k_day);  // TTL counts from the finish
+  CHECK(r.note == "fine");
+  auto decoded = idem::core::CapturedOutput::decode(r.output, r.output_truncated);
+  REQUIRE(decoded.has_value());
+  CHECK(decoded->stream_bytes(idem::core::Stream::out) == std::string("out\0put\0", 8));
+
+  // A replay does not count as an attempt and changes nothing.
+  auto after = store->get("k");
+  REQUIRE(after.has_value());
+  CHECK(after->attempt == 1);
+  CHECK(after->owner.pid == 100);
+  CHECK(after->output == o.output);
+}
+
+TEMPLATE_TEST_CASE("store contract: signal, timeout and truncation survive the round trip", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  ClaimResult c = store->claim(request("k"), k_alive);
+  Outcome o = outcome(Status::failed, std::nullopt, k_t0 + 10);
+  o.signal = 15;
+  o.timed_out = true;
+  o.output_truncated = true;
+  o.output_bytes = 3;
+  o.output = idem::core::CapturedOutput().encode();
+  REQUIRE(store->finish("k", c.attempt, o));
+  auto r = store->get("k");
+  REQUIRE(r.has_value());
+  CHECK(r->status == Status::failed);
+  CHECK_FALSE(r->exit_code.has_value());
+  CHECK(r->signal == 15);
+  CHECK(r->timed_out);
+  CHECK(r->output_truncated);
+  CHECK(r->output_bytes == 3);
+  CHECK(idem::core::replay_exit_code(*r) == 124);
+}
+
+TEMPLATE_TEST_CASE("store contract: another fingerprint is a conflict and changes nothing", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  ClaimResult c = store->claim(request("k"), k_alive);
+  REQUIRE(store->finish("k", c.attempt, outcome(Status::succeeded, 0, k_t0 + 1)));
+
+  ClaimRequest other = request("k", k_t0 + 2, 200);
+  other.fingerprint = k_other_fp;
+  ClaimResult conflict = store->claim(other, k_alive);
+  CHECK(conflict.verdict == Verdict::conflict);
+  REQUIRE(conflict.existing.has_value());
+  CHECK(conflict.existing->fingerprint == k_fp);
+
+  auto r = store->get("k");
+  REQUIRE(r.has_value());
+  CHECK(r->fingerprint == k_fp);
+  CHECK(r->status == Status::succeeded);
+  CHECK(r->attempt == 1);
+  CHECK(r->owner.pid == 100);
+
+  // Also while running, and even with every policy switch on.
+  TestType other_backend;
+  auto store2 = other_backend.open();
+  REQUIRE(store2->claim(request("k"), k_alive).verdict == Verdict::claim);
+  other.policy.replay_failures = true;
+  other.policy.retry_abandoned = true;
+  CHECK(store2->claim(other, k_alive).verdict == Verdict::conflict);
+  CHECK(store2->get("k")->status == Status::running);
+  // A conflicting attempt that finds the running owner gone still records the abandonment.
+  CHECK(store2->claim(other, k_gone).verdict == Verdict::conflict);
+  auto abandoned = store2->get("k");
+  CHECK(abandoned->status == Status::abandoned);
+  CHECK(abandoned->fingerprint == k_fp);
+  CHECK(abandoned->attempt == 1);
+}
+
+TEMPLATE_TEST_CASE("store contract: a running key whose owner is gone becomes abandoned", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
+
+  ClaimResult refused = store->claim(request("k", k_t0 + 10, 200), k_gone);
+  CHECK(refused.verdict == Verdict::abandoned);
+  REQUIRE(refused.existing.has_value());
+  CHECK(refused.existing->status == Status::abandoned);
+  CHECK(refused.existing->attempt == 1);
+
+  // The mark is stored even though this attempt was refused.
+  auto r = store->get("k");
+  REQUIRE(r.has_value());
+  CHECK(r->status == Status::abandoned);
+  CHECK(r->attempt == 1);
+  CHECK(r->owner.pid == 100);
+  CHECK(r->expires_ms == 0);
+
+  // Abandoned stays refused, whatever the owner check says and however late it is: it never
+  // expires by TTL.
+  CHECK(store->claim(request("k", k_t0 + 100 * k_day, 300), k_alive).verdict == Verdict::abandoned);
+  CHECK(store->get("k")->attempt == 1);
+
+  // --retry-abandoned claims attempt 2.
+  ClaimRequest retry = request("k", k_t0 + 20, 400);
+  retry.policy.retry_abandoned = true;
+  ClaimResult c = store->claim(retry, k_alive);
+  CHECK(c.verdict == Verdict::claim);
+  CHECK(c.attempt == 2);
+  r = store->get("k");
+  CHECK(r->status == Status::running);
+  CHECK(r->attempt == 2);
+  CHECK(r->owner.pid == 400);
+  CHECK(r->started_ms == k_t0 + 20);
+}
+
+TEMPLATE_TEST_CASE("store contract: retry_abandoned on a running key with a gone owner claims at once", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
+  ClaimRequest retry = request("k", k_t0 + 20, 400);
+  retry.policy.retry_abandoned = true;
+  ClaimResult c = store->claim(retry, k_gone);
+  CHECK(c.verdict == Verdict::claim);
+  CHECK(c.attempt == 2);
+  auto r = store->get("k");
+  CHECK(r->status == Status::running);
+  CHECK(r->owner.pid == 400);
+}
+
+TEMPLATE_TEST_CASE("store contract: finish is conditioned on the attempt", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  REQUIRE(store->claim(request("k"), k_alive).attempt == 1);
+  // Attempt 1's owner is declared gone; attempt 2 takes over.
+  ClaimRequest retry = request("k", k_t0 + 20, 400);
+  retry.policy.retry_abandoned = true;
+  REQUIRE(store->claim(retry, k_gone).attempt == 2);
+
+  // The stale owner of attempt 1 finishes late: refused, nothing changes.
+  Outcome stale = outcome(Status::succeeded, 0, k_t0 + 30);
+  stale.output = std::string("\x01\x01\x05\x00\x00\x00stale", 11);
+  stale.note = "stale";
+  CHECK_FALSE(store->finish("k", 1, stale));
+  auto r = store->get("k");
+  REQUIRE(r.has_value());
+  CHECK(r->status == Status::running);
+  CHECK(r->attempt == 2);
+  CHECK(r->owner.pid == 400);
+  CHECK(r->finished_ms == 0);
+  CHECK(r->expires_ms == 0);
+  CHECK_FALSE(r->exit_code.has_value());
+  CHECK(r->output.empty());
+  CHECK(r->note.empty());
+
+  // A future attempt number is refused too.
+  CHECK_FALSE(store->finish("k", 3, stale));
+  // A missing key.
+  CHECK_FALSE(store->finish("missing", 1, stale));
+
+  // The current attempt finishes, once.
+  CHECK(store->finish("k", 2, outcome(Status::failed, 7, k_t0 + 40)));
+  r = store->get("k");
+  CHECK(r->status == Status::failed);
+  CHECK(r->exit_code == 7);
+  CHECK_FALSE(store->finish("k", 2, outcome(Status::succeeded, 0, k_t0 + 50)));
+  r = store->get("k");
+  CHECK(r->status == Status::failed);
+  CHECK(r->exit_code == 7);
+  CHECK(r->finished_ms == k_t0 + 40);
+}
+
+TEMPLATE_TEST_CASE("store contract: mark_abandoned only hits the current running attempt", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  REQUIRE(store->claim(request("k"), k_alive).attempt == 1);
+  CHECK_FALSE(store->mark_abandoned("k", 2));
+  CHECK_FALSE(store->mark_abandoned("missing", 1));
+  CHECK(store->get("k")->status == Status::running);
+  CHECK(store->mark_abandoned("k", 1));
+  CHECK(store->get("k")->status == Status::abandoned);
+  CHECK_FALSE(store->mark_abandoned("k", 1));  // already abandoned
+  // A finished record is never turned into an abandoned one.
+  REQUIRE(store->claim(request("done"), k_alive).attempt == 1);
+  REQUIRE(store->finish("done", 1, outcome(Status::succeeded, 0, k_t0 + 1)));
+  CHECK_FALSE(store->mark_abandoned("done", 1));
+  CHECK(store->get("done")->status == Status::succeeded);
+  // The abandoned attempt's owner cannot finish it afterwards.
+  CHECK_FALSE(store->finish("k", 1, outcome(Status::succeeded, 0, k_t0 + 2)));
+  CHECK(store->get("k")->status == Status::abandoned);
+}
+
+TEMPLATE_TEST_CASE("store contract: failed outcomes run again unless replay_failures", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  ClaimResult c = store->claim(request("k"), k_alive);
+  Outcome failed = outcome(Status::failed, 3, k_t0 + 100);
+  failed.output = std::string("\x01\x02\x04\x00\x00\x00oops", 10);
+  failed.output_bytes = 4;
+  failed.note = "n";
+  REQUIRE(store->finish("k", c.attempt, failed));
+
+  ClaimRequest replaying = request("k", k_t0 + 200);
+  replaying.policy.replay_failures = true;
+  ClaimResult replay = store->claim(replaying, k_alive);
+  CHECK(replay.verdict == Verdict::replay);
+  REQUIRE(replay.existing.has_value());
+  CHECK(replay.existing->exit_code == 3);
+  CHECK(replay.existing->output == failed.output);
+  CHECK(idem::core::replay_exit_code(*replay.existing) == 3);
+
+  ClaimResult again = store->claim(request("k", k_t0 + 300, 500), k_alive);
+  CHECK(again.verdict == Verdict::claim);
+  CHECK(again.attempt == 2);
+  // The new attempt starts clean: nothing of the failed outcome is left.
+  auto r = store->get("k");
+  REQUIRE(r.has_value());
+  CHECK(r->status == Status::running);
+  CHECK(r->attempt == 2);
+  CHECK(r->owner.pid == 500);
+  CHECK(r->started_ms == k_t0 + 300);
+  CHECK(r->finished_ms == 0);
+  CHECK(r->expires_ms == 0);
+  CHECK_FALSE(r->exit_code.has_value());
+  CHECK(r->output.empty());
+  CHECK(r->output_bytes == 0);
+  CHECK(r->note.empty());
+}
+
+TEMPLATE_TEST_CASE("store contract: an expired record behaves as absent", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  ClaimRequest req = request("k");
+  req.ttl_ms = 1000;
+  ClaimResult c = store->claim(req, k_alive);
+  REQUIRE(store->finish("k", c.attempt, outcome(Status::succeeded, 0, k_t0 + 500)));
+  CHECK(store->get("k")->expires_ms == k_t0 + 1500);
+
+  CHECK(store->claim(request("k", k_t0 + 1499), k_alive).verdict == Verdict::replay);
+  // At the expiry instant the record is gone, even for another fingerprint: claim attempt 1.
+  ClaimRequest later = request("k", k_t0 + 1500, 600);
+  later.fingerprint = k_other_fp;
+  ClaimResult fresh = store->claim(later, k_alive);
+  CHECK(fresh.verdict == Verdict::claim);
+  CHECK(fresh.attempt == 1);
+  auto r = store->get("k");
+  CHECK(r->fingerprint == k_other_fp);
+  CHECK(r->owner.pid == 600);
+  CHECK(r->status == Status::running);
+  CHECK(r->expires_ms == 0);
+}
+
+TEMPLATE_TEST_CASE("store contract: list filters and orders newest first", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  put_finished(*store, "a/1", k_t0 + 1000, Status::succeeded, k_t0 + 1100);
+  put_finished(*store, "a/2", k_t0 + 2000, Status::failed, k_t0 + 2100);
+  REQUIRE(store->claim(request("b/1", k_t0 + 3000), k_alive).verdict == Verdict::claim);
+  put_finished(*store, "a/3", k_t0 + 4000, Status::succeeded, k_t0 + 4100, 1);  // expires at once
+  put_finished(*store, "c/2", k_t0 + 5000, Status::succeeded, k_t0 + 5100);
+  put_finished(*store, "c/1", k_t0 + 5000, Status::succeeded, k_t0 + 5200);  // same start as c/2
+  REQUIRE(store->claim(request("d/1", k_t0 + 6000), k_alive).verdict == Verdict::claim);
+  REQUIRE(store->mark_abandoned("d/1", 1));
+
+  ListQuery q;
+  q.now_ms = k_t0 + 10000;
+  using V = std::vector<std::string>;
+  CHECK(keys_of(listed(*store, q)) == V{"d/1", "c/1", "c/2", "b/1", "a/2", "a/1"});
+
+  q.include_expired = true;
+  CHECK(keys_of(listed(*store, q)) == V{"d/1", "c/1", "c/2", "a/3", "b/1", "a/2", "a/1"});
+
+  q.statuses = {Status::succeeded};
+  CHECK(keys_of(listed(*store, q)) == V{"c/1", "c/2", "a/3", "a/1"});
+  q.include_expired = false;
+  CHECK(keys_of(listed(*store, q)) == V{"c/1", "c/2", "a/1"});
+
+  q.statuses = {Status::failed, Status::running};
+  CHECK(keys_of(listed(*store, q)) == V{"b/1", "a/2"});
+  q.statuses = {Status::abandoned};
+  CHECK(keys_of(listed(*store, q)) == V{"d/1"});
+
+  q.statuses.clear();
+  q.prefix = "a/";
+  CHECK(keys_of(listed(*store, q)) == V{"a/2", "a/1"});
+  q.include_expired = true;
+  CHECK(keys_of(listed(*store, q)) == V{"a/3", "a/2", "a/1"});
+  q.prefix = "zzz";
+  CHECK(listed(*store, q).empty());
+
+  q.prefix.clear();
+  q.limit = 2;
+  CHECK(keys_of(listed(*store, q)) == V{"d/1", "c/1"});
+  q.limit = 1;
+  q.statuses = {Status::succeeded};
+  q.prefix = "a/";
+  CHECK(keys_of(listed(*store, q)) == V{"a/3"});
+
+  // Listed records carry their fields but no output.
+  q = ListQuery{};
+  q.now_ms = k_t0 + 10000;
+  q.prefix = "a/2";
+  auto rows = listed(*store, q);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].status == Status::failed);
+  CHECK(rows[0].exit_code == 1);
+  CHECK(rows[0].started_ms == k_t0 + 2000);
+  CHECK(rows[0].finished_ms == k_t0 + 2100);
+  CHECK(rows[0].output.empty());
+  CHECK(rows[0].request.empty());
+}
+
+TEMPLATE_TEST_CASE("store contract: list prefix is literal, not a pattern", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  for (const char* key : {"x%y", "xay", "x_z", "xbz", "X%y", "\xc3\xa9-1", "\xc3\xa9-2", "e-1"})
+    REQUIRE(store->claim(request(key), k_alive).verdict == Verdict::claim);
+  ListQuery q;
+  q.now_ms = k_t0;
+  using V = std::vector<std::string>;
+  q.prefix = "x%";
+  CHECK(keys_of(listed(*store, q)) == V{"x%y"});
+  q.prefix = "x_";
+  CHECK(keys_of(listed(*store, q)) == V{"x_z"});
+  q.prefix = "\xc3\xa9";
+  CHECK(keys_of(listed(*store, q)) == V{"\xc3\xa9-1", "\xc3\xa9-2"});
+  q.prefix = "x%y";
+  CHECK(keys_of(listed(*store, q)) == V{"x%y"});
+  q.prefix = "x%yz";
+  CHECK(listed(*store, q).empty());
+}
+
+TEMPLATE_TEST_CASE("store contract: remove", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  CHECK(store->remove("missing", false, k_alive) == RemoveResult::not_found);
+  CHECK(store->remove("missing", true, k_alive) == RemoveResult::not_found);
+
+  put_finished(*store, "done", k_t0, Status::succeeded, k_t0 + 1);
+  CHECK(store->remove("done", false, k_alive) == RemoveResult::removed);
+  CHECK_FALSE(store->get("done").has_value());
+  CHECK(store->remove("done", false, k_alive) == RemoveResult::not_found);
+  // The next attempt runs again as attempt 1.
+  ClaimResult c = store->claim(request("done", k_t0 + 10), k_alive);
+  CHECK(c.verdict == Verdict::claim);
+  CHECK(c.attempt == 1);
+
+  REQUIRE(store->claim(request("live"), k_alive).verdict == Verdict::claim);
+  CHECK(store->remove("live", false, k_alive) == RemoveResult::running);
+  auto kept = store->get("live");
+  REQUIRE(kept.has_value());
+  CHECK(kept->status == Status::running);
+  CHECK(store->remove("live", true, k_alive) == RemoveResult::removed);
+  CHECK_FALSE(store->get("live").has_value());
+
+  // A running record whose owner is gone needs no force.
+  REQUIRE(store->claim(request("dead"), k_alive).verdict == Verdict::claim);
+  CHECK(store->remove("dead", false, k_gone) == RemoveResult::removed);
+  CHECK_FALSE(store->get("dead").has_value());
+
+  // Abandoned and expired records are removed without force.
+  REQUIRE(store->claim(request("aband"), k_alive).verdict == Verdict::claim);
+  REQUIRE(store->mark_abandoned("aband", 1));
+  CHECK(store->remove("aband", false, k_alive) == RemoveResult::removed);
+  put_finished(*store, "old", k_t0, Status::succeeded, k_t0 + 1, 1);
+  CHECK(store->remove("old", false, k_alive) == RemoveResult::removed);
+}
+
+TEMPLATE_TEST_CASE("store contract: gc removes expired records, never running ones", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  put_finished(*store, "expired-ok", k_t0, Status::succeeded, k_t0 + 10, 100);
+  put_finished(*store, "expired-failed", k_t0, Status::failed, k_t0 + 10, 100);
+  put_finished(*store, "fresh", k_t0, Status::succeeded, k_t0 + 10, k_day);
+  REQUIRE(store->claim(request("running"), k_alive).verdict == Verdict::claim);
+  REQUIRE(store->claim(request("abandoned"), k_alive).verdict == Verdict::claim);
+  REQUIRE(store->mark_abandoned("abandoned", 1));
+
+  GcQuery q;
+  q.now_ms = k_t0 + 1000;
+  q.dry_run = true;
+  CHECK(store->gc(q) == 2);
+  CHECK(store->get("expired-ok").has_value());  // a dry run deletes nothing
+
+  q.dry_run = false;
+  CHECK(store->gc(q) == 2);
+  CHECK_FALSE(store->get("expired-ok").has_value());
+  CHECK_FALSE(store->get("expired-failed").has_value());
+  CHECK(store->get("fresh").has_value());
+  CHECK(store->get("running").has_value());
+  CHECK(store->get("abandoned").has_value());
+  CHECK(store->gc(q) == 0);
+
+  // However far in the future: running records stay.
+  q.now_ms = k_t0 + 1000 * k_day;
+  CHECK(store->gc(q) == 1);  // "fresh" has expired by then
+  CHECK(store->get("running").has_value());
+  CHECK(store->get("abandoned").has_value());  // abandoned records do not expire
+}
+
+TEMPLATE_TEST_CASE("store contract: gc --older-than removes finished records older than the cutoff", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  put_finished(*store, "old", k_t0, Status::succeeded, k_t0 + 1000);
+  put_finished(*store, "new", k_t0, Status::succeeded, k_t0 + 60000);
+  put_finished(*store, "old-failed", k_t0, Status::failed, k_t0 + 2000);
+  ClaimRequest running = request("running", k_t0);
+  REQUIRE(store->claim(running, k_alive).verdict == Verdict::claim);
+
+  GcQuery q;
+  q.now_ms = k_t0 + 100000;
+  q.older_than_ms = 50000;  // cutoff: k_t0 + 50000
+  q.dry_run = true;
+  CHECK(store->gc(q) == 2);
+  q.dry_run = false;
+  CHECK(store->gc(q) == 2);
+  CHECK_FALSE(store->get("old").has_value());
+  CHECK_FALSE(store->get("old-failed").has_value());
+  CHECK(store->get("new").has_value());
+  CHECK(store->get("running").has_value());
+
+  q.older_than_ms = 1;
+  CHECK(store->gc(q) == 1);
+  CHECK(store->get("running").has_value());
+
+  // Abandoned records never expire, but --older-than counts from when their attempt started.
+  REQUIRE(store->claim(request("abandoned", k_t0 + 200000), k_alive).verdict == Verdict::claim);
+  REQUIRE(store->mark_abandoned("abandoned", 1));
+  q.now_ms = k_t0 + 300000;
+  q.older_than_ms = 150000;  // cutoff k_t0 + 150000: started after it, kept
+  CHECK(store->gc(q) == 0);
+  q.older_than_ms = 50000;  // cutoff k_t0 + 250000
+  CHECK(store->gc(q) == 1);
+  CHECK_FALSE(store->get("abandoned").has_value());
+  CHECK(store->get("running").has_value());
+}
+
+TEMPLATE_TEST_CASE("store contract: concurrent retries of a failed key: exactly one new attempt",
+          "[store][contract][concurrency]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  {
+    auto store = backend.open();
+    put_finished(*store, "k", k_t0, Status::failed, k_t0 + 1);
+  }
+  constexpr int k_threads = 6;
+  std::vector<std::unique_ptr<Store>> stores;
+  for (int t = 0; t < k_threads; ++t) stores.push_back(backend.open());
+  std::latch start(k_threads);
+  std::atomic<int> claims{0}, running{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < k_threads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        start.arrive_and_wait();
+        ClaimResult c = stores[size_t(t)]->claim(request("k", k_t0 + 10, 2000 + t), k_alive);
+        if (c.verdict == Verdict::claim && c.attempt == 2) ++claims;
+        if (c.verdict == Verdict::running) ++running;
+      } catch (const std::exception&) {
+        ++errors;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(errors == 0);
+  CHECK(claims == 1);
+  CHECK(running == k_threads - 1);
+  CHECK(stores[0]->get("k")->attempt == 2);
+}
+
+TEMPLATE_TEST_CASE("store contract: list streams and stops when the visitor says so", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  for (int i = 0; i < 5; ++i)
+    put_finished(*store, "k" + std::to_string(i), k_t0 + i, Status::succeeded, k_t0 + 10);
+  ListQuery q;
+  q.now_ms = k_t0 + 100;
+  std::vector<std::string> seen;
+  store->list(q, [&](const Record& r) {
+    seen.push_back(r.key);
+    return seen.size() < 2;
+  });
+  CHECK(seen == std::vector<std::string>{"k4", "k3"});
+  // live = false and no expired: nothing at all.
+  q.live = false;
+  CHECK(listed(*store, q).empty());
+  q.include_expired = true;
+  CHECK(listed(*store, q).empty());  // none has expired
+  q.now_ms = k_t0 + 2 * k_day;
+  CHECK(keys_of(listed(*store, q)) == std::vector<std::string>{"k4", "k3", "k2", "k1", "k0"});
+}
+
+// Attempts and leases (SPEC §1): the token is the claimer's capability, the lease its liveness
+// on any host.
+
+TEMPLATE_TEST_CASE("store contract: a claim hands out a fresh unguessable token and its lease",
+                   "[store][contract][lease]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  std::set<std::string> tokens;
+  for (int i = 0; i < 20; ++i) {
+    ClaimResult c = store->claim(request("k" + std::to_string(i)), k_alive);
+    REQUIRE(c.verdict == Verdict::claim);
+    CHECK(c.attempt_token.size() == 32);  // 128 bits, hex
+    CHECK(c.attempt_token.find_first_not_of("0123456789abcdef") == std::string::npos);
+    CHECK(c.lease_expires_ms == 0);  // no lease asked for: none
+    CHECK(store->get("k" + std::to_string(i))->lease_expires_ms == 0);
+    tokens.insert(c.attempt_token);
+  }
+  CHECK(tokens.size() == 20);
+
+  ClaimRequest leased = request("leased");
+  leased.lease_ms = 30000;
+  ClaimResult c = store->claim(leased, k_alive);
+  REQUIRE(c.verdict == Verdict::claim);
+  CHECK(c.lease_expires_ms == k_t0 + 30000);
+  auto r = store->get("leased");
+  CHECK(r->lease_expires_ms == k_t0 + 30000);
+  CHECK(r->attempt_token == c.attempt_token);
+
+  // Other verdicts hand out nothing.
+  ClaimResult refused = store->claim(request("leased", k_t0 + 1, 200), k_alive);
+  CHECK(refused.verdict == Verdict::running);
+  CHECK(refused.attempt_token.empty());
+  CHECK(refused.lease_expires_ms == 0);
+  REQUIRE(refused.existing.has_value());
+  CHECK(refused.existing->attempt_token.empty());  // never the running owner's capability
+
+  // A retry is a new attempt with a new token.
+  REQUIRE(store->finish("leased", 1, outcome(Status::failed, 1, k_t0 + 2)));
+  CHECK(store->get("leased")->lease_expires_ms == 0);  // an ended attempt holds no lease
+  ClaimResult retry = store->claim(request("leased", k_t0 + 3), k_alive);
+  REQUIRE(retry.verdict == Verdict::claim);
+  CHECK(retry.attempt == 2);
+  CHECK(retry.attempt_token.size() == 32);
+  CHECK(retry.attempt_token != c.attempt_token);
+}
+
+TEMPLATE_TEST_CASE("store contract: heartbeat renews the lease of the token's running attempt",
+                   "[store][contract][lease]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  ClaimRequest req = request("k");
+  req.lease_ms = 1000;
+  ClaimResult c = store->claim(req, k_alive);
+  REQUIRE(c.verdict == Verdict::claim);
+
+  CHECK(store->heartbeat("k", c.attempt_token, 5000, k_t0 + 900));
+  CHECK(store->get("k")->lease_expires_ms == k_t0 + 5900);
+  // A shorter lease is allowed too: the owner says how long it needs.
+  CHECK(store->heartbeat("k", c.attempt_token, 100, k_t0 + 1000));
+  CHECK(store->get("k")->lease_expires_ms == k_t0 + 1100);
+
+  // A stale or wrong token, an unknown key, an empty token: nothing changes.
+  const std::string wrong(32, '0');
+  CHECK_FALSE(store->heartbeat("k", wrong, 5000, k_t0 + 1050));
+  CHECK_FALSE(store->heartbeat("other", c.attempt_token, 5000, k_t0 + 1050));
+  CHECK_FALSE(store->heartbeat("k", "", 5000, k_t0 + 1050));
+  CHECK(store->get("k")->lease_expires_ms == k_t0 + 1100);
+
+  // lease_ms 0: no lease any more (the pid check alone).
+  CHECK(store->heartbeat("k", c.attempt_token, 0, k_t0 + 1050));
+  CHECK(store->get("k")->lease_expires_ms == 0);
+  CHECK(store->claim(request("k", k_t0 + 100 * k_day, 200), k_alive).verdict == Verdict::running);
+  // A lease can be taken again.
+  CHECK(store->heartbeat("k", c.attempt_token, 10, k_t0 + 2000));
+  CHECK(store->get("k")->lease_expires_ms == k_t0 + 2010);
+
+  // Once the attempt has ended the token renews nothing.
+  REQUIRE(store->finish("k", c.attempt, outcome(Status::succeeded, 0, k_t0 + 2005)));
+  CHECK_FALSE(store->heartbeat("k", c.attempt_token, 5000, k_t0 + 2006));
+  auto r = store->get("k");
+  CHECK(r->status == Status::succeeded);
+  CHECK(r->lease_expires_ms == 0);
+}
+
+TEMPLATE_TEST_CASE("store contract: a lease that ran out is not renewed and counts as abandoned",
+                   "[store][contract][lease]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  ClaimRequest req = request("k");
+  req.lease_ms = 1000;
+  ClaimResult c = store->claim(req, k_alive);
+  REQUIRE(c.verdict == Verdict::claim);
+
+  // Before its expiry another claimer (another host: its owner cannot be checked) is refused.
+  int asked = 0;
+  OwnerGone alive_elsewhere = [&](const Owner&) {
+    ++asked;
+    return false;
+  };
+  CHECK(store->claim(request("k", k_t0 + 999, 200), alive_elsewhere).verdict == Verdict::running);
+  CHECK(asked == 1);
+
+  // At its expiry, no heartbeat came in time: a late one is refused, even before anyone looked.
+  CHECK_FALSE(store->heartbeat("k", c.attempt_token, 1000, k_t0 + 1000));
+  CHECK(store->get("k")->lease_expires_ms == k_t0 + 1000);
+
+  // The next claim finds it abandoned without asking about the owner, and records that.
+  asked = 0;
+  ClaimResult seen = store->claim(request("k", k_t0 + 1000, 200), alive_elsewhere);
+  CHECK(seen.verdict == Verdict::abandoned);
+  CHECK(asked == 0);
+  REQUIRE(seen.existing.has_value());
+  CHECK(seen.existing->status == Status::abandoned);
+  auto r = store->get("k");
+  CHECK(r->status == Status::abandoned);
+  CHECK(r->attempt == 1);
+  CHECK(r->note == "lease ran out mid-run");
+
+  // With retry_abandoned it runs again, as a new attempt with a new token; the old token is dead.
+  ClaimRequest retry = request("k", k_t0 + 1001, 300);
+  retry.policy.retry_abandoned = true;
+  retry.lease_ms = 1000;
+  ClaimResult again = store->claim(retry, alive_elsewhere);
+  REQUIRE(again.verdict == Verdict::claim);
+  CHECK(again.attempt == 2);
+  CHECK(again.lease_expires_ms == k_t0 + 2001);
+  CHECK_FALSE(store->heartbeat("k", c.attempt_token, 1000, k_t0 + 1002));
+  CHECK_FALSE(store->release("k", c.attempt_token));
+  CHECK_FALSE(store->finish("k", c.attempt, outcome(Status::succeeded, 0, k_t0 + 1003)));
+  CHECK(store->heartbeat("k", again.attempt_token, 1000, k_t0 + 1500));
+  CHECK(store->get("k")->owner.pid == 300);
+}
+
+TEMPLATE_TEST_CASE("store contract: a running record whose lease ran out is abandoned at once "
+                   "with retry_abandoned",
+                   "[store][contract][lease]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  ClaimRequest req = request("k");
+  req.lease_ms = 10;
+  REQUIRE(store->claim(req, k_alive).verdict == Verdict::claim);
+  ClaimRequest retry = request("k", k_t0 + 10, 200);
+  retry.policy.retry_abandoned = true;
+  ClaimResult c = store->claim(retry, k_alive);
+  CHECK(c.verdict == Verdict::claim);
+  CHECK(c.attempt == 2);
+  CHECK(store->get("k")->lease_expires_ms == 0);  // this claim asked for no lease
+}
+
+TEMPLATE_TEST_CASE("store contract: releasing a first attempt leaves the key as never claimed",
+                   "[store][contract][lease]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  ClaimRequest req = request("k");
+  req.lease_ms = 1000;
+  ClaimResult c = store->claim(req, k_alive);
+  REQUIRE(c.verdict == Verdict::claim);
+
+  // A wrong or empty token changes nothing.
+  CHECK_FALSE(store->release("k", std::string(32, 'f')));
+  CHECK_FALSE(store->release("k", ""));
+  CHECK_FALSE(store->release("absent", c.attempt_token));
+  CHECK(store->get("k")->status == Status::running);
+
+  CHECK(store->release("k", c.attempt_token));
+  CHECK_FALSE(store->get("k").has_value());
+  ListQuery q;
+  q.now_ms = k_t0;
+  q.include_expired = true;
+  CHECK(listed(*store, q).empty());
+  // The token is stale now: releasing again, renewing or finishing changes nothing.
+  CHECK_FALSE(store->release("k", c.attempt_token));
+  CHECK_FALSE(store->heartbeat("k", c.attempt_token, 1000, k_t0 + 1));
+  CHECK_FALSE(store->finish("k", c.attempt, outcome(Status::succeeded, 0, k_t0 + 2)));
+  CHECK_FALSE(store->get("k").has_value());
+
+  // The next claim is a first attempt again, even with another fingerprint.
+  ClaimRequest other = request("k", k_t0 + 3, 200);
+  other.fingerprint = k_other_fp;
+  ClaimResult next = store->claim(other, k_alive);
+  CHECK(next.verdict == Verdict::claim);
+  CHECK(next.attempt == 1);
+  CHECK(next.attempt_token != c.attempt_token);
+}
+
+TEMPLATE_TEST_CASE("store contract: releasing the claim of an expired record deletes it",
+                   "[store][contract][lease]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  put_finished(*store, "k", k_t0, Status::succeeded, k_t0 + 1, 10);
+  ClaimResult c = store->claim(request("k", k_t0 + 11, 200), k_alive);  // expired: as absent
+  REQUIRE(c.verdict == Verdict::claim);
+  REQUIRE(c.attempt == 1);
+  CHECK(store->release("k", c.attempt_token));
+  CHECK_FALSE(store->get("k").has_value());
+}
+
+TEMPLATE_TEST_CASE("store contract: releasing a retry goes back to the abandoned attempt before it",
+                   "[store][contract][lease]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  ClaimResult first = store->claim(request("k"), k_alive);
+  REQUIRE(first.verdict == Verdict::claim);
+  REQUIRE(store->mark_abandoned("k", first.attempt));
+  ClaimRequest retry = request("k", k_t0 + 10, 200);
+  retry.policy.retry_abandoned = true;
+  ClaimResult second = store->claim(retry, k_alive);
+  REQUIRE(second.verdict == Verdict::claim);
+  REQUIRE(second.attempt == 2);
+
+  CHECK_FALSE(store->release("k", first.attempt_token));  // stale: the first attempt's
+  CHECK(store->get("k")->attempt == 2);
+  CHECK(store->release("k", second.attempt_token));
+  auto r = store->get("k");
+  REQUIRE(r.has_value());
+  CHECK(r->status == Status::abandoned);
+  CHECK(r->attempt == 1);
+  CHECK(r->attempt_token.empty());
+  CHECK(r->lease_expires_ms == 0);
+  CHECK(r->note == "attempt 2 was released");
+  CHECK_FALSE(store->release("k", second.attempt_token));
+
+  // As before the retry: refused without retry_abandoned, run as attempt 2 with it.
+  CHECK(store->claim(request("k", k_t0 + 20, 300), k_alive).verdict == Verdict::abandoned);
+  retry.now_ms = k_t0 + 30;
+  ClaimResult third = store->claim(retry, k_alive);
+  CHECK(third.verdict == Verdict::claim);
+  CHECK(third.attempt == 2);
+}
+
+TEMPLATE_TEST_CASE("store contract: releasing a retried failure leaves it abandoned",
+                   "[store][contract][lease]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  put_finished(*store, "k", k_t0, Status::failed, k_t0 + 1);
+  ClaimResult retry = store->claim(request("k", k_t0 + 10, 200), k_alive);
+  REQUIRE(retry.verdict == Verdict::claim);
+  REQUIRE(retry.attempt == 2);
+  CHECK(store->release("k", retry.attempt_token));
+  auto r = store->get("k");
+  REQUIRE(r.has_value());
+  CHECK(r->status == Status::abandoned);
+  CHECK(r->attempt == 1);
+  // The failure's outcome is gone: nothing to replay, nothing run again unasked.
+  ClaimRequest replaying = request("k", k_t0 + 20, 300);
+  replaying.policy.replay_failures = true;
+  CHECK(store->claim(replaying, k_alive).verdict == Verdict::abandoned);
+}
+
+TEMPLATE_TEST_CASE("store contract: a finished attempt cannot be released",
+                   "[store][contract][lease]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  ClaimResult c = store->claim(request("k"), k_alive);
+  REQUIRE(c.verdict == Verdict::claim);
+  REQUIRE(store->finish("k", c.attempt, outcome(Status::succeeded, 0, k_t0 + 1)));
+  CHECK_FALSE(store->release("k", c.attempt_token));
+  auto r = store->get("k");
+  REQUIRE(r.has_value());
+  CHECK(r->status == Status::succeeded);
+  CHECK(store->claim(request("k", k_t0 + 2, 200), k_alive).verdict == Verdict::replay);
+}
+
+TEMPLATE_TEST_CASE("store contract: concurrent releases and claims: the release lands once",
+                   "[store][contract][lease][concurrency]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  constexpr int k_threads = 4;
+  std::vector<std::unique_ptr<Store>> stores;
+  for (int t = 0; t < k_threads; ++t) stores.push_back(backend.open());
+  ClaimResult c = stores[0]->claim(request("k"), k_alive);
+  REQUIRE(c.verdict == Verdict::claim);
+  std::latch start(k_threads);
+  std::atomic<int> released{0}, claimed{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < k_threads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        start.arrive_and_wait();
+        if (stores[size_t(t)]->release("k", c.attempt_token)) ++released;
+        ClaimResult mine = stores[size_t(t)]->claim(request("k", k_t0 + 1, 500 + t), k_alive);
+        if (mine.verdict == Verdict::claim) ++claimed;
+      } catch (const std::exception&) {
+        ++errors;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(errors == 0);
+  CHECK(released == 1);
+  CHECK(claimed == 1);
+  auto r = stores[0]->get("k");
+  REQUIRE(r.has_value());
+  CHECK(r->attempt == 1);
+  CHECK(r->status == Status::running);
+  CHECK(r->owner.pid >= 500);
+}
