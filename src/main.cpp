@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/begin.hpp"
+#include "cli/common.hpp"
 #include "cli/each.hpp"
 #include "cli/inspect.hpp"
 #include "cli/run.hpp"
@@ -18,7 +19,7 @@ namespace {
 std::string command_word(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (arg == "--db") {
+    if (idem::cli::is_global_option_with_value(arg)) {
       ++i;
       continue;
     }
@@ -54,9 +55,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("idem ") + IDEM_VERSION);
 #endif
   GlobalOptions global;
-  app.add_option("--db", global.db,
-                 "SQLite store (default: $IDEM_DB, else $XDG_STATE_HOME/idem/idem.db)")
-      ->type_name("PATH");
+  add_global_options(app, global);
   app.footer(
       "Exit codes: the command's own; 1 nothing to do / not found; 64 usage; 65 conflict;\n"
       "69 abandoned; 74 store; 75 running; 77 not the owner (end); 124 timeout;\n"
