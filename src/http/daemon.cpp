@@ -313,9 +313,11 @@ class Routes final : public Handler {
       Response r;
       r.content_type = "text/plain; version=0.0.4";
       r.body = metrics_.render(shed_count ? shed_count() : 0);
-      r.body += "# HELP idem_store_connections_opened_total Store connections deliveries opened "
-                "(reused after).\n# TYPE idem_store_connections_opened_total counter\n"
-                "idem_store_connections_opened_total " + std::to_string(stores_->opened()) + "\n";
+      r.body +=
+          "# HELP idem_store_connections_opened_total Store connections opened for deliveries, "
+          "each reused by later ones.\n"
+          "# TYPE idem_store_connections_opened_total counter\n"
+          "idem_store_connections_opened_total " + std::to_string(stores_->opened()) + "\n";
       r.log_fields.emplace_back("outcome", "metrics");
       return r;
     }

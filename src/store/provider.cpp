@@ -53,7 +53,9 @@ size_t StoreProvider::idle() const {
 }
 
 StoreProvider::Lease::Lease(StoreProvider& provider, std::unique_ptr<Store> store)
-    : provider_(&provider), store_(std::move(store)), exceptions_at_start_(std::uncaught_exceptions()) {}
+    : provider_(&provider),
+      store_(std::move(store)),
+      exceptions_at_start_(std::uncaught_exceptions()) {}
 
 StoreProvider::Lease::Lease(Lease&& other) noexcept
     : provider_(other.provider_),
@@ -61,7 +63,8 @@ StoreProvider::Lease::Lease(Lease&& other) noexcept
       exceptions_at_start_(other.exceptions_at_start_) {}
 
 StoreProvider::Lease::~Lease() {
-  if (store_) provider_->give_back(std::move(store_), std::uncaught_exceptions() <= exceptions_at_start_);
+  if (store_)
+    provider_->give_back(std::move(store_), std::uncaught_exceptions() <= exceptions_at_start_);
 }
 
 }  // namespace idem::store

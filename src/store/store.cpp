@@ -60,7 +60,8 @@ StoreLocation parse_store_url(const std::string& url, const std::string& source)
   if (scheme == "sqlite") {
     // sqlite:///abs/path reads as the file URL it looks like; sqlite://name would name a host.
     if (rest.rfind("//", 0) == 0) {
-      if (rest.size() < 3 || rest[2] != '/') throw bad("use sqlite:PATH or sqlite:///ABSOLUTE/PATH");
+      if (rest.size() < 3 || rest[2] != '/')
+        throw bad("use sqlite:PATH or sqlite:///ABSOLUTE/PATH");
       rest = rest.substr(2);
     }
     if (rest.empty()) throw bad("no path after 'sqlite:'");
@@ -85,8 +86,9 @@ std::string default_db_path() {
   } else {
     const char* home = getenv_nonempty("HOME");
     if (home == nullptr)
-      throw StoreError("cannot find the store: neither --store, IDEM_STORE, --db, IDEM_DB, "
-                       "XDG_STATE_HOME nor HOME is set");
+      throw StoreError(
+          "cannot find the store: neither --store, IDEM_STORE, --db, IDEM_DB, "
+          "XDG_STATE_HOME nor HOME is set");
     state = std::string(home) + "/.local/state";
   }
   return state + "/idem/idem.db";

@@ -81,14 +81,16 @@ TEST_CASE("store delivery: transient store errors are 503 with Retry-After, perm
 TEST_CASE("store delivery: deliveries reuse the provider's connection", "[store][delivery]") {
   idem::test::TempDir dir;
   const std::string path = dir / "idem.db";
-  auto stores = std::make_shared<StoreProvider>(
-      [path] { return idem::store::open_sqlite_store(path); }, 2);
+  auto stores =
+      std::make_shared<StoreProvider>([path] { return idem::store::open_sqlite_store(path); }, 2);
   Hook hook = keyed_hook();
   HookSlots slots(hook.max_concurrency, hook.max_queue);
   for (int i = 0; i < 20; ++i) {
-    auto first = idem::http::deliver(hook, slots, delivery("k" + std::to_string(i)), services(stores));
+    auto first =
+        idem::http::deliver(hook, slots, delivery("k" + std::to_string(i)), services(stores));
     CHECK(first.status == 200);
-    auto again = idem::http::deliver(hook, slots, delivery("k" + std::to_string(i)), services(stores));
+    auto again =
+        idem::http::deliver(hook, slots, delivery("k" + std::to_string(i)), services(stores));
     CHECK(again.outcome == "replayed");
   }
   CHECK(stores->opened() == 1);

@@ -67,11 +67,12 @@ TEST_CASE("provider: a lease ended by an exception closes its connection", "[sto
   CHECK(stores.idle() == 1);
 }
 
-TEST_CASE("provider: a failed open is the opener's error and counts nothing",
-          "[store][provider]") {
-  StoreProvider stores([]() -> std::unique_ptr<idem::store::Store> {
-    throw idem::StoreError("store /x: unavailable", idem::StoreFailure::transient);
-  }, 4);
+TEST_CASE("provider: a failed open is the opener's error and counts nothing", "[store][provider]") {
+  StoreProvider stores(
+      []() -> std::unique_ptr<idem::store::Store> {
+        throw idem::StoreError("store /x: unavailable", idem::StoreFailure::transient);
+      },
+      4);
   CHECK_THROWS_AS(stores.lease(), idem::StoreError);
   CHECK(stores.opened() == 0);
 }

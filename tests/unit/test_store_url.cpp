@@ -23,12 +23,16 @@ class EnvGuard {
  public:
   EnvGuard(const char* name, std::optional<std::string> value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value->c_str(), 1);
-    else ::unsetenv(name);
+    if (value)
+      ::setenv(name, value->c_str(), 1);
+    else
+      ::unsetenv(name);
   }
   ~EnvGuard() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
   }
   EnvGuard(const EnvGuard&) = delete;
   EnvGuard& operator=(const EnvGuard&) = delete;
@@ -116,8 +120,7 @@ TEST_CASE("store url: --store, then IDEM_STORE, then --db, then IDEM_DB, then th
   }
 }
 
-TEST_CASE("store url: open_store opens SQLite and refuses PostgreSQL (permanent)",
-          "[store][url]") {
+TEST_CASE("store url: open_store opens SQLite and refuses PostgreSQL (permanent)", "[store][url]") {
   TempDir dir;
   auto store = idem::store::open_store(parse_store_url("sqlite:" + (dir / "idem.db"), "--store"));
   CHECK_FALSE(store->get("k").has_value());
