@@ -9,7 +9,7 @@
 # _idem_flags SUBCOMMAND: the flags SUBCOMMAND accepts, global ones included ("": before one). A
 # subcommand without its line here gets the long flags its --help lists.
 _idem_flags() {
-  local global="--db -h --help"
+  local global="--store --db -h --help"
   case $1 in
     run) echo "-k --key --ttl --wait --timeout --kill-after --replay-failures --retry-abandoned --kill-stale" \
       "--hash-stdin --max-output --quiet-replay -q --quiet -v --verbose $global" ;;
@@ -34,7 +34,7 @@ _idem_flags() {
 # _idem_takes_value SUBCOMMAND FLAG: FLAG is followed by a value (which is then no positional).
 _idem_takes_value() {
   case $1:$2 in
-    *:--db | \
+    *:--db | *:--store | \
       run:-k | run:--key | run:--ttl | run:--wait | run:--timeout | run:--kill-after | \
       run:--max-output | \
       ls:--status | ls:--prefix | ls:--limit | \
@@ -69,6 +69,7 @@ _idem_add_keys() {
   local -a db=() keys=() prefix=()
   local key typed=${_idem_match#"$_idem_pre"}
   [[ -n $_idem_db ]] && db=(--db "$_idem_db")
+  [[ -n $_idem_store ]] && db+=(--store "$_idem_store")
   [[ -n $typed ]] && prefix=(--prefix "$typed")
   while IFS= read -r key; do
     keys+=("$key")
@@ -123,6 +124,7 @@ _idem() {
   _idem_cmd=${words[0]:-idem}
   [[ $_idem_cmd == \~/* ]] && _idem_cmd=$HOME/${_idem_cmd#\~/}
   _idem_db=
+  _idem_store=
   _idem_pre=
 
   # The subcommand, the --db in force, where `--` is, and how many positionals precede cur.
@@ -132,6 +134,8 @@ _idem() {
     case $word in
       --db) _idem_db=${words[i + 1]-}; ((i++)) || true; continue ;;
       --db=*) _idem_db=${word#--db=}; continue ;;
+      --store) _idem_store=${words[i + 1]-}; ((i++)) || true; continue ;;
+      --store=*) _idem_store=${word#--store=}; continue ;;
       --) [[ -n $sub ]] && { dashdash=$i; break; } ;;
     esac
     if [[ -z $sub ]]; then
@@ -192,7 +196,7 @@ _idem() {
   # The value of the previous flag.
   if _idem_takes_value "$sub" "$prev"; then
     case $sub:$prev in
-      *:--db | serve:--config | serve:--port-file | end:--stdout-file | end:--stderr-file)
+      *:--db | *:--store | serve:--config | serve:--port-file | end:--stdout-file | end:--stderr-file)
         _idem_add_files ;;
       run:-k | run:--key | begin:-k | begin:--key | end:-k | end:--key) _idem_add_keys ;;
       ls:--status) _idem_add running succeeded failed abandoned expired ;;

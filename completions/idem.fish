@@ -9,7 +9,7 @@ function __idem_subcommand
     set tokens $tokens[2..-1]
     while set -q tokens[1]
         switch $tokens[1]
-            case --db
+            case --db --store
                 set tokens $tokens[3..-1]
                 continue
             case '-*'
@@ -46,7 +46,7 @@ function __idem_positionals
     set -l n 0
     while set -q tokens[1]
         switch $tokens[1]
-            case --db
+            case --db --store
                 set tokens $tokens[2..-1]
             case '-*'
             case '*'
@@ -81,6 +81,11 @@ function __idem_keys
                 set db --db $tokens[$i]
             case '--db=*'
                 set db --db (string replace -- --db= '' $tokens[$i])
+            case --store
+                set i (math $i + 1)
+                set db --store $tokens[$i]
+            case '--store=*'
+                set db --store (string replace -- --store= '' $tokens[$i])
         end
         set i (math $i + 1)
     end
@@ -101,12 +106,14 @@ end
 complete -c idem -f
 
 # Before a subcommand.
+complete -c idem -n "not __idem_subcommand" -l store -r -F -d 'Store URL (sqlite:PATH or a path)'
 complete -c idem -n "not __idem_subcommand" -l db -r -F -d 'SQLite store'
 complete -c idem -n "not __idem_subcommand" -s h -l help -d 'Print help and exit'
 complete -c idem -n "not __idem_subcommand" -l version -d 'Print the version and exit'
 complete -c idem -n "not __idem_subcommand" -a '(__idem_commands)'
 
 # Accepted after any subcommand.
+complete -c idem -n "__idem_in_subcommand" -l store -r -F -d 'Store URL (sqlite:PATH or a path)'
 complete -c idem -n "__idem_in_subcommand" -l db -r -F -d 'SQLite store'
 complete -c idem -n "__idem_in_subcommand" -s h -l help -d 'Print help and exit'
 

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <vector>
 
+#include "cli/common.hpp"
 #include "cli/subcommands.hpp"
 #include "core/errors.hpp"
 
@@ -16,7 +17,7 @@ namespace {
 std::string command_word(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (arg == "--db") {
+    if (idem::cli::is_global_option_with_value(arg)) {
       ++i;
       continue;
     }
@@ -28,7 +29,7 @@ std::string command_word(int argc, char** argv) {
 }
 
 // The top-level app: its help, --version and the global options.
-void add_global_options(CLI::App& app, idem::cli::GlobalOptions& global) {
+void set_up_app(CLI::App& app, idem::cli::GlobalOptions& global) {
   app.require_subcommand(1);
   app.fallthrough();  // global options are accepted after the subcommand too
 #ifdef IDEM_TEST_HOOKS
@@ -36,9 +37,7 @@ void add_global_options(CLI::App& app, idem::cli::GlobalOptions& global) {
 #else
   app.set_version_flag("--version", std::string("idem ") + IDEM_VERSION);
 #endif
-  app.add_option("--db", global.db,
-                 "SQLite store (default: $IDEM_DB, else $XDG_STATE_HOME/idem/idem.db)")
-      ->type_name("PATH");
+  idem::cli::add_global_options(app, global);
   app.footer(
       "Exit codes: the command's own; 1 nothing to do / not found; 64 usage; 65 conflict;\n"
       "69 abandoned; 74 store; 75 running; 77 not the owner (end); 124 timeout;\n"
@@ -99,7 +98,7 @@ int main(int argc, char** argv) {
                "replay the stored outcome.",
                "idem"};
   cli::GlobalOptions global;
-  add_global_options(app, global);
+  set_up_app(app, global);
   std::vector<cli::Registered> registered;
   for (const cli::Subcommand& sub : cli::subcommands()) registered.push_back(sub.add(app));
   if (argc == 2 && std::string_view(argv[1]) == "--list-commands") return list_commands(app);

@@ -10,9 +10,32 @@
 
 namespace idem::cli {
 
+void add_global_options(CLI::App& app, GlobalOptions& global) {
+  app.add_option("--store", global.store,
+                 "Store URL: sqlite:PATH or a path (default: $IDEM_STORE, else --db); takes "
+                 "precedence over --db and IDEM_DB")
+      ->type_name("URL")
+      // An empty value would read as "not given"; any other bad URL is refused (as a usage
+      // error naming it) when the store is opened.
+      ->check(CLI::Validator(
+          [](std::string& url) {
+            return url.empty() ? std::string("empty store URL; use sqlite:PATH or a path")
+                               : std::string();
+          },
+          "", "store URL"));
+  app.add_option("--db", global.db,
+                 "SQLite store (default: $IDEM_DB, else $XDG_STATE_HOME/idem/idem.db)")
+      ->type_name("PATH");
+}
+
+bool is_global_option_with_value(std::string_view arg) { return arg == "--db" || arg == "--store"; }
+
+store::StoreLocation store_location(const GlobalOptions& global) {
+  return store::store_location(global.store, global.db);
+}
+
 std::unique_ptr<store::Store> open_store(const GlobalOptions& global) {
-  std::string path = global.db.empty() ? store::default_db_path() : global.db;
-  return store::open_sqlite_store(path);
+  return store::open_store(store_location(global));
 }
 
 std::string effective_status(const core::Record& record, int64_t now_ms) {

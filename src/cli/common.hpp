@@ -4,6 +4,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "core/record.hpp"
 #include "store/store.hpp"
@@ -11,8 +12,19 @@
 namespace idem::cli {
 
 struct GlobalOptions {
-  std::string db;  // --db; empty: $IDEM_DB, then the XDG default
+  std::string store;  // --store URL; empty: $IDEM_STORE, then --db
+  std::string db;     // --db PATH; empty: $IDEM_DB, then the XDG default
 };
+
+// Registers --store and --db on the top-level app (they are accepted after the subcommand too).
+void add_global_options(CLI::App& app, GlobalOptions& global);
+
+// The global options that take a value: main() skips them (and their value) when it looks for
+// the subcommand's name.
+bool is_global_option_with_value(std::string_view arg);
+
+// The store in force: --store, $IDEM_STORE, --db, $IDEM_DB, the XDG default (SPEC §2).
+store::StoreLocation store_location(const GlobalOptions& global);
 
 std::unique_ptr<store::Store> open_store(const GlobalOptions& global);
 

@@ -48,7 +48,7 @@ int run_serve(const GlobalOptions& global, const ServeOptions& o) {
   d.grace_ms = core::duration_arg("--grace", o.grace);
   d.busy_timeout_ms = core::duration_arg("--busy-timeout", o.busy_timeout);
   if (d.request_timeout_ms <= 0) throw UsageError("--request-timeout must be above zero");
-  d.db_path = global.db.empty() ? store::default_db_path() : global.db;
+  d.store = store_location(global);
   return http::run_daemon(d);
 }
 

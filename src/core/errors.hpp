@@ -22,9 +22,22 @@ class UsageError : public Error {
   explicit UsageError(const std::string& message) : Error(k_exit_usage, message) {}
 };
 
+// Whether retrying later may succeed: transient for a store that is busy (a lock held past the
+// busy timeout) or unreachable for now (a lost connection); permanent for one that never will
+// without a change (not a store, a newer schema, no permission, a backend this build lacks).
+// The daemon answers 503 + Retry-After for the first and 500 for the second; the CLI exits 74
+// for both.
+enum class StoreFailure { permanent, transient };
+
 class StoreError : public Error {
  public:
-  explicit StoreError(const std::string& message) : Error(k_exit_store, message) {}
+  explicit StoreError(const std::string& message, StoreFailure failure = StoreFailure::permanent)
+      : Error(k_exit_store, message), failure_(failure) {}
+  StoreFailure failure() const { return failure_; }
+  bool transient() const { return failure_ == StoreFailure::transient; }
+
+ private:
+  StoreFailure failure_;
 };
 
 }  // namespace idem

@@ -26,6 +26,7 @@
 #include "http/server.hpp"
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
+#include "store/provider.hpp"
 #include "util/clock.hpp"
 
 namespace idem::http {
@@ -147,8 +148,11 @@ Response to_response(Answer a, const std::string& hook = "") {
 // other probes get the previous result at once.
 class StoreHealth {
  public:
-  StoreHealth(std::string db_path, int64_t busy_timeout_ms)
-      : db_path_(std::move(db_path)), timeout_ms_(std::min<int64_t>(busy_timeout_ms, 1000)) {}
+  // Its own connection, reused from check to check: a probe waits at most a second for a locked
+  // store, less than a delivery's --busy-timeout may allow, and a connection's busy timeout is
+  // fixed when it is opened.
+  StoreHealth(const store::StoreLocation& where, int64_t busy_timeout_ms)
+      : stores_(where, store::StoreOptions{std::min<int64_t>(busy_timeout_ms, 1000)}, 1) {}
 
   // Why the store cannot be used (for the log; it names the file), or nothing when it can.
   std::optional<std::string> problem() {
@@ -157,7 +161,7 @@ class StoreHealth {
       if (checking.owns_lock() && util::monotonic_ms() - checked_at() >= k_recheck_ms) {
         std::optional<std::string> why;
         try {
-          store::open_sqlite_store(db_path_, timeout_ms_)->check_writable();
+          stores_.lease()->check_writable();
         } catch (const std::exception& e) {
           why = e.what();
         }
@@ -176,8 +180,7 @@ class StoreHealth {
     std::lock_guard lock(mutex_);
     return checked_ms_;
   }
-  const std::string db_path_;
-  const int64_t timeout_ms_;
+  store::StoreProvider stores_;
   std::mutex check_mutex_;  // held by the one check in progress
   std::mutex mutex_;
   int64_t checked_ms_ = INT64_MIN / 2;
@@ -214,13 +217,15 @@ class Routes final : public Handler {
  public:
   Routes(const DaemonOptions& options, std::function<std::shared_ptr<const State>()> current,
          const core::Owner& owner, Metrics& metrics,
-         std::function<void(std::function<void()>)> spawn)
+         std::function<void(std::function<void()>)> spawn,
+         std::shared_ptr<store::StoreProvider> stores)
       : options_(options),
         current_(std::move(current)),
         owner_(owner),
         metrics_(metrics),
         spawn_(std::move(spawn)),
-        health_(options.db_path, options.busy_timeout_ms) {}
+        stores_(std::move(stores)),
+        health_(options.store, options.busy_timeout_ms) {}
 
   std::function<int64_t()> shed_count;
 
@@ -308,6 +313,11 @@ class Routes final : public Handler {
       Response r;
       r.content_type = "text/plain; version=0.0.4";
       r.body = metrics_.render(shed_count ? shed_count() : 0);
+      r.body +=
+          "# HELP idem_store_connections_opened_total Store connections opened for deliveries, "
+          "each reused by later ones.\n"
+          "# TYPE idem_store_connections_opened_total counter\n"
+          "idem_store_connections_opened_total " + std::to_string(stores_->opened()) + "\n";
       r.log_fields.emplace_back("outcome", "metrics");
       return r;
     }
@@ -323,9 +333,8 @@ class Routes final : public Handler {
     d.headers = req.head.headers.fields();
     d.body = std::move(req.body);
     DeliveryServices services;
-    services.db_path = options_.db_path;
+    services.stores = stores_;
     services.owner = owner_;
-    services.busy_timeout_ms = options_.busy_timeout_ms;
     services.spawn = [this, hook_path = hook->path](std::function<void()> fn) {
       metrics_.in_flight(hook_path, 1);
       spawn_([this, hook_path, fn = std::move(fn)] {
@@ -370,6 +379,7 @@ class Routes final : public Handler {
   const core::Owner& owner_;
   Metrics& metrics_;
   std::function<void(std::function<void()>)> spawn_;
+  std::shared_ptr<store::StoreProvider> stores_;
   StoreHealth health_;
 };
 
@@ -383,8 +393,14 @@ int run_daemon(const DaemonOptions& options) {
     std::lock_guard lock(state_mutex);
     return state;
   };
+  // Deliveries lease connections from here, reused across deliveries and threads. Idle ones are
+  // kept up to the connections served at once (at most 16): a burst reuses them, and a quiet
+  // daemon holds only that many open.
+  auto stores = std::make_shared<store::StoreProvider>(
+      options.store, store::StoreOptions{options.busy_timeout_ms},
+      size_t(std::clamp(options.max_connections, 1, 16)));
   // Fail now, not at the first delivery, if the store cannot be used.
-  store::open_sqlite_store(options.db_path, options.busy_timeout_ms);
+  stores->lease();
 
   // Signals go to one thread (sigwait), never to a handler thread; commands get them reset.
   proc::install_child_handlers();
@@ -409,7 +425,7 @@ int run_daemon(const DaemonOptions& options) {
     }).detach();
   };
 
-  Routes routes(options, current, owner, metrics, spawn);
+  Routes routes(options, current, owner, metrics, spawn, stores);
   ServerOptions server_options;
   server_options.max_connections = std::max(1, options.max_connections);
   server_options.request_timeout_ms = options.request_timeout_ms;
@@ -422,7 +438,7 @@ int run_daemon(const DaemonOptions& options) {
             {"event", "listening"},
             {"address", host + ":" + std::to_string(bound)},
             {"hooks", state->config.hooks.size()},
-            {"store", options.db_path}});
+            {"store", options.store.display()}});
   if (!options.port_file.empty()) {
     std::string tmp = options.port_file + ".tmp";
     std::ofstream(tmp) << bound << "\n";

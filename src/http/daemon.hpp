@@ -4,13 +4,15 @@
 #include <cstdint>
 #include <string>
 
+#include "store/store.hpp"
+
 namespace idem::http {
 
 struct DaemonOptions {
   std::string config_path;
   std::string listen = "127.0.0.1:8787";
   bool allow_remote = false;
-  std::string db_path;            // resolved store path
+  store::StoreLocation store;     // resolved (--store, IDEM_STORE, --db, IDEM_DB, default)
   std::string port_file;          // if set, the bound port is written there once listening
   int max_connections = 64;  // connections served at once; as many more may wait; beyond, closed
   int64_t request_timeout_ms = 10000;  // whole-request deadline (headers and body)

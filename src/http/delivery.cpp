@@ -433,7 +433,7 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
     return a;
   };
   try {
-    auto store = store::open_sqlite_store(services.db_path, services.busy_timeout_ms);
+    auto store = services.stores->lease();  // reused: no connection is opened per delivery
     core::Fingerprinter f;
     f.add_field("kind", "http");
     f.add_field("body", d.body);
@@ -517,14 +517,14 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
         if (hook.async) {
           // The claim is durable: answer now, run in the background.
           services.spawn([hook, d, key, store_key, attempt = claim.attempt, &slots,
-                          db = services.db_path, busy = services.busy_timeout_ms] {
+                          stores = services.stores] {
             slots.acquire();
-            std::unique_ptr<store::Store> own_store;
+            std::optional<store::StoreProvider::Lease> own_store;
             try {
-              own_store = store::open_sqlite_store(db, busy);
-              run_claimed(hook, d, key, store_key, attempt, *own_store);
+              own_store.emplace(stores->lease());
+              run_claimed(hook, d, key, store_key, attempt, **own_store);
             } catch (const std::exception& e) {
-              if (own_store) record_daemon_error(*own_store, store_key, attempt, e);
+              if (own_store) record_daemon_error(**own_store, store_key, attempt, e);
             }
             slots.release();
           });
@@ -550,10 +550,15 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
     return a;
   } catch (const std::exception& e) {
     give_back();
-    // The reason names the store's path: it goes to the log, not to the client.
-    Answer a = problem(503, "Store unavailable", "the store cannot be used now; retry later");
+    // The reason names the store's path: it goes to the log, not to the client. A store that
+    // will not work without someone acting (not a store, a newer schema, no permission) is a
+    // 500: a sender retrying it would only pile up.
+    const auto* store_error = dynamic_cast<const StoreError*>(&e);
+    Answer a = store_error != nullptr && !store_error->transient()
+                   ? problem(500, "Store unusable", "the store cannot be used; the log says why")
+                   : problem(503, "Store unavailable", "the store cannot be used now; retry later");
     a.error = e.what();
-    a.headers.emplace_back("Retry-After", "5");
+    if (a.status == 503) a.headers.emplace_back("Retry-After", "5");
     a.key = key;
     a.outcome = "store_error";
     return a;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "http/config.hpp"
+#include "store/provider.hpp"
 #include "store/store.hpp"
 
 namespace idem::http {
@@ -94,9 +96,10 @@ class HookSlots {
 };
 
 struct DeliveryServices {
-  std::string db_path;
+  // The daemon's store connections (opened with its --busy-timeout); shared so that a
+  // background run keeps them alive.
+  std::shared_ptr<store::StoreProvider> stores;
   core::Owner owner;  // the daemon
-  std::optional<int64_t> busy_timeout_ms;  // how long a locked store is waited for
   // Runs `fn` in the background and counts it as in flight (for the SIGTERM drain).
   std::function<void(std::function<void()>)> spawn;
 };

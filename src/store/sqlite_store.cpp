@@ -128,6 +128,19 @@ constexpr const char* k_migrations[] = {
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
+// Busy and locked are the only SQLite failures a later try gets past by itself (the lock's holder
+// lets go). Everything else — not a database, corruption, a read-only file, a full disk, a newer
+// schema — needs someone to act, so it is permanent.
+StoreFailure failure_of(int rc) {
+  const int primary = rc & 0xff;
+  return primary == SQLITE_BUSY || primary == SQLITE_LOCKED ? StoreFailure::transient
+                                                            : StoreFailure::permanent;
+}
+
+[[noreturn]] void throw_sqlite(int rc, const std::string& where, const std::string& message) {
+  throw StoreError("store " + where + ": " + message, failure_of(rc));
+}
+
 class Statement {
  public:
   Statement(sqlite3* db, const char* sql, const std::string& where) : db_(db), where_(where) {
@@ -195,7 +208,7 @@ class Statement {
     if (rc != SQLITE_OK) fail();
   }
   [[noreturn]] void fail() {
-    throw StoreError("store " + where_ + ": " + sqlite3_errmsg(db_));
+    throw_sqlite(sqlite3_extended_errcode(db_), where_, sqlite3_errmsg(db_));
   }
 
   sqlite3* db_;
@@ -224,10 +237,10 @@ class Transaction {
  private:
   void exec(const char* sql) {
     char* err = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    if (int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err); rc != SQLITE_OK) {
       std::string message = err != nullptr ? err : sqlite3_errmsg(db_);
       sqlite3_free(err);
-      throw StoreError("store " + where_ + ": " + message);
+      throw_sqlite(rc, where_, message);
     }
     open_ = true;
   }
@@ -366,7 +379,7 @@ class SqliteStore final : public Store {
                                nullptr);
       if (rc != SQLITE_OK) {
         std::string message = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-        throw StoreError("cannot open store " + path_ + ": " + message);
+        throw StoreError("cannot open store " + path_ + ": " + message, failure_of(rc));
       }
       configure();
       migrate();
@@ -641,10 +654,10 @@ class SqliteStore final : public Store {
 
   void exec(const char* sql) {
     char* err = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    if (int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err); rc != SQLITE_OK) {
       std::string message = err != nullptr ? err : sqlite3_errmsg(db_);
       sqlite3_free(err);
-      throw StoreError("store " + path_ + ": " + message);
+      throw_sqlite(rc, path_, message);
     }
   }
 
@@ -684,10 +697,11 @@ class SqliteStore final : public Store {
         throw StoreError("store " + path_ + ": cannot switch to WAL journal mode (got " + mode +
                          ")");
       if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
-        throw StoreError("store " + path_ + ": " + sqlite3_errmsg(db_));
+        throw_sqlite(rc, path_, sqlite3_errmsg(db_));
       if (util::monotonic_ms() >= give_up)
         throw StoreError("store " + path_ + ": database is locked (waited " +
-                         std::to_string(busy_timeout_ms_ / 1000) + "s)");
+                             std::to_string(busy_timeout_ms_ / 1000) + "s)",
+                         StoreFailure::transient);
       std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
       pause_ms = std::min<int64_t>(pause_ms * 2, 50);
     }

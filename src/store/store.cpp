@@ -1,23 +1,104 @@
+// The store factory: a URL's scheme picks the backend (as ccache picks a remote storage). A new
+// backend is one file in src/store/ and one row of k_backends.
 #include "store/store.hpp"
 
 #include <cstdlib>
+#include <iterator>
 
 #include "core/errors.hpp"
 
 namespace idem::store {
 
+namespace {
+
+std::unique_ptr<Store> open_sqlite(const StoreLocation& where, const StoreOptions& options) {
+  return open_sqlite_store(where.target, options.busy_timeout_ms);
+}
+
+std::unique_ptr<Store> refuse_postgres(const StoreLocation& where, const StoreOptions&) {
+  // Permanent: retrying cannot help until idem is built with the backend.
+  throw StoreError("cannot open store " + where.display() +
+                   ": this build of idem has no PostgreSQL backend yet (use sqlite:PATH)");
+}
+
+struct Backend {
+  const char* scheme;
+  std::unique_ptr<Store> (*open)(const StoreLocation&, const StoreOptions&);
+};
+
+constexpr Backend k_backends[] = {
+    {"sqlite", open_sqlite},
+    {"postgres", refuse_postgres},
+};
+
+const char* getenv_nonempty(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+}  // namespace
+
+std::string StoreLocation::display() const {
+  if (scheme == "sqlite") return target;
+  // scheme://user:password@host/... -> scheme://host/...: a log must never hold a password.
+  auto authority = target.find("://");
+  auto at = target.find('@', authority == std::string::npos ? 0 : authority + 3);
+  auto slash = target.find('/', authority == std::string::npos ? 0 : authority + 3);
+  if (authority == std::string::npos || at == std::string::npos || at > slash) return target;
+  return target.substr(0, authority + 3) + target.substr(at + 1);
+}
+
+StoreLocation parse_store_url(const std::string& url, const std::string& source) {
+  auto bad = [&](const std::string& why) {
+    return UsageError("bad " + source + " '" + url + "': " + why);
+  };
+  if (url.empty()) throw bad("empty store URL; use sqlite:PATH or a path");
+  const auto colon = url.find(':');
+  if (colon == std::string::npos || url.find('/') < colon) return {"sqlite", url};
+  const std::string scheme = url.substr(0, colon);
+  std::string rest = url.substr(colon + 1);
+  if (scheme == "sqlite") {
+    // sqlite:///abs/path reads as the file URL it looks like; sqlite://name would name a host.
+    if (rest.rfind("//", 0) == 0) {
+      if (rest.size() < 3 || rest[2] != '/')
+        throw bad("use sqlite:PATH or sqlite:///ABSOLUTE/PATH");
+      rest = rest.substr(2);
+    }
+    if (rest.empty()) throw bad("no path after 'sqlite:'");
+    return {"sqlite", rest};
+  }
+  if (scheme == "postgres" || scheme == "postgresql") return {"postgres", url};
+  throw bad("unknown store scheme '" + scheme + "' (use sqlite:PATH, a path, or postgres://...)");
+}
+
+StoreLocation store_location(const std::string& store_flag, const std::string& db_flag) {
+  if (!store_flag.empty()) return parse_store_url(store_flag, "--store");
+  if (const char* env = getenv_nonempty("IDEM_STORE")) return parse_store_url(env, "IDEM_STORE");
+  if (!db_flag.empty()) return {"sqlite", db_flag};
+  return {"sqlite", default_db_path()};
+}
+
 std::string default_db_path() {
-  if (const char* db = std::getenv("IDEM_DB"); db != nullptr && *db != '\0') return db;
+  if (const char* db = getenv_nonempty("IDEM_DB")) return db;
   std::string state;
   if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg != nullptr && *xdg == '/') {
     state = xdg;
   } else {
-    const char* home = std::getenv("HOME");
-    if (home == nullptr || *home == '\0')
-      throw StoreError("cannot find the store: neither --db, IDEM_DB, XDG_STATE_HOME nor HOME is set");
+    const char* home = getenv_nonempty("HOME");
+    if (home == nullptr)
+      throw StoreError(
+          "cannot find the store: neither --store, IDEM_STORE, --db, IDEM_DB, "
+          "XDG_STATE_HOME nor HOME is set");
     state = std::string(home) + "/.local/state";
   }
   return state + "/idem/idem.db";
+}
+
+std::unique_ptr<Store> open_store(const StoreLocation& where, const StoreOptions& options) {
+  for (const Backend& backend : k_backends)
+    if (where.scheme == backend.scheme) return backend.open(where, options);
+  throw StoreError("cannot open store " + where.display() + ": no backend for scheme '" +
+                   where.scheme + "'");
 }
 
 }  // namespace idem::store

@@ -126,12 +126,39 @@ class Store {
   virtual void check_writable() = 0;
 };
 
-// Where the store lives: --db, else $IDEM_DB, else ${XDG_STATE_HOME:-$HOME/.local/state}/idem/idem.db.
+// Where a store lives. Parsed from a URL: `sqlite:PATH` or a bare path (SQLite), or
+// `postgres://…` / `postgresql://…` (libpq syntax; recognised, but this build has no PostgreSQL
+// backend yet).
+struct StoreLocation {
+  std::string scheme;  // "sqlite" or "postgres": picks the backend (see open_store)
+  std::string target;  // SQLite: the file's path; PostgreSQL: the URL as given
+  // For logs and messages: the path, or the URL without its user and password.
+  std::string display() const;
+};
+
+// Parses a store URL given as `source` (--store, IDEM_STORE: named in the message). Throws
+// UsageError for an unknown scheme or an empty path. A value whose first ':' comes before any
+// '/' is read as SCHEME:REST, so a relative file name holding ':' needs `sqlite:` or `./`.
+StoreLocation parse_store_url(const std::string& url, const std::string& source);
+
+// The store in force (SPEC §2): --store, else $IDEM_STORE, else --db, else $IDEM_DB, else
+// ${XDG_STATE_HOME:-$HOME/.local/state}/idem/idem.db. Empty flags count as not given.
+StoreLocation store_location(const std::string& store_flag, const std::string& db_flag);
+
+// The XDG default path, or $IDEM_DB when set.
 std::string default_db_path();
 
-// Opens the SQLite store, creating folder (0700) and file (0600) as needed. Throws StoreError.
-// `busy_timeout_ms`, when given, is how long a locked store is waited for (instead of
-// $IDEM_BUSY_TIMEOUT or 30 s).
+struct StoreOptions {
+  // How long a locked store is waited for; nothing: $IDEM_BUSY_TIMEOUT, else 30 s.
+  std::optional<int64_t> busy_timeout_ms;
+};
+
+// Opens the store at `where` with the backend its scheme names: the one factory every front
+// uses. Throws StoreError (exit 74; transient or permanent, see StoreFailure).
+std::unique_ptr<Store> open_store(const StoreLocation& where, const StoreOptions& options = {});
+
+// The SQLite backend (sqlite_store.cpp), used by open_store and by the backend's own tests:
+// creates folder (0700) and file (0600) as needed.
 std::unique_ptr<Store> open_sqlite_store(const std::string& path,
                                          std::optional<int64_t> busy_timeout_ms = std::nullopt);
 

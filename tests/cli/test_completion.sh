@@ -61,7 +61,7 @@ offers "rm${nl}run" "idem r" idem r
 offers "--timeout" "idem run --ti" idem run --ti
 offers "--dry-run" "idem gc --dr" idem gc --dr
 offers "--stderr${nl}--stdout" "idem show --std" idem show --std
-offers "--db${nl}--help${nl}--version" "idem --" idem --
+offers "--db${nl}--help${nl}--store${nl}--version" "idem --" idem --
 offers "failed" "idem ls --status f" idem ls --status f
 offers "--key-field" "idem each --k" idem each --k
 offers "--owner-pid" "idem end --o" idem end --o

@@ -1,0 +1,66 @@
+#pragma once
+// Store connections for a long-running process (the daemon): opened lazily, reused, safe across
+// threads. A connection is never used by two threads at once — SQLite's are opened NOMUTEX — so
+// each lease hands one connection to one caller until the lease ends.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "store/store.hpp"
+
+namespace idem::store {
+
+class StoreProvider {
+ public:
+  using Opener = std::function<std::unique_ptr<Store>()>;
+
+  // Keeps at most `max_idle` idle connections; a lease never waits for one: when none is idle it
+  // opens another, and when a returned one finds the idle list full it is closed. So the
+  // connections open at once are bounded by max_idle plus the leases held at that moment (at
+  // most one per thread that uses the store).
+  StoreProvider(StoreLocation where, StoreOptions options, size_t max_idle);
+  StoreProvider(Opener open, size_t max_idle);  // tests: any way of opening a store
+  StoreProvider(const StoreProvider&) = delete;
+  StoreProvider& operator=(const StoreProvider&) = delete;
+
+  class Lease {
+   public:
+    Lease(Lease&& other) noexcept;
+    Lease& operator=(Lease&&) = delete;
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    // Gives the connection back; one released while an exception unwinds through the lease is
+    // closed instead, so a connection in a doubtful state (lost, mid-transaction) is never
+    // reused.
+    ~Lease();
+    Store& operator*() const { return *store_; }
+    Store* operator->() const { return store_.get(); }
+
+   private:
+    friend class StoreProvider;
+    Lease(StoreProvider& provider, std::unique_ptr<Store> store);
+    StoreProvider* provider_;
+    std::unique_ptr<Store> store_;
+    int exceptions_at_start_;
+  };
+
+  // An idle connection, or a new one. Throws StoreError when a new one cannot be opened.
+  Lease lease();
+
+  int64_t opened() const;  // connections opened so far
+  size_t idle() const;     // connections waiting for a lease now
+
+ private:
+  void give_back(std::unique_ptr<Store> store, bool reusable);
+
+  const Opener open_;
+  const size_t max_idle_;
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<Store>> idle_;
+  int64_t opened_ = 0;
+};
+
+}  // namespace idem::store
