@@ -81,7 +81,7 @@ esac
 EOF
 chmod +x "$T/fake/idem"
 offers "frob" "$T/fake/idem fr" "$T/fake/idem" fr
-offers "--db${nl}--help${nl}--wobble" "$T/fake/idem frob --" "$T/fake/idem" frob --
+offers "--db${nl}--help${nl}--store${nl}--wobble" "$T/fake/idem frob --" "$T/fake/idem" frob --
 
 # Keys from the store: none yet.
 offers "" "idem show " idem show ""
