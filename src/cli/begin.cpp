@@ -4,13 +4,13 @@
 #include <unistd.h>
 
 #include <iostream>
-#include <thread>
 
 #include "core/duration.hpp"
 #include "core/errors.hpp"
 #include "core/fingerprint.hpp"
 #include "core/key.hpp"
 #include "core/output.hpp"
+#include "engine/attempt.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
 #include "util/fd.hpp"
@@ -87,65 +87,70 @@ void clear_abandoned(const core::Record& r, const BeginOptions& o, const std::st
 
 }  // namespace
 
+namespace {
+
+// A verdict other than `claimed`: 1 for a key already done (its stdout with --print), or the
+// refusal with its code.
+int answer_without_claim(const engine::Claimed& claimed, const BeginOptions& o,
+                         const std::string& shown) {
+  const core::Record& r = *claimed.existing;
+  switch (claimed.verdict) {
+    case engine::Verdict::replay:
+      if (o.print) {
+        auto out = core::CapturedOutput::decode(r.output);
+        if (out) util::write_all(1, out->stream_bytes(core::Stream::out));
+        if (r.output_truncated && !o.quiet)
+          std::cerr << "idem: stored output of " << shown << " is truncated: only its first "
+                    << r.output_bytes << " bytes were stored\n";
+      }
+      return k_exit_already_done;
+    case engine::Verdict::conflict:
+      throw Error(k_exit_conflict, shown + " was used by another command; nothing to do here");
+    case engine::Verdict::abandoned:
+      throw Error(k_exit_abandoned, shown + ": an earlier owner (pid " +
+                                        std::to_string(r.owner.pid) +
+                                        ") died mid-run; its outcome is unknown");
+    case engine::Verdict::running:
+      throw Error(k_exit_running, shown + " is running in pid " + std::to_string(r.owner.pid) +
+                                      " on " + r.owner.host);
+    case engine::Verdict::claimed:
+    case engine::Verdict::declined:
+      break;
+  }
+  throw Error(k_exit_internal,
+              "unexpected verdict " + std::string(engine::to_string(claimed.verdict)));
+}
+
+}  // namespace
+
 int run_begin(const GlobalOptions& global, const BeginOptions& o) {
   core::validate_key(o.key);
   if (o.kill_stale && !o.retry_abandoned) throw UsageError("--kill-stale needs --retry-abandoned");
   const int64_t ttl_ms = core::duration_arg("--ttl", o.ttl);
   const int64_t wait_ms = o.wait.empty() ? 0 : core::duration_arg("--wait", o.wait);
   auto store = open_store(global);
-  store::ClaimRequest req;
-  req.key = o.key;
+  engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
+  const std::string shown = "key '" + core::display_key(o.key) + "'";
+  engine::AttemptRequest req;
+  req.claim.key = o.key;
   core::Fingerprinter f;
   f.add_field("kind", "begin");
-  req.fingerprint = f.hex();
-  req.kind = "begin";
-  req.owner = script_owner(o.owner_pid_option, o.owner_pid);
-  req.ttl_ms = ttl_ms;
-  req.request = nlohmann::json{{"owner_pid", req.owner.pid}}.dump();
-  req.policy = core::Policy{false, o.retry_abandoned};
-  if (o.retry_abandoned) req.policy.retry_only_attempt = -1;  // none before its group is checked
-  const std::string shown = "key '" + core::display_key(o.key) + "'";
-  util::SystemClock clock;
-  const int64_t give_up = util::monotonic_ms() + wait_ms;
-  int64_t pause_ms = 10;
-  for (;;) {
-    req.now_ms = clock.now_ms();
-    store::ClaimResult claim = store->claim(req, proc::owner_gone);
-    switch (claim.verdict) {
-      case core::Verdict::claim:
-        if (core::ProcessGroup group = owned_group(req.owner); group.pgid != 0)
-          store->set_process_group(o.key, claim.attempt, group);
-        return k_exit_ok;
-      case core::Verdict::replay:
-        if (o.print) {
-          auto out = core::CapturedOutput::decode(claim.existing->output);
-          if (out) util::write_all(1, out->stream_bytes(core::Stream::out));
-          if (claim.existing->output_truncated && !o.quiet)
-            std::cerr << "idem: stored output of " << shown << " is truncated: only its first "
-                      << claim.existing->output_bytes << " bytes were stored\n";
-        }
-        return k_exit_already_done;
-      case core::Verdict::conflict:
-        throw Error(k_exit_conflict, shown + " was used by another command; nothing to do here");
-      case core::Verdict::abandoned:
-        if (o.retry_abandoned) {
-          clear_abandoned(*claim.existing, o, shown);
-          req.policy.retry_only_attempt = claim.existing->attempt;
-          continue;
-        }
-        throw Error(k_exit_abandoned, shown + ": an earlier owner (pid " +
-                                          std::to_string(claim.existing->owner.pid) +
-                                          ") died mid-run; its outcome is unknown");
-      case core::Verdict::running:
-        if (util::monotonic_ms() >= give_up)
-          throw Error(k_exit_running, shown + " is running in pid " +
-                                          std::to_string(claim.existing->owner.pid) + " on " +
-                                          claim.existing->owner.host);
-        std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
-        pause_ms = std::min<int64_t>(pause_ms * 2, 250);
-        continue;
-    }
-  }
+  req.claim.fingerprint = f.hex();
+  req.claim.kind = "begin";
+  req.claim.owner = script_owner(o.owner_pid_option, o.owner_pid);
+  req.claim.ttl_ms = ttl_ms;
+  req.claim.request = nlohmann::json{{"owner_pid", req.claim.owner.pid}}.dump();
+  req.claim.policy = core::Policy{false, o.retry_abandoned};
+  req.wait.wait_ms = wait_ms;
+  req.clear_abandoned = [&](const core::Record& r) {
+    clear_abandoned(r, o, shown);
+    return true;
+  };
+  const engine::Claimed claimed = engine.claim(req);
+  if (claimed.verdict != engine::Verdict::claimed) return answer_without_claim(claimed, o, shown);
+  if (core::ProcessGroup group = owned_group(req.claim.owner); group.pgid != 0)
+    engine.record_group(claimed, group);
+  return k_exit_ok;
 }
 
 }  // namespace idem::cli

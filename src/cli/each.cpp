@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,6 +19,8 @@
 #include "core/fingerprint.hpp"
 #include "core/json_key.hpp"
 #include "core/key.hpp"
+#include "engine/attempt.hpp"
+#include "engine/command_effect.hpp"
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
 #include "util/clock.hpp"
@@ -57,96 +58,92 @@ class Consumer {
 
   // `store` is the calling worker's own connection (SQLite handles are not shared by threads).
   void handle(const Message& m, store::Store& store) {
-    util::SystemClock clock;
-    store::ClaimRequest req;
-    req.key = m.key;
-    core::Fingerprinter f;
-    f.add_field("kind", "each");
-    f.add_argv(o_.command);
-    f.add_field("message", m.text);
-    req.fingerprint = f.hex();
-    req.kind = "each";
-    req.owner = owner_;
-    req.ttl_ms = ttl_ms_;
-    req.request = nlohmann::json{{"argv", o_.command}, {"line", m.line}, {"message", m.text}}.dump(
-        -1, ' ', false, nlohmann::json::error_handler_t::replace);
-    req.policy = core::Policy{o_.replay_failures, false};
+    engine::Engine engine(store, util::process_clock(), proc::owner_gone);
+    engine::AttemptRequest req = attempt_request(m);
+    const engine::Claimed claimed = engine.claim(req);
     const std::string where = "line " + std::to_string(m.line) + ", key '" +
                               core::display_key(m.key) + "'";
-    int64_t pause_ms = 5;
-    for (;;) {
-      req.now_ms = clock.now_ms();
-      store::ClaimResult claim = store.claim(req, proc::owner_gone);
-      switch (claim.verdict) {
-        case core::Verdict::replay:
-          ++tally_.skipped;
-          if (o_.verbose) report(where + ": already done, skipped");
-          return;
-        case core::Verdict::conflict:
-          ++tally_.refused;
-          if (!o_.quiet) report(where + ": the key was used with another message or command");
-          return;
-        case core::Verdict::abandoned:
-          ++tally_.refused;
-          if (!o_.quiet) report(where + ": an earlier attempt was abandoned mid-run; not run");
-          return;
-        case core::Verdict::running:
-          // The same key earlier in this stream, still running in another job: wait for it
-          // (per-key exclusion), then skip or run as its outcome says. Another process: skip.
-          if (claim.existing->owner.pid != owner_.pid) {
-            ++tally_.refused;
-            if (!o_.quiet) report(where + ": running in another process; not run");
-            return;
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
-          pause_ms = std::min<int64_t>(pause_ms * 2, 100);
-          continue;
-        case core::Verdict::claim:
-          run(m, store, claim.attempt, where);
-          return;
-      }
+    switch (claimed.verdict) {
+      case engine::Verdict::claimed:
+        run(m, engine, claimed, where);
+        return;
+      case engine::Verdict::replay:
+        ++tally_.skipped;
+        if (o_.verbose) report(where + ": already done, skipped");
+        return;
+      case engine::Verdict::conflict:
+        refuse(where + ": the key was used with another message or command");
+        return;
+      case engine::Verdict::abandoned:
+        refuse(where + ": an earlier attempt was abandoned mid-run; not run");
+        return;
+      case engine::Verdict::running:
+      case engine::Verdict::declined:
+        refuse(where + ": running in another process; not run");
+        return;
     }
   }
 
   const Tally& tally() const { return tally_; }
 
  private:
-  void run(const Message& m, store::Store& store, int64_t attempt, const std::string& where) {
-    util::Fd input(::memfd_create("idem-message", MFD_CLOEXEC));
-    std::string text = m.text + "\n";
-    if (!input.valid() || !util::write_all(input.get(), text))
-      throw Error(k_exit_internal, "cannot buffer a message");
-    ::lseek(input.get(), 0, SEEK_SET);
+  engine::AttemptRequest attempt_request(const Message& m) const {
+    engine::AttemptRequest req;
+    req.claim.key = m.key;
+    core::Fingerprinter f;
+    f.add_field("kind", "each");
+    f.add_argv(o_.command);
+    f.add_field("message", m.text);
+    req.claim.fingerprint = f.hex();
+    req.claim.kind = "each";
+    req.claim.owner = owner_;
+    req.claim.ttl_ms = ttl_ms_;
+    req.claim.request =
+        nlohmann::json{{"argv", o_.command}, {"line", m.line}, {"message", m.text}}.dump(
+            -1, ' ', false, nlohmann::json::error_handler_t::replace);
+    req.claim.policy = core::Policy{o_.replay_failures, false};
+    // The same key earlier in this stream, still running in another job: wait for it (per-key
+    // exclusion), then skip or run as its outcome says. Another process's: refused at once.
+    req.wait.waits_without_limit = [pid = owner_.pid](const core::Record& holder) {
+      return holder.owner.pid == pid;
+    };
+    req.wait.first_pause_ms = 5;
+    req.wait.max_pause_ms = 100;
+    return req;
+  }
+
+  void refuse(const std::string& why) {
+    ++tally_.refused;
+    if (!o_.quiet) report(why);
+  }
+
+  void run(const Message& m, engine::Engine& engine, const engine::Claimed& claimed,
+           const std::string& where) {
+    util::Fd input = util::memory_file("idem-message", m.text + "\n");
+    if (!input.valid()) throw Error(k_exit_internal, "cannot buffer a message");
     proc::RunSpec spec;
     spec.argv = o_.command;
     spec.stdin_fd = input.get();
     spec.live_stdout_fd = -1;
     spec.live_stderr_fd = -1;
-    spec.extra_env = {{"IDEM_KEY", m.key}, {"IDEM_ATTEMPT", std::to_string(attempt)},
-                      {"IDEM_LINE", std::to_string(m.line)}};
-    // Durable before the handler starts, so `idem show` can report what a dead consumer left.
-    spec.on_spawn = [&](const core::ProcessGroup& group) {
-      store.set_process_group(m.key, attempt, group);
-    };
-    proc::RunResult result = proc::run_command(spec);
-    const int code = proc::exit_code_for(result);
+    spec.extra_env = {{"IDEM_KEY", m.key}, {"IDEM_LINE", std::to_string(m.line)}};
+    engine::CommandEffect effect(proc::spawning_runner(), std::move(spec));
+    const engine::Finished done = engine.carry_out(claimed, effect);
+    const proc::RunResult& result = effect.result();
     {
       std::lock_guard lock(g_output_mutex);
       for (const auto& chunk : result.output.chunks())
         util::write_all(chunk.stream == core::Stream::out ? 1 : 2, chunk.bytes);
     }
-    core::Outcome o = proc::outcome_of(result, util::SystemClock().now_ms());
-    const bool ok = o.status == core::Status::succeeded;
-    store.finish(m.key, attempt, o);
-    if (ok) {
+    if (done.outcome.status == core::Status::succeeded) {
       ++tally_.ran;
-    } else {
-      ++tally_.failed;
-      if (!o_.quiet)
-        report(where + ": handler " +
-               (result.started ? "exited " + std::to_string(code)
-                               : std::string("could not start: ") + strerror(result.exec_errno)));
+      return;
     }
+    ++tally_.failed;
+    if (!o_.quiet)
+      report(where + ": handler " +
+             (result.started ? "exited " + std::to_string(effect.exit_code())
+                             : std::string("could not start: ") + strerror(result.exec_errno)));
   }
 
   const EachOptions& o_;

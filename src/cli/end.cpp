@@ -6,6 +6,7 @@
 #include "core/errors.hpp"
 #include "core/key.hpp"
 #include "core/output.hpp"
+#include "engine/attempt.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
 
@@ -45,8 +46,9 @@ int run_end(const GlobalOptions& global, const EndOptions& o) {
   if (!o.stdout_file.empty()) output.append(core::Stream::out, read_file(o.stdout_file, "--stdout-file"));
   if (!o.stderr_file.empty()) output.append(core::Stream::err, read_file(o.stderr_file, "--stderr-file"));
   auto store = open_store(global);
+  engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
   const std::string shown = "key '" + core::display_key(o.key) + "'";
-  auto record = store->get(o.key);
+  auto record = engine.current(o.key);
   if (!record) throw Error(k_exit_already_done, "no record for " + shown);
   const core::Owner me = script_owner(o.owner_pid_option, o.owner_pid);
   const core::Owner& owner = record->owner;
@@ -70,8 +72,7 @@ int run_end(const GlobalOptions& global, const EndOptions& o) {
   outcome.exit_code = o.exit_code;
   outcome.output = output.encode();
   outcome.output_bytes = output.stored_bytes();
-  outcome.finished_ms = util::SystemClock().now_ms();
-  if (!store->finish(o.key, record->attempt, outcome))
+  if (!engine.finish(o.key, record->attempt, outcome))
     throw Error(k_exit_not_owner, shown + ": the attempt changed meanwhile; nothing recorded");
   return k_exit_ok;
 }

@@ -26,7 +26,7 @@ int run_gc(const GlobalOptions& global, const GcOptions& o) {
   }
   q.dry_run = o.dry_run;
   auto store = open_store(global);
-  util::SystemClock clock;
+  const util::Clock& clock = util::process_clock();
   q.now_ms = clock.now_ms();
   int64_t n = store->gc(q);
   std::cout << (o.dry_run ? "would remove " : "removed ") << n << "\n";

@@ -98,7 +98,7 @@ int run_ls(const GlobalOptions& global, const LsOptions& o) {
     return std::find(o.statuses.begin(), o.statuses.end(), status) != o.statuses.end();
   };
   auto store = open_store(global);
-  util::SystemClock clock;
+  const util::Clock& clock = util::process_clock();
   const int64_t now = clock.now_ms();
 
   // The filters go to the store in its terms. A running record whose owner is gone shows as

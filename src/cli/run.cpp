@@ -8,17 +8,17 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
 #include "core/duration.hpp"
 #include "core/errors.hpp"
 #include "core/fingerprint.hpp"
 #include "core/key.hpp"
 #include "core/output.hpp"
+#include "engine/attempt.hpp"
+#include "engine/command_effect.hpp"
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
 #include "util/clock.hpp"
-#include "util/crash_point.hpp"
 #include "util/fd.hpp"
 #include "util/hex.hpp"
 
@@ -174,46 +174,21 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
 
 namespace {
 
-// Claims the key, waiting (with --wait) while another live owner runs it. Returns any verdict but
-// `running`; throws the 75 refusal when the wait runs out. A signal while waiting ends the wait.
-store::ClaimResult claim_or_wait(store::Store& store, store::ClaimRequest& req,
-                                 const RunOptions& o, const Settings& s, const std::string& shown) {
-  util::SystemClock clock;
-  const int64_t wait_until = util::monotonic_ms() + s.wait_ms;
-  int64_t poll_ms = 10;
-  bool said_waiting = false;
-  for (;;) {
-    req.now_ms = clock.now_ms();
-    store::ClaimResult claim = store.claim(req, proc::owner_gone);
-    if (claim.verdict != core::Verdict::running) return claim;
-    const core::Record& holder = *claim.existing;
-    if (int sig = proc::pending_signal())
-      throw Error(ExitCode(k_exit_signal_base + sig),
-                  std::string("interrupted by ") + sigabbrev_np(sig) + " while waiting for " +
-                      shown + "; nothing ran");
-    if (util::monotonic_ms() >= wait_until) {
-      std::string message = shown + " is running in " + owner_text(holder.owner) + " (started " +
-                            ago(holder.started_ms, req.now_ms) + "); nothing ran";
-      if (s.wait_ms > 0) message += " (waited " + o.wait + ")";
-      throw Error(k_exit_running, message);
-    }
-    if (o.verbose && !said_waiting) {
-      std::cerr << "idem: waiting up to " << o.wait << " for " << shown << " (running in "
-                << owner_text(holder.owner) << ")\n";
-      said_waiting = true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(
-        std::min<int64_t>(poll_ms, std::max<int64_t>(1, wait_until - util::monotonic_ms()))));
-    poll_ms = std::min<int64_t>(poll_ms * 2, 250);
-  }
+std::string running_refusal(const core::Record& holder, const RunOptions& o, const Settings& s,
+                            const std::string& shown, int64_t now_ms) {
+  std::string message = shown + " is running in " + owner_text(holder.owner) + " (started " +
+                        ago(holder.started_ms, now_ms) + "); nothing ran";
+  if (s.wait_ms > 0) message += " (waited " + o.wait + ")";
+  return message;
 }
 
-// A verdict other than `claim`: replay the stored outcome, or refuse with the verdict's code.
-int answer_without_running(const store::ClaimResult& claim, const RunOptions& o,
-                           const std::string& shown, int64_t now_ms) {
-  const core::Record& r = *claim.existing;
-  switch (claim.verdict) {
-    case core::Verdict::replay:
+// A verdict other than `claimed`: replay the stored outcome, or refuse with the verdict's code.
+int answer_without_running(const engine::Claimed& claimed, const RunOptions& o,
+                           const Settings& s, const std::string& shown) {
+  const core::Record& r = *claimed.existing;
+  const int64_t now_ms = claimed.now_ms;
+  switch (claimed.verdict) {
+    case engine::Verdict::replay:
       if (o.verbose)
         std::cerr << "idem: replaying " << shown << " (" << core::to_string(r.status) << " "
                   << ago(r.finished_ms, now_ms) << ", exit " << core::replay_exit_code(r)
@@ -224,83 +199,77 @@ int answer_without_running(const store::ClaimResult& claim, const RunOptions& o,
         if (!o.quiet) warn_if_truncated(r, shown);
       }
       return core::replay_exit_code(r);
-    case core::Verdict::conflict:
+    case engine::Verdict::conflict:
       throw Error(k_exit_conflict,
                   shown + " was used with a different command or input; nothing ran");
-    case core::Verdict::abandoned:
+    case engine::Verdict::running:
+      throw Error(k_exit_running, running_refusal(r, o, s, shown, now_ms));
+    case engine::Verdict::abandoned:
       throw Error(k_exit_abandoned,
                   shown + ": attempt " + std::to_string(r.attempt) + " (" + owner_text(r.owner) +
                       ", started " + ago(r.started_ms, now_ms) +
                       ") died mid-run and its outcome is unknown" + live_group_text(r) +
                       "; nothing ran. Use --retry-abandoned or 'idem rm' once you have checked");
-    case core::Verdict::running:
-    case core::Verdict::claim:
+    case engine::Verdict::claimed:
+    case engine::Verdict::declined:
       break;
   }
-  throw Error(k_exit_internal, "unexpected verdict " + std::string(core::to_string(claim.verdict)));
+  throw Error(k_exit_internal,
+              "unexpected verdict " + std::string(engine::to_string(claimed.verdict)));
 }
 
-// Runs the command of a durable claim and records its outcome under `attempt`.
-int run_claimed(store::Store& store, const RunOptions& o, const Settings& s, int64_t attempt,
-                int stdin_fd, const std::string& shown) {
-  util::SystemClock clock;
-  if (int sig = proc::pending_signal()) {
-    // Interrupted between the claim and the start: nothing ran; record why.
-    core::Outcome interrupted;
-    interrupted.status = core::Status::failed;
-    interrupted.signal = sig;
-    interrupted.finished_ms = clock.now_ms();
-    interrupted.note =
-        std::string("idem received ") + sigabbrev_np(sig) + " before the command started";
-    store.finish(o.key, attempt, interrupted);
-    return k_exit_signal_base + sig;
-  }
+// The attempt `idem run` asks for: its claim, --wait, and the checks of --retry-abandoned.
+engine::AttemptRequest attempt_request(const RunOptions& o, const Settings& s,
+                                       const std::string& cwd, const std::string* stdin_sha256,
+                                       const std::string& shown) {
+  engine::AttemptRequest req;
+  req.claim.key = o.key;
+  req.claim.fingerprint = core::run_fingerprint(o.command, stdin_sha256);
+  req.claim.owner = proc::describe_owner();
+  req.claim.ttl_ms = s.ttl_ms;
+  req.claim.request = nlohmann::json{{"argv", o.command}, {"cwd", cwd}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  req.claim.policy = core::Policy{o.replay_failures, o.retry_abandoned};
+  req.wait.wait_ms = s.wait_ms;
+  // A retry must never overlap what is left of the abandoned attempt.
+  req.clear_abandoned = [&o, &s, shown](const core::Record& r) {
+    clear_abandoned(r, o, s, shown);
+    return true;
+  };
+  // A signal while waiting ends the wait.
+  req.before_pause = [shown](const core::Record&) {
+    if (int sig = proc::pending_signal())
+      throw Error(ExitCode(k_exit_signal_base + sig),
+                  std::string("interrupted by ") + sigabbrev_np(sig) + " while waiting for " +
+                      shown + "; nothing ran");
+  };
+  if (o.verbose)
+    req.on_wait = [&o, shown](const core::Record& holder) {
+      std::cerr << "idem: waiting up to " << o.wait << " for " << shown << " (running in "
+                << owner_text(holder.owner) << ")\n";
+    };
+  return req;
+}
 
+// Runs the command of a durable claim and records its outcome under its attempt.
+int run_claimed(engine::Engine& engine, const engine::Claimed& claimed, const RunOptions& o,
+                const Settings& s, int stdin_fd, const std::string& shown) {
   proc::RunSpec spec;
   spec.argv = o.command;
-  spec.extra_env = {{"IDEM_KEY", o.key}, {"IDEM_ATTEMPT", std::to_string(attempt)}};
+  spec.extra_env = {{"IDEM_KEY", o.key}};
   spec.stdin_fd = stdin_fd;
   spec.max_output = s.max_output;
   spec.timeout_ms = s.timeout_ms;
   spec.kill_after_ms = s.kill_after_ms;
-  // Durable before the command starts, so if idem dies, a retry can find what it left running.
-  spec.on_spawn = [&](const core::ProcessGroup& group) {
-    store.set_process_group(o.key, attempt, group);
-  };
-  proc::RunResult result;
-  try {
-    result = proc::run_command(spec);
-  } catch (const StoreError& e) {
-    // The group could not be recorded, so the command was stopped before it could exec: say so
-    // in the record if the store still takes it, rather than leave it to look abandoned.
-    core::Outcome not_run;
-    not_run.status = core::Status::failed;
-    not_run.finished_ms = clock.now_ms();
-    not_run.note = "not started: its process group could not be recorded";
-    try {
-      store.finish(o.key, attempt, not_run);
-    } catch (const StoreError&) {
-    }
-    throw StoreError(std::string(e.what()) + "; the command did not start");
-  }
-  IDEM_CRASH_POINT("exited-before-finish");
-  const int code = proc::exit_code_for(result);
-  if (!result.started)
-    std::cerr << "idem: cannot run '" << o.command[0] << "': " << strerror(result.exec_errno)
-              << "\n";
-
-  bool recorded;
-  try {
-    recorded = store.finish(o.key, attempt, proc::outcome_of(result, clock.now_ms()));
-  } catch (const StoreError& e) {
-    throw StoreError(std::string(e.what()) + "; the command ran (exit " + std::to_string(code) +
-                     ") but its outcome could not be recorded");
-  }
-  IDEM_CRASH_POINT("finish-after-commit");
-  if (!recorded)
+  engine::CommandEffect effect(proc::spawning_runner(), std::move(spec));
+  const engine::Finished done = engine.carry_out(claimed, effect);
+  if (effect.interrupted_by() == 0 && !effect.result().started)
+    std::cerr << "idem: cannot run '" << o.command[0]
+              << "': " << strerror(effect.result().exec_errno) << "\n";
+  if (!done.recorded)
     std::cerr << "idem: " << shown << " was taken over by another attempt while this one ran; "
               << "this outcome was not recorded\n";
-  return code;
+  return effect.exit_code();
 }
 
 }  // namespace
@@ -326,33 +295,14 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
   proc::install_signal_handlers();
 
   auto store = open_store(global);
-  store::ClaimRequest req;
-  req.key = o.key;
-  req.fingerprint = core::run_fingerprint(o.command, o.hash_stdin ? &stdin_sha256 : nullptr);
-  req.owner = proc::describe_owner();
-  req.ttl_ms = s.ttl_ms;
-  req.request = nlohmann::json{{"argv", o.command}, {"cwd", cwd}}.dump(
-      -1, ' ', false, nlohmann::json::error_handler_t::replace);
-  req.policy = core::Policy{o.replay_failures, o.retry_abandoned};
-
+  engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
   const std::string shown = "key '" + core::display_key(o.key) + "'";
-  // With --retry-abandoned, an abandoned attempt is retried only once this process has seen that
-  // none of its processes is left: claim first allowing no retry, check the attempt the claim
-  // names, then claim allowing exactly that one (another may have been abandoned meanwhile).
-  if (o.retry_abandoned) req.policy.retry_only_attempt = -1;
-  store::ClaimResult claim = claim_or_wait(*store, req, o, s, shown);
-  while (o.retry_abandoned && claim.verdict == core::Verdict::abandoned) {
-    clear_abandoned(*claim.existing, o, s, shown);
-    req.policy.retry_only_attempt = claim.existing->attempt;
-    claim = claim_or_wait(*store, req, o, s, shown);
-  }
-  if (claim.verdict != core::Verdict::claim)
-    return answer_without_running(claim, o, shown, req.now_ms);
-
-  // The claim is durable: from here on, a crash of idem shows as abandoned, never as a key that
-  // silently runs again.
-  IDEM_CRASH_POINT("claim-after-commit");
-  return run_claimed(*store, o, s, claim.attempt, stdin_copy.valid() ? stdin_copy.get() : 0, shown);
+  engine::AttemptRequest req =
+      attempt_request(o, s, cwd, o.hash_stdin ? &stdin_sha256 : nullptr, shown);
+  const engine::Claimed claimed = engine.claim(req);
+  if (claimed.verdict != engine::Verdict::claimed)
+    return answer_without_running(claimed, o, s, shown);
+  return run_claimed(engine, claimed, o, s, stdin_copy.valid() ? stdin_copy.get() : 0, shown);
 }
 
 }  // namespace idem::cli

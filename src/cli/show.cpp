@@ -46,7 +46,7 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
     std::cout << request.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  util::SystemClock clock;
+  const util::Clock& clock = util::process_clock();
   int64_t now = clock.now_ms();
   nlohmann::json j = record_json(r, now);
   // What an attempt left running when its owner died (a retry refuses to overlap it).

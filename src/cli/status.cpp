@@ -19,7 +19,7 @@ int run_status(const GlobalOptions& global, const StatusOptions& o) {
   core::validate_record_name(o.key);
   auto store = open_store(global);
   auto record = store->get(o.key);
-  util::SystemClock clock;
+  const util::Clock& clock = util::process_clock();
   std::cout << (record ? effective_status(*record, clock.now_ms()) : "none") << "\n";
   return 0;
 }

@@ -1,8 +1,5 @@
 #include "http/delivery.hpp"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cctype>
 #include <cstring>
 #include <map>
@@ -14,6 +11,8 @@
 #include "core/json_key.hpp"
 #include "core/key.hpp"
 #include "core/output.hpp"
+#include "engine/attempt.hpp"
+#include "engine/command_effect.hpp"
 #include "http/signature.hpp"
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
@@ -115,14 +114,6 @@ std::variant<std::string, NoKeyFound, Answer> find_key(const Hook& hook, const D
   return key;
 }
 
-util::Fd body_as_stdin(const std::string& body) {
-  util::Fd fd(::memfd_create("idem-body", MFD_CLOEXEC));
-  if (!fd.valid() || !util::write_all(fd.get(), body))
-    throw Error(k_exit_internal, "cannot buffer the request body");
-  ::lseek(fd.get(), 0, SEEK_SET);
-  return fd;
-}
-
 std::string content_type_of(const std::string& out) {
   nlohmann::json doc = nlohmann::json::parse(out, nullptr, false);
   if (!doc.is_discarded() && (doc.is_object() || doc.is_array())) return "application/json";
@@ -133,73 +124,96 @@ Answer accepted(const std::string& key, const std::string& outcome) {
   Answer a;
   a.status = 202;
   a.content_type = "application/json";
-  a.body = nlohmann::json{{"status", "accepted"}, {"key", key}}.dump() + "\n";
+  a.body = nlohmann::json{{"status", "accepted"}, {"key", key.empty() ? nlohmann::json(nullptr)
+                                                                       : nlohmann::json(key)}}
+               .dump() +
+           "\n";
   a.key = key;
   a.outcome = outcome;
   return a;
 }
 
-// Runs the hook's command for a delivery; returns the answer and the outcome to record.
-// `on_spawn`, when given, records the handler's process group before the handler starts.
-std::pair<Answer, core::Outcome> run_handler(
-    const Hook& hook, const Delivery& d, const std::string& key, int64_t attempt,
-    std::function<void(const core::ProcessGroup&)> on_spawn = nullptr) {
-  util::Fd stdin_fd = body_as_stdin(d.body);
-  proc::RunSpec spec;
-  spec.argv = hook.command;
-  spec.stdin_fd = stdin_fd.get();
-  spec.live_stdout_fd = -1;
-  spec.live_stderr_fd = -1;
-  spec.max_output = k_max_stored_answer;
-  spec.timeout_ms = hook.timeout_ms;
-  spec.kill_after_ms = 5000;
-  spec.extra_env = {{"IDEM_KEY", key},           {"IDEM_ATTEMPT", std::to_string(attempt)},
-                    {"IDEM_HOOK", hook.path},    {"IDEM_METHOD", d.method},
-                    {"IDEM_PATH", d.path}};
-  for (auto& variable : header_environment(d)) spec.extra_env.push_back(std::move(variable));
-  // No handler reads a sender's secret, its own hook's or another's.
-  spec.unset_env = hook.withheld_env;
-  spec.on_spawn = std::move(on_spawn);
-  proc::RunResult result = proc::run_command(spec);
+// The effect of a hook: its command, with the body on stdin and the request in the environment;
+// the answer follows from how the command ended (SPEC §6).
+class HookEffect final : public engine::Effect {
+ public:
+  HookEffect(const Hook& hook, const Delivery& d, const std::string& key)
+      : hook_(hook), delivery_(d), key_(key) {}
 
-  core::Outcome o = proc::outcome_of(result, util::SystemClock().now_ms());
-  const bool ok = o.status == core::Status::succeeded;
-  Answer a;
-  if (ok) {
-    a.status = 200;
-    a.body = result.output.stream_bytes(core::Stream::out);
-    a.content_type = content_type_of(a.body);
-    a.outcome = "ran";
-    // The client must be able to tell a cut answer from a whole one.
-    if (result.output.truncated()) a.headers.emplace_back(k_truncated_header, "true");
-  } else if (result.timed_out) {
-    a = problem(504, "Handler timed out",
-                "the handler did not finish within " + std::to_string(hook.timeout_ms / 1000) + "s");
-    a.outcome = "timeout";
-    o.note = "stopped by the hook's timeout";
-  } else {
-    std::string why = !result.started ? std::string("could not start: ") + strerror(result.exec_errno)
-                      : result.signal ? "handler killed by signal " + std::to_string(*result.signal)
-                                      : "handler exited " + std::to_string(*result.exit_code);
-    a = problem(500, "Handler failed", why);
-    a.outcome = "failed";
-    o.note = why;
+  core::Outcome perform(const engine::Attempt& attempt) override {
+    util::Fd stdin_fd = util::memory_file("idem-body", delivery_.body);
+    if (!stdin_fd.valid()) throw Error(k_exit_internal, "cannot buffer the request body");
+    engine::CommandEffect command(proc::spawning_runner(), spec(stdin_fd.get()));
+    core::Outcome o = command.perform(attempt);
+    answer_ = answer_of(command.result(), o);
+    o.http_status = answer_.status;
+    o.content_type = answer_.content_type;
+    return o;
   }
-  a.key = key;
-  o.http_status = a.status;
-  o.content_type = a.content_type;
-  return {std::move(a), std::move(o)};
-}
+  std::string performed() const override { return "the handler ran"; }
+  Answer& answer() { return answer_; }
 
-// Runs the hook's command for a claimed delivery and records the outcome; returns the answer.
-Answer run_claimed(const Hook& hook, const Delivery& d, const std::string& key,
-                   const std::string& store_key, int64_t attempt, store::Store& store) {
-  // The group is durable before the handler starts: a retry_abandoned retry after a daemon crash
-  // must not overlap what the handler left running (its background jobs).
-  auto [a, o] = run_handler(hook, d, key, attempt, [&](const core::ProcessGroup& group) {
-    store.set_process_group(store_key, attempt, group);
-  });
-  store.finish(store_key, attempt, o);
+ private:
+  proc::RunSpec spec(int stdin_fd) const {
+    proc::RunSpec spec;
+    spec.argv = hook_.command;
+    spec.stdin_fd = stdin_fd;
+    spec.live_stdout_fd = -1;
+    spec.live_stderr_fd = -1;
+    spec.max_output = k_max_stored_answer;
+    spec.timeout_ms = hook_.timeout_ms;
+    spec.kill_after_ms = 5000;
+    spec.extra_env = {{"IDEM_KEY", key_},
+                      {"IDEM_HOOK", hook_.path},
+                      {"IDEM_METHOD", delivery_.method},
+                      {"IDEM_PATH", delivery_.path}};
+    for (auto& variable : header_environment(delivery_))
+      spec.extra_env.push_back(std::move(variable));
+    // No handler reads a sender's secret, its own hook's or another's.
+    spec.unset_env = hook_.withheld_env;
+    return spec;
+  }
+
+  Answer answer_of(const proc::RunResult& result, core::Outcome& o) const {
+    Answer a;
+    if (o.status == core::Status::succeeded) {
+      a.status = 200;
+      a.body = result.output.stream_bytes(core::Stream::out);
+      a.content_type = content_type_of(a.body);
+      a.outcome = "ran";
+      // The client must be able to tell a cut answer from a whole one.
+      if (result.output.truncated()) a.headers.emplace_back(k_truncated_header, "true");
+    } else if (result.timed_out) {
+      a = problem(504, "Handler timed out",
+                  "the handler did not finish within " + std::to_string(hook_.timeout_ms / 1000) +
+                      "s");
+      a.outcome = "timeout";
+      o.note = "stopped by the hook's timeout";
+    } else {
+      std::string why = !result.started
+                            ? std::string("could not start: ") + strerror(result.exec_errno)
+                        : result.signal ? "handler killed by signal " + std::to_string(*result.signal)
+                                        : "handler exited " + std::to_string(*result.exit_code);
+      a = problem(500, "Handler failed", why);
+      a.outcome = "failed";
+      o.note = why;
+    }
+    a.key = key_;
+    return a;
+  }
+
+  const Hook& hook_;
+  const Delivery& delivery_;
+  const std::string& key_;
+  Answer answer_;
+};
+
+Answer overloaded(const Hook& hook, const std::string& key) {
+  Answer a = problem(503, "Too many deliveries",
+                     "hook " + hook.path + " is at its concurrency and queue limits");
+  a.headers.emplace_back("Retry-After", "1");
+  a.key = key;
+  a.outcome = "overloaded";
   return a;
 }
 
@@ -207,33 +221,25 @@ Answer run_claimed(const Hook& hook, const Delivery& d, const std::string& key,
 // nothing is stored, so every such delivery runs (SPEC §6: "without dedupe").
 Answer run_unkeyed(const Hook& hook, HookSlots& slots, const Delivery& d,
                    const DeliveryServices& services) {
-  if (!slots.reserve()) {
-    Answer a = problem(503, "Too many deliveries",
-                       "hook " + hook.path + " is at its concurrency and queue limits");
-    a.headers.emplace_back("Retry-After", "1");
-    a.outcome = "overloaded";
-    return a;
-  }
+  if (!slots.reserve()) return overloaded(hook, "");
+  const engine::Attempt unstored{"", 1, "", nullptr};
   if (hook.async) {
-    services.spawn([hook, d, &slots] {
+    services.spawn([hook, d, &slots, unstored] {
       slots.acquire();
       try {
-        run_handler(hook, d, "", 1);
+        HookEffect(hook, d, "").perform(unstored);
       } catch (const std::exception&) {
       }
       slots.release();
     });
-    Answer a;
-    a.status = 202;
-    a.content_type = "application/json";
-    a.body = nlohmann::json{{"status", "accepted"}, {"key", nullptr}}.dump() + "\n";
-    a.outcome = "unkeyed";
-    return a;
+    return accepted("", "unkeyed");
   }
   slots.acquire();
   Answer a;
   try {
-    a = run_handler(hook, d, "", 1).first;
+    HookEffect effect(hook, d, "");
+    effect.perform(unstored);
+    a = std::move(effect.answer());
   } catch (const std::exception& e) {
     slots.release();
     a = problem(500, "Delivery failed", e.what());
@@ -245,18 +251,193 @@ Answer run_unkeyed(const Hook& hook, HookSlots& slots, const Delivery& d,
   return a;
 }
 
-// The daemon lives on after an error between the claim and the outcome, so the claim would stay
-// "running" for good: record a failure (when the store allows) so a retry can run it again.
-void record_daemon_error(store::Store& store, const std::string& store_key, int64_t attempt,
-                         const std::exception& e) {
+// The failure recorded for a claimed delivery the daemon could not carry out, so that a retry
+// runs it again rather than find it running for good.
+core::Outcome daemon_error(const std::exception& e) {
+  core::Outcome failed;
+  failed.note = std::string("daemon error: ") + e.what();
+  failed.http_status = 500;
+  return failed;
+}
+
+// A place among a hook's running and waiting handlers, given back unless a run takes it.
+class Reservation {
+ public:
+  explicit Reservation(HookSlots& slots) : slots_(slots), held_(slots.reserve()) {}
+  ~Reservation() { cancel(); }
+  Reservation(const Reservation&) = delete;
+  Reservation& operator=(const Reservation&) = delete;
+  bool held() const { return held_; }
+  void cancel() {
+    if (held_) slots_.cancel_reservation();
+    held_ = false;
+  }
+  // A claimed run takes the place, over the limits if there was none (the record changed between
+  // the look and the claim: the claim is durable, so it runs anyway).
+  void hand_to_run() {
+    if (!held_) slots_.force_reserve();
+    held_ = false;
+  }
+
+ private:
+  HookSlots& slots_;
+  bool held_;
+};
+
+engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d,
+                                       const std::string& store_key, const core::Owner& owner) {
+  engine::AttemptRequest req;
+  core::Fingerprinter f;
+  f.add_field("kind", "http");
+  f.add_field("body", d.body);
+  req.claim.key = store_key;
+  req.claim.fingerprint = f.hex();
+  req.claim.kind = "http";
+  req.claim.owner = owner;
+  req.claim.ttl_ms = hook.ttl_ms;
+  req.claim.request = stored_request(hook, d);
+  req.claim.policy = core::Policy{false, hook.retry_abandoned};
+  // With retry_abandoned, an abandoned delivery runs again once nothing it started is left.
+  req.clear_abandoned = [](const core::Record& r) {
+    return !proc::process_group_alive(r.owner, r.process_group);
+  };
+  return req;
+}
+
+// The answer to a delivery that does not run: a replay or a refusal (SPEC §6's table).
+Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
+                              const std::string& key) {
+  const std::string shown = "key '" + core::display_key(key) + "'";
+  Answer a;
+  switch (claimed.verdict) {
+    case engine::Verdict::conflict:
+      a = problem(422, "Key reused with another body",
+                  shown + " was delivered before with a different body");
+      a.outcome = "conflict";
+      break;
+    case engine::Verdict::running:
+      if (hook.async) return accepted(key, "running");
+      a = problem(409, "Delivery in progress", shown + " is being handled now");
+      a.headers.emplace_back("Retry-After", k_retry_after_running);
+      a.outcome = "running";
+      break;
+    case engine::Verdict::abandoned:
+      if (hook.retry_abandoned) {  // still abandoned: processes it started are alive
+        a = problem(409, "Earlier delivery still running",
+                    "the handler of " + shown +
+                        " was cut off, but processes it started are still running");
+        a.headers.emplace_back("Retry-After", k_retry_after_running);
+      } else {
+        a = problem(409, "Earlier delivery abandoned",
+                    "the handler of " + shown +
+                        " was cut off (the daemon died mid-run); its outcome is unknown");
+      }
+      a.outcome = "abandoned";
+      break;
+    case engine::Verdict::replay: {
+      if (hook.async) return accepted(key, "replayed");
+      const core::Record& r = *claimed.existing;
+      auto out = core::CapturedOutput::decode(r.output);
+      a.status = r.http_status.value_or(200);
+      a.content_type = r.content_type.empty() ? "text/plain; charset=utf-8" : r.content_type;
+      a.body = out ? out->stream_bytes(core::Stream::out) : std::string();
+      a.headers.emplace_back("Idempotent-Replayed", "true");
+      if (r.output_truncated) a.headers.emplace_back(k_truncated_header, "true");
+      a.outcome = "replayed";
+      break;
+    }
+    case engine::Verdict::declined:
+      return overloaded(hook, key);
+    case engine::Verdict::claimed:
+      break;
+  }
+  a.key = key;
+  return a;
+}
+
+// Runs a claimed delivery in the background, on a store connection of its own, and records its
+// outcome; the answer (202) has gone already.
+void run_in_background(const Hook& hook, const Delivery& d, const std::string& key,
+                       const engine::Claimed& claimed, HookSlots& slots,
+                       const DeliveryServices& services) {
+  services.spawn([hook, d, key, claimed, &slots, stores = services.stores] {
+    slots.acquire();
+    try {
+      auto store = stores->lease();
+      engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
+      HookEffect effect(hook, d, key);
+      try {
+        engine.carry_out(claimed, effect);
+      } catch (const std::exception& e) {
+        engine.record_failure(claimed, daemon_error(e));
+      }
+    } catch (const std::exception&) {
+    }
+    slots.release();
+  });
+}
+
+// Runs a claimed delivery now and answers with its outcome.
+Answer run_now(const Hook& hook, const Delivery& d, const std::string& key,
+               const engine::Claimed& claimed, HookSlots& slots, engine::Engine& engine) {
+  slots.acquire();
+  HookEffect effect(hook, d, key);
   try {
-    core::Outcome failed;
-    failed.status = core::Status::failed;
-    failed.finished_ms = util::SystemClock().now_ms();
-    failed.note = std::string("daemon error: ") + e.what();
-    failed.http_status = 500;
-    store.finish(store_key, attempt, failed);
-  } catch (const std::exception&) {
+    engine.carry_out(claimed, effect);
+  } catch (const std::exception& e) {
+    slots.release();
+    engine.record_failure(claimed, daemon_error(e));
+    Answer a = problem(500, "Delivery failed", "the daemon could not run the handler; its log says why");
+    a.error = e.what();
+    a.key = key;
+    a.outcome = "error";
+    return a;
+  }
+  slots.release();
+  return std::move(effect.answer());
+}
+
+// The answer when the store fails: the reason names the store's path, so it goes to the log, not
+// to the client. A store that will not work without someone acting (not a store, a newer schema,
+// no permission) is a 500: a sender retrying it would only pile up.
+Answer store_failure(const std::exception& e, const std::string& key) {
+  const auto* store_error = dynamic_cast<const StoreError*>(&e);
+  Answer a = store_error != nullptr && !store_error->transient()
+                 ? problem(500, "Store unusable", "the store cannot be used; the log says why")
+                 : problem(503, "Store unavailable", "the store cannot be used now; retry later");
+  a.error = e.what();
+  if (a.status == 503) a.headers.emplace_back("Retry-After", "5");
+  a.key = key;
+  a.outcome = "store_error";
+  return a;
+}
+
+// A delivery with a key: decided by the attempt engine, run at most once per key.
+Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& d,
+                     const DeliveryServices& services, const std::string& key) {
+  // Keys are scoped per hook. When the hook has no place for one more handler, a delivery that
+  // would not run (a duplicate, a conflict) is still answered as the table says; only one that
+  // would run gets 503.
+  const std::string store_key = hook.path + "#" + key;
+  Reservation reservation(slots);
+  try {
+    auto store = services.stores->lease();  // reused: no connection is opened per delivery
+    engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
+    engine::AttemptRequest req = attempt_request(hook, d, store_key, services.owner);
+    req.decline_run = !reservation.held();
+    const engine::Claimed claimed = engine.claim(req);
+    if (claimed.verdict != engine::Verdict::claimed) {
+      reservation.cancel();
+      return answer_without_running(hook, claimed, key);
+    }
+    reservation.hand_to_run();
+    if (!hook.async) return run_now(hook, d, key, claimed, slots, engine);
+    // The claim is durable: answer now, run in the background.
+    run_in_background(hook, d, key, claimed, slots, services);
+    return accepted(key, "accepted");
+  } catch (const std::exception& e) {
+    reservation.cancel();
+    return store_failure(e, key);
   }
 }
 
@@ -390,12 +571,10 @@ void HookSlots::cancel_reservation() {
 
 Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
                const DeliveryServices& services) {
-  util::SystemClock clock;
-  const int64_t now_ms = clock.now_ms();
   // Nothing is stored or run before the signature check passes (SPEC §8.5).
   if (hook.signature) {
     auto lookup = [&](std::string_view name) { return d.header(name); };
-    Verdict v = verify(*hook.signature, lookup, d.body, now_ms / 1000);
+    Verdict v = verify(*hook.signature, lookup, d.body, util::process_clock().now_ms() / 1000);
     if (!v.ok) {
       Answer a = problem(401, "Signature check failed", v.problem);
       a.outcome = "unauthorized";
@@ -412,157 +591,7 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
     refusal->outcome = "no_key";
     return *refusal;
   }
-  const std::string key = std::get<std::string>(found);
-  // Keys are scoped per hook.
-  const std::string store_key = hook.path + "#" + key;
-
-  // A place among the hook's running and waiting handlers. When there is none, a delivery that
-  // would not run (a duplicate, a conflict) is still answered as the table says; only one that
-  // would run gets 503.
-  bool reserved = slots.reserve();
-  auto give_back = [&] {
-    if (reserved) slots.cancel_reservation();
-    reserved = false;
-  };
-  auto overloaded = [&] {
-    Answer a = problem(503, "Too many deliveries",
-                       "hook " + hook.path + " is at its concurrency and queue limits");
-    a.headers.emplace_back("Retry-After", "1");
-    a.key = key;
-    a.outcome = "overloaded";
-    return a;
-  };
-  try {
-    auto store = services.stores->lease();  // reused: no connection is opened per delivery
-    core::Fingerprinter f;
-    f.add_field("kind", "http");
-    f.add_field("body", d.body);
-    store::ClaimRequest req;
-    req.key = store_key;
-    req.fingerprint = f.hex();
-    req.kind = "http";
-    req.owner = services.owner;
-    req.ttl_ms = hook.ttl_ms;
-    req.request = stored_request(hook, d);
-    req.policy = core::Policy{false, hook.retry_abandoned};
-    // With retry_abandoned, an abandoned attempt is retried only once its processes are seen to
-    // be gone: claim allowing no retry, check the attempt the claim names, then claim allowing
-    // exactly that one.
-    if (hook.retry_abandoned) req.policy.retry_only_attempt = -1;
-    req.now_ms = now_ms;
-    if (!reserved) {
-      auto existing = store->get(store_key);
-      bool gone = existing && existing->status == core::Status::running &&
-                  proc::owner_gone(existing->owner);
-      if (core::decide(existing ? &*existing : nullptr, req.fingerprint, now_ms, gone, req.policy)
-              .verdict == core::Verdict::claim)
-        return overloaded();
-    }
-    store::ClaimResult claim = store->claim(req, proc::owner_gone);
-    while (hook.retry_abandoned && claim.verdict == core::Verdict::abandoned &&
-           !proc::process_group_alive(claim.existing->owner, claim.existing->process_group)) {
-      req.policy.retry_only_attempt = claim.existing->attempt;
-      claim = store->claim(req, proc::owner_gone);
-    }
-
-    Answer a;
-    switch (claim.verdict) {
-      case core::Verdict::conflict:
-        give_back();
-        a = problem(422, "Key reused with another body",
-                    "key '" + core::display_key(key) + "' was delivered before with a different body");
-        a.outcome = "conflict";
-        break;
-      case core::Verdict::running:
-        give_back();
-        if (hook.async) return accepted(key, "running");
-        a = problem(409, "Delivery in progress",
-                    "key '" + core::display_key(key) + "' is being handled now");
-        a.headers.emplace_back("Retry-After", k_retry_after_running);
-        a.outcome = "running";
-        break;
-      case core::Verdict::abandoned:
-        give_back();
-        if (hook.retry_abandoned) {  // still abandoned after the loop above: its processes live
-          a = problem(409, "Earlier delivery still running",
-                      "the handler of key '" + core::display_key(key) +
-                          "' was cut off, but processes it started are still running");
-          a.headers.emplace_back("Retry-After", k_retry_after_running);
-          a.outcome = "abandoned";
-          break;
-        }
-        a = problem(409, "Earlier delivery abandoned",
-                    "the handler of key '" + core::display_key(key) +
-                        "' was cut off (the daemon died mid-run); its outcome is unknown");
-        a.outcome = "abandoned";
-        break;
-      case core::Verdict::replay: {
-        give_back();
-        if (hook.async) return accepted(key, "replayed");
-        const core::Record& r = *claim.existing;
-        auto out = core::CapturedOutput::decode(r.output);
-        a.status = r.http_status.value_or(200);
-        a.content_type = r.content_type.empty() ? "text/plain; charset=utf-8" : r.content_type;
-        a.body = out ? out->stream_bytes(core::Stream::out) : std::string();
-        a.headers.emplace_back("Idempotent-Replayed", "true");
-        if (r.output_truncated) a.headers.emplace_back(k_truncated_header, "true");
-        a.outcome = "replayed";
-        break;
-      }
-      case core::Verdict::claim: {
-        // The record changed between the look above and the claim: the claim is durable, so run
-        // it anyway, over the queue limit.
-        if (!reserved) slots.force_reserve();
-        reserved = false;  // the reservation now belongs to the run
-        if (hook.async) {
-          // The claim is durable: answer now, run in the background.
-          services.spawn([hook, d, key, store_key, attempt = claim.attempt, &slots,
-                          stores = services.stores] {
-            slots.acquire();
-            std::optional<store::StoreProvider::Lease> own_store;
-            try {
-              own_store.emplace(stores->lease());
-              run_claimed(hook, d, key, store_key, attempt, **own_store);
-            } catch (const std::exception& e) {
-              if (own_store) record_daemon_error(**own_store, store_key, attempt, e);
-            }
-            slots.release();
-          });
-          return accepted(key, "accepted");
-        }
-        slots.acquire();
-        try {
-          a = run_claimed(hook, d, key, store_key, claim.attempt, *store);
-        } catch (const std::exception& e) {
-          slots.release();
-          record_daemon_error(*store, store_key, claim.attempt, e);
-          a = problem(500, "Delivery failed", "the daemon could not run the handler; its log says why");
-          a.error = e.what();
-          a.key = key;
-          a.outcome = "error";
-          return a;
-        }
-        slots.release();
-        return a;
-      }
-    }
-    a.key = key;
-    return a;
-  } catch (const std::exception& e) {
-    give_back();
-    // The reason names the store's path: it goes to the log, not to the client. A store that
-    // will not work without someone acting (not a store, a newer schema, no permission) is a
-    // 500: a sender retrying it would only pile up.
-    const auto* store_error = dynamic_cast<const StoreError*>(&e);
-    Answer a = store_error != nullptr && !store_error->transient()
-                   ? problem(500, "Store unusable", "the store cannot be used; the log says why")
-                   : problem(503, "Store unavailable", "the store cannot be used now; retry later");
-    a.error = e.what();
-    if (a.status == 503) a.headers.emplace_back("Retry-After", "5");
-    a.key = key;
-    a.outcome = "store_error";
-    return a;
-  }
+  return deliver_keyed(hook, slots, d, services, std::get<std::string>(found));
 }
 
 }  // namespace idem::http

@@ -341,6 +341,11 @@ core::Outcome outcome_of(const RunResult& result, int64_t finished_ms) {
   return o;
 }
 
+CommandRunner& spawning_runner() {
+  static SpawningRunner runner;
+  return runner;
+}
+
 int exit_code_for(const RunResult& result) {
   if (!result.started) return result.exec_errno == ENOENT ? 127 : 126;
   if (result.timed_out) return 124;

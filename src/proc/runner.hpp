@@ -57,6 +57,23 @@ int pending_signal();
 // Runs the command to completion. Never throws for the command's own failures.
 RunResult run_command(const RunSpec& spec);
 
+// Runs commands for the attempt engine: the real one spawns (run_command); the tests' fake
+// records each spec and returns scripted results, so the engine is tested without processes.
+class CommandRunner {
+ public:
+  virtual ~CommandRunner() = default;
+  // As run_command: calls spec.on_spawn before the command starts, and lets what it throws out.
+  virtual RunResult run(const RunSpec& spec) = 0;
+};
+
+class SpawningRunner final : public CommandRunner {
+ public:
+  RunResult run(const RunSpec& spec) override { return run_command(spec); }
+};
+
+// The runner every front uses: a SpawningRunner.
+CommandRunner& spawning_runner();
+
 // The exit code a shell would report for this result (126/127 for exec failures, 124 timeout).
 int exit_code_for(const RunResult& result);
 

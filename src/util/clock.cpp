@@ -1,6 +1,8 @@
 #include "util/clock.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 namespace idem::util {
@@ -9,6 +11,27 @@ int64_t SystemClock::now_ms() const {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t SystemClock::monotonic_ms() const { return util::monotonic_ms(); }
+
+void SystemClock::sleep_ms(int64_t ms) const {
+  if (ms <= 0) return;
+  timespec left{time_t(ms / 1000), long(ms % 1000) * 1000000L};
+  while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+  }
+}
+
+const Clock& process_clock() {
+#ifdef IDEM_TEST_HOOKS
+  static const OffsetClock clock([] {
+    const char* offset = std::getenv("IDEM_TEST_CLOCK_OFFSET_MS");
+    return offset != nullptr ? std::strtoll(offset, nullptr, 10) : 0LL;
+  }());
+#else
+  static const SystemClock clock;
+#endif
+  return clock;
 }
 
 int64_t monotonic_ms() {

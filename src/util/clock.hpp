@@ -1,6 +1,6 @@
 #pragma once
-// Wall and monotonic time in milliseconds, behind an interface so logic can be tested with a
-// fixed clock.
+// Wall and monotonic time in milliseconds, and pauses, behind one interface: logic that waits,
+// expires or times out is given a Clock, so tests drive it with a fake one and never sleep.
 #include <cstdint>
 #include <string>
 
@@ -11,12 +11,34 @@ class Clock {
   virtual ~Clock() = default;
   // Milliseconds since the Unix epoch.
   virtual int64_t now_ms() const = 0;
+  // Milliseconds on a clock that never jumps (deadlines, waits).
+  virtual int64_t monotonic_ms() const = 0;
+  // Pauses the calling thread for `ms` (a poll interval while waiting for a key).
+  virtual void sleep_ms(int64_t ms) const = 0;
 };
 
-class SystemClock final : public Clock {
+class SystemClock : public Clock {
  public:
   int64_t now_ms() const override;
+  int64_t monotonic_ms() const override;
+  void sleep_ms(int64_t ms) const override;
 };
+
+// The system clock with its wall time moved by a fixed offset: what `process_clock()` is in a
+// test build when IDEM_TEST_CLOCK_OFFSET_MS is set, so end-to-end scripts can step past a TTL or
+// a lease without sleeping.
+class OffsetClock final : public SystemClock {
+ public:
+  explicit OffsetClock(int64_t offset_ms) : offset_ms_(offset_ms) {}
+  int64_t now_ms() const override { return SystemClock::now_ms() + offset_ms_; }
+
+ private:
+  int64_t offset_ms_;
+};
+
+// The clock every front hands to the logic it drives: the system clock; in a build with
+// IDEM_TEST_HOOKS, moved by $IDEM_TEST_CLOCK_OFFSET_MS (a signed integer) when that is set.
+const Clock& process_clock();
 
 int64_t monotonic_ms();
 

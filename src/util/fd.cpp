@@ -1,5 +1,6 @@
 #include "util/fd.hpp"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -34,6 +35,13 @@ bool read_all(int fd, std::string& out) {
     if (n == 0) return true;
     out.append(buf, size_t(n));
   }
+}
+
+Fd memory_file(const char* name, std::string_view bytes) {
+  Fd fd(::memfd_create(name, MFD_CLOEXEC));
+  if (!fd.valid() || !write_all(fd.get(), bytes) || ::lseek(fd.get(), 0, SEEK_SET) != 0)
+    return Fd();
+  return fd;
 }
 
 }  // namespace idem::util

@@ -33,6 +33,9 @@ class Fd {
 
 // Writes all bytes, retrying on EINTR and short writes. Returns false with errno set on failure.
 bool write_all(int fd, std::string_view bytes);
+// An anonymous close-on-exec file holding `bytes`, positioned at its start: a command's stdin
+// (a message, a request body). An invalid Fd, errno set, when it cannot be made or filled.
+Fd memory_file(const char* name, std::string_view bytes);
 // Reads until EOF. Returns false with errno set on failure.
 bool read_all(int fd, std::string& out);
 

@@ -1,0 +1,164 @@
+#include "engine/attempt.hpp"
+
+#include <algorithm>
+
+#include "core/errors.hpp"
+#include "util/crash_point.hpp"
+
+namespace idem::engine {
+
+namespace {
+
+Verdict verdict_of(core::Verdict v) {
+  switch (v) {
+    case core::Verdict::claim: return Verdict::claimed;
+    case core::Verdict::replay: return Verdict::replay;
+    case core::Verdict::conflict: return Verdict::conflict;
+    case core::Verdict::running: return Verdict::running;
+    case core::Verdict::abandoned: return Verdict::abandoned;
+  }
+  return Verdict::abandoned;
+}
+
+Claimed claimed_from(const std::string& key, store::ClaimResult result, int64_t now_ms) {
+  Claimed c;
+  c.verdict = verdict_of(result.verdict);
+  c.key = key;
+  c.attempt = result.attempt;
+  c.attempt_token = std::move(result.attempt_token);
+  c.lease_expires_ms = result.lease_expires_ms;
+  c.existing = std::move(result.existing);
+  c.now_ms = now_ms;
+  return c;
+}
+
+}  // namespace
+
+std::string_view to_string(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::claimed: return "claimed";
+    case Verdict::replay: return "replay";
+    case Verdict::conflict: return "conflict";
+    case Verdict::running: return "running";
+    case Verdict::abandoned: return "abandoned";
+    case Verdict::declined: return "declined";
+  }
+  return "?";
+}
+
+Engine::Engine(store::Store& store, const util::Clock& clock, store::OwnerGone owner_gone)
+    : store_(store), clock_(clock), owner_gone_(std::move(owner_gone)) {}
+
+store::ClaimResult Engine::claim_once(AttemptRequest& request) {
+  request.claim.now_ms = clock_.now_ms();
+  return store_.claim(request.claim, owner_gone_);
+}
+
+bool Engine::would_run(const AttemptRequest& request) {
+  const std::optional<core::Record> existing = store_.get(request.claim.key);
+  const bool gone = existing && existing->status == core::Status::running &&
+                    owner_gone_(existing->owner);
+  const core::Decision d = core::decide(existing ? &*existing : nullptr,
+                                        request.claim.fingerprint, clock_.now_ms(), gone,
+                                        request.claim.policy);
+  return d.verdict == core::Verdict::claim;
+}
+
+Claimed Engine::claim(AttemptRequest& request) {
+  const std::string& key = request.claim.key;
+  core::Policy& policy = request.claim.policy;
+  // An abandoned attempt is retried only once clear_abandoned has looked at it: claim allowing no
+  // retry, check the attempt the claim names, then claim allowing exactly that one (another may
+  // have been abandoned meanwhile, and is checked in turn).
+  const bool checks_abandoned = policy.retry_abandoned && request.clear_abandoned;
+  if (checks_abandoned) policy.retry_only_attempt = -1;
+  if (request.decline_run && would_run(request)) {
+    Claimed declined;
+    declined.key = key;
+    declined.now_ms = clock_.now_ms();
+    return declined;
+  }
+  const int64_t give_up = clock_.monotonic_ms() + request.wait.wait_ms;
+  int64_t pause_ms = request.wait.first_pause_ms;
+  bool waiting = false;
+  for (;;) {
+    store::ClaimResult result = claim_once(request);
+    if (result.verdict == core::Verdict::abandoned && checks_abandoned &&
+        policy.retry_only_attempt != result.existing->attempt &&
+        request.clear_abandoned(*result.existing)) {
+      policy.retry_only_attempt = result.existing->attempt;
+      continue;
+    }
+    if (result.verdict != core::Verdict::running)
+      return claimed_from(key, std::move(result), request.claim.now_ms);
+    const core::Record& holder = *result.existing;
+    if (request.before_pause) request.before_pause(holder);
+    const bool unlimited =
+        request.wait.waits_without_limit && request.wait.waits_without_limit(holder);
+    const int64_t left = give_up - clock_.monotonic_ms();
+    if (!unlimited && left <= 0) return claimed_from(key, std::move(result), request.claim.now_ms);
+    if (!waiting && request.on_wait) request.on_wait(holder);
+    waiting = true;
+    clock_.sleep_ms(unlimited ? pause_ms : std::clamp<int64_t>(left, 1, pause_ms));
+    pause_ms = std::min(pause_ms * 2, request.wait.max_pause_ms);
+  }
+}
+
+Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
+  // The claim is durable: from here on, a crash shows as abandoned, never as a key that silently
+  // runs again.
+  IDEM_CRASH_POINT("claim-after-commit");
+  bool group_unrecorded = false;
+  Attempt attempt{claimed.key, claimed.attempt, claimed.attempt_token,
+                  [&](const core::ProcessGroup& group) {
+                    try {
+                      store_.set_process_group(claimed.key, claimed.attempt, group);
+                    } catch (const StoreError&) {
+                      group_unrecorded = true;
+                      throw;
+                    }
+                  }};
+  Finished done;
+  try {
+    done.outcome = effect.perform(attempt);
+  } catch (const StoreError& e) {
+    if (!group_unrecorded) throw;
+    // The command was stopped before it could start: say so in the record if the store still
+    // takes it, rather than leave it to look abandoned.
+    core::Outcome not_run;
+    not_run.note = "not started: its process group could not be recorded";
+    record_failure(claimed, std::move(not_run));
+    throw StoreError(std::string(e.what()) + "; the command did not start", e.failure());
+  }
+  IDEM_CRASH_POINT("exited-before-finish");
+  if (done.outcome.finished_ms == 0) done.outcome.finished_ms = clock_.now_ms();
+  try {
+    done.recorded = store_.finish(claimed.key, claimed.attempt, done.outcome);
+  } catch (const StoreError& e) {
+    throw StoreError(std::string(e.what()) + "; " + effect.performed() +
+                         " but its outcome could not be recorded",
+                     e.failure());
+  }
+  IDEM_CRASH_POINT("finish-after-commit");
+  return done;
+}
+
+bool Engine::record_group(const Claimed& claimed, const core::ProcessGroup& group) {
+  return store_.set_process_group(claimed.key, claimed.attempt, group);
+}
+
+bool Engine::finish(const std::string& key, int64_t attempt, core::Outcome outcome) {
+  if (outcome.finished_ms == 0) outcome.finished_ms = clock_.now_ms();
+  return store_.finish(key, attempt, outcome);
+}
+
+void Engine::record_failure(const Claimed& claimed, core::Outcome failed) {
+  failed.status = core::Status::failed;
+  if (failed.finished_ms == 0) failed.finished_ms = clock_.now_ms();
+  try {
+    store_.finish(claimed.key, claimed.attempt, failed);
+  } catch (const std::exception&) {
+  }
+}
+
+}  // namespace idem::engine

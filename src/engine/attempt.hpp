@@ -1,0 +1,146 @@
+#pragma once
+// The attempt engine: the one place that orchestrates an attempt at a key. Claim (waiting while a
+// live owner holds it, retrying an abandoned attempt once its processes are gone), then replay,
+// refuse, or carry out an effect and record its outcome. Every front — run, each, begin/end,
+// serve — drives it and only translates its verdicts into answers of its own (exit codes, HTTP
+// statuses, report lines).
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/decision.hpp"
+#include "core/record.hpp"
+#include "store/store.hpp"
+#include "util/clock.hpp"
+
+namespace idem::engine {
+
+// What a claim does while another live owner holds the key.
+struct WaitPolicy {
+  // Wait up to this long for the holder to end, then decide again; 0: the verdict is `running`
+  // at once.
+  int64_t wait_ms = 0;
+  // Holders this returns true for are waited for without a limit (`each` waits for its own jobs:
+  // one key never runs twice at once, and a later line of the same key follows the earlier one).
+  std::function<bool(const core::Record& holder)> waits_without_limit;
+  // Between two looks the pause doubles from the first to the largest.
+  int64_t first_pause_ms = 10;
+  int64_t max_pause_ms = 250;
+};
+
+struct AttemptRequest {
+  // What is claimed (key, fingerprint, kind, owner, TTL, request, policy, lease). The engine sets
+  // `now_ms` at every look, from its clock.
+  store::ClaimRequest claim;
+  WaitPolicy wait;
+  // With claim.policy.retry_abandoned: called with an abandoned record before it is claimed
+  // again. True: nothing of that attempt is left running, so it may run again now; false: the
+  // verdict stays `abandoned`. It may throw to refuse in the front's own words. Not set: the
+  // abandoned attempt is retried at once.
+  std::function<bool(const core::Record& abandoned)> clear_abandoned;
+  // Called once, with the holder, when a wait begins.
+  std::function<void(const core::Record& holder)> on_wait;
+  // Called with the holder before every pause of a wait; throws to end the wait (a signal came).
+  std::function<void(const core::Record& holder)> before_pause;
+  // The caller has no room to carry the attempt out now (a hook at its concurrency limit): when a
+  // look at the record says the attempt would run, the verdict is `declined` and nothing is
+  // claimed. Any other verdict is answered as usual. A record that changes between the look and
+  // the claim is claimed all the same: the claim, not the look, decides.
+  bool decline_run = false;
+};
+
+enum class Verdict {
+  claimed,    // the caller holds a new attempt: carry it out (or hand it to the one that will)
+  replay,     // a finished outcome stands (`existing`)
+  conflict,   // the key was used with another fingerprint
+  running,    // a live owner holds it (after any wait)
+  abandoned,  // the previous owner died mid-run and no retry was allowed, or its processes live
+  declined,   // decline_run: the attempt would have run
+};
+
+struct Claimed {
+  Verdict verdict = Verdict::declined;
+  std::string key;
+  int64_t attempt = 0;        // claimed: the attempt's number
+  std::string attempt_token;  // claimed: its capability (heartbeat, release)
+  int64_t lease_expires_ms = 0;
+  std::optional<core::Record> existing;  // every verdict but claimed and declined
+  int64_t now_ms = 0;   // the time of the look that decided
+  bool waited = false;  // running: a wait began and ran out
+};
+
+// The attempt an effect carries out.
+struct Attempt {
+  std::string key;
+  int64_t number = 0;
+  std::string token;
+  // Records the process group of the effect's command, durable before the command starts (so a
+  // retry after a crash can find what it left running). Throws StoreError when it cannot be
+  // recorded: the effect must then not start the command.
+  std::function<void(const core::ProcessGroup&)> record_group;
+};
+
+// What an attempt does once claimed: run a command now, forward a request to an upstream, ...
+// (an effect a program carries out later, through begin/end or the ledger, is no Effect: its
+// front claims, and finishes through Engine::finish).
+class Effect {
+ public:
+  virtual ~Effect() = default;
+  // Carries the attempt out and returns the outcome to record (finished_ms 0: the engine sets
+  // it). The effect's own failures are outcomes; what it throws leaves the attempt unrecorded.
+  virtual core::Outcome perform(const Attempt& attempt) = 0;
+  // For an error when the outcome cannot be recorded: "the command ran (exit 3)".
+  virtual std::string performed() const = 0;
+};
+
+struct Finished {
+  core::Outcome outcome;
+  bool recorded = false;  // false: another attempt took the key over meanwhile; nothing stored
+};
+
+class Engine {
+ public:
+  // `owner_gone` is the same-host liveness check of a recorded owner (proc::owner_gone).
+  Engine(store::Store& store, const util::Clock& clock, store::OwnerGone owner_gone);
+
+  // Decides the attempt: claims the key, waits as `request.wait` says while a live owner holds
+  // it, and retries an abandoned attempt only once `clear_abandoned` has seen it is clear.
+  Claimed claim(AttemptRequest& request);
+
+  // Carries out a claimed attempt and records its outcome under the attempt's number. Throws
+  // StoreError when the outcome cannot be recorded (saying that the effect was performed), or
+  // when the command's group could not be recorded (the command did not start, and the record
+  // says so when the store still takes it).
+  Finished carry_out(const Claimed& claimed, Effect& effect);
+
+  // The key's record as it stands (idem end checks whose attempt it is before finishing it).
+  std::optional<core::Record> current(const std::string& key) { return store_.get(key); }
+
+  // Records the process group that belongs to a claimed attempt carried out elsewhere (the
+  // group a begin's script leads); false when the attempt is no longer the key's current one.
+  bool record_group(const Claimed& claimed, const core::ProcessGroup& group);
+
+  // Records an outcome for an attempt carried out elsewhere (idem end, the ledger): false when
+  // the key's current attempt is another one.
+  bool finish(const std::string& key, int64_t attempt, core::Outcome outcome);
+
+  // Records `failed` (its status set to failed, finished now unless set) for a claimed attempt
+  // whose effect could not be carried out (an error of the caller's own after the claim), so a
+  // retry may run it rather than find it running for good; ignores a store that fails again.
+  void record_failure(const Claimed& claimed, core::Outcome failed);
+
+  const util::Clock& clock() const { return clock_; }
+
+ private:
+  store::ClaimResult claim_once(AttemptRequest& request);
+  bool would_run(const AttemptRequest& request);
+
+  store::Store& store_;
+  const util::Clock& clock_;
+  store::OwnerGone owner_gone_;
+};
+
+std::string_view to_string(Verdict verdict);
+
+}  // namespace idem::engine

@@ -1,0 +1,40 @@
+#include "engine/command_effect.hpp"
+
+#include <cstring>
+
+#include "core/exit_code.hpp"
+#include "util/crash_point.hpp"
+
+namespace idem::engine {
+
+CommandEffect::CommandEffect(proc::CommandRunner& runner, proc::RunSpec spec)
+    : runner_(runner), spec_(std::move(spec)) {}
+
+core::Outcome CommandEffect::perform(const Attempt& attempt) {
+  if (int sig = proc::pending_signal()) {
+    interrupted_by_ = sig;
+    core::Outcome interrupted;
+    interrupted.status = core::Status::failed;
+    interrupted.signal = sig;
+    interrupted.note =
+        std::string("idem received ") + sigabbrev_np(sig) + " before the command started";
+    return interrupted;
+  }
+  proc::RunSpec spec = spec_;
+  spec.extra_env.emplace_back("IDEM_ATTEMPT", std::to_string(attempt.number));
+  // Durable before the command starts, so if idem dies, a retry can find what it left running.
+  spec.on_spawn = attempt.record_group;
+  result_ = runner_.run(spec);
+  return proc::outcome_of(result_, 0);
+}
+
+std::string CommandEffect::performed() const {
+  return "the command ran (exit " + std::to_string(exit_code()) + ")";
+}
+
+int CommandEffect::exit_code() const {
+  if (interrupted_by_ != 0) return k_exit_signal_base + interrupted_by_;
+  return proc::exit_code_for(result_);
+}
+
+}  // namespace idem::engine

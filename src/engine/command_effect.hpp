@@ -1,0 +1,35 @@
+#pragma once
+// The effect of `run`, `each` and serve's hooks: run a command once for the attempt.
+#include <string>
+
+#include "engine/attempt.hpp"
+#include "proc/runner.hpp"
+
+namespace idem::engine {
+
+class CommandEffect final : public Effect {
+ public:
+  // `spec` as the front wants the command run; perform() adds IDEM_ATTEMPT and records the
+  // command's process group before it starts.
+  CommandEffect(proc::CommandRunner& runner, proc::RunSpec spec);
+
+  // Runs the command, unless idem already received a signal it forwards (INT, TERM, HUP: `run`
+  // installs those handlers) since the claim: then nothing starts, and the outcome says why.
+  core::Outcome perform(const Attempt& attempt) override;
+  std::string performed() const override;
+
+  const proc::RunResult& result() const { return result_; }
+  // The signal that stopped the command before it started, or 0.
+  int interrupted_by() const { return interrupted_by_; }
+  // What idem exits with for this attempt: the command's code as a shell reports it (126/127,
+  // 124, 128+N), or 128+N for a signal that came before the start.
+  int exit_code() const;
+
+ private:
+  proc::CommandRunner& runner_;
+  proc::RunSpec spec_;
+  proc::RunResult result_;
+  int interrupted_by_ = 0;
+};
+
+}  // namespace idem::engine
