@@ -1,0 +1,330 @@
+// The attempt engine with its seams faked: a real SQLite store in a temp dir, a fake clock (waits,
+// TTLs and leases pass without sleeping) and a fake runner (scripted outcomes, no processes).
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+
+#include "core/errors.hpp"
+#include "core/output.hpp"
+#include "engine/attempt.hpp"
+#include "engine/command_effect.hpp"
+#include "fakes.hpp"
+#include "store/store.hpp"
+#include "temp_dir.hpp"
+
+using idem::core::Record;
+using idem::core::Status;
+using idem::engine::AttemptRequest;
+using idem::engine::Claimed;
+using idem::engine::CommandEffect;
+using idem::engine::Engine;
+using idem::engine::Verdict;
+using idem::test::env_of;
+using idem::test::FakeClock;
+using idem::test::FakeRunner;
+using idem::test::TempDir;
+
+namespace {
+
+idem::core::Owner owner(int64_t pid) { return {"host-a", "boot-a", pid, 100 + pid}; }
+
+struct Fixture {
+  TempDir dir;
+  std::unique_ptr<idem::store::Store> store = idem::store::open_sqlite_store(dir.path() + "/s.db");
+  FakeClock clock;
+  FakeRunner runner;
+  bool owners_gone = false;  // what the same-host liveness check says of every recorded owner
+  Engine engine{*store, clock, [this](const idem::core::Owner&) { return owners_gone; }};
+
+  AttemptRequest request(const std::string& key, int64_t pid = 10) const {
+    AttemptRequest r;
+    r.claim.key = key;
+    r.claim.fingerprint = "f";
+    r.claim.owner = owner(pid);
+    r.claim.ttl_ms = 60'000;
+    return r;
+  }
+  // Claims and runs `key` with the fake runner; returns the command's exit code.
+  int run(const std::string& key) {
+    AttemptRequest r = request(key);
+    Claimed c = engine.claim(r);
+    if (c.verdict != Verdict::claimed) return -1;
+    idem::proc::RunSpec spec;
+    spec.argv = {"job", key};
+    CommandEffect effect(runner, spec);
+    engine.carry_out(c, effect);
+    return effect.exit_code();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("engine: a claimed attempt runs once, its group recorded before; later ones replay",
+          "[engine]") {
+  Fixture f;
+  int64_t group_seen = 0;
+  f.runner.script.push_back(FakeRunner::exited(3, "out"));
+  f.runner.during = [&] { group_seen = f.store->get("k")->process_group.pgid; };
+  CHECK(f.run("k") == 3);
+  REQUIRE(f.runner.calls.size() == 1);
+  CHECK(f.runner.calls[0].argv == std::vector<std::string>{"job", "k"});
+  CHECK(env_of(f.runner.calls[0], "IDEM_ATTEMPT") == "1");
+  CHECK(group_seen == 4242);  // durable while the command ran
+  Record r = *f.store->get("k");
+  CHECK(r.status == Status::failed);
+  CHECK(r.exit_code == 3);
+  CHECK(r.finished_ms == f.clock.now_ms());
+
+  AttemptRequest again = f.request("k");
+  again.claim.policy.replay_failures = true;
+  Claimed c = f.engine.claim(again);
+  CHECK(c.verdict == Verdict::replay);
+  CHECK(c.existing->exit_code == 3);
+  CHECK(f.runner.calls.size() == 1);
+  // Without --replay-failures the failure runs again, as attempt 2.
+  CHECK(f.run("k") == 0);
+  CHECK(env_of(f.runner.calls.at(1), "IDEM_ATTEMPT") == "2");
+}
+
+TEST_CASE("engine: a finished outcome is replayed until its TTL, then the key runs again",
+          "[engine]") {
+  Fixture f;
+  CHECK(f.run("k") == 0);
+  f.clock.advance(59'999);
+  AttemptRequest r = f.request("k");
+  CHECK(f.engine.claim(r).verdict == Verdict::replay);
+  f.clock.advance(2);
+  CHECK(f.run("k") == 0);
+  CHECK(f.runner.calls.size() == 2);
+  CHECK(f.clock.slept.empty());
+}
+
+TEST_CASE("engine: a live holder is waited for up to wait_ms, the pauses doubling", "[engine]") {
+  Fixture f;
+  AttemptRequest holder = f.request("k", 20);
+  REQUIRE(f.engine.claim(holder).verdict == Verdict::claimed);
+
+  AttemptRequest r = f.request("k");
+  r.wait.wait_ms = 1000;
+  int waits = 0;
+  r.on_wait = [&](const Record& h) {
+    ++waits;
+    CHECK(h.owner.pid == 20);
+  };
+  Claimed c = f.engine.claim(r);
+  CHECK(c.verdict == Verdict::running);
+  CHECK(waits == 1);
+  CHECK(f.clock.total_slept() == 1000);
+  CHECK(f.clock.slept.front() == 10);
+  CHECK(f.clock.slept.at(1) == 20);
+  CHECK(f.clock.slept.at(4) == 160);
+  CHECK(f.clock.slept.at(5) == 250);  // capped
+  CHECK(f.runner.calls.empty());
+
+  SECTION("no wait: refused at once") {
+    AttemptRequest now = f.request("k");
+    CHECK(f.engine.claim(now).verdict == Verdict::running);
+    CHECK(f.clock.total_slept() == 1000);
+  }
+}
+
+TEST_CASE("engine: a wait ends when the holder finishes: its outcome is replayed", "[engine]") {
+  Fixture f;
+  AttemptRequest holder = f.request("k", 20);
+  Claimed held = f.engine.claim(holder);
+  f.clock.on_sleep = [&] {
+    if (f.clock.slept.size() == 3) {
+      idem::core::Outcome done;
+      done.status = Status::succeeded;
+      done.exit_code = 0;
+      f.engine.finish("k", held.attempt, done);
+    }
+  };
+  AttemptRequest r = f.request("k");
+  r.wait.wait_ms = 60'000;
+  CHECK(f.engine.claim(r).verdict == Verdict::replay);
+  CHECK(f.clock.slept.size() == 3);
+}
+
+TEST_CASE("engine: holders waits_without_limit accepts are waited for past wait_ms", "[engine]") {
+  Fixture f;
+  AttemptRequest holder = f.request("k", 20);
+  Claimed held = f.engine.claim(holder);
+  f.clock.on_sleep = [&] {
+    if (f.clock.total_slept() > 5000) f.engine.finish("k", held.attempt, {});
+  };
+  AttemptRequest r = f.request("k");
+  r.wait.waits_without_limit = [](const Record& h) { return h.owner.pid == 20; };
+  // The holder failed (an empty outcome): the waiter runs it again.
+  CHECK(f.engine.claim(r).verdict == Verdict::claimed);
+  CHECK(f.clock.total_slept() > 5000);
+}
+
+TEST_CASE("engine: before_pause can end a wait", "[engine]") {
+  Fixture f;
+  AttemptRequest holder = f.request("k", 20);
+  f.engine.claim(holder);
+  AttemptRequest r = f.request("k");
+  r.wait.wait_ms = 10'000;
+  r.before_pause = [&](const Record&) {
+    if (f.clock.slept.size() == 2) throw std::runtime_error("signal");
+  };
+  CHECK_THROWS_WITH(f.engine.claim(r), "signal");
+}
+
+TEST_CASE("engine: a lease that ran out makes its attempt abandoned on any host", "[engine]") {
+  Fixture f;
+  AttemptRequest holder = f.request("k", 20);
+  holder.claim.lease_ms = 30'000;
+  REQUIRE(f.engine.claim(holder).verdict == Verdict::claimed);
+  AttemptRequest r = f.request("k");
+  CHECK(f.engine.claim(r).verdict == Verdict::running);
+  f.clock.advance(30'001);
+  CHECK(f.engine.claim(r).verdict == Verdict::abandoned);
+  r.claim.policy.retry_abandoned = true;
+  Claimed c = f.engine.claim(r);
+  CHECK(c.verdict == Verdict::claimed);
+  CHECK(c.attempt == 2);
+}
+
+TEST_CASE("engine: an abandoned attempt is retried only once clear_abandoned allows it",
+          "[engine]") {
+  Fixture f;
+  AttemptRequest holder = f.request("k", 20);
+  f.engine.claim(holder);
+  f.owners_gone = true;  // the holder died mid-run
+  AttemptRequest r = f.request("k");
+  r.claim.policy.retry_abandoned = true;
+  int looked = 0;
+  bool clear = false;
+  r.clear_abandoned = [&](const Record& a) {
+    ++looked;
+    CHECK(a.attempt == 1);
+    return clear;
+  };
+  Claimed c = f.engine.claim(r);
+  CHECK(c.verdict == Verdict::abandoned);
+  CHECK(looked == 1);
+  clear = true;
+  c = f.engine.claim(r);
+  CHECK(c.verdict == Verdict::claimed);
+  CHECK(c.attempt == 2);
+  CHECK(looked == 2);
+}
+
+TEST_CASE("engine: decline_run declines an attempt that would run, answers the others",
+          "[engine]") {
+  Fixture f;
+  AttemptRequest r = f.request("k");
+  r.decline_run = true;
+  CHECK(f.engine.claim(r).verdict == Verdict::declined);
+  CHECK_FALSE(f.store->get("k"));  // nothing claimed
+  CHECK(f.run("k") == 0);
+  CHECK(f.engine.claim(r).verdict == Verdict::replay);
+  AttemptRequest other = f.request("k");
+  other.claim.fingerprint = "g";
+  other.decline_run = true;
+  CHECK(f.engine.claim(other).verdict == Verdict::conflict);
+}
+
+TEST_CASE("engine: a timed-out command is recorded as such and exits 124", "[engine]") {
+  Fixture f;
+  f.runner.script.push_back(FakeRunner::timed_out());
+  CHECK(f.run("k") == 124);
+  Record r = *f.store->get("k");
+  CHECK(r.status == Status::failed);
+  CHECK(r.timed_out);
+  CHECK(idem::core::replay_exit_code(r) == 124);
+}
+
+TEST_CASE("engine: an attempt taken over while it ran records nothing", "[engine]") {
+  Fixture f;
+  f.runner.during = [&] {
+    f.owners_gone = true;
+    AttemptRequest thief = f.request("k", 30);
+    thief.claim.policy.retry_abandoned = true;
+    REQUIRE(f.engine.claim(thief).verdict == Verdict::claimed);
+    f.owners_gone = false;
+  };
+  AttemptRequest r = f.request("k");
+  Claimed c = f.engine.claim(r);
+  CommandEffect effect(f.runner, {});
+  CHECK_FALSE(f.engine.carry_out(c, effect).recorded);
+  Record rec = *f.store->get("k");
+  CHECK(rec.attempt == 2);
+  CHECK(rec.status == Status::running);
+}
+
+namespace {
+// The real store, but failing on command: a disk that fills between two writes.
+class FailingStore final : public idem::store::Store {
+ public:
+  explicit FailingStore(idem::store::Store& real) : real_(real) {}
+  bool fail_group = false, fail_finish = false;
+  idem::store::ClaimResult claim(const idem::store::ClaimRequest& r,
+                                 const idem::store::OwnerGone& g) override {
+    return real_.claim(r, g);
+  }
+  bool finish(const std::string& k, int64_t a, const idem::core::Outcome& o) override {
+    if (fail_finish) throw idem::StoreError("disk full", idem::StoreFailure::transient);
+    return real_.finish(k, a, o);
+  }
+  bool set_process_group(const std::string& k, int64_t a,
+                         const idem::core::ProcessGroup& g) override {
+    if (fail_group) throw idem::StoreError("disk full");
+    return real_.set_process_group(k, a, g);
+  }
+  bool mark_abandoned(const std::string& k, int64_t a) override {
+    return real_.mark_abandoned(k, a);
+  }
+  bool heartbeat(const std::string& k, const std::string& t, int64_t l, int64_t n) override {
+    return real_.heartbeat(k, t, l, n);
+  }
+  bool release(const std::string& k, const std::string& t) override { return real_.release(k, t); }
+  std::optional<Record> get(const std::string& k) override { return real_.get(k); }
+  void list(const idem::store::ListQuery& q, const idem::store::RecordVisitor& v) override {
+    real_.list(q, v);
+  }
+  idem::store::RemoveResult remove(const std::string& k, bool f,
+                                   const idem::store::OwnerGone& g) override {
+    return real_.remove(k, f, g);
+  }
+  int64_t gc(const idem::store::GcQuery& q) override { return real_.gc(q); }
+  void check_writable() override { real_.check_writable(); }
+
+ private:
+  idem::store::Store& real_;
+};
+}  // namespace
+
+TEST_CASE("engine: store failures around the effect are reported with what happened",
+          "[engine]") {
+  Fixture f;
+  FailingStore failing(*f.store);
+  Engine engine(failing, f.clock, [](const idem::core::Owner&) { return false; });
+  AttemptRequest r = f.request("k");
+  Claimed c = engine.claim(r);
+
+  SECTION("the group cannot be recorded: the command never starts, the record says so") {
+    failing.fail_group = true;
+    CommandEffect effect(f.runner, {});
+    CHECK_THROWS_WITH(engine.carry_out(c, effect), "disk full; the command did not start");
+    Record rec = *f.store->get("k");
+    CHECK(rec.status == Status::failed);
+    CHECK(rec.note == "not started: its process group could not be recorded");
+  }
+  SECTION("the outcome cannot be recorded: the error says the command ran, and is transient") {
+    failing.fail_finish = true;
+    f.runner.script.push_back(FakeRunner::exited(5));
+    CommandEffect effect(f.runner, {});
+    try {
+      engine.carry_out(c, effect);
+      FAIL("no error");
+    } catch (const idem::StoreError& e) {
+      CHECK(std::string(e.what()) ==
+            "disk full; the command ran (exit 5) but its outcome could not be recorded");
+      CHECK(e.transient());
+    }
+    CHECK(f.store->get("k")->status == Status::running);  // left to be judged abandoned
+  }
+}
