@@ -75,14 +75,17 @@ constexpr int64_t k_kill_stale_grace_ms = 10000;
 
 // As `idem run --retry-abandoned`: never claim over a dead owner whose group still runs.
 void clear_abandoned(const core::Record& r, const BeginOptions& o, const std::string& shown) {
-  if (!proc::process_group_alive(r.owner, r.process_group)) return;
   const std::string what = shown + ": the dead owner's process group " +
                            std::to_string(r.process_group.pgid) + " still has live processes";
-  if (!o.kill_stale)
-    throw Error(k_exit_running,
-                what + "; not claimed. Wait for them to end, or add --kill-stale to stop them");
-  if (!proc::kill_process_group(r.owner, r.process_group, k_kill_stale_grace_ms))
-    throw Error(k_exit_running, what + " that TERM and KILL did not end; not claimed");
+  switch (engine::clear_leftovers(r, o.kill_stale, k_kill_stale_grace_ms)) {
+    case engine::Leftovers::none:
+      return;
+    case engine::Leftovers::alive:
+      throw Error(k_exit_running,
+                  what + "; not claimed. Wait for them to end, or add --kill-stale to stop them");
+    case engine::Leftovers::survived:
+      throw Error(k_exit_running, what + " that TERM and KILL did not end; not claimed");
+  }
 }
 
 }  // namespace

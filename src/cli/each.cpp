@@ -84,7 +84,7 @@ class Consumer {
     }
   }
 
-  const Tally& tally() const { return tally_; }
+  Tally& tally() { return tally_; }
 
  private:
   engine::AttemptRequest attempt_request(const Message& m) const {
@@ -219,25 +219,19 @@ CLI::App* register_each(CLI::App& app, EachOptions& o) {
   return each;
 }
 
-int run_each(const GlobalOptions& global, const EachOptions& o) {
-  if (o.command.empty())
-    throw UsageError("missing command: idem each --key-field POINTER -- COMMAND [ARG...]");
-  if (!o.key_field.empty() && o.key_field[0] != '/')
-    throw UsageError("bad --key-field '" + o.key_field + "': a JSON Pointer starts with '/'");
-  const int64_t ttl_ms = core::duration_arg("--ttl", o.ttl);
-  open_store(global);  // a store problem is one error up front, not one per message
-  proc::install_child_handlers();
+namespace {
 
-  // SIGINT, SIGTERM, SIGHUP: stop taking messages, let the handlers running now finish and record
-  // their outcomes (a message cut off would be left abandoned), then exit 128+N. A second signal
-  // exits at once. Blocked here, before any thread starts, and taken by one thread with sigwait.
+// SIGINT, SIGTERM, SIGHUP: stop taking messages, let the handlers running now finish and record
+// their outcomes (a message cut off would be left abandoned), then exit 128+N. A second signal
+// exits at once. Blocked here, before any thread starts, and taken by one thread with sigwait.
+// Returns the end of a pipe that becomes readable at the first signal.
+int watch_stop_signals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, sig);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   int wake[2];
   if (::pipe2(wake, O_CLOEXEC) != 0) throw Error(k_exit_internal, "pipe failed");
-  std::atomic<int>& stopped_by = g_stopped_by;
   std::thread([stop_signals, wake_fd = wake[1]] {
     for (;;) {
       int sig = 0;
@@ -248,91 +242,134 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
       [[maybe_unused]] ssize_t n = ::write(wake_fd, "x", 1);
     }
   }).detach();
+  return wake[0];
+}
+
+// The messages read but not yet taken by a job, bounded so a long stream is never held whole.
+class Queue {
+ public:
+  explicit Queue(size_t max_queued) : max_queued_(max_queued) {}
+  // Waits for room; false when a stop signal came first.
+  bool push(Message m) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return queue_.size() < max_queued_ || g_stopped_by != 0; });
+    if (g_stopped_by != 0) return false;
+    queue_.push_back(std::move(m));
+    lock.unlock();
+    changed_.notify_all();
+    return true;
+  }
+  // Waits for a message; false once the input ended and the queue is empty, or a stop came.
+  bool pop(Message& m) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return done_ || !queue_.empty(); });
+    if (queue_.empty() || g_stopped_by != 0) {
+      lock.unlock();
+      changed_.notify_all();  // the reader may be waiting for room in the queue
+      return false;
+    }
+    m = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    changed_.notify_all();
+    return true;
+  }
+  void close() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Message> queue_;
+  size_t max_queued_;
+  bool done_ = false;
+};
+
+// The key of one line, or nullopt with `why` set.
+std::optional<std::string> line_key(const std::string& line, const std::string& key_field,
+                                    std::string& why) {
+  nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
+  if (doc.is_discarded()) {
+    why = "not JSON";
+    return std::nullopt;
+  }
+  std::optional<std::string> key = core::key_from_json(doc, key_field, &why);
+  if (key) {
+    if (auto problem = core::key_problem(*key)) {
+      why = *problem;
+      return std::nullopt;
+    }
+  }
+  return key;
+}
+
+void print_summary(int64_t total, const Tally& tally) {
+  std::cerr << "idem each: " << total << (total == 1 ? " message: " : " messages: ") << tally.ran
+            << " ran, " << tally.failed << " failed, " << tally.skipped
+            << " skipped (already done), " << tally.refused << " refused, " << tally.malformed
+            << " malformed\n";
+}
+
+}  // namespace
+
+int run_each(const GlobalOptions& global, const EachOptions& o) {
+  if (o.command.empty())
+    throw UsageError("missing command: idem each --key-field POINTER -- COMMAND [ARG...]");
+  if (!o.key_field.empty() && o.key_field[0] != '/')
+    throw UsageError("bad --key-field '" + o.key_field + "': a JSON Pointer starts with '/'");
+  const int64_t ttl_ms = core::duration_arg("--ttl", o.ttl);
+  open_store(global);  // a store problem is one error up front, not one per message
+  proc::install_child_handlers();
+  LineReader reader(watch_stop_signals());
 
   Consumer consumer(o, ttl_ms);
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::deque<Message> queue;
-  bool done = false;
+  Queue queue(size_t(o.jobs) * 4);
   std::atomic<bool> broken{false};
+  std::mutex error_mutex;
   std::string store_error;
-  const size_t max_queued = size_t(o.jobs) * 4;
-
   std::vector<std::thread> workers;
   for (int i = 0; i < o.jobs; ++i)
     workers.emplace_back([&] {
       std::unique_ptr<store::Store> store;
-      for (;;) {
-        Message m;
-        {
-          std::unique_lock lock(mutex);
-          changed.wait(lock, [&] { return done || !queue.empty(); });
-          if (queue.empty() || stopped_by != 0) {
-            lock.unlock();
-            changed.notify_all();  // the reader may be waiting for room in the queue
-            return;
-          }
-          m = std::move(queue.front());
-          queue.pop_front();
-        }
-        changed.notify_all();
+      Message m;
+      while (queue.pop(m)) {
         try {
           if (!store) store = open_store(global);
           consumer.handle(m, *store);
         } catch (const std::exception& e) {
-          std::lock_guard lock(mutex);
+          std::lock_guard lock(error_mutex);
           if (!broken.exchange(true)) store_error = e.what();
         }
       }
     });
 
-  Tally& tally = const_cast<Tally&>(consumer.tally());
-  int64_t line_no = 0;
-  int64_t total = 0;
+  Tally& tally = consumer.tally();
+  int64_t line_no = 0, total = 0;
   std::string line;
-  LineReader reader(wake[0]);
   while (!broken && reader.next(line)) {
     ++line_no;
     if (line.empty()) continue;
     ++total;
-    nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
     std::string why;
-    std::optional<std::string> key;
-    if (doc.is_discarded()) {
-      why = "not JSON";
-    } else {
-      key = core::key_from_json(doc, o.key_field, &why);
-      if (key) {
-        if (auto problem = core::key_problem(*key)) {
-          why = *problem;
-          key.reset();
-        }
-      }
-    }
+    std::optional<std::string> key = line_key(line, o.key_field, why);
     if (!key) {
       ++tally.malformed;
       report("line " + std::to_string(line_no) + ": " + why);
       continue;
     }
-    std::unique_lock lock(mutex);
-    changed.wait(lock, [&] { return queue.size() < max_queued || stopped_by != 0; });
-    if (stopped_by != 0) break;
-    queue.push_back(Message{line_no, *key, line});
-    lock.unlock();
-    changed.notify_all();
+    if (!queue.push(Message{line_no, *key, line})) break;
   }
-  {
-    std::lock_guard lock(mutex);
-    done = true;
-  }
-  changed.notify_all();
+  queue.close();
   for (auto& w : workers) w.join();
   if (broken) throw StoreError(store_error);
 
-  std::cerr << "idem each: " << total << (total == 1 ? " message: " : " messages: ") << tally.ran << " ran, " << tally.failed
-            << " failed, " << tally.skipped << " skipped (already done), " << tally.refused
-            << " refused, " << tally.malformed << " malformed\n";
-  if (int sig = stopped_by.load()) return k_exit_signal_base + sig;
+  print_summary(total, tally);
+  if (int sig = g_stopped_by.load()) return k_exit_signal_base + sig;
   bool clean = tally.failed == 0 && tally.refused == 0 && tally.malformed == 0;
   return clean ? k_exit_ok : k_exit_messages_failed;
 }

@@ -104,21 +104,25 @@ std::string live_group_text(const core::Record& record) {
          " still has live processes";
 }
 
-// --retry-abandoned: a retry must never overlap what is left of the abandoned attempt (a script's
-// background jobs survive idem's kill -9). Refuses (75) while its process group lives, or with
-// --kill-stale ends that group first.
+// --retry-abandoned: a retry must never overlap what is left of the abandoned attempt. Refuses
+// (75) while its process group lives, or with --kill-stale ends that group first.
 void clear_abandoned(const core::Record& r, const RunOptions& o, const Settings& s,
                      const std::string& shown) {
-  if (!proc::process_group_alive(r.owner, r.process_group)) return;
   const std::string what = shown + ": abandoned attempt " + std::to_string(r.attempt) +
                            " still has live processes in process group " +
                            std::to_string(r.process_group.pgid);
-  if (!o.kill_stale)
-    throw Error(k_exit_running,
-                what + "; nothing ran. Wait for them to end, or add --kill-stale to stop them");
-  if (o.verbose) std::cerr << "idem: " << what << "; stopping them (--kill-stale)\n";
-  if (!proc::kill_process_group(r.owner, r.process_group, s.kill_after_ms))
-    throw Error(k_exit_running, what + " that TERM and KILL did not end; nothing ran");
+  if (o.verbose && o.kill_stale &&
+      proc::process_group_alive(r.owner, r.process_group))
+    std::cerr << "idem: " << what << "; stopping them (--kill-stale)\n";
+  switch (engine::clear_leftovers(r, o.kill_stale, s.kill_after_ms)) {
+    case engine::Leftovers::none:
+      return;
+    case engine::Leftovers::alive:
+      throw Error(k_exit_running,
+                  what + "; nothing ran. Wait for them to end, or add --kill-stale to stop them");
+    case engine::Leftovers::survived:
+      throw Error(k_exit_running, what + " that TERM and KILL did not end; nothing ran");
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/errors.hpp"
+#include "proc/liveness.hpp"
 #include "util/crash_point.hpp"
 
 namespace idem::engine {
@@ -44,6 +45,14 @@ std::string_view to_string(Verdict verdict) {
     case Verdict::declined: return "declined";
   }
   return "?";
+}
+
+Leftovers clear_leftovers(const core::Record& abandoned, bool stop, int64_t grace_ms) {
+  if (!proc::process_group_alive(abandoned.owner, abandoned.process_group)) return Leftovers::none;
+  if (!stop) return Leftovers::alive;
+  return proc::kill_process_group(abandoned.owner, abandoned.process_group, grace_ms)
+             ? Leftovers::none
+             : Leftovers::survived;
 }
 
 Engine::Engine(store::Store& store, const util::Clock& clock, store::OwnerGone owner_gone)

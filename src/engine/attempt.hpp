@@ -143,4 +143,15 @@ class Engine {
 
 std::string_view to_string(Verdict verdict);
 
+// What is left running of an abandoned attempt (its command's process group: a script's
+// background jobs survive idem's kill -9). A retry must never overlap it.
+enum class Leftovers {
+  none,      // nothing: it may be retried
+  alive,     // processes live on
+  survived,  // with `stop`: they outlived TERM and KILL
+};
+// Looks at the abandoned attempt's group; with `stop`, first sends it TERM, then KILL after
+// `grace_ms` (--kill-stale).
+Leftovers clear_leftovers(const core::Record& abandoned, bool stop, int64_t grace_ms);
+
 }  // namespace idem::engine

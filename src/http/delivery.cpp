@@ -299,7 +299,7 @@ engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d,
   req.claim.policy = core::Policy{false, hook.retry_abandoned};
   // With retry_abandoned, an abandoned delivery runs again once nothing it started is left.
   req.clear_abandoned = [](const core::Record& r) {
-    return !proc::process_group_alive(r.owner, r.process_group);
+    return engine::clear_leftovers(r, false, 0) == engine::Leftovers::none;
   };
   return req;
 }
