@@ -88,33 +88,26 @@ class TablePrinter {
 
 }  // namespace
 
-int run_ls(const GlobalOptions& global, const LsOptions& o) {
-  const int64_t limit = limit_arg(o.limit);
-  for (const auto& s : o.statuses)
-    if (!core::status_from_string(s) && s != "expired")
-      throw UsageError("bad --status '" + s +
-                       "': use running, succeeded, failed, abandoned or expired");
-  auto wanted = [&](const char* status) {
+namespace {
+
+// The filters in the store's terms. A running record whose owner is gone shows as abandoned,
+// which only this side can tell: so --status running or abandoned asks the store for running
+// records too, and `check_here` says the shown status is checked here and the limit counted here.
+store::ListQuery list_query(const LsOptions& o, int64_t limit, int64_t now, bool& check_here) {
+  auto wanted = [&](std::string_view status) {
     return std::find(o.statuses.begin(), o.statuses.end(), status) != o.statuses.end();
   };
-  auto store = open_store(global);
-  const util::Clock& clock = util::process_clock();
-  const int64_t now = clock.now_ms();
-
-  // The filters go to the store in its terms. A running record whose owner is gone shows as
-  // abandoned, which only this side can tell: so --status running or abandoned asks the store
-  // for running records too, the shown status is checked here, and the limit is counted here.
   store::ListQuery q;
   q.prefix = o.prefix;
   q.now_ms = now;
-  bool check_here = false;
+  check_here = false;
   if (o.statuses.empty()) {
     q.include_expired = o.all;
   } else {
     q.include_expired = wanted("expired");
     for (auto status : {core::Status::succeeded, core::Status::failed, core::Status::abandoned,
                         core::Status::running})
-      if (wanted(std::string(core::to_string(status)).c_str())) q.statuses.push_back(status);
+      if (wanted(core::to_string(status))) q.statuses.push_back(status);
     if (wanted("abandoned") || wanted("running")) {
       check_here = true;
       if (!wanted("running")) q.statuses.push_back(core::Status::running);
@@ -123,9 +116,23 @@ int run_ls(const GlobalOptions& global, const LsOptions& o) {
   }
   q.limit = check_here ? 0 : limit;
   q.keys_only = o.keys && !check_here;
+  return q;
+}
 
-  bool colour = use_colour(1);
-  TablePrinter table(colour);
+}  // namespace
+
+int run_ls(const GlobalOptions& global, const LsOptions& o) {
+  const int64_t limit = limit_arg(o.limit);
+  for (const auto& s : o.statuses)
+    if (!core::status_from_string(s) && s != "expired")
+      throw UsageError("bad --status '" + s +
+                       "': use running, succeeded, failed, abandoned or expired");
+  auto store = open_store(global);
+  const int64_t now = util::process_clock().now_ms();
+  bool check_here = false;
+  const store::ListQuery q = list_query(o, limit, now, check_here);
+
+  TablePrinter table(use_colour(1));
   int64_t shown = 0;
   store->list(q, [&](const core::Record& r) {
     if (o.keys && !check_here) {
@@ -133,7 +140,8 @@ int run_ls(const GlobalOptions& global, const LsOptions& o) {
       return true;
     }
     std::string status = effective_status(r, now);
-    if (check_here && !wanted(status.c_str())) return true;
+    if (check_here && std::find(o.statuses.begin(), o.statuses.end(), status) == o.statuses.end())
+      return true;
     if (o.keys)
       std::cout << r.key << "\n";
     else if (o.json)
