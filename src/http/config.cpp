@@ -1,7 +1,6 @@
 #include "http/config.hpp"
 
 #include <algorithm>
-#include <initializer_list>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -211,7 +210,7 @@ Json parse_json(const std::string& text) {
 // Refuses any member not in `known`. A "secret" gets its own answer: secrets never live in the
 // file, where they would end up in backups and version control.
 void check_fields(const Json& object, const std::string& at,
-                  std::initializer_list<std::string_view> known) {
+                  const std::vector<std::string_view>& known) {
   for (const auto& [name, value] : object.items()) {
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
     if (name == "secret")
@@ -531,14 +530,8 @@ Hook read_hook(const Json& value, size_t index, PathOwners& owners, const EnvLoo
   return hook;
 }
 
-Config read_config(const Json& doc, const EnvLookup& env) {
-  if (!doc.is_object()) wrong_type("", "an object with a \"hooks\" array at the top level", doc);
-  check_fields(doc, "", {"hooks"});
-  const Json& hooks = required(doc, "", "hooks");
+void read_hooks(const Json& hooks, const EnvLookup& env, Config& config) {
   if (!hooks.is_array()) wrong_type("hooks", "an array of hooks", hooks);
-  if (hooks.empty()) fail("hooks", "is empty; list at least one hook");
-
-  Config config;
   PathOwners owners;
   for (size_t i = 0; i < hooks.size(); ++i)
     config.hooks.push_back(read_hook(hooks[i], i, owners, env));
@@ -548,6 +541,46 @@ Config read_config(const Json& doc, const EnvLookup& env) {
         std::find(secrets.begin(), secrets.end(), hook.secret_env) == secrets.end())
       secrets.push_back(hook.secret_env);
   for (Hook& hook : config.hooks) hook.withheld_env = secrets;
+}
+
+// A member of the top level. Each is optional, but together they must configure at least one
+// route (require_a_route). The proxy and the ledger API are to be sections beside "hooks".
+struct Section {
+  std::string_view name;
+  void (*read)(const Json& value, const EnvLookup& env, Config& config);
+  size_t (*routes)(const Config& config);  // how many routes the section configured
+  std::string_view when_empty;             // what to say when it is there but configures none
+};
+
+const Section k_sections[] = {
+    {"hooks", read_hooks, [](const Config& c) { return c.hooks.size(); },
+     "is empty; list at least one hook"},
+};
+
+// A config that would serve nothing is refused: at the first section present (each of them
+// configures nothing), or, when there is none, by naming the sections that could be added.
+void require_a_route(const Json& doc, const Config& config) {
+  for (const Section& section : k_sections)
+    if (section.routes(config) > 0) return;
+  for (const Section& section : k_sections)
+    if (doc.contains(section.name))
+      fail(std::string(section.name), std::string(section.when_empty));
+  std::string names;
+  for (const Section& section : k_sections)
+    names += (names.empty() ? "" : " or ") + quote(section.name);
+  fail("", "missing field " + names);
+}
+
+Config read_config(const Json& doc, const EnvLookup& env) {
+  if (!doc.is_object()) wrong_type("", "an object with a \"hooks\" array at the top level", doc);
+  std::vector<std::string_view> names;
+  for (const Section& section : k_sections) names.push_back(section.name);
+  check_fields(doc, "", names);
+  Config config;
+  for (const Section& section : k_sections)
+    if (const Json* value = optional_field(doc, std::string(section.name)))
+      section.read(*value, env, config);
+  require_a_route(doc, config);
   return config;
 }
 

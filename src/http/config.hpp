@@ -1,6 +1,8 @@
 #pragma once
-// The configuration of `idem serve` (SPEC §6): a JSON file listing hooks. Parsing is pure: the
-// caller reads the file and supplies the environment lookup, so tests need neither.
+// The configuration of `idem serve` (SPEC §6): a JSON object of sections, today only "hooks" (the
+// proxy and the ledger API are to be sections beside it). Each section is optional; together they
+// must configure at least one route. Parsing is pure: the caller reads the file and supplies the
+// environment lookup, so tests need neither.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -47,7 +49,9 @@ struct Hook {
 };
 
 struct Config {
-  std::vector<Hook> hooks;  // at least one
+  // In the file's order. Today the only routes, so at least one; empty once another section
+  // configures a route.
+  std::vector<Hook> hooks;
 };
 
 // Returns the value of an environment variable, or nullopt when it is not set.

@@ -1,5 +1,5 @@
-// The HTTP side of `idem serve`: routing, limits, logs, metrics, the store's health, signals.
-// Framing and connections are server.cpp's; what a delivery means is delivery.cpp's.
+// The HTTP side of `idem serve`: the route table, limits, logs, metrics, the store's health,
+// signals. Framing and connections are server.cpp's; what a delivery means is delivery.cpp's.
 #include "http/daemon.hpp"
 
 #include <arpa/inet.h>
@@ -23,6 +23,7 @@
 #include "core/errors.hpp"
 #include "http/config.hpp"
 #include "http/delivery.hpp"
+#include "http/routes.hpp"
 #include "http/server.hpp"
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
@@ -33,42 +34,15 @@ namespace idem::http {
 
 namespace {
 
-// What a reload replaces as a whole. Deliveries in flight keep the state they started with.
-struct State {
-  Config config;
-  std::map<std::string, std::shared_ptr<HookSlots>> slots;  // by hook path
-  const Hook* find(const std::string& path) const {
-    for (const auto& h : config.hooks)
-      if (h.path == path) return &h;
-    return nullptr;
-  }
-};
-
-std::shared_ptr<const State> load_state(const std::string& path,
-                                        const std::shared_ptr<const State>& previous) {
+Config read_config_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(path + ": cannot read the config file");
   std::stringstream text;
   text << in.rdbuf();
-  auto state = std::make_shared<State>();
-  state->config = parse_config(path, text.str(), [](const std::string& name) {
+  return parse_config(path, text.str(), [](const std::string& name) {
     const char* v = std::getenv(name.c_str());
     return v ? std::optional<std::string>(v) : std::nullopt;
   });
-  for (const auto& h : state->config.hooks) {
-    // A reload keeps a hook's slots (its running handlers still count) unless its limits changed.
-    if (previous) {
-      auto it = previous->slots.find(h.path);
-      const Hook* old = previous->find(h.path);
-      if (it != previous->slots.end() && old && old->max_concurrency == h.max_concurrency &&
-          old->max_queue == h.max_queue) {
-        state->slots[h.path] = it->second;
-        continue;
-      }
-    }
-    state->slots[h.path] = std::make_shared<HookSlots>(h.max_concurrency, h.max_queue);
-  }
-  return state;
 }
 
 class Metrics {
@@ -212,140 +186,287 @@ std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_r
   return {host, port};
 }
 
-// Routes requests to the built-ins and the hooks, and logs and counts every answer.
-class Routes final : public Handler {
+// Work that outlives the request that started it (async handlers); the drain waits for it.
+class Background {
  public:
-  Routes(const DaemonOptions& options, std::function<std::shared_ptr<const State>()> current,
-         const core::Owner& owner, Metrics& metrics,
-         std::function<void(std::function<void()>)> spawn,
-         std::shared_ptr<store::StoreProvider> stores)
-      : options_(options),
-        current_(std::move(current)),
-        owner_(owner),
-        metrics_(metrics),
-        spawn_(std::move(spawn)),
-        stores_(std::move(stores)),
-        health_(options.store, options.busy_timeout_ms) {}
-
-  std::function<int64_t()> shed_count;
-
-  Admission admit(const RequestHead& head) override {
-    if (head.path == "/healthz" || head.path == "/metrics") {
-      if (head.method == "GET" || head.method == "HEAD")
-        return Admission{std::nullopt, k_builtin_max_body};
-      Response r = to_response(
-          problem(405, "Method not allowed", head.method + " is not allowed on " + head.path));
-      r.headers.emplace_back("Allow", "GET, HEAD");
-      return Admission{std::move(r), 0};
+  void spawn(std::function<void()> fn) {
+    {
+      std::lock_guard lock(mutex_);
+      ++running_;
     }
-    auto s = current_();
-    const Hook* hook = s->find(head.path);
-    if (!hook) {
-      Answer a = problem(404, "No such hook", "no hook is configured at " + head.path);
-      a.outcome = "not_found";
-      return Admission{to_response(a), 0};
+    std::thread([this, fn = std::move(fn)] {
+      fn();
+      std::lock_guard lock(mutex_);
+      --running_;
+      done_.notify_all();
+    }).detach();
+  }
+  void wait() {
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return running_ == 0; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_;
+  int running_ = 0;
+};
+
+// What the routes use, for as long as the daemon runs; a reload keeps it.
+struct Services {
+  explicit Services(const DaemonOptions& options)
+      // Deliveries lease connections from here, reused across deliveries and threads. Idle ones
+      // are kept up to the connections served at once (at most 16): a burst reuses them, and a
+      // quiet daemon holds only that many open.
+      : stores(std::make_shared<store::StoreProvider>(
+            options.store, store::StoreOptions{options.busy_timeout_ms},
+            size_t(std::clamp(options.max_connections, 1, 16)))),
+        owner(proc::describe_owner()),
+        health(options.store, options.busy_timeout_ms) {}
+
+  std::shared_ptr<store::StoreProvider> stores;
+  const core::Owner owner;
+  Metrics metrics;
+  StoreHealth health;
+  Background background;
+  std::function<int64_t()> shed_count;  // set once the server exists, before it serves
+};
+
+const std::string k_not_a_hook;
+
+// /healthz and /metrics: GET or HEAD only; a body is read and ignored.
+class BuiltinRoute : public Route {
+ public:
+  explicit BuiltinRoute(std::string path) : path_(std::move(path)) {}
+  bool matches(std::string_view path) const override { return path == path_; }
+  Admission admit(const RequestHead& head) const override {
+    if (head.method == "GET" || head.method == "HEAD") return Admission{std::nullopt, k_max_body};
+    Response r = to_response(
+        problem(405, "Method not allowed", head.method + " is not allowed on " + head.path));
+    r.headers.emplace_back("Allow", "GET, HEAD");
+    return Admission{std::move(r), 0};
+  }
+  const std::string& hook() const override { return k_not_a_hook; }
+
+ private:
+  static constexpr uint64_t k_max_body = 64 * 1024;
+  std::string path_;
+};
+
+class HealthRoute final : public BuiltinRoute {
+ public:
+  explicit HealthRoute(StoreHealth& health) : BuiltinRoute("/healthz"), health_(health) {}
+  Response handle(Request&) const override {
+    Response r;
+    if (auto why = health_.problem()) {
+      Answer a = problem(503, "Store unavailable", "the store cannot be used now");
+      a.error = *why;
+      a.headers.emplace_back("Retry-After", "5");
+      r = to_response(a);
+    } else {
+      r.content_type = "text/plain";
+      r.body = "ok\n";
     }
-    if (std::find(hook->methods.begin(), hook->methods.end(), head.method) == hook->methods.end()) {
+    r.log_fields.emplace_back("outcome", "health");
+    return r;
+  }
+
+ private:
+  StoreHealth& health_;
+};
+
+class MetricsRoute final : public BuiltinRoute {
+ public:
+  explicit MetricsRoute(Services& services) : BuiltinRoute("/metrics"), services_(services) {}
+  Response handle(Request&) const override {
+    Response r;
+    r.content_type = "text/plain; version=0.0.4";
+    r.body = services_.metrics.render(services_.shed_count ? services_.shed_count() : 0);
+    r.body +=
+        "# HELP idem_store_connections_opened_total Store connections opened for deliveries, "
+        "each reused by later ones.\n"
+        "# TYPE idem_store_connections_opened_total counter\n"
+        "idem_store_connections_opened_total " +
+        std::to_string(services_.stores->opened()) + "\n";
+    r.log_fields.emplace_back("outcome", "metrics");
+    return r;
+  }
+
+ private:
+  Services& services_;
+};
+
+// One configured hook: its methods and body limit, then deliver() (SPEC §6's table).
+class HookRoute final : public Route {
+ public:
+  HookRoute(Hook hook, std::shared_ptr<HookSlots> slots, Services& services)
+      : hook_(std::move(hook)), slots_(std::move(slots)), services_(services) {}
+
+  bool matches(std::string_view path) const override { return path == hook_.path; }
+
+  Admission admit(const RequestHead& head) const override {
+    const auto& methods = hook_.methods;
+    if (std::find(methods.begin(), methods.end(), head.method) == methods.end()) {
       std::string allow;
-      for (const auto& m : hook->methods) allow += (allow.empty() ? "" : ", ") + m;
+      for (const auto& m : methods) allow += (allow.empty() ? "" : ", ") + m;
       Answer a =
           problem(405, "Method not allowed", head.method + " is not allowed on " + head.path);
       a.outcome = "bad_method";
-      Response r = to_response(a, hook->path);
+      Response r = to_response(a, hook_.path);
       r.headers.emplace_back("Allow", allow);
       return Admission{std::move(r), 0};
     }
     // An announced oversize body is refused before it is read.
-    if (!head.chunked && head.content_length > uint64_t(hook->max_body))
-      return Admission{too_large(*hook, std::to_string(head.content_length)), 0};
-    return Admission{std::nullopt, uint64_t(hook->max_body)};
+    if (!head.chunked && head.content_length > uint64_t(hook_.max_body))
+      return Admission{too_large(std::to_string(head.content_length)), 0};
+    return Admission{std::nullopt, uint64_t(hook_.max_body)};
+  }
+
+  Response handle(Request& req) const override {
+    if (int64_t(req.body.size()) > hook_.max_body)  // a reload lowered the limit meanwhile
+      return too_large(std::to_string(req.body.size()));
+    Delivery d;
+    d.method = req.head.method;
+    d.path = req.head.path;
+    d.headers = req.head.headers.fields();
+    d.body = std::move(req.body);
+    services_.metrics.in_flight(hook_.path, 1);
+    Answer a = deliver(hook_, *slots_, d, delivery_services());
+    services_.metrics.in_flight(hook_.path, -1);
+    return to_response(std::move(a), hook_.path);
+  }
+
+  const std::string& hook() const override { return hook_.path; }
+
+ private:
+  DeliveryServices delivery_services() const {
+    DeliveryServices services;
+    services.stores = services_.stores;
+    services.owner = services_.owner;
+    // Background work counts as in flight for its hook, and keeps the slots it runs in: a reload
+    // may drop this route meanwhile.
+    services.spawn = [&all = services_, path = hook_.path,
+                      slots = slots_](std::function<void()> fn) {
+      all.metrics.in_flight(path, 1);
+      all.background.spawn([&all, path, slots, fn = std::move(fn)] {
+        fn();
+        all.metrics.in_flight(path, -1);
+      });
+    };
+    return services;
+  }
+
+  Response too_large(const std::string& size) const {
+    Answer a = problem(413, "Body too large",
+                       "the body is " + size + " bytes; hook " + hook_.path + " accepts at most " +
+                           std::to_string(hook_.max_body));
+    a.outcome = "too_large";
+    return to_response(a, hook_.path);
+  }
+
+  const Hook hook_;
+  const std::shared_ptr<HookSlots> slots_;
+  Services& services_;
+};
+
+// What a reload replaces as a whole: the config and the route table built from it. Requests in
+// flight keep the state they started with.
+struct State {
+  Config config;
+  std::map<std::string, std::shared_ptr<HookSlots>> slots;  // by hook path
+  RouteTable routes;
+};
+
+// A hook's slots: its previous ones (its running handlers still count) unless its limits changed.
+std::shared_ptr<HookSlots> slots_for(const Hook& hook, const State* previous) {
+  if (previous) {
+    auto it = previous->slots.find(hook.path);
+    auto old = std::find_if(previous->config.hooks.begin(), previous->config.hooks.end(),
+                            [&](const Hook& h) { return h.path == hook.path; });
+    if (it != previous->slots.end() && old != previous->config.hooks.end() &&
+        old->max_concurrency == hook.max_concurrency && old->max_queue == hook.max_queue)
+      return it->second;
+  }
+  return std::make_shared<HookSlots>(hook.max_concurrency, hook.max_queue);
+}
+
+// The table, in the order routes.hpp describes: the built-ins, then the hooks in config order.
+std::shared_ptr<const State> build_state(Config config, const State* previous, Services& services) {
+  auto state = std::make_shared<State>();
+  state->config = std::move(config);
+  state->routes.add(std::make_shared<HealthRoute>(services.health));
+  state->routes.add(std::make_shared<MetricsRoute>(services));
+  for (const Hook& hook : state->config.hooks) {
+    auto slots = slots_for(hook, previous);
+    state->slots[hook.path] = slots;
+    state->routes.add(std::make_shared<HookRoute>(hook, std::move(slots), services));
+  }
+  return state;
+}
+
+// The answer to a request the transport refused (see Handler::refused).
+Answer refusal(const ParseError& error) {
+  // clang-format off
+  switch (error.status) {
+    case 408: return problem(408, "Request timeout", error.reason);
+    case 413: return problem(413, "Body too large", error.reason);
+    case 414: return problem(414, "Request line too long", error.reason);
+    case 431: return problem(431, "Header fields too large", error.reason);
+    case 417: return problem(417, "Expectation not supported", error.reason);
+    case 501: return problem(501, "Transfer coding not supported", error.reason);
+    case 505: return problem(505, "HTTP version not supported", error.reason);
+    case 500: {  // the handler failed: its reason goes to the log only
+      Answer a = problem(500, "Internal error", "the daemon failed to handle the request");
+      a.error = error.reason;
+      return a;
+    }
+    default: return problem(error.status, "Bad request", error.reason);
+  }
+  // clang-format on
+}
+
+std::string refusal_outcome(int status) {
+  return status == 413   ? "too_large"
+         : status == 408 ? "request_timeout"
+         : status == 500 ? "error"
+                         : "bad_request";
+}
+
+// The Handler: each call takes the table in force, looks the route up once and delegates to it;
+// then logs and counts every answer.
+class Router final : public Handler {
+ public:
+  Router(std::function<std::shared_ptr<const State>()> current, Metrics& metrics)
+      : current_(std::move(current)), metrics_(metrics) {}
+
+  Admission admit(const RequestHead& head) override {
+    auto state = current_();
+    if (const Route* route = state->routes.find(head.path)) return route->admit(head);
+    Answer a = problem(404, "No such hook", "no hook is configured at " + head.path);
+    a.outcome = "not_found";
+    return Admission{to_response(a), 0};
   }
 
   Response refused(const RequestHead& head, const ParseError& error) override {
-    Answer a;
-    // clang-format off
-    switch (error.status) {
-      case 408: a = problem(408, "Request timeout", error.reason); break;
-      case 413: a = problem(413, "Body too large", error.reason); break;
-      case 414: a = problem(414, "Request line too long", error.reason); break;
-      case 431: a = problem(431, "Header fields too large", error.reason); break;
-      case 417: a = problem(417, "Expectation not supported", error.reason); break;
-      case 501: a = problem(501, "Transfer coding not supported", error.reason); break;
-      case 505: a = problem(505, "HTTP version not supported", error.reason); break;
-      case 500:  // the handler failed: its reason goes to the log only
-        a = problem(500, "Internal error", "the daemon failed to handle the request");
-        a.error = error.reason;
-        break;
-      default: a = problem(error.status, "Bad request", error.reason); break;
-    }
-    // clang-format on
+    Answer a = refusal(error);
     // A refusal of a request whose head named a hook counts for that hook.
     std::string hook;
     if (!head.method.empty()) {
-      auto s = current_();
-      if (const Hook* h = s->find(head.path)) {
-        hook = h->path;
-        a.outcome = error.status == 413   ? "too_large"
-                    : error.status == 408 ? "request_timeout"
-                    : error.status == 500 ? "error"
-                                          : "bad_request";
+      auto state = current_();
+      const Route* route = state->routes.find(head.path);
+      if (route && !route->hook().empty()) {
+        hook = route->hook();
+        a.outcome = refusal_outcome(error.status);
       }
     }
     return to_response(a, hook);
   }
 
   Response handle(Request& req) override {
-    if (req.head.path == "/healthz") {
-      Response r;
-      if (auto why = health_.problem()) {
-        Answer a = problem(503, "Store unavailable", "the store cannot be used now");
-        a.error = *why;
-        a.headers.emplace_back("Retry-After", "5");
-        r = to_response(a);
-      } else {
-        r.content_type = "text/plain";
-        r.body = "ok\n";
-      }
-      r.log_fields.emplace_back("outcome", "health");
-      return r;
-    }
-    if (req.head.path == "/metrics") {
-      Response r;
-      r.content_type = "text/plain; version=0.0.4";
-      r.body = metrics_.render(shed_count ? shed_count() : 0);
-      r.body +=
-          "# HELP idem_store_connections_opened_total Store connections opened for deliveries, "
-          "each reused by later ones.\n"
-          "# TYPE idem_store_connections_opened_total counter\n"
-          "idem_store_connections_opened_total " + std::to_string(stores_->opened()) + "\n";
-      r.log_fields.emplace_back("outcome", "metrics");
-      return r;
-    }
-    auto s = current_();
-    const Hook* hook = s->find(req.head.path);
-    if (!hook)  // reloaded away between routing and now
-      return to_response(problem(404, "No such hook", "no hook is configured at " + req.head.path));
-    if (int64_t(req.body.size()) > hook->max_body)  // a reload lowered the limit meanwhile
-      return too_large(*hook, std::to_string(req.body.size()));
-    Delivery d;
-    d.method = req.head.method;
-    d.path = req.head.path;
-    d.headers = req.head.headers.fields();
-    d.body = std::move(req.body);
-    DeliveryServices services;
-    services.stores = stores_;
-    services.owner = owner_;
-    services.spawn = [this, hook_path = hook->path](std::function<void()> fn) {
-      metrics_.in_flight(hook_path, 1);
-      spawn_([this, hook_path, fn = std::move(fn)] {
-        fn();
-        metrics_.in_flight(hook_path, -1);
-      });
-    };
-    metrics_.in_flight(hook->path, 1);
-    Answer a = deliver(*hook, *s->slots.at(hook->path), d, services);
-    metrics_.in_flight(hook->path, -1);
-    return to_response(std::move(a), hook->path);
+    auto state = current_();  // kept alive while its route answers
+    if (const Route* route = state->routes.find(req.head.path)) return route->handle(req);
+    // Reloaded away between admission and now.
+    return to_response(problem(404, "No such hook", "no hook is configured at " + req.head.path));
   }
 
   void answered(const RequestHead& head, const std::string& remote, const Response& response,
@@ -364,137 +485,134 @@ class Routes final : public Handler {
   }
 
  private:
-  static constexpr uint64_t k_builtin_max_body = 64 * 1024;  // read and ignored
-
-  static Response too_large(const Hook& hook, const std::string& size) {
-    Answer a = problem(413, "Body too large",
-                       "the body is " + size + " bytes; hook " + hook.path + " accepts at most " +
-                           std::to_string(hook.max_body));
-    a.outcome = "too_large";
-    return to_response(a, hook.path);
-  }
-
-  const DaemonOptions& options_;
   std::function<std::shared_ptr<const State>()> current_;
-  const core::Owner& owner_;
   Metrics& metrics_;
-  std::function<void(std::function<void()>)> spawn_;
-  std::shared_ptr<store::StoreProvider> stores_;
-  StoreHealth health_;
 };
 
-}  // namespace
-
-int run_daemon(const DaemonOptions& options) {
-  auto [host, port] = parse_listen(options.listen, options.allow_remote);
-  std::mutex state_mutex;
-  std::shared_ptr<const State> state = load_state(options.config_path, nullptr);
-  auto current = [&] {
-    std::lock_guard lock(state_mutex);
-    return state;
-  };
-  // Deliveries lease connections from here, reused across deliveries and threads. Idle ones are
-  // kept up to the connections served at once (at most 16): a burst reuses them, and a quiet
-  // daemon holds only that many open.
-  auto stores = std::make_shared<store::StoreProvider>(
-      options.store, store::StoreOptions{options.busy_timeout_ms},
-      size_t(std::clamp(options.max_connections, 1, 16)));
-  // Fail now, not at the first delivery, if the store cannot be used.
-  stores->lease();
-
-  // Signals go to one thread (sigwait), never to a handler thread; commands get them reset.
+// Signals go to one thread (sigwait), never to a handler thread; commands get them reset. Call
+// before any thread starts, so every thread inherits the mask.
+sigset_t block_signals() {
   proc::install_child_handlers();
   sigset_t handled;
   sigemptyset(&handled);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
   pthread_sigmask(SIG_BLOCK, &handled, nullptr);
   ::signal(SIGPIPE, SIG_IGN);  // sends use MSG_NOSIGNAL; this covers any other write
+  return handled;
+}
 
-  Metrics metrics;
-  std::atomic<int> background{0};
-  std::mutex drain_mutex;
-  std::condition_variable drained;
-  const core::Owner owner = proc::describe_owner();
-  auto spawn = [&](std::function<void()> fn) {
-    ++background;
-    std::thread([&, fn = std::move(fn)] {
-      fn();
-      std::lock_guard lock(drain_mutex);
-      --background;
-      drained.notify_all();
-    }).detach();
-  };
+// Written whole or not at all: a reader never sees half a number.
+void write_port_file(const std::string& path, int port) {
+  if (path.empty()) return;
+  std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << port << "\n";
+  std::rename(tmp.c_str(), path.c_str());
+}
 
-  Routes routes(options, current, owner, metrics, spawn, stores);
-  ServerOptions server_options;
-  server_options.max_connections = std::max(1, options.max_connections);
-  server_options.request_timeout_ms = options.request_timeout_ms;
-  server_options.idle_timeout_ms = 5000;
-  Server server(server_options, routes);
-  routes.shed_count = [&server] { return server.shed_count(); };
+ServerOptions server_options(const DaemonOptions& options) {
+  ServerOptions o;
+  o.max_connections = std::max(1, options.max_connections);
+  o.request_timeout_ms = options.request_timeout_ms;
+  o.idle_timeout_ms = 5000;
+  return o;
+}
 
-  const int bound = server.listen(host, port, options.listen);
-  log_line({{"time", now_iso()},
-            {"event", "listening"},
-            {"address", host + ":" + std::to_string(bound)},
-            {"hooks", state->config.hooks.size()},
-            {"store", options.store.display()}});
-  if (!options.port_file.empty()) {
-    std::string tmp = options.port_file + ".tmp";
-    std::ofstream(tmp) << bound << "\n";
-    std::rename(tmp.c_str(), options.port_file.c_str());
+class Daemon {
+ public:
+  // Makes sure the store can be used: a bad store fails now, not at the first delivery.
+  Daemon(const DaemonOptions& options, Config config) : options_(options), services_(options) {
+    services_.stores->lease();
+    state_ = build_state(std::move(config), nullptr, services_);
   }
 
-  std::atomic<bool> stopping{false};
-  std::thread signals([&] {
+  int run(const std::string& host, int port) {
+    const sigset_t handled = block_signals();
+    Router router([this] { return current(); }, services_.metrics);
+    Server server(server_options(options_), router);
+    services_.shed_count = [&server] { return server.shed_count(); };
+    const int bound = server.listen(host, port, options_.listen);
+    log_line({{"time", now_iso()},
+              {"event", "listening"},
+              {"address", host + ":" + std::to_string(bound)},
+              {"hooks", current()->config.hooks.size()},
+              {"store", options_.store.display()}});
+    write_port_file(options_.port_file, bound);
+
+    std::thread signals([&] { watch_signals(handled, server); });
+    server.run();
+    // run ended without a signal (a socket error): stop the signal thread too.
+    if (!stopping_) pthread_kill(signals.native_handle(), SIGTERM);
+    signals.join();
+    services_.background.wait();
+    log_line({{"time", now_iso()}, {"event", "stopped"}});
+    return 0;
+  }
+
+ private:
+  std::shared_ptr<const State> current() {
+    std::lock_guard lock(state_mutex_);
+    return state_;
+  }
+
+  // The signal thread: SIGHUP reloads; SIGTERM or SIGINT starts the drain and ends it.
+  void watch_signals(const sigset_t& handled, Server& server) {
     for (;;) {
       int sig = 0;
       if (sigwait(&handled, &sig) != 0) continue;
       if (sig == SIGHUP) {
-        try {
-          auto next = load_state(options.config_path, current());
-          {
-            std::lock_guard lock(state_mutex);
-            state = next;
-          }
-          log_line(
-              {{"time", now_iso()}, {"event", "reloaded"}, {"hooks", next->config.hooks.size()}});
-        } catch (const std::exception& e) {
-          log_line({{"time", now_iso()},
-                    {"event", "reload_failed"},
-                    {"error", e.what()},
-                    {"kept", "previous config"}});
-        }
+        reload();
         continue;
       }
-      stopping = true;
-      log_line({{"time", now_iso()},
-                {"event", "draining"},
-                {"signal", sigabbrev_np(sig)},
-                {"grace_ms", options.grace_ms}});
-      // Past the grace period, leave: unfinished handlers show as abandoned, never as done.
-      std::thread([grace = options.grace_ms] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(grace));
-        log_line({{"time", now_iso()}, {"event", "grace_expired"}});
-        _exit(1);
-      }).detach();
-      server.stop();  // stops accepting; run() returns once the requests being served are done
+      drain(sig, server);
       return;
     }
-  });
+  }
 
-  server.run();
-  if (!stopping) {
-    // run ended without a signal (a socket error): stop the signal thread too.
-    pthread_kill(signals.native_handle(), SIGTERM);
+  // A new table swapped in whole; a config that cannot be used keeps the one in force.
+  void reload() {
+    try {
+      auto next = build_state(read_config_file(options_.config_path), current().get(), services_);
+      {
+        std::lock_guard lock(state_mutex_);
+        state_ = next;
+      }
+      log_line({{"time", now_iso()}, {"event", "reloaded"}, {"hooks", next->config.hooks.size()}});
+    } catch (const std::exception& e) {
+      log_line({{"time", now_iso()},
+                {"event", "reload_failed"},
+                {"error", e.what()},
+                {"kept", "previous config"}});
+    }
   }
-  signals.join();
-  {
-    std::unique_lock lock(drain_mutex);
-    drained.wait(lock, [&] { return background.load() == 0; });
+
+  void drain(int sig, Server& server) {
+    stopping_ = true;
+    log_line({{"time", now_iso()},
+              {"event", "draining"},
+              {"signal", sigabbrev_np(sig)},
+              {"grace_ms", options_.grace_ms}});
+    // Past the grace period, leave: unfinished handlers show as abandoned, never as done.
+    std::thread([grace = options_.grace_ms] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(grace));
+      log_line({{"time", now_iso()}, {"event", "grace_expired"}});
+      _exit(1);
+    }).detach();
+    server.stop();  // stops accepting; run() returns once the requests being served are done
   }
-  log_line({{"time", now_iso()}, {"event", "stopped"}});
-  return 0;
+
+  const DaemonOptions& options_;
+  Services services_;
+  std::mutex state_mutex_;
+  std::shared_ptr<const State> state_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace
+
+int run_daemon(const DaemonOptions& options) {
+  auto [host, port] = parse_listen(options.listen, options.allow_remote);
+  Daemon daemon(options, read_config_file(options.config_path));
+  return daemon.run(host, port);
 }
 
 }  // namespace idem::http

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "proc/liveness.hpp"
@@ -134,6 +135,229 @@ ExecPlan make_plan(const RunSpec& spec) {
   _exit(127);
 }
 
+// A forked command: its pid (the leader of its own group) and the read ends of its stdout and
+// stderr.
+struct Child {
+  pid_t pid;
+  util::Fd out;
+  util::Fd err;
+};
+
+// Hands the group to on_spawn before the command can start anything. If it throws, the child
+// (which has not exec'd: nothing of the command ran) is killed and reaped.
+void record_group(const RunSpec& spec, pid_t pid) {
+  if (!spec.on_spawn) return;
+  try {
+    spec.on_spawn(core::ProcessGroup{int64_t(pid), start_ticks(pid)});
+  } catch (...) {
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    throw;
+  }
+}
+
+// Lets the child exec: one byte, then EOF.
+void send_go(util::Fd& go) {
+  const char byte = 1;
+  while (::write(go.get(), &byte, 1) < 0 && errno == EINTR) {
+  }
+  go.reset();
+}
+
+// The errno exec failed with, written by the child; 0 (EOF: close-on-exec) when exec succeeded.
+int read_exec_error(const util::Fd& status) {
+  int exec_error = 0;
+  for (;;) {
+    ssize_t n = ::read(status.get(), &exec_error, sizeof exec_error);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != ssize_t(sizeof exec_error)) exec_error = 0;
+    return exec_error;
+  }
+}
+
+// Forks the command into its own process group, records the group, lets it exec, and notes in
+// `result` whether exec succeeded. nullopt when fork failed (result.exec_errno says why).
+std::optional<Child> spawn(const RunSpec& spec, RunResult& result) {
+  ExecPlan plan = make_plan(spec);
+  Pipe out = make_pipe();
+  Pipe err = make_pipe();
+  Pipe status = make_pipe();
+  Pipe go = make_pipe();
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    result.exec_errno = errno;
+    return std::nullopt;
+  }
+  if (pid == 0)
+    exec_child(spec, plan, parent, out.write.get(), err.write.get(), status.write.get(),
+               go.read.get(), go.write.get());
+
+  // Both sides set the group, so it exists before either uses it.
+  ::setpgid(pid, pid);
+  out.write.reset();
+  err.write.reset();
+  status.write.reset();
+  go.read.reset();
+  record_group(spec, pid);
+  send_go(go.write);
+  result.exec_errno = read_exec_error(status.read);
+  result.started = result.exec_errno == 0;
+  if (result.started) IDEM_CRASH_POINT("running");
+  return Child{pid, std::move(out.read), std::move(err.read)};
+}
+
+// Watches a spawned command to its end: one loop drains both pipes (a full 64 KiB pipe would
+// block the writer), forwards signals and enforces the timeout; then the command is reaped.
+class Watch {
+ public:
+  Watch(const RunSpec& spec, Child& child, RunResult& result)
+      : spec_(spec),
+        child_(child),
+        result_(result),
+        live_out_{spec.live_stdout_fd},
+        live_err_{spec.live_stderr_fd},
+        term_at_(spec.timeout_ms > 0 ? util::monotonic_ms() + spec.timeout_ms : -1) {
+    set_nonblocking(child_.out.get());
+    set_nonblocking(child_.err.get());
+  }
+
+  // Ends when the command has exited and its pipes are drained, or at EOF on both: a background
+  // grandchild holding a pipe open does not hold idem hostage.
+  void loop() {
+    while (!exited_ || child_.out.valid() || child_.err.valid()) {
+      if (exited_) {
+        // Child gone: take what is already buffered, then stop.
+        if (child_.out.valid()) drain(child_.out, core::Stream::out, live_out_);
+        if (child_.err.valid()) drain(child_.err, core::Stream::err, live_err_);
+        break;
+      }
+      std::vector<pollfd> fds;
+      fds.push_back({g_signal_pipe[0], POLLIN, 0});
+      if (child_.out.valid()) fds.push_back({child_.out.get(), POLLIN, 0});
+      if (child_.err.valid()) fds.push_back({child_.err.get(), POLLIN, 0});
+      int ready = ::poll(fds.data(), fds.size(), poll_timeout(util::monotonic_ms()));
+      if (ready < 0 && errno != EINTR) break;
+      enforce_deadlines(util::monotonic_ms());
+      if (ready <= 0) continue;
+      for (const auto& p : fds) {
+        if (p.revents == 0) continue;
+        if (p.fd == g_signal_pipe[0]) {
+          read_signals();
+        } else if (child_.out.valid() && p.fd == child_.out.get()) {
+          drain(child_.out, core::Stream::out, live_out_);
+        } else if (child_.err.valid() && p.fd == child_.err.get()) {
+          drain(child_.err, core::Stream::err, live_err_);
+        }
+      }
+      if (!child_.out.valid() && !child_.err.valid()) reap(0);
+    }
+  }
+
+  // Reaps the command and notes how it ended.
+  void finish() {
+    reap(0);
+    // After a forwarded signal or a timeout, nothing of the command's group may outlive it.
+    if (result_.forwarded_signal || result_.timed_out) ::kill(-child_.pid, SIGKILL);
+    if (WIFEXITED(wait_status_)) {
+      result_.exit_code = WEXITSTATUS(wait_status_);
+    } else if (WIFSIGNALED(wait_status_)) {
+      result_.signal = WTERMSIG(wait_status_);
+    }
+  }
+
+ private:
+  // Until the next deadline (the timeout's TERM or a KILL), or forever when there is none.
+  int poll_timeout(int64_t now) const {
+    int64_t next = term_at_ < 0 ? kill_at_ : kill_at_ < 0 ? term_at_ : std::min(term_at_, kill_at_);
+    return next < 0 ? -1 : int(std::max<int64_t>(0, next - now));
+  }
+
+  // The timeout TERMs the group, then KILLs it kill_after_ms later if it is still there.
+  void enforce_deadlines(int64_t now) {
+    if (term_at_ >= 0 && now >= term_at_) {
+      result_.timed_out = true;
+      ::kill(-child_.pid, SIGTERM);
+      term_at_ = -1;
+      if (kill_at_ < 0) kill_at_ = now + spec_.kill_after_ms;
+    } else if (kill_at_ >= 0 && now >= kill_at_) {
+      ::kill(-child_.pid, SIGKILL);
+      if (result_.forwarded_signal) result_.escalated = true;
+      kill_at_ = -1;
+    }
+  }
+
+  // What the handlers wrote to the self-pipe: SIGCHLD reaps, the others are forwarded.
+  void read_signals() {
+    char sigs[64];
+    ssize_t n;
+    while ((n = ::read(g_signal_pipe[0], sigs, sizeof sigs)) > 0) {
+      for (ssize_t i = 0; i < n; ++i) {
+        if (sigs[i] == SIGCHLD) {
+          reap(WNOHANG);
+        } else {
+          forward(sigs[i]);
+        }
+      }
+    }
+  }
+
+  void forward(int sig) {
+    if (!result_.forwarded_signal) {
+      // A command that ignores the signal still ends: KILL after the grace.
+      result_.forwarded_signal = sig;
+      ::kill(-child_.pid, sig);
+      const int64_t grace_end = util::monotonic_ms() + spec_.kill_after_ms;
+      kill_at_ = kill_at_ < 0 ? grace_end : std::min(kill_at_, grace_end);
+    } else {
+      // A second signal: the user does not want to wait for the grace.
+      ::kill(-child_.pid, SIGKILL);
+      result_.escalated = true;
+      kill_at_ = -1;
+    }
+  }
+
+  // Reads what is available on one pipe; closes it at EOF or on an error.
+  void drain(util::Fd& fd, core::Stream stream, LiveSink& live) {
+    for (;;) {
+      ssize_t n = ::read(fd.get(), buf_, sizeof buf_);
+      if (n > 0) {
+        std::string_view bytes(buf_, size_t(n));
+        live.write(bytes);
+        result_.output.append(stream, bytes);
+        continue;
+      }
+      if (n == 0) {
+        fd.reset();
+        return;
+      }
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) fd.reset();
+      return;
+    }
+  }
+
+  void reap(int flags) {
+    if (exited_) return;
+    pid_t r;
+    do r = ::waitpid(child_.pid, &wait_status_, flags);
+    while (r < 0 && errno == EINTR);
+    if (r == child_.pid) exited_ = true;
+  }
+
+  const RunSpec& spec_;
+  Child& child_;
+  RunResult& result_;
+  LiveSink live_out_;
+  LiveSink live_err_;
+  int64_t term_at_;       // monotonic ms of the timeout's TERM; -1: none (any more)
+  int64_t kill_at_ = -1;  // monotonic ms of the KILL after a grace; -1: none
+  bool exited_ = false;
+  int wait_status_ = 0;
+  char buf_[65536];
+};
+
 }  // namespace
 
 void install_child_handlers() {
@@ -156,166 +380,11 @@ RunResult run_command(const RunSpec& spec) {
   RunResult result;
   result.output = core::CapturedOutput(spec.max_output);
   if (g_signal_pipe[0] < 0) install_child_handlers();
-
-  ExecPlan plan = make_plan(spec);
-  Pipe out = make_pipe();
-  Pipe err = make_pipe();
-  Pipe status = make_pipe();
-  Pipe go = make_pipe();
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    result.exec_errno = errno;
-    return result;
-  }
-  if (pid == 0)
-    exec_child(spec, plan, parent, out.write.get(), err.write.get(), status.write.get(),
-               go.read.get(), go.write.get());
-
-  // Both sides set the group, so it exists before either uses it.
-  ::setpgid(pid, pid);
-  out.write.reset();
-  err.write.reset();
-  status.write.reset();
-  go.read.reset();
-  if (spec.on_spawn) {
-    try {
-      spec.on_spawn(core::ProcessGroup{int64_t(pid), start_ticks(pid)});
-    } catch (...) {
-      ::kill(pid, SIGKILL);  // it has not exec'd: nothing of the command ran
-      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
-      throw;
-    }
-  }
-  {
-    const char byte = 1;
-    while (::write(go.write.get(), &byte, 1) < 0 && errno == EINTR) {
-    }
-    go.write.reset();
-  }
-
-  int exec_error = 0;
-  for (;;) {
-    ssize_t n = ::read(status.read.get(), &exec_error, sizeof exec_error);
-    if (n < 0 && errno == EINTR) continue;
-    if (n != ssize_t(sizeof exec_error)) exec_error = 0;
-    break;
-  }
-  result.started = exec_error == 0;
-  result.exec_errno = exec_error;
-  if (result.started) IDEM_CRASH_POINT("running");
-
-  set_nonblocking(out.read.get());
-  set_nonblocking(err.read.get());
-  LiveSink live_out{spec.live_stdout_fd};
-  LiveSink live_err{spec.live_stderr_fd};
-  char buf[65536];
-  // Reads what is available on one pipe; returns false at EOF.
-  auto drain = [&](util::Fd& fd, core::Stream stream, LiveSink& live) {
-    for (;;) {
-      ssize_t n = ::read(fd.get(), buf, sizeof buf);
-      if (n > 0) {
-        std::string_view bytes(buf, size_t(n));
-        live.write(bytes);
-        result.output.append(stream, bytes);
-        continue;
-      }
-      if (n == 0) {
-        fd.reset();
-        return;
-      }
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN) fd.reset();
-      return;
-    }
-  };
-
-  const int64_t start = util::monotonic_ms();
-  int64_t term_at = spec.timeout_ms > 0 ? start + spec.timeout_ms : -1;
-  int64_t kill_at = -1;
-  bool exited = false;
-  int wait_status = 0;
-  auto reap = [&](int flags) {
-    if (exited) return;
-    pid_t r;
-    do r = ::waitpid(pid, &wait_status, flags);
-    while (r < 0 && errno == EINTR);
-    if (r == pid) exited = true;
-  };
-
-  // One loop drains both pipes (a full 64 KiB pipe would block the writer), forwards signals and
-  // enforces the timeout. It ends when the command has exited and its pipes are drained, or at
-  // EOF on both: a background grandchild holding a pipe open does not hold idem hostage.
-  while (!exited || out.read.valid() || err.read.valid()) {
-    std::vector<pollfd> fds;
-    fds.push_back({g_signal_pipe[0], POLLIN, 0});
-    if (out.read.valid()) fds.push_back({out.read.get(), POLLIN, 0});
-    if (err.read.valid()) fds.push_back({err.read.get(), POLLIN, 0});
-    if (exited) {
-      // Child gone: take what is already buffered, then stop.
-      if (out.read.valid()) drain(out.read, core::Stream::out, live_out);
-      if (err.read.valid()) drain(err.read, core::Stream::err, live_err);
-      break;
-    }
-    int64_t now = util::monotonic_ms();
-    int64_t next = term_at < 0 ? kill_at : kill_at < 0 ? term_at : std::min(term_at, kill_at);
-    int timeout = next < 0 ? -1 : int(std::max<int64_t>(0, next - now));
-    int ready = ::poll(fds.data(), fds.size(), timeout);
-    if (ready < 0 && errno != EINTR) break;
-    now = util::monotonic_ms();
-    if (term_at >= 0 && now >= term_at) {
-      result.timed_out = true;
-      ::kill(-pid, SIGTERM);
-      term_at = -1;
-      if (kill_at < 0) kill_at = now + spec.kill_after_ms;
-    } else if (kill_at >= 0 && now >= kill_at) {
-      ::kill(-pid, SIGKILL);
-      if (result.forwarded_signal) result.escalated = true;
-      kill_at = -1;
-    }
-    if (ready <= 0) continue;
-    for (const auto& p : fds) {
-      if (p.revents == 0) continue;
-      if (p.fd == g_signal_pipe[0]) {
-        char sigs[64];
-        ssize_t n;
-        while ((n = ::read(g_signal_pipe[0], sigs, sizeof sigs)) > 0) {
-          for (ssize_t i = 0; i < n; ++i) {
-            int sig = sigs[i];
-            if (sig == SIGCHLD) {
-              reap(WNOHANG);
-            } else if (!result.forwarded_signal) {
-              // A command that ignores the signal still ends: KILL after the grace.
-              result.forwarded_signal = sig;
-              ::kill(-pid, sig);
-              const int64_t grace_end = util::monotonic_ms() + spec.kill_after_ms;
-              kill_at = kill_at < 0 ? grace_end : std::min(kill_at, grace_end);
-            } else {
-              // A second signal: the user does not want to wait for the grace.
-              ::kill(-pid, SIGKILL);
-              result.escalated = true;
-              kill_at = -1;
-            }
-          }
-        }
-      } else if (out.read.valid() && p.fd == out.read.get()) {
-        drain(out.read, core::Stream::out, live_out);
-      } else if (err.read.valid() && p.fd == err.read.get()) {
-        drain(err.read, core::Stream::err, live_err);
-      }
-    }
-    if (!out.read.valid() && !err.read.valid()) reap(0);
-  }
-  reap(0);
-  // After a forwarded signal or a timeout, nothing of the command's group may outlive it.
-  if (result.forwarded_signal || result.timed_out) ::kill(-pid, SIGKILL);
-
-  if (WIFEXITED(wait_status)) {
-    result.exit_code = WEXITSTATUS(wait_status);
-  } else if (WIFSIGNALED(wait_status)) {
-    result.signal = WTERMSIG(wait_status);
-  }
+  std::optional<Child> child = spawn(spec, result);
+  if (!child) return result;
+  Watch watch(spec, *child, result);
+  watch.loop();
+  watch.finish();
   return result;
 }
 

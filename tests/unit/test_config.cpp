@@ -350,6 +350,26 @@ TEST_CASE("config: the top level is an object with a non-empty hooks array", "[c
         "serve.json: hooks[0]: expected an object, got a string");
 }
 
+TEST_CASE("config: every section is optional, but the config must configure a route",
+          "[config]") {
+  // No section at all: the message names the section to add.
+  CHECK(error_of(R"({})") == "serve.json: missing field 'hooks'");
+  // Sections that are there but configure nothing: the first of them is named.
+  CHECK(error_of(R"({"hooks": []})") == "serve.json: hooks: is empty; list at least one hook");
+  // A member that is no section is refused before the rule: it may be a misspelt section.
+  CHECK(error_of(R"({"hooks": [], "proxy": {}})") == "serve.json: unknown field 'proxy'");
+  CHECK(error_of(R"({"hoks": [{"path": "/h", "command": ["true"]}]})") ==
+        "serve.json: unknown field 'hoks'");
+  CHECK(error_of(R"({"secret": "s", "hooks": []})").starts_with(
+      "serve.json: secret: secrets are not read from the config file"));
+  // What is wrong inside a section comes before whether it configured anything.
+  CHECK(error_of(R"({"hooks": [{"path": "/h"}]})") ==
+        "serve.json: hooks[0]: missing field 'command'");
+  Config config = parse_config("serve.json", R"({"hooks": [{"path": "/h", "command": ["true"]}]})",
+                               k_env);
+  CHECK(config.hooks.size() == 1);
+}
+
 TEST_CASE("config: command is a non-empty array of strings", "[config]") {
   auto command_error = [](const std::string& command) {
     return error_of(R"({"hooks": [{"path": "/a", "command": )" + command + "}]}");
