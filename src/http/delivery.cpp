@@ -204,7 +204,7 @@ class HookEffect final : public engine::Effect {
 
   const Hook& hook_;
   const Delivery& delivery_;
-  const std::string& key_;
+  const std::string key_;
   Answer answer_;
 };
 
