@@ -9,13 +9,6 @@ namespace {
 
 char lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
 
-bool same_name(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i])) return false;
-  return true;
-}
-
 // RFC 9110 §5.6.2: tchar.
 bool is_token(std::string_view name) {
   if (name.empty()) return false;
@@ -27,6 +20,14 @@ bool is_token(std::string_view name) {
       return false;
   }
   return true;
+}
+
+// Written by the server that replays, or meaningful for one connection only (RFC 9110 §7.6.1).
+bool is_servers_own(std::string_view name) {
+  for (std::string_view own : {"Content-Length", "Transfer-Encoding", "Date", "Connection",
+                               "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Upgrade"})
+    if (same_header_name(name, own)) return true;
+  return false;
 }
 
 bool has_control_byte(std::string_view value) {
@@ -49,9 +50,16 @@ bool is_utf8(const std::string& value) {
 
 }  // namespace
 
+bool same_header_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
 std::optional<std::string> header_value(const Response& response, std::string_view name) {
   for (const auto& [n, v] : response.headers)
-    if (same_name(n, name)) return v;
+    if (same_header_name(n, name)) return v;
   return std::nullopt;
 }
 
@@ -61,6 +69,7 @@ std::optional<std::string> response_problem(const Response& response) {
   size_t bytes = 0;
   for (const auto& [name, value] : response.headers) {
     if (!is_token(name)) return "header name '" + name + "' is not a token";
+    if (is_servers_own(name)) return "header " + name + " is the replaying server's own";
     if (has_control_byte(value)) return "header " + name + " holds a control character";
     if (!is_utf8(value)) return "header " + name + " is not UTF-8";
     bytes += name.size() + value.size();

@@ -129,6 +129,39 @@ std::string content_type_of(const std::string& out) {
   return "text/plain; charset=utf-8";
 }
 
+// What a duplicate of this delivery is answered with (core/response.hpp): the status and the
+// Content-Type; the body is the handler's stdout, in the outcome already. Idempotent-Replayed is
+// the replay's own; Idem-Output-Truncated is derived from the record's output_truncated, which is
+// about the stored stdout, the replayed body (a failure's first answer is a problem, not cut).
+core::Response stored_answer(const Answer& a) {
+  core::Response r;
+  r.status = a.status;
+  if (!a.content_type.empty()) r.headers.emplace_back("Content-Type", a.content_type);
+  return r;
+}
+
+// A duplicate's answer from the record: the stored status and headers in order (the first
+// Content-Type goes where the server writes it), the body its stdout. A record without a
+// response (none was stored) answers 200 as text.
+Answer replayed(const core::Record& r) {
+  Answer a;
+  const core::Response stored = r.response.value_or(core::Response{});
+  a.status = stored.status;
+  for (const auto& [name, value] : stored.headers) {
+    if (a.content_type.empty() && core::same_header_name(name, "Content-Type"))
+      a.content_type = value;
+    else
+      a.headers.emplace_back(name, value);
+  }
+  if (a.content_type.empty()) a.content_type = "text/plain; charset=utf-8";
+  auto out = core::CapturedOutput::decode(r.output);
+  a.body = out ? out->stream_bytes(core::Stream::out) : std::string();
+  a.headers.emplace_back("Idempotent-Replayed", "true");
+  if (r.output_truncated) a.headers.emplace_back(k_truncated_header, "true");
+  a.outcome = "replayed";
+  return a;
+}
+
 Answer accepted(const std::string& key, const std::string& outcome) {
   Answer a;
   a.status = 202;
@@ -186,8 +219,7 @@ std::pair<Answer, core::Outcome> run_handler(
     o.note = why;
   }
   a.key = key;
-  o.http_status = a.status;
-  o.content_type = a.content_type;
+  o.response = stored_answer(a);
   return {std::move(a), std::move(o)};
 }
 
@@ -254,7 +286,7 @@ void record_daemon_error(store::Store& store, const std::string& store_key, int6
     failed.status = core::Status::failed;
     failed.finished_ms = util::SystemClock().now_ms();
     failed.note = std::string("daemon error: ") + e.what();
-    failed.http_status = 500;
+    failed.response = core::Response{500, {}};
     store.finish(store_key, attempt, failed);
   } catch (const std::exception&) {
   }
@@ -499,14 +531,7 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
       case core::Verdict::replay: {
         give_back();
         if (hook.async) return accepted(key, "replayed");
-        const core::Record& r = *claim.existing;
-        auto out = core::CapturedOutput::decode(r.output);
-        a.status = r.http_status.value_or(200);
-        a.content_type = r.content_type.empty() ? "text/plain; charset=utf-8" : r.content_type;
-        a.body = out ? out->stream_bytes(core::Stream::out) : std::string();
-        a.headers.emplace_back("Idempotent-Replayed", "true");
-        if (r.output_truncated) a.headers.emplace_back(k_truncated_header, "true");
-        a.outcome = "replayed";
+        a = replayed(*claim.existing);
         break;
       }
       case core::Verdict::claim: {

@@ -14,6 +14,7 @@ using idem::core::header_value;
 using idem::core::k_max_response_header_bytes;
 using idem::core::Response;
 using idem::core::response_problem;
+using idem::core::same_header_name;
 
 TEST_CASE("response: the stored form round trips status and headers in order", "[response]") {
   Response r;
@@ -45,6 +46,9 @@ TEST_CASE("response: header_value finds the first header of a name, any case", "
   CHECK(header_value(r, "CONTENT-TYPE") == "text/plain");
   CHECK_FALSE(header_value(r, "Content-Typ"));
   CHECK_FALSE(header_value(Response{}, "Content-Type"));
+  CHECK(same_header_name("ETag", "etag"));
+  CHECK_FALSE(same_header_name("Content-Type", "Content_Type"));
+  CHECK_FALSE(same_header_name("ETag", "ETa"));
 }
 
 TEST_CASE("response: what cannot be replayed is refused before it is stored", "[response]") {
@@ -71,7 +75,9 @@ TEST_CASE("response: what cannot be replayed is refused before it is stored", "[
         with("X", "a\r\nInjected: yes"), with("X", "a\nb"), with("X", std::string("a\0b", 3)),
         with("X", "\x7f"), with("X", "\xff\xfe"), with("X", "\xc0\xaf"),  // overlong '/'
         with("X", "\xed\xa0\x80"),                                          // a surrogate
-        with("X", std::string(k_max_response_header_bytes, 'v'))}) {
+        with("X", std::string(k_max_response_header_bytes, 'v')), with("Content-Length", "0"),
+        with("transfer-encoding", "chunked"), with("Date", "x"), with("Connection", "close"),
+        with("Keep-Alive", "5"), with("Upgrade", "h2c"), with("TE", "trailers")}) {
     INFO(bad.headers[0].first << ": " << bad.headers[0].second.substr(0, 20));
     CHECK(response_problem(bad));
     CHECK_THROWS_AS(encode_response(bad), std::invalid_argument);
@@ -108,6 +114,7 @@ TEST_CASE("response: decoding garbage gives nothing and throws nothing", "[respo
       R"({"status":200,"headers":[["A b","c"]]})",
       R"({"status":200,"headers":[["A","\u0000"]]})",
       R"({"status":200,"headers":[["A","\ud800"]]})",
+      R"({"status":200,"headers":[["Content-Length","5"]]})",
       "{\"status\":200,\"headers\":[[\"A\",\"\xff\"]]}",
       R"({"status":200,"headers":[]} trailing)",
       std::string(100000, '['),
