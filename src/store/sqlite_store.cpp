@@ -129,8 +129,9 @@ constexpr const char* k_migrations[] = {
     // 4 -> 5: the stored answer (core::Response's stored form, JSON; NULL: none) replaces the
     // HTTP status and content type of version 2, so the record keeps no HTTP of its own: a
     // delivery's answer becomes that status with its Content-Type header (none when it had no
-    // content type). json_object writes the very text encode_response does. DROP COLUMN rewrites
-    // the table once (SQLite 3.35+); neither column is in an index, so it is allowed.
+    // content type). json_object writes the same compact form encode_response does. DROP
+    // COLUMN rewrites the table once (SQLite 3.35+); neither column is in an index, so it is
+    // allowed.
     R"sql(
     ALTER TABLE records ADD COLUMN response TEXT;
     UPDATE records
