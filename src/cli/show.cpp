@@ -1,10 +1,12 @@
 // `idem show`: one record in full, or its captured bytes raw.
 #include <iostream>
+#include <optional>
 
 #include "cli/inspect.hpp"
 #include "core/errors.hpp"
 #include "core/key.hpp"
 #include "core/output.hpp"
+#include "core/response.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
 #include "util/fd.hpp"
@@ -22,6 +24,19 @@ CLI::App* register_show(CLI::App& app, ShowOptions& o) {
   show->footer("Examples:\n  idem show backup-2026-11-29\n  idem show order-42 --stdout > receipt.txt");
   return show;
 }
+
+namespace {
+
+// The stored answer a duplicate request gets (its body is stdout_b64), or null: records of
+// run, each and begin/end have none.
+nlohmann::json response_json(const std::optional<core::Response>& response) {
+  if (!response) return nullptr;
+  nlohmann::json headers = nlohmann::json::array();
+  for (const auto& [name, value] : response->headers) headers.push_back({name, value});
+  return {{"status", response->status}, {"headers", std::move(headers)}};
+}
+
+}  // namespace
 
 int run_show(const GlobalOptions& global, const ShowOptions& o) {
   core::validate_record_name(o.key);
@@ -59,6 +74,7 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
   if (o.json) {
     j["request"] = request;
     j["note"] = r.note;
+    j["response"] = response_json(r.response);
     j["stdout_b64"] = util::to_base64(output->stream_bytes(core::Stream::out));
     j["stderr_b64"] = util::to_base64(output->stream_bytes(core::Stream::err));
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";

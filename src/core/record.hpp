@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/response.hpp"
+
 namespace idem::core {
 
 enum class Status { running, succeeded, failed, abandoned };
@@ -59,8 +61,9 @@ struct Record {
   int64_t output_bytes = 0;  // stored bytes (both streams)
   std::string request;  // JSON: what was asked (argv, cwd)
   std::string note;     // why a failure happened when it is not an exit code
-  std::optional<int> http_status;  // idem serve: the answer a duplicate delivery gets
-  std::string content_type;
+  // The answer a duplicate gets (a hook's, later a proxied upstream's), its body the stored
+  // stdout (see core/response.hpp); nothing for a command's outcome.
+  std::optional<Response> response;
 };
 
 // What a finished attempt produced.
@@ -74,8 +77,7 @@ struct Outcome {
   int64_t output_bytes = 0;
   int64_t finished_ms = 0;
   std::string note;
-  std::optional<int> http_status;
-  std::string content_type;
+  std::optional<Response> response;  // see Record::response
 };
 
 bool is_expired(const Record& record, int64_t now_ms);

@@ -120,6 +120,39 @@ std::string content_type_of(const std::string& out) {
   return "text/plain; charset=utf-8";
 }
 
+// What a duplicate of this delivery is answered with (core/response.hpp): the status and the
+// Content-Type; the body is the handler's stdout, in the outcome already. Idempotent-Replayed is
+// the replay's own; Idem-Output-Truncated is derived from the record's output_truncated, which is
+// about the stored stdout, the replayed body (a failure's first answer is a problem, not cut).
+core::Response stored_answer(const Answer& a) {
+  core::Response r;
+  r.status = a.status;
+  if (!a.content_type.empty()) r.headers.emplace_back("Content-Type", a.content_type);
+  return r;
+}
+
+// A duplicate's answer from the record: the stored status and headers in order (the first
+// Content-Type goes where the server writes it), the body its stdout. A record without a
+// response (none was stored) answers 200 as text.
+Answer replayed(const core::Record& r) {
+  Answer a;
+  const core::Response stored = r.response.value_or(core::Response{});
+  a.status = stored.status;
+  for (const auto& [name, value] : stored.headers) {
+    if (a.content_type.empty() && core::same_header_name(name, "Content-Type"))
+      a.content_type = value;
+    else
+      a.headers.emplace_back(name, value);
+  }
+  if (a.content_type.empty()) a.content_type = "text/plain; charset=utf-8";
+  auto out = core::CapturedOutput::decode(r.output);
+  a.body = out ? out->stream_bytes(core::Stream::out) : std::string();
+  a.headers.emplace_back("Idempotent-Replayed", "true");
+  if (r.output_truncated) a.headers.emplace_back(k_truncated_header, "true");
+  a.outcome = "replayed";
+  return a;
+}
+
 Answer accepted(const std::string& key, const std::string& outcome) {
   Answer a;
   a.status = 202;
@@ -146,8 +179,7 @@ class HookEffect final : public engine::Effect {
     engine::CommandEffect command(proc::spawning_runner(), spec(stdin_fd.get()));
     core::Outcome o = command.perform(attempt);
     answer_ = answer_of(command.result(), o);
-    o.http_status = answer_.status;
-    o.content_type = answer_.content_type;
+    o.response = stored_answer(answer_);
     return o;
   }
   std::string performed() const override { return "the handler ran"; }
@@ -256,7 +288,7 @@ Answer run_unkeyed(const Hook& hook, HookSlots& slots, const Delivery& d,
 core::Outcome daemon_error(const std::exception& e) {
   core::Outcome failed;
   failed.note = std::string("daemon error: ") + e.what();
-  failed.http_status = 500;
+  failed.response = core::Response{500, {}};
   return failed;
 }
 
@@ -334,18 +366,10 @@ Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
       }
       a.outcome = "abandoned";
       break;
-    case engine::Verdict::replay: {
+    case engine::Verdict::replay:
       if (hook.async) return accepted(key, "replayed");
-      const core::Record& r = *claimed.existing;
-      auto out = core::CapturedOutput::decode(r.output);
-      a.status = r.http_status.value_or(200);
-      a.content_type = r.content_type.empty() ? "text/plain; charset=utf-8" : r.content_type;
-      a.body = out ? out->stream_bytes(core::Stream::out) : std::string();
-      a.headers.emplace_back("Idempotent-Replayed", "true");
-      if (r.output_truncated) a.headers.emplace_back(k_truncated_header, "true");
-      a.outcome = "replayed";
+      a = replayed(*claimed.existing);
       break;
-    }
     case engine::Verdict::declined:
       return overloaded(hook, key);
     case engine::Verdict::claimed:

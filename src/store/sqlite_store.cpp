@@ -30,6 +30,7 @@
 #include "core/duration.hpp"
 #include "core/key.hpp"
 #include "core/output.hpp"
+#include "core/response.hpp"
 #include "store/sqlite_sql.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
@@ -43,7 +44,7 @@ namespace {
 using core::Record;
 using core::Status;
 
-constexpr int k_schema_version = 4;
+constexpr int k_schema_version = 5;
 constexpr int64_t k_default_busy_timeout_ms = 30000;
 // An attempt token's random bytes: 128 bits, unguessable.
 constexpr size_t k_token_bytes = 16;
@@ -125,6 +126,23 @@ constexpr const char* k_migrations[] = {
     ALTER TABLE records ADD COLUMN attempt_token TEXT NOT NULL DEFAULT '';
     ALTER TABLE records ADD COLUMN lease_expires INTEGER;
     )sql",
+    // 4 -> 5: the stored answer (core::Response's stored form, JSON; NULL: none) replaces the
+    // HTTP status and content type of version 2, so the record keeps no HTTP of its own: a
+    // delivery's answer becomes that status with its Content-Type header (none when it had no
+    // content type). json_object writes the same compact form encode_response does. DROP
+    // COLUMN rewrites the table once (SQLite 3.35+); neither column is in an index, so it is
+    // allowed.
+    R"sql(
+    ALTER TABLE records ADD COLUMN response TEXT;
+    UPDATE records
+      SET response = json_object('status', http_status, 'headers',
+                                 CASE WHEN content_type = '' THEN json_array()
+                                      ELSE json_array(json_array('Content-Type', content_type))
+                                 END)
+      WHERE http_status IS NOT NULL;
+    ALTER TABLE records DROP COLUMN http_status;
+    ALTER TABLE records DROP COLUMN content_type;
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -164,6 +182,11 @@ class Statement {
   }
   Statement& bind_optional(int i, const std::optional<int>& value) {
     if (value) return bind(i, int64_t(*value));
+    check(sqlite3_bind_null(stmt_, i));
+    return *this;
+  }
+  Statement& bind_optional(int i, const std::optional<std::string>& text) {
+    if (text) return bind(i, *text);
     check(sqlite3_bind_null(stmt_, i));
     return *this;
   }
@@ -429,9 +452,8 @@ class SqliteStore final : public Store {
                owner_host = ?5, owner_boot_id = ?6, owner_pid = ?7, owner_start = ?8,
                started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
                expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0, output = NULL,
-               output_bytes = 0, output_truncated = 0, note = '', http_status = NULL,
-               content_type = '', pgid = NULL, pgid_start = NULL, attempt_token = ?12,
-               lease_expires = ?13
+               output_bytes = 0, output_truncated = 0, note = '', response = NULL, pgid = NULL,
+               pgid_start = NULL, attempt_token = ?12, lease_expires = ?13
         WHERE key = ?1 AND attempt = ?14)sql", path_);
       bind_claim(update, req, d.next_attempt, token).bind(14, existing->attempt).run();
       if (sqlite3_changes(db_) != 1)
@@ -449,21 +471,22 @@ class SqliteStore final : public Store {
   void check_writable() override { Transaction tx(db_, path_); }
 
   bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) override {
+    const std::optional<std::string> response = stored_response(outcome);
     bool changed;
     {
       Transaction tx(db_, path_);
       Statement update(db_, R"sql(
         UPDATE records SET status = ?3, finished_at = ?4, expires_at = ?4 + ttl_ms,
                exit_code = ?5, signal = ?6, timed_out = ?7, output = ?8, output_bytes = ?9,
-               output_truncated = ?10, note = ?11, http_status = ?12, content_type = ?13,
-               attempt_token = '', lease_expires = NULL
+               output_truncated = ?10, note = ?11, response = ?12, attempt_token = '',
+               lease_expires = NULL
         WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
       update.bind(1, key).bind(2, attempt).bind(3, std::string(core::to_string(outcome.status)));
       update.bind(4, outcome.finished_ms).bind_optional(5, outcome.exit_code);
       update.bind_optional(6, outcome.signal).bind(7, int64_t(outcome.timed_out));
       update.bind_blob(8, outcome.output).bind(9, outcome.output_bytes);
       update.bind(10, int64_t(outcome.output_truncated)).bind(11, outcome.note);
-      update.bind_optional(12, outcome.http_status).bind(13, outcome.content_type);
+      update.bind_optional(12, response);
       update.run();
       changed = sqlite3_changes(db_) == 1;
       IDEM_CRASH_POINT("finish-before-commit");
@@ -586,9 +609,9 @@ class SqliteStore final : public Store {
   static constexpr const char* k_select_columns =
       "SELECT key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, "
       "owner_start, started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, "
-      "output_bytes, output_truncated, request, note, http_status, content_type, pgid, "
-      "pgid_start, attempt_token, lease_expires";
-  static constexpr int k_output_column = 26;
+      "output_bytes, output_truncated, request, note, response, pgid, pgid_start, "
+      "attempt_token, lease_expires";
+  static constexpr int k_output_column = 25;
 
   // How many keys start with the prefix, counting no further than k_prefix_sort_max (from the
   // key index alone).
@@ -775,6 +798,13 @@ class SqliteStore final : public Store {
     return sqlite3_changes(db_) == 1;
   }
 
+  // A response that cannot be stored throws std::invalid_argument (finish encodes it before its
+  // transaction, so nothing is written).
+  static std::optional<std::string> stored_response(const core::Outcome& outcome) {
+    if (!outcome.response) return std::nullopt;
+    return core::encode_response(*outcome.response);
+  }
+
   static Record read_record(const Statement& s) {
     Record r;
     r.key = s.text_at(0);
@@ -794,11 +824,12 @@ class SqliteStore final : public Store {
     r.output_truncated = s.int_at(17) != 0;
     r.request = s.text_at(18);
     r.note = s.text_at(19);
-    r.http_status = s.optional_int_at(20);
-    r.content_type = s.text_at(21);
-    r.process_group = core::ProcessGroup{s.int_at(22), s.int_at(23)};
-    r.attempt_token = s.text_at(24);
-    r.lease_expires_ms = s.int_at(25);
+    // A stored answer that does not decode (edited by hand) reads as none rather than failing
+    // every read of the key; list() reads NULL here.
+    if (!s.is_null(20)) r.response = core::decode_response(s.text_at(20));
+    r.process_group = core::ProcessGroup{s.int_at(21), s.int_at(22)};
+    r.attempt_token = s.text_at(23);
+    r.lease_expires_ms = s.int_at(24);
     r.output = s.text_at(k_output_column);
     return r;
   }
@@ -858,14 +889,14 @@ std::string gc_ended(const char* what) {
 }
 
 std::string list(const ListQuery& q, bool by_key) {
-  // ls's columns: no request, no output (never read, so a listing costs the same whatever the
-  // records hold).
+  // ls's columns: no request, no output, no response (never read, so a listing costs the same
+  // whatever the records hold).
   std::string sql = q.keys_only
                         ? "SELECT key"
                         : "SELECT key, fingerprint, kind, status, attempt, owner_host, "
                           "owner_boot_id, owner_pid, owner_start, started_at, finished_at, ttl_ms, "
                           "expires_at, exit_code, signal, timed_out, output_bytes, "
-                          "output_truncated, '', note, http_status, content_type, pgid, pgid_start, '', "
+                          "output_truncated, '', note, NULL, pgid, pgid_start, '', "
                           "lease_expires, NULL";
   // Newest first straight from records_by_recent, whose order is the listing's, stopping at the
   // limit; or a prefix's range of the key index, then sorted.

@@ -81,7 +81,10 @@ class Store {
   virtual ClaimResult claim(const ClaimRequest& request, const OwnerGone& owner_gone) = 0;
 
   // Records the outcome of `attempt`. Returns false (and changes nothing) when the key's current
-  // attempt is another one: a stale owner can never overwrite a newer attempt.
+  // attempt is another one: a stale owner can never overwrite a newer attempt. The outcome's
+  // response is kept as given (status, headers in order) and get() returns it; its body is the
+  // output's stdout. Throws std::invalid_argument, writing nothing, for a response that
+  // core::response_problem refuses.
   virtual bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) = 0;
 
   // Records the process group the command of `attempt` runs in, if that attempt is still the
@@ -114,8 +117,9 @@ class Store {
   virtual bool release(const std::string& key, const std::string& attempt_token) = 0;
 
   virtual std::optional<core::Record> get(const std::string& key) = 0;
-  // Newest first (ties by key), streamed: records carry neither output nor request (see get()),
-  // and nothing is held but the current row, so the first page costs the same on any store size.
+  // Newest first (ties by key), streamed: records carry no output, request or response (see
+  // get()), and nothing is held but the current row, so the first page costs the same on any
+  // store size.
   virtual void list(const ListQuery& query, const RecordVisitor& visit) = 0;
   // Running records are only removed with `force`, or when their owner is gone.
   virtual RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) = 0;

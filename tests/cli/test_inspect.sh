@@ -76,6 +76,8 @@ assert_eq "$T" "$(jsonq /request/cwd <"$T/showj.out")" "request cwd in show --js
 # A run holds no lease (its owner's pid tells), and the attempt token is never shown.
 grep -q '"lease_expires_at":null' "$T/showj.out" || fail "show --json lacks a null lease_expires_at"
 if grep -qi token "$T/showj.out"; then fail "show --json shows the attempt token"; fi
+# A command's outcome answers no HTTP request: no stored response.
+assert_eq null "$(jsonq /response <"$T/showj.out")" "show --json response of a run"
 capture req idem show k-a --request
 expect_rc 0
 assert_eq "$(jsonq /request/argv <"$T/showj.out")" "$(jsonq /argv <"$T/req.out")" "show --request argv"

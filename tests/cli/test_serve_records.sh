@@ -46,6 +46,11 @@ for path in /hooks/x "$long_path"; do
   capture show idem show "$listed" --request
   expect_rc 0
   assert_eq "$key" "$(jsonq /headers/X-Key <"$T/show.out")" "stored X-Key"
+  # The stored answer a duplicate gets: its status and headers (its body is the stdout).
+  capture show idem show "$listed" --json
+  expect_rc 0
+  assert_eq '200	[["Content-Type","text/plain; charset=utf-8"]]' \
+    "$(jsonq /response/status /response/headers <"$T/show.out")" "show --json response"
   capture rm idem rm "$listed"
   expect_rc 0
   assert_status "$listed" none

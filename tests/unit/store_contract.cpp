@@ -7,12 +7,14 @@
 #include <latch>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/output.hpp"
 #include "core/record.hpp"
+#include "core/response.hpp"
 #include "store/store.hpp"
 
 using idem::core::Outcome;
@@ -163,6 +165,74 @@ TEMPLATE_TEST_CASE("store contract: signal, timeout and truncation survive the r
   CHECK(r->output_truncated);
   CHECK(r->output_bytes == 3);
   CHECK(idem::core::replay_exit_code(*r) == 124);
+}
+
+TEMPLATE_TEST_CASE("store contract: a response is kept exactly, never listed, and cleared by a retry",
+                   "[store][contract][response]", IDEM_CONTRACT_BACKENDS) {
+  using idem::core::Response;
+  TestType backend;
+  auto store = backend.open();
+  ClaimResult c = store->claim(request("k"), k_alive);
+  REQUIRE(c.verdict == Verdict::claim);
+  idem::core::CapturedOutput body;
+  body.append(idem::core::Stream::out, "{\"id\":7}");
+  Outcome o = outcome(Status::succeeded, 0, k_t0 + 10);
+  o.output = body.encode();
+  o.output_bytes = body.stored_bytes();
+  // Headers in an order no sort would give, a name repeated, a value with quotes and UTF-8.
+  o.response = Response{201,
+                        {{"Location", "/orders/7"},
+                         {"ETag", "W/\"7\""},
+                         {"Content-Type", "application/json"},
+                         {"Set-Cookie", "b=2"},
+                         {"Set-Cookie", "a=1"},
+                         {"X-Dessert", "cr\xc3\xa8" "me br\xc3\xbb" "l\xc3\xa9" "e"}}};
+  REQUIRE(store->finish("k", c.attempt, o));
+
+  auto r = store->get("k");
+  REQUIRE(r);
+  REQUIRE(r->response);
+  CHECK(r->response->status == 201);
+  CHECK(r->response->headers == o.response->headers);
+  CHECK(r->output == o.output);  // the body: the stored stdout, kept once
+  ClaimResult replay = store->claim(request("k", k_t0 + 20, 300), k_alive);
+  REQUIRE(replay.verdict == Verdict::replay);
+  CHECK(replay.existing->response == o.response);
+
+  // list() carries neither output nor response: a listing costs the same whatever they hold.
+  ListQuery q;
+  q.now_ms = k_t0 + 20;
+  auto rows = listed(*store, q);
+  REQUIRE(rows.size() == 1);
+  CHECK_FALSE(rows[0].response);
+  CHECK(rows[0].output.empty());
+
+  // An outcome without one stores none; a new attempt starts without the old one's.
+  ClaimResult other = store->claim(request("plain"), k_alive);
+  REQUIRE(store->finish("plain", other.attempt, outcome(Status::failed, 1, k_t0 + 5)));
+  CHECK_FALSE(store->get("plain")->response);
+  Outcome failed = outcome(Status::failed, 1, k_t0 + 30);
+  failed.response = Response{500, {}};
+  ClaimResult second = store->claim(request("k2"), k_alive);
+  REQUIRE(store->finish("k2", second.attempt, failed));
+  CHECK(store->get("k2")->response == Response{500, {}});
+  REQUIRE(store->claim(request("k2", k_t0 + 40), k_alive).verdict == Verdict::claim);
+  CHECK_FALSE(store->get("k2")->response);
+}
+
+TEMPLATE_TEST_CASE("store contract: a response that cannot be replayed is refused, nothing written",
+                   "[store][contract][response]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  ClaimResult c = store->claim(request("k"), k_alive);
+  Outcome o = outcome(Status::succeeded, 0, k_t0 + 10);
+  o.response = idem::core::Response{200, {{"X-Split", "a\r\nContent-Length: 0"}}};
+  CHECK_THROWS_AS(store->finish("k", c.attempt, o), std::invalid_argument);
+  auto r = store->get("k");
+  REQUIRE(r);
+  CHECK(r->status == Status::running);
+  o.response->headers.clear();
+  CHECK(store->finish("k", c.attempt, o));
 }
 
 TEMPLATE_TEST_CASE("store contract: another fingerprint is a conflict and changes nothing", "[store][contract]", IDEM_CONTRACT_BACKENDS) {

@@ -20,6 +20,7 @@
 #include "core/errors.hpp"
 #include "core/output.hpp"
 #include "core/record.hpp"
+#include "core/response.hpp"
 #include "store/sqlite_sql.hpp"
 #include "store/store.hpp"
 #include "store_contract.hpp"
@@ -269,7 +270,7 @@ TEST_CASE("store: an older (empty, version 0) database is migrated in place", "[
   auto store = open_sqlite_store(path);
   REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "4");
+  CHECK(raw.text("PRAGMA user_version") == "5");
 }
 
 TEST_CASE("store: a version 1 store keeps its records when migrated to version 2", "[store][files]") {
@@ -299,9 +300,9 @@ TEST_CASE("store: a version 1 store keeps its records when migrated to version 2
   REQUIRE(old);
   CHECK(old->attempt == 3);
   CHECK(old->exit_code == 7);
-  CHECK_FALSE(old->http_status);
+  CHECK_FALSE(old->response);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "4");
+  CHECK(raw.text("PRAGMA user_version") == "5");
 }
 
 TEST_CASE("store: a corrupt file is a StoreError, not a crash", "[store][files]") {
@@ -588,10 +589,12 @@ TEST_CASE("store: a version 2 store keeps its records when migrated to version 3
   auto kept = store->get("kept");
   REQUIRE(kept);
   CHECK(kept->attempt == 2);
-  CHECK(kept->http_status == 201);
+  REQUIRE(kept->response);
+  CHECK(kept->response->status == 201);
+  CHECK(kept->response->headers.empty());  // it had no content type
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "4");
+    CHECK(raw.text("PRAGMA user_version") == "5");
     CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
                    "type = 'index' AND name LIKE 'records%' ORDER BY name)") ==
           "records_by_end records_by_recent records_expiring");
@@ -727,7 +730,7 @@ TEST_CASE("store: a version 3 store keeps its records when migrated to version 4
   CHECK(store->claim(again, k_alive).verdict == Verdict::running);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "4");
+    CHECK(raw.text("PRAGMA user_version") == "5");
     CHECK(raw.text("SELECT count(*) FROM records WHERE attempt_token = '' AND lease_expires IS "
                    "NULL") == "2");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
@@ -752,4 +755,128 @@ TEST_CASE("store: the token is kept, but never listed", "[store]") {
   REQUIRE(records.size() == 1);
   CHECK(records[0].attempt_token.empty());  // ls has no use for the capability
   CHECK(store->get("k")->attempt_token == c.attempt_token);
+}
+
+namespace {
+
+// The version 4 schema, frozen here as it was published (version 3's table plus the attempt's
+// token and lease), with records of each kind a version 4 daemon and CLI wrote.
+constexpr const char* k_version_4 = R"sql(
+  CREATE TABLE records (
+    key TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, kind TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned')),
+    attempt INTEGER NOT NULL, owner_host TEXT NOT NULL, owner_boot_id TEXT NOT NULL,
+    owner_pid INTEGER NOT NULL, owner_start INTEGER NOT NULL, started_at INTEGER NOT NULL,
+    finished_at INTEGER, ttl_ms INTEGER NOT NULL, expires_at INTEGER, exit_code INTEGER,
+    signal INTEGER, timed_out INTEGER NOT NULL DEFAULT 0, output BLOB,
+    output_bytes INTEGER NOT NULL DEFAULT 0, output_truncated INTEGER NOT NULL DEFAULT 0,
+    request TEXT NOT NULL DEFAULT '{}', note TEXT NOT NULL DEFAULT '',
+    http_status INTEGER, content_type TEXT NOT NULL DEFAULT '', pgid INTEGER,
+    pgid_start INTEGER, attempt_token TEXT NOT NULL DEFAULT '', lease_expires INTEGER);
+  CREATE INDEX records_expiring ON records (expires_at) WHERE status <> 'running';
+  CREATE INDEX records_by_end ON records (coalesce(finished_at, started_at), expires_at)
+    WHERE status <> 'running';
+  CREATE INDEX records_by_recent ON records (started_at DESC, key);
+  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                       owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
+                       exit_code, output, output_bytes, http_status, content_type)
+  VALUES ('/h#json', 'fp', 'http', 'succeeded', 1, 'h', 'b', 1, 1, 1000, 2000, 86400000,
+          86402000, 0, X'01010C0000007B226F6B223A747275657D0A', 12, 200, 'application/json'),
+         ('/h#quoted', 'fp', 'http', 'succeeded', 1, 'h', 'b', 1, 1, 1100, 2100, 86400000,
+          86402100, 0, X'', 0, 200, 'text/plain; x="a\b"'),
+         ('/h#problem', 'fp', 'http', 'failed', 2, 'h', 'b', 1, 1, 1200, 2200, 86400000,
+          86402200, 3, X'', 0, 500, 'application/problem+json'),
+         ('/h#daemon-error', 'fp', 'http', 'failed', 1, 'h', 'b', 1, 1, 1300, 2300, 86400000,
+          86402300, NULL, NULL, 0, 500, ''),
+         ('cli', 'fp', 'run', 'succeeded', 1, 'h', 'b', 1, 1, 1400, 2400, 86400000, 86402400, 0,
+          X'', 0, NULL, '');
+  PRAGMA user_version = 4;)sql";
+
+}  // namespace
+
+TEST_CASE("store: a version 4 store's HTTP status and content type become its responses",
+          "[store][files]") {
+  using idem::core::Response;
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    RawDb raw(path);
+    raw.exec(k_version_4);
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  auto store = open_sqlite_store(path);
+  auto response_of = [&](const std::string& key) {
+    auto r = store->get(key);
+    REQUIRE(r);
+    return r->response;
+  };
+  CHECK(response_of("/h#json") == Response{200, {{"Content-Type", "application/json"}}});
+  CHECK(response_of("/h#quoted") == Response{200, {{"Content-Type", R"(text/plain; x="a\b")"}}});
+  CHECK(response_of("/h#problem") ==
+        Response{500, {{"Content-Type", "application/problem+json"}}});
+  CHECK(response_of("/h#daemon-error") == Response{500, {}});  // no content type: no header
+  CHECK_FALSE(response_of("cli"));
+  // The rest of a record is as it was; the body stays the stored stdout.
+  auto json = store->get("/h#json");
+  auto out = idem::core::CapturedOutput::decode(json->output);
+  REQUIRE(out);
+  CHECK(out->stream_bytes(idem::core::Stream::out) == "{\"ok\":true}\n");
+  CHECK(json->output_bytes == 12);
+  {
+    RawDb raw(path);
+    CHECK(raw.text("PRAGMA user_version") == "5");
+    CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name IN "
+                   "('http_status', 'content_type')") == "0");
+    // The migration writes the very text the store does.
+    CHECK(raw.text("SELECT response FROM records WHERE key = '/h#json'") ==
+          idem::core::encode_response(Response{200, {{"Content-Type", "application/json"}}}));
+    CHECK(raw.text("SELECT count(*) FROM records WHERE response IS NULL") == "1");
+    CHECK(raw.text("PRAGMA integrity_check") == "ok");
+  }
+  // A duplicate is replayed with it.
+  ClaimRequest again = request("/h#json", 2500);  // before the record expires
+  again.fingerprint = "fp";
+  ClaimResult c = store->claim(again, k_alive);
+  REQUIRE(c.verdict == Verdict::replay);
+  CHECK(c.existing->response == Response{200, {{"Content-Type", "application/json"}}});
+}
+
+TEST_CASE("store: a migration that fails leaves the version 4 store as it was",
+          "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    RawDb raw(path);
+    raw.exec(k_version_4);
+    // An index on a column the step drops makes its DROP COLUMN fail, after its UPDATE ran.
+    raw.exec("CREATE INDEX by_http_status ON records (http_status);");
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  CHECK_THROWS_AS(open_sqlite_store(path), StoreError);
+  RawDb raw(path);
+  CHECK(raw.text("PRAGMA user_version") == "4");
+  CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name = 'response'") ==
+        "0");
+  CHECK(raw.text("SELECT group_concat(http_status || ' ' || content_type, ',') FROM "
+                 "(SELECT * FROM records WHERE http_status IS NOT NULL ORDER BY key)") ==
+        "500 ,200 application/json,500 application/problem+json,200 text/plain; x=\"a\\b\"");
+  CHECK(raw.text("PRAGMA integrity_check") == "ok");
+}
+
+TEST_CASE("store: a stored response that does not decode reads as none", "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    auto store = open_sqlite_store(path);
+    put_finished(*store, "k", k_t0, Status::succeeded, k_t0 + 1);
+  }
+  {
+    RawDb raw(path);
+    raw.exec("UPDATE records SET response = '{\"status\": \"teapot\"' WHERE key = 'k'");
+  }
+  auto store = open_sqlite_store(path);
+  auto r = store->get("k");
+  REQUIRE(r);
+  CHECK_FALSE(r->response);
+  CHECK(r->status == Status::succeeded);
 }

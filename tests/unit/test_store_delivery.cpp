@@ -1,15 +1,22 @@
 // How a delivery answers a store it cannot use: 503 + Retry-After when the failure is transient
 // (a retry may succeed), 500 when it is permanent; and deliveries lease the daemon's connections
-// instead of opening one each.
+// instead of opening one each; what a delivery stores as its response and how a duplicate is
+// answered from it.
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/errors.hpp"
+#include "core/fingerprint.hpp"
+#include "core/output.hpp"
+#include "core/response.hpp"
 #include "http/delivery.hpp"
 #include "proc/liveness.hpp"
 #include "store/provider.hpp"
 #include "temp_dir.hpp"
+#include "util/clock.hpp"
 
 using idem::StoreError;
 using idem::StoreFailure;
@@ -94,4 +101,89 @@ TEST_CASE("store delivery: deliveries reuse the provider's connection", "[store]
     CHECK(again.outcome == "replayed");
   }
   CHECK(stores->opened() == 1);
+}
+
+TEST_CASE("store delivery: the answer is stored as a response and a duplicate gets it back",
+          "[store][delivery][response]") {
+  using idem::core::Response;
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+  idem::test::TempDir dir;
+  const std::string path = dir / "idem.db";
+  auto stores =
+      std::make_shared<StoreProvider>([path] { return idem::store::open_sqlite_store(path); }, 1);
+  Hook hook = keyed_hook();
+  hook.command = {"sh", "-c", "printf '{\"id\": 7}'"};
+  HookSlots slots(hook.max_concurrency, hook.max_queue);
+
+  auto first = idem::http::deliver(hook, slots, delivery("k"), services(stores));
+  REQUIRE(first.status == 200);
+  CHECK(first.content_type == "application/json");
+  {
+    auto store = stores->lease();
+    auto r = store->get("/h#k");
+    REQUIRE(r);
+    // The status and Content-Type; the body is the stored stdout, not kept twice.
+    CHECK(r->response == Response{200, {{"Content-Type", "application/json"}}});
+  }
+  auto again = idem::http::deliver(hook, slots, delivery("k"), services(stores));
+  CHECK(again.outcome == "replayed");
+  CHECK(again.status == 200);
+  CHECK(again.content_type == "application/json");
+  CHECK(again.body == "{\"id\": 7}");
+  CHECK(again.headers == Headers{{"Idempotent-Replayed", "true"}});
+
+  // Whatever response the record holds (a proxy's, with Location and ETag) is replayed as it is:
+  // its status, its headers in order, then the replay's own.
+  {
+    auto store = stores->lease();
+    idem::core::Fingerprinter f;
+    f.add_field("kind", "http");
+    f.add_field("body", "body");
+    idem::store::ClaimRequest req;
+    req.key = "/h#made";
+    req.fingerprint = f.hex();
+    req.kind = "http";
+    req.owner = idem::proc::describe_owner();
+    req.ttl_ms = 3600 * 1000;
+    req.now_ms = idem::util::SystemClock().now_ms();
+    auto c = store->claim(req, idem::proc::owner_gone);
+    REQUIRE(c.verdict == idem::core::Verdict::claim);
+    idem::core::CapturedOutput body;
+    body.append(idem::core::Stream::out, "made");
+    idem::core::Outcome o;
+    o.status = idem::core::Status::succeeded;
+    o.exit_code = 0;
+    o.finished_ms = req.now_ms;
+    o.output = body.encode();
+    o.output_bytes = body.stored_bytes();
+    o.response = Response{201, {{"Location", "/orders/7"}, {"content-type", "text/csv"},
+                                {"ETag", "\"7\""}}};
+    REQUIRE(store->finish(req.key, c.attempt, o));
+  }
+  auto made = idem::http::deliver(hook, slots, delivery("made"), services(stores));
+  CHECK(made.outcome == "replayed");
+  CHECK(made.status == 201);
+  CHECK(made.content_type == "text/csv");
+  CHECK(made.body == "made");
+  CHECK(made.headers ==
+        Headers{{"Location", "/orders/7"}, {"ETag", "\"7\""}, {"Idempotent-Replayed", "true"}});
+}
+
+TEST_CASE("store delivery: a failed handler's answer is stored as its status and problem type",
+          "[store][delivery][response]") {
+  idem::test::TempDir dir;
+  const std::string path = dir / "idem.db";
+  auto stores =
+      std::make_shared<StoreProvider>([path] { return idem::store::open_sqlite_store(path); }, 1);
+  Hook hook = keyed_hook();
+  hook.command = {"false"};
+  HookSlots slots(hook.max_concurrency, hook.max_queue);
+  auto a = idem::http::deliver(hook, slots, delivery("k"), services(stores));
+  CHECK(a.status == 500);
+  auto store = stores->lease();
+  auto r = store->get("/h#k");
+  REQUIRE(r);
+  CHECK(r->status == idem::core::Status::failed);
+  CHECK(r->response ==
+        idem::core::Response{500, {{"Content-Type", "application/problem+json"}}});
 }
