@@ -38,6 +38,40 @@ nlohmann::json response_json(const std::optional<core::Response>& response) {
 
 }  // namespace
 
+namespace {
+
+// The human form of `idem show`: one "name: value" line each.
+void print_record(const core::Record& r, const nlohmann::json& j,
+                  const core::CapturedOutput& captured, const nlohmann::json& request,
+                  bool group_alive) {
+  auto line = [](const char* name, const std::string& value) {
+    std::cout << name << ": " << value << "\n";
+  };
+  auto or_dash = [](const nlohmann::json& v) { return v.is_null() ? std::string("-") : v.get<std::string>(); };
+  line("key", r.key);
+  line("status", colour_status(j["status"].get<std::string>(), use_colour(1)));
+  line("exit", exit_summary(r));
+  line("attempt", std::to_string(r.attempt));
+  line("started", j["started_at"].get<std::string>());
+  line("finished", or_dash(j["finished_at"]));
+  line("duration", r.finished_ms ? util::human_duration(r.finished_ms - r.started_ms) : "-");
+  line("expires", or_dash(j["expires_at"]));
+  line("owner", "pid " + std::to_string(r.owner.pid) + " on " + r.owner.host);
+  if (r.lease_expires_ms) line("lease", j["lease_expires_at"].get<std::string>());
+  if (group_alive && j["status"] == "abandoned")
+    line("processes", "process group " + std::to_string(r.process_group.pgid) +
+                          " still has live processes");
+  line("fingerprint", r.fingerprint);
+  if (request.is_object() && request.contains("argv")) line("command", request["argv"].dump());
+  if (request.is_object() && request.contains("cwd")) line("cwd", request["cwd"].get<std::string>());
+  line("stdout", std::to_string(captured.stream_bytes(core::Stream::out).size()) + " bytes");
+  line("stderr", std::to_string(captured.stream_bytes(core::Stream::err).size()) + " bytes" +
+                     (r.output_truncated ? " (stored output truncated)" : ""));
+  if (!r.note.empty()) line("note", r.note);
+}
+
+}  // namespace
+
 int run_show(const GlobalOptions& global, const ShowOptions& o) {
   core::validate_record_name(o.key);
   auto store = open_store(global);
@@ -80,30 +114,7 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  auto line = [](const char* name, const std::string& value) {
-    std::cout << name << ": " << value << "\n";
-  };
-  auto or_dash = [](const nlohmann::json& v) { return v.is_null() ? std::string("-") : v.get<std::string>(); };
-  line("key", r.key);
-  line("status", colour_status(j["status"].get<std::string>(), use_colour(1)));
-  line("exit", exit_summary(r));
-  line("attempt", std::to_string(r.attempt));
-  line("started", j["started_at"].get<std::string>());
-  line("finished", or_dash(j["finished_at"]));
-  line("duration", r.finished_ms ? util::human_duration(r.finished_ms - r.started_ms) : "-");
-  line("expires", or_dash(j["expires_at"]));
-  line("owner", "pid " + std::to_string(r.owner.pid) + " on " + r.owner.host);
-  if (r.lease_expires_ms) line("lease", j["lease_expires_at"].get<std::string>());
-  if (group_alive && j["status"] == "abandoned")
-    line("processes", "process group " + std::to_string(r.process_group.pgid) +
-                          " still has live processes");
-  line("fingerprint", r.fingerprint);
-  if (request.is_object() && request.contains("argv")) line("command", request["argv"].dump());
-  if (request.is_object() && request.contains("cwd")) line("cwd", request["cwd"].get<std::string>());
-  line("stdout", std::to_string(output->stream_bytes(core::Stream::out).size()) + " bytes");
-  line("stderr", std::to_string(output->stream_bytes(core::Stream::err).size()) + " bytes" +
-                     (r.output_truncated ? " (stored output truncated)" : ""));
-  if (!r.note.empty()) line("note", r.note);
+  print_record(r, j, *output, request, group_alive);
   return 0;
 }
 
