@@ -265,7 +265,8 @@ int run_claimed(engine::Engine& engine, const engine::Claimed& claimed, const Ru
   spec.max_output = s.max_output;
   spec.timeout_ms = s.timeout_ms;
   spec.kill_after_ms = s.kill_after_ms;
-  engine::CommandEffect effect(proc::spawning_runner(), std::move(spec));
+  engine::CommandEffect effect(proc::spawning_runner(), std::move(spec),
+                              engine::CommandEffect::Capture::handed_to_outcome);
   const engine::Finished done = engine.carry_out(claimed, effect);
   if (effect.interrupted_by() == 0 && !effect.result().started)
     std::cerr << "idem: cannot run '" << o.command[0]

@@ -33,10 +33,17 @@ void CapturedOutput::append(Stream stream, std::string_view bytes) {
     bytes = bytes.substr(0, size_t(room));
     truncated_ = true;
   }
-  if (!new_frame)
-    chunks_.back().bytes.append(bytes);
-  else
-    chunks_.push_back(Chunk{stream, std::string(bytes)});
+  std::string& into = new_frame ? chunks_.emplace_back(Chunk{stream, {}}).bytes : chunks_.back().bytes;
+  // Grown by doubling, but never past what the cap lets it hold: a capture at its cap takes the
+  // cap's memory, not up to twice that.
+  // (The slack is the first frame's header and the format byte, which take_encoded puts in
+  // front of the first chunk's bytes in place.)
+  const size_t needed = into.size() + bytes.size();
+  if (needed > into.capacity())
+    into.reserve(std::max(needed, size_t(std::min<int64_t>(int64_t(into.capacity()) * 2,
+                                                           int64_t(into.size()) + room))) +
+                 size_t(k_frame_header) + 1);
+  into.append(bytes);
   stored_ += int64_t(bytes.size());
   encoded_ += int64_t(bytes.size()) + (new_frame ? k_frame_header : 0);
 }
@@ -50,7 +57,9 @@ std::string CapturedOutput::stream_bytes(Stream stream) const {
 
 std::string CapturedOutput::encode() const {
   if (chunks_.empty()) return {};
-  std::string blob(1, k_format_v1);
+  std::string blob;
+  blob.reserve(size_t(encoded_) + 5 * (size_t(encoded_) / UINT32_MAX + 1));
+  blob.push_back(k_format_v1);
   for (const auto& chunk : chunks_) {
     // A frame's length has 32 bits; a longer chunk (a CapturedOutput built with a larger maximum
     // than the store's) is written as several frames of the same stream, which decode in order.
@@ -64,6 +73,37 @@ std::string CapturedOutput::encode() const {
       rest.remove_prefix(take);
     } while (!rest.empty());
   }
+  return blob;
+}
+
+namespace {
+std::string frame_header(Stream stream, uint32_t n) {
+  std::string header(1, char(stream));
+  for (int i = 0; i < 4; ++i) header.push_back(char((n >> (8 * i)) & 0xff));
+  return header;
+}
+}  // namespace
+
+std::string CapturedOutput::take_encoded() {
+  std::string blob;
+  // A chunk too long for one frame is rare (a capture past 4 GiB): encode() handles it.
+  bool framed_once = std::all_of(chunks_.begin(), chunks_.end(),
+                                 [](const Chunk& c) { return c.bytes.size() <= UINT32_MAX; });
+  if (!framed_once) blob = encode();
+  for (size_t i = 0; framed_once && i < chunks_.size(); ++i) {
+    Chunk& chunk = chunks_[i];
+    std::string header = frame_header(chunk.stream, uint32_t(chunk.bytes.size()));
+    if (i == 0) {
+      blob = std::move(chunk.bytes);
+      blob.insert(0, std::string(1, k_format_v1) + header);
+    } else {
+      blob.append(header).append(chunk.bytes);
+      std::string().swap(chunk.bytes);
+    }
+  }
+  chunks_.clear();
+  stored_ = 0;
+  encoded_ = 1;
   return blob;
 }
 

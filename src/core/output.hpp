@@ -49,6 +49,10 @@ class CapturedOutput {
   std::string stream_bytes(Stream stream) const;
 
   std::string encode() const;
+  // The same bytes as encode(), made from the chunks' own memory: the first chunk becomes the
+  // blob, the others are appended and freed one by one, so a capture at its cap is never held
+  // twice. Leaves this capture empty.
+  std::string take_encoded();
   // Returns nullopt if the blob is not a valid encoding (a corrupt or foreign record).
   static std::optional<CapturedOutput> decode(std::string_view blob, bool truncated = false);
 

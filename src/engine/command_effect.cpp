@@ -7,8 +7,8 @@
 
 namespace idem::engine {
 
-CommandEffect::CommandEffect(proc::CommandRunner& runner, proc::RunSpec spec)
-    : runner_(runner), spec_(std::move(spec)) {}
+CommandEffect::CommandEffect(proc::CommandRunner& runner, proc::RunSpec spec, Capture capture)
+    : runner_(runner), spec_(std::move(spec)), capture_(capture) {}
 
 core::Outcome CommandEffect::perform(const Attempt& attempt) {
   if (int sig = proc::pending_signal()) {
@@ -25,6 +25,7 @@ core::Outcome CommandEffect::perform(const Attempt& attempt) {
   // Durable before the command starts, so if idem dies, a retry can find what it left running.
   spec.on_spawn = attempt.record_group;
   result_ = runner_.run(spec);
+  if (capture_ == Capture::handed_to_outcome) return proc::outcome_taking_output(result_, 0);
   return proc::outcome_of(result_, 0);
 }
 

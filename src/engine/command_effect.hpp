@@ -9,9 +9,13 @@ namespace idem::engine {
 
 class CommandEffect final : public Effect {
  public:
+  // Whether result().output still holds the capture after perform(), or only the outcome does
+  // (a front that never reads it again saves holding a capture of up to --max-output twice).
+  enum class Capture { kept, handed_to_outcome };
+
   // `spec` as the front wants the command run; perform() adds IDEM_ATTEMPT and records the
   // command's process group before it starts.
-  CommandEffect(proc::CommandRunner& runner, proc::RunSpec spec);
+  CommandEffect(proc::CommandRunner& runner, proc::RunSpec spec, Capture capture = Capture::kept);
 
   // Runs the command, unless idem already received a signal it forwards (INT, TERM, HUP: `run`
   // installs those handlers) since the claim: then nothing starts, and the outcome says why.
@@ -28,6 +32,7 @@ class CommandEffect final : public Effect {
  private:
   proc::CommandRunner& runner_;
   proc::RunSpec spec_;
+  Capture capture_;
   proc::RunResult result_;
   int interrupted_by_ = 0;
 };

@@ -389,6 +389,11 @@ RunResult run_command(const RunSpec& spec) {
 }
 
 core::Outcome outcome_of(const RunResult& result, int64_t finished_ms) {
+  RunResult without_output = result;  // copies the output, which the next call then takes
+  return outcome_taking_output(without_output, finished_ms);
+}
+
+core::Outcome outcome_taking_output(RunResult& result, int64_t finished_ms) {
   core::Outcome o;
   o.status = result.started && !result.timed_out && !result.signal && result.exit_code == 0
                  ? core::Status::succeeded
@@ -396,9 +401,9 @@ core::Outcome outcome_of(const RunResult& result, int64_t finished_ms) {
   o.exit_code = result.started ? result.exit_code : exit_code_for(result);
   o.signal = result.signal;
   o.timed_out = result.timed_out;
-  o.output = result.output.encode();
   o.output_truncated = result.output.truncated();
   o.output_bytes = result.output.stored_bytes();
+  o.output = result.output.take_encoded();
   o.finished_ms = finished_ms;
   if (!result.started) o.note = std::string("could not start: ") + strerror(result.exec_errno);
   else if (result.timed_out) o.note = "stopped by its timeout";

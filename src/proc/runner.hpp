@@ -81,5 +81,7 @@ int exit_code_for(const RunResult& result);
 // (126/127 when it could not start), signal, timeout flag, captured output, and a note saying why
 // when it is not an exit code. Callers may replace the note.
 core::Outcome outcome_of(const RunResult& result, int64_t finished_ms);
+// The same, taking the captured output over instead of copying it (result.output is left empty).
+core::Outcome outcome_taking_output(RunResult& result, int64_t finished_ms);
 
 }  // namespace idem::proc

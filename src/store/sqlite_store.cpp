@@ -216,8 +216,9 @@ class Statement {
     check(sqlite3_bind_int64(stmt_, i, value));
     return *this;
   }
+  // Not copied (an output can be 900 MiB): `bytes` must outlive the statement's run.
   Statement& bind_blob(int i, const std::string& bytes) {
-    check(sqlite3_bind_blob64(stmt_, i, bytes.data(), bytes.size(), SQLITE_TRANSIENT));
+    check(sqlite3_bind_blob64(stmt_, i, bytes.data(), bytes.size(), SQLITE_STATIC));
     return *this;
   }
   Statement& bind_optional(int i, const std::optional<int>& value) {

@@ -306,3 +306,25 @@ TEST_CASE("output: --max-output is refused above what the store can keep", "[out
   // The cap plus the worst framing of a normal capture stays under the encoded maximum.
   CHECK(k_max_output_cap < idem::core::k_max_encoded_output);
 }
+
+TEST_CASE("take_encoded: the bytes of encode(), the capture left empty", "[output]") {
+  for (int chunks : {0, 1, 2, 5}) {
+    idem::core::CapturedOutput out(1000);
+    for (int i = 0; i < chunks; ++i)
+      out.append(i % 2 == 0 ? idem::core::Stream::out : idem::core::Stream::err,
+                 std::string(size_t(100 + i), char('a' + i)));
+    const std::string expected = out.encode();
+    const bool truncated = out.truncated();
+    CHECK(out.take_encoded() == expected);
+    CHECK(out.chunks().empty());
+    CHECK(out.truncated() == truncated);
+    auto back = idem::core::CapturedOutput::decode(expected);
+    REQUIRE(back);
+    CHECK(back->encode() == expected);
+  }
+  // At its cap: still one blob of the same bytes.
+  idem::core::CapturedOutput capped(64);
+  capped.append(idem::core::Stream::out, std::string(100, 'x'));
+  const std::string expected = capped.encode();
+  CHECK(capped.take_encoded() == expected);
+}
