@@ -34,6 +34,9 @@ else
   idem=$root/build-bench/idem
 fi
 
+# Debian's default PATH: `true`, `date` and `head`, started by idem and flock alike, are found at
+# the same cost on every machine.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 dir=$(mktemp -d "${TMPDIR:-/tmp}/idem-compare.XXXXXX")
 pids=()
 cleanup() {
