@@ -32,7 +32,9 @@ bench_version() {
 # stored); idem's peak RSS (GNU time's %M: the largest resident set of idem and its child), and
 # the wall time beside the same stream piped without idem.
 bench_stream() {
-  echo "== idem run streaming $((stream_bytes >> 20)) MiB: peak RSS"
+  local size="$((stream_bytes >> 20)) MiB"
+  ((stream_bytes != 1 << 30)) || size="1 GiB"
+  echo "== idem run streaming $size: peak RSS"
   local t0 t1 t2 n rss
   t0=$(now_us)
   n=$(/usr/bin/time -f %M -o "$dir/rss" "$idem" run -q -k stream -- head -c "$stream_bytes" /dev/zero | wc -c)
@@ -45,6 +47,6 @@ bench_stream() {
   ti=$(awk -v us=$((t1 - t0)) 'BEGIN {printf "%.2f", us / 1e6}')
   tp=$(awk -v us=$((t2 - t1)) 'BEGIN {printf "%.2f", us / 1e6}')
   echo "  peak RSS $rss MiB; $ti s through idem, $tp s without"
-  row "\`idem run\` streaming $((stream_bytes >> 20)) MiB (16 MiB cap)" "peak RSS $rss MiB, $ti s" \
+  row "\`idem run\` streaming $size (16 MiB cap)" "peak RSS $rss MiB, $ti s" \
     "\`head \| wc\` $tp s" "time $(ratio "$ti" "$tp")" "RSS ≤ 32 MiB" "$(met "$rss" '<=' 32)"
 }

@@ -33,7 +33,8 @@ row() {
 
 commit_of() {
   local c
-  c=$(git -C "$root" rev-parse --short HEAD 2>/dev/null) || { echo "unknown"; return; }
+  # The last commit that changed what is built (the bench scripts and docs do not count).
+  c=$(git -C "$root" log -1 --format=%h -- src CMakeLists.txt 2>/dev/null) || { echo "unknown"; return; }
   git -C "$root" diff --quiet HEAD -- src CMakeLists.txt 2>/dev/null || c="$c+changes"
   echo "$c"
 }

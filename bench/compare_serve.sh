@@ -94,6 +94,7 @@ wrk_run() {
   WRK_BAD=$(awk '/Non-2xx/ {n += $NF} /Socket errors/ {gsub(/,/, ""); n += $4 + $6 + $8 + $10}
     END {print n + 0}' "$out")
   echo "  $3: $WRK_RPS req/s, p99 $WRK_P99 ms, bad answers $WRK_BAD"
+  ((WRK_BAD == 0)) || grep -E 'Non-2xx|Socket errors' "$out" | sed 's/^/    /'
 }
 
 # serve_compare MODE (dup or new): ROUNDS rounds of wrk against idem then webhook (alternating
