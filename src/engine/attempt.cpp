@@ -63,14 +63,21 @@ store::ClaimResult Engine::claim_once(AttemptRequest& request) {
   return store_.claim(request.claim, owner_gone_);
 }
 
-bool Engine::would_run(const AttemptRequest& request) {
-  const std::optional<core::Record> existing = store_.get(request.claim.key);
+std::optional<store::ClaimResult> Engine::look(AttemptRequest& request, bool& would_run) {
+  request.claim.now_ms = clock_.now_ms();
+  std::optional<core::Record> existing = store_.get(request.claim.key);
   const bool gone = existing && existing->status == core::Status::running &&
                     owner_gone_(existing->owner);
   const core::Decision d = core::decide(existing ? &*existing : nullptr,
-                                        request.claim.fingerprint, clock_.now_ms(), gone,
+                                        request.claim.fingerprint, request.claim.now_ms, gone,
                                         request.claim.policy);
-  return d.verdict == core::Verdict::claim;
+  would_run = d.verdict == core::Verdict::claim;
+  if (would_run || d.mark_abandoned) return std::nullopt;
+  store::ClaimResult answer;
+  answer.verdict = d.verdict;
+  existing->attempt_token.clear();  // the holder's capability is never handed to another
+  answer.existing = std::move(existing);
+  return answer;
 }
 
 Claimed Engine::claim(AttemptRequest& request) {
@@ -81,17 +88,22 @@ Claimed Engine::claim(AttemptRequest& request) {
   // have been abandoned meanwhile, and is checked in turn).
   const bool checks_abandoned = policy.retry_abandoned && request.clear_abandoned;
   if (checks_abandoned) policy.retry_only_attempt = -1;
-  if (request.decline_run && would_run(request)) {
-    Claimed declined;
-    declined.key = key;
-    declined.now_ms = clock_.now_ms();
-    return declined;
-  }
   const int64_t give_up = clock_.monotonic_ms() + request.wait.wait_ms;
   int64_t pause_ms = request.wait.first_pause_ms;
   bool waiting = false;
   for (;;) {
-    store::ClaimResult result = claim_once(request);
+    // A read decides what it can (a replay, a conflict, a live holder: most attempts at a used
+    // key) without the writer lock, so replays never queue behind writers; only an attempt that
+    // would run, or a dead owner's record to mark, takes the claim's write transaction.
+    bool would_run = false;
+    std::optional<store::ClaimResult> read = look(request, would_run);
+    if (!read && would_run && request.decline_run) {
+      Claimed declined;
+      declined.key = key;
+      declined.now_ms = request.claim.now_ms;
+      return declined;
+    }
+    store::ClaimResult result = read ? std::move(*read) : claim_once(request);
     if (result.verdict == core::Verdict::abandoned && checks_abandoned &&
         policy.retry_only_attempt != result.existing->attempt &&
         request.clear_abandoned(*result.existing)) {

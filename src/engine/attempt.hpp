@@ -46,7 +46,8 @@ struct AttemptRequest {
   // The caller has no room to carry the attempt out now (a hook at its concurrency limit): when a
   // look at the record says the attempt would run, the verdict is `declined` and nothing is
   // claimed. Any other verdict is answered as usual. A record that changes between the look and
-  // the claim is claimed all the same: the claim, not the look, decides.
+  // the claim (a dead owner's, marked abandoned by the claim) is claimed all the same: the claim,
+  // not the look, decides.
   bool decline_run = false;
 };
 
@@ -134,7 +135,9 @@ class Engine {
 
  private:
   store::ClaimResult claim_once(AttemptRequest& request);
-  bool would_run(const AttemptRequest& request);
+  // What a read of the key decides without a write, or nullopt when only a claim can decide
+  // (`would_run`: the attempt would run; else a dead owner's record must be marked abandoned).
+  std::optional<store::ClaimResult> look(AttemptRequest& request, bool& would_run);
 
   store::Store& store_;
   const util::Clock& clock_;

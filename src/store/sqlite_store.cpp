@@ -13,6 +13,12 @@
 // (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE), and the only checkpoints are TRUNCATE checkpoints, which
 // take the writer lock for their whole duration: after a finish once the WAL has grown past
 // k_checkpoint_wal_bytes, and at the end of `idem gc`.
+//
+// Syncs: a first run costs two, the claim's and the outcome's. The process group in between is
+// written unsynced (set_process_group says why), and the store is opened through a thin VFS
+// ("idem", over SQLite's own "unix") that opens an existing WAL without the create flag: SQLite
+// syncs the folder at the first commit of every connection that opened its WAL with that flag,
+// which is needed once, by the process that creates the WAL file, not by every run after it.
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -48,7 +54,9 @@ constexpr int k_schema_version = 5;
 constexpr int64_t k_default_busy_timeout_ms = 30000;
 // An attempt token's random bytes: 128 bits, unguessable.
 constexpr size_t k_token_bytes = 16;
-constexpr int64_t k_checkpoint_wal_bytes = 4 * 1024 * 1024;
+// Every process that opens the store alone (the usual case for `idem run`) rebuilds the WAL's
+// index by reading the whole WAL, so it is kept small: a run adds about 20 KiB.
+constexpr int64_t k_checkpoint_wal_bytes = 256 * 1024;
 // gc deletes at most this many records per write transaction: a few milliseconds of writer lock.
 constexpr int k_gc_batch = 500;
 // Between two gc batches the writer lock is left free this long. A waiting writer polls the lock
@@ -58,6 +66,38 @@ constexpr int k_gc_batch = 500;
 // gc, and polls every k_busy_slow_poll_ms: a crowd polling every few ms costs the CPU that the
 // lock's holder needs.
 constexpr auto k_gc_yield = std::chrono::milliseconds(4);
+
+// The "idem" VFS: SQLite's "unix" VFS, except that a WAL that exists already is opened without
+// SQLITE_OPEN_CREATE. The unix VFS marks a WAL opened with the create flag for a folder sync at
+// its first sync, whether or not the file was new; the folder entry of a WAL that exists was made
+// durable by the process that created it. An absent WAL is created, and its folder synced, as
+// usual.
+int open_existing_wal(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, int flags,
+                      int* out_flags) {
+  auto* unix_vfs = static_cast<sqlite3_vfs*>(vfs->pAppData);
+  if (name != nullptr && (flags & SQLITE_OPEN_WAL) != 0 && (flags & SQLITE_OPEN_CREATE) != 0 &&
+      ::access(name, F_OK) == 0) {
+    int rc = unix_vfs->xOpen(unix_vfs, name, file, flags & ~SQLITE_OPEN_CREATE, out_flags);
+    if (rc == SQLITE_OK) return rc;  // else it went away meanwhile: create it
+  }
+  return unix_vfs->xOpen(unix_vfs, name, file, flags, out_flags);
+}
+
+const char* idem_vfs_name() {
+  static const char* name = [] {
+    static sqlite3_vfs vfs{};
+    sqlite3_vfs* unix_vfs = sqlite3_vfs_find("unix");
+    if (unix_vfs == nullptr) return static_cast<const char*>(nullptr);
+    vfs = *unix_vfs;
+    vfs.zName = "idem";
+    vfs.pNext = nullptr;
+    vfs.pAppData = unix_vfs;
+    vfs.xOpen = open_existing_wal;
+    return sqlite3_vfs_register(&vfs, 0) == SQLITE_OK ? vfs.zName : nullptr;
+  }();
+  return name;
+}
+
 constexpr int64_t k_busy_poll_ms = 4;
 constexpr int64_t k_busy_fast_ms = 100;
 constexpr int64_t k_busy_slow_poll_ms = 20;
@@ -399,7 +439,7 @@ class SqliteStore final : public Store {
       const std::string resolved = resolved_path(path_);
       int rc = sqlite3_open_v2(resolved.c_str(), &db_,
                                SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
-                               nullptr);
+                               idem_vfs_name());
       if (rc != SQLITE_OK) {
         std::string message = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
         throw StoreError("cannot open store " + path_ + ": " + message, failure_of(rc));
@@ -498,6 +538,11 @@ class SqliteStore final : public Store {
 
   bool set_process_group(const std::string& key, int64_t attempt,
                          const core::ProcessGroup& group) override {
+    // Written to the WAL before the command starts, but not synced: it survives a crash of idem
+    // (the frames are in the file, for every other process to read), and what a power cut could
+    // take (the group) it takes along with the group's processes. The claim before it is synced;
+    // the outcome's sync after it covers it too. One fsync less per run.
+    UnsyncedCommits unsynced(*this);
     Transaction tx(db_, path_);
     Statement update(db_, R"sql(
       UPDATE records SET pgid = ?3, pgid_start = ?4
@@ -640,6 +685,18 @@ class SqliteStore final : public Store {
   // than a waiting writer's poll (on_busy), so claims and finishes queued behind a batch go
   // first; without the pause gc would take the lock straight back and keep it for the whole run.
   // A pause per batch, not a check for waiters: SQLite cannot tell whether anyone is waiting.
+  // Commits made while this lives skip their fsync (synchronous=NORMAL keeps the WAL consistent);
+  // later synced commits make their frames durable too.
+  struct UnsyncedCommits {
+    explicit UnsyncedCommits(SqliteStore& s) : store(s) { store.exec("PRAGMA synchronous = NORMAL"); }
+    ~UnsyncedCommits() {
+      sqlite3_exec(store.db_, "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr);
+    }
+    UnsyncedCommits(const UnsyncedCommits&) = delete;
+    UnsyncedCommits& operator=(const UnsyncedCommits&) = delete;
+    SqliteStore& store;
+  };
+
   template <class Bind>
   int64_t delete_picked(const std::string& picked, const Bind& bind) {
     const std::string pick_sql = picked + " LIMIT " + std::to_string(k_gc_batch);
@@ -647,11 +704,7 @@ class SqliteStore final : public Store {
     // the last batches can be lost to a power cut, and the next gc collects them again); the
     // commits of other processes, synced, make the earlier frames durable anyway. This takes a
     // thousand fsyncs off a collection of 500,000 records.
-    exec("PRAGMA synchronous = NORMAL");
-    struct RestoreSync {
-      SqliteStore& store;
-      ~RestoreSync() { sqlite3_exec(store.db_, "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr); }
-    } restore{*this};
+    UnsyncedCommits unsynced(*this);
     int64_t removed = 0;
     std::vector<int64_t> rowids;
     for (;;) {

@@ -88,8 +88,9 @@ class Store {
   virtual bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) = 0;
 
   // Records the process group the command of `attempt` runs in, if that attempt is still the
-  // current, running one; returns false (and changes nothing) otherwise. Durable on return: the
-  // command starts only after it, so an abandoned attempt always shows the group to check.
+  // current, running one; returns false (and changes nothing) otherwise. On return it survives
+  // a crash of idem (the command starts only after it, so an abandoned attempt always shows the
+  // group to check); a backend may leave it unsynced, since a power cut ends the group too.
   virtual bool set_process_group(const std::string& key, int64_t attempt,
                                  const core::ProcessGroup& group) = 0;
 

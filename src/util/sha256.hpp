@@ -1,5 +1,5 @@
 #pragma once
-// Incremental SHA-256 over OpenSSL's EVP interface.
+// Incremental SHA-256 (OpenSSL's implementation).
 #include <memory>
 #include <string>
 #include <string_view>

@@ -1,5 +1,7 @@
 // The attempt engine with its seams faked: a real SQLite store in a temp dir, a fake clock (waits,
 // TTLs and leases pass without sleeping) and a fake runner (scripted outcomes, no processes).
+#include <sqlite3.h>
+
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -327,4 +329,51 @@ TEST_CASE("engine: store failures around the effect are reported with what happe
     }
     CHECK(f.store->get("k")->status == Status::running);  // left to be judged abandoned
   }
+}
+
+TEST_CASE("engine: a replay, a conflict and a live holder are answered without the writer lock",
+          "[engine]") {
+  TempDir dir;
+  const std::string path = dir.path() + "/s.db";
+  auto store = idem::store::open_sqlite_store(path, 100);
+  FakeClock clock;
+  FakeRunner runner;
+  Engine engine(*store, clock, [](const idem::core::Owner&) { return false; });
+  auto request = [](const std::string& key, const std::string& fingerprint) {
+    AttemptRequest r;
+    r.claim.key = key;
+    r.claim.fingerprint = fingerprint;
+    r.claim.owner = owner(10);
+    r.claim.ttl_ms = 60'000;
+    return r;
+  };
+  AttemptRequest done = request("done", "f");
+  CommandEffect effect(runner, {});
+  engine.carry_out(engine.claim(done), effect);
+  AttemptRequest held = request("held", "f");
+  REQUIRE(engine.claim(held).verdict == Verdict::claimed);
+
+  // Another process takes the writer lock and keeps it.
+  sqlite3* writer = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &writer) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(writer, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  AttemptRequest again = request("done", "f");
+  CHECK(engine.claim(again).verdict == Verdict::replay);
+  AttemptRequest other = request("done", "g");
+  CHECK(engine.claim(other).verdict == Verdict::conflict);
+  AttemptRequest busy = request("held", "f");
+  Claimed c = engine.claim(busy);
+  CHECK(c.verdict == Verdict::running);
+  CHECK(c.existing->attempt_token.empty());  // the holder's capability stays the holder's
+  // What would run needs the lock: refused as busy, which shows the lock is really held.
+  AttemptRequest fresh = request("fresh", "f");
+  try {
+    engine.claim(fresh);
+    FAIL("claimed under another writer's lock");
+  } catch (const idem::StoreError& e) {
+    CHECK(e.transient());
+  }
+  sqlite3_exec(writer, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(writer);
+  CHECK(engine.claim(fresh).verdict == Verdict::claimed);
 }
