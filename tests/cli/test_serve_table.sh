@@ -123,16 +123,18 @@ post /hooks/orders '{"order":{"id":"ord-7"},"changed":true}' 'X-Mode: json'
 expect_problem 422
 
 # --- 409 + Retry-After while the same key runs --------------------------------------------------
-RESP=blocked bg blocked post /hooks/x 'slow body' 'X-Key: k409' 'X-Mode: block'
+# On /hooks/y, which has no timeout: the handler must outlive every step below, however slow the
+# machine (x kills its handlers after 1 s).
+RESP=blocked bg blocked post /hooks/y 'slow body' 'X-Key: k409' 'X-Mode: block'
 track_pid_file "$T/block.k409.pid"
 wait_until "the blocking handler starts" test -s "$T/block.k409.pid"
-assert_status '/hooks/x#k409' running
-post /hooks/x 'slow body' 'X-Key: k409' 'X-Mode: block'
+assert_status '/hooks/y#k409' running
+post /hooks/y 'slow body' 'X-Key: k409' 'X-Mode: block'
 expect_problem 409
 [[ $(header_value Retry-After) =~ ^[1-9][0-9]*$ ]] ||
   fail "409 while running: Retry-After should be a positive number of seconds, got '$(header_value Retry-After)'"
 # Another body under the running key is a conflict, not "running".
-post /hooks/x 'slow body 2' 'X-Key: k409' 'X-Mode: block'
+post /hooks/y 'slow body 2' 'X-Key: k409' 'X-Mode: block'
 expect_problem 422
 # Other keys are not held up by it.
 post /hooks/x 'meanwhile' 'X-Key: k-meanwhile' 'X-Mode: text'
@@ -142,7 +144,7 @@ bg_wait blocked
 expect_rc 0
 RESP=blocked expect_http 200
 RESP=blocked assert_body 'released k409\n'
-assert_eq 1 "$(runs /hooks/x k409)" "runs of k409"
+assert_eq 1 "$(runs /hooks/y k409)" "runs of k409"
 
 # --- 200: stdout, content type by shape ----------------------------------------------------------
 post /hooks/x 'j' 'X-Key: k-json' 'X-Mode: json'
