@@ -22,6 +22,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -239,11 +242,31 @@ class Statement {
   const std::string& where_;
 };
 
+// The writers of one store file within this process queue here before they take SQLite's
+// writer lock, so a thread of the daemon gets the lock the moment another releases it, instead
+// of at its busy handler's next poll (several milliseconds at best: under a crowd of writers
+// the lock sat idle between commits). Writers in other processes still meet in the busy handler.
+std::shared_ptr<std::timed_mutex> writer_queue_of(const std::string& resolved_path) {
+  static std::mutex registry_mutex;
+  static std::map<std::string, std::shared_ptr<std::timed_mutex>> registry;  // one per file
+  std::lock_guard lock(registry_mutex);
+  auto& queue = registry[resolved_path];
+  if (!queue) queue = std::make_shared<std::timed_mutex>();
+  return queue;
+}
+
 // BEGIN IMMEDIATE ... COMMIT, rolled back unless commit() is called (an exception unwinding
-// through it must leave the store as it was).
+// through it must leave the store as it was). Behind this process's other writers of the file
+// first (writer_queue_of), for at most the busy timeout.
 class Transaction {
  public:
-  Transaction(sqlite3* db, const std::string& where) : db_(db), where_(where) {
+  Transaction(sqlite3* db, const std::string& where, std::timed_mutex& writers,
+              int64_t busy_timeout_ms)
+      : queued_(writers, std::defer_lock), db_(db), where_(where) {
+    if (!queued_.try_lock_for(std::chrono::milliseconds(busy_timeout_ms)))
+      throw StoreError("store " + where + ": database is locked (waited " +
+                           std::to_string(busy_timeout_ms / 1000) + "s)",
+                       StoreFailure::transient);
     exec("BEGIN IMMEDIATE");
   }
   ~Transaction() {
@@ -255,6 +278,7 @@ class Transaction {
   void commit() {
     exec("COMMIT");
     open_ = false;
+    queued_.unlock();
   }
 
  private:
@@ -268,6 +292,7 @@ class Transaction {
     open_ = true;
   }
 
+  std::unique_lock<std::timed_mutex> queued_;  // released last, after COMMIT or ROLLBACK
   sqlite3* db_;
   const std::string& where_;
   bool open_ = false;
@@ -386,6 +411,24 @@ void take_back(const std::string& path, const Created& created) {
     if (::rmdir(dir->c_str()) != 0) break;
 }
 
+// While it lives, the connection's commits are not synced (synchronous=NORMAL: the WAL stays
+// consistent, the last commits can be lost to a power cut); FULL again after. Set outside a
+// transaction, before it begins and after it ended.
+class UnsyncedCommits {
+ public:
+  UnsyncedCommits(sqlite3* db, bool unsynced) : db_(unsynced ? db : nullptr) {
+    if (db_ != nullptr) sqlite3_exec(db_, "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr);
+  }
+  ~UnsyncedCommits() {
+    if (db_ != nullptr) sqlite3_exec(db_, "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr);
+  }
+  UnsyncedCommits(const UnsyncedCommits&) = delete;
+  UnsyncedCommits& operator=(const UnsyncedCommits&) = delete;
+
+ private:
+  sqlite3* db_;
+};
+
 class SqliteStore final : public Store {
  public:
   SqliteStore(const std::string& path, std::optional<int64_t> busy_timeout_ms) : path_(path) {
@@ -397,6 +440,7 @@ class SqliteStore final : public Store {
     try {
       prepare_db_file(path_, created);
       const std::string resolved = resolved_path(path_);
+      writers_ = writer_queue_of(resolved);
       int rc = sqlite3_open_v2(resolved.c_str(), &db_,
                                SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
                                nullptr);
@@ -417,7 +461,8 @@ class SqliteStore final : public Store {
   ~SqliteStore() override { sqlite3_close(db_); }
 
   ClaimResult claim(const ClaimRequest& req, const OwnerGone& owner_gone) override {
-    Transaction tx(db_, path_);
+    UnsyncedCommits unsynced(db_, !req.sync);  // see ClaimRequest::sync
+    Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
     std::optional<Record> existing = select_record(req.key, false);
     // A lease that ran out needs no probe (decide() sees it too); else the same-host check.
     bool gone = existing && existing->status == Status::running &&
@@ -468,13 +513,13 @@ class SqliteStore final : public Store {
     return result;
   }
 
-  void check_writable() override { Transaction tx(db_, path_); }
+  void check_writable() override { Transaction tx(db_, path_, *writers_, busy_timeout_ms_); }
 
   bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) override {
     const std::optional<std::string> response = stored_response(outcome);
     bool changed;
     {
-      Transaction tx(db_, path_);
+      Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
       Statement update(db_, R"sql(
         UPDATE records SET status = ?3, finished_at = ?4, expires_at = ?4 + ttl_ms,
                exit_code = ?5, signal = ?6, timed_out = ?7, output = ?8, output_bytes = ?9,
@@ -498,7 +543,7 @@ class SqliteStore final : public Store {
 
   bool set_process_group(const std::string& key, int64_t attempt,
                          const core::ProcessGroup& group) override {
-    Transaction tx(db_, path_);
+    Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
     Statement update(db_, R"sql(
       UPDATE records SET pgid = ?3, pgid_start = ?4
       WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
@@ -510,7 +555,7 @@ class SqliteStore final : public Store {
   }
 
   bool mark_abandoned(const std::string& key, int64_t attempt) override {
-    Transaction tx(db_, path_);
+    Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
     bool changed = set_abandoned(key, attempt);
     tx.commit();
     return changed;
@@ -519,7 +564,7 @@ class SqliteStore final : public Store {
   bool heartbeat(const std::string& key, const std::string& attempt_token, int64_t lease_ms,
                  int64_t now_ms) override {
     if (attempt_token.empty()) return false;
-    Transaction tx(db_, path_);
+    Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
     Statement update(db_, R"sql(
       UPDATE records SET lease_expires = ?4
       WHERE key = ?1 AND attempt_token = ?2 AND status = 'running'
@@ -534,7 +579,7 @@ class SqliteStore final : public Store {
   // See Store::release for what it restores.
   bool release(const std::string& key, const std::string& attempt_token) override {
     if (attempt_token.empty()) return false;
-    Transaction tx(db_, path_);
+    Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
     Statement del(db_, R"sql(
       DELETE FROM records
       WHERE key = ?1 AND attempt_token = ?2 AND status = 'running' AND attempt = 1)sql", path_);
@@ -578,7 +623,7 @@ class SqliteStore final : public Store {
   }
 
   RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) override {
-    Transaction tx(db_, path_);
+    Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
     auto existing = select_record(key, false);
     if (!existing) return RemoveResult::not_found;
     if (existing->status == Status::running && !force && !owner_gone(existing->owner))
@@ -647,16 +692,12 @@ class SqliteStore final : public Store {
     // the last batches can be lost to a power cut, and the next gc collects them again); the
     // commits of other processes, synced, make the earlier frames durable anyway. This takes a
     // thousand fsyncs off a collection of 500,000 records.
-    exec("PRAGMA synchronous = NORMAL");
-    struct RestoreSync {
-      SqliteStore& store;
-      ~RestoreSync() { sqlite3_exec(store.db_, "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr); }
-    } restore{*this};
+    UnsyncedCommits unsynced(db_, true);
     int64_t removed = 0;
     std::vector<int64_t> rowids;
     for (;;) {
       {
-        Transaction tx(db_, path_);
+        Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
         Statement pick(db_, pick_sql.c_str(), path_);
         bind(pick);
         rowids.clear();
@@ -763,7 +804,7 @@ class SqliteStore final : public Store {
 
   void migrate() {
     if (user_version() == k_schema_version) return;
-    Transaction tx(db_, path_);
+    Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
     // Another process may have migrated while we waited for the writer lock.
     int version = user_version();
     if (version > k_schema_version) refuse_newer_schema();
@@ -859,6 +900,7 @@ class SqliteStore final : public Store {
   std::string path_;
   sqlite3* db_ = nullptr;
   int64_t busy_timeout_ms_ = k_default_busy_timeout_ms;
+  std::shared_ptr<std::timed_mutex> writers_;  // this process's writers of the file
   int64_t busy_since_ms_ = 0;
 };
 
