@@ -246,27 +246,23 @@ class Statement {
 // writer lock, so a thread of the daemon gets the lock the moment another releases it, instead
 // of at its busy handler's next poll (several milliseconds at best: under a crowd of writers
 // the lock sat idle between commits). Writers in other processes still meet in the busy handler.
-std::shared_ptr<std::timed_mutex> writer_queue_of(const std::string& resolved_path) {
+std::shared_ptr<std::mutex> writer_queue_of(const std::string& resolved_path) {
   static std::mutex registry_mutex;
-  static std::map<std::string, std::shared_ptr<std::timed_mutex>> registry;  // one per file
+  static std::map<std::string, std::shared_ptr<std::mutex>> registry;  // one per file
   std::lock_guard lock(registry_mutex);
   auto& queue = registry[resolved_path];
-  if (!queue) queue = std::make_shared<std::timed_mutex>();
+  if (!queue) queue = std::make_shared<std::mutex>();
   return queue;
 }
 
 // BEGIN IMMEDIATE ... COMMIT, rolled back unless commit() is called (an exception unwinding
 // through it must leave the store as it was). Behind this process's other writers of the file
-// first (writer_queue_of), for at most the busy timeout.
+// first (writer_queue_of): each holds the queue for one transaction, whose BEGIN the busy
+// timeout bounds.
 class Transaction {
  public:
-  Transaction(sqlite3* db, const std::string& where, std::timed_mutex& writers,
-              int64_t busy_timeout_ms)
-      : queued_(writers, std::defer_lock), db_(db), where_(where) {
-    if (!queued_.try_lock_for(std::chrono::milliseconds(busy_timeout_ms)))
-      throw StoreError("store " + where + ": database is locked (waited " +
-                           std::to_string(busy_timeout_ms / 1000) + "s)",
-                       StoreFailure::transient);
+  Transaction(sqlite3* db, const std::string& where, std::mutex& writers)
+      : queued_(writers), db_(db), where_(where) {
     exec("BEGIN IMMEDIATE");
   }
   ~Transaction() {
@@ -292,7 +288,7 @@ class Transaction {
     open_ = true;
   }
 
-  std::unique_lock<std::timed_mutex> queued_;  // released last, after COMMIT or ROLLBACK
+  std::unique_lock<std::mutex> queued_;  // released last, after COMMIT or ROLLBACK
   sqlite3* db_;
   const std::string& where_;
   bool open_ = false;
@@ -462,7 +458,7 @@ class SqliteStore final : public Store {
 
   ClaimResult claim(const ClaimRequest& req, const OwnerGone& owner_gone) override {
     UnsyncedCommits unsynced(db_, !req.sync);  // see ClaimRequest::sync
-    Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
+    Transaction tx(db_, path_, *writers_);
     std::optional<Record> existing = select_record(req.key, false);
     // A lease that ran out needs no probe (decide() sees it too); else the same-host check.
     bool gone = existing && existing->status == Status::running &&
@@ -513,13 +509,13 @@ class SqliteStore final : public Store {
     return result;
   }
 
-  void check_writable() override { Transaction tx(db_, path_, *writers_, busy_timeout_ms_); }
+  void check_writable() override { Transaction tx(db_, path_, *writers_); }
 
   bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) override {
     const std::optional<std::string> response = stored_response(outcome);
     bool changed;
     {
-      Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
+      Transaction tx(db_, path_, *writers_);
       Statement update(db_, R"sql(
         UPDATE records SET status = ?3, finished_at = ?4, expires_at = ?4 + ttl_ms,
                exit_code = ?5, signal = ?6, timed_out = ?7, output = ?8, output_bytes = ?9,
@@ -543,7 +539,7 @@ class SqliteStore final : public Store {
 
   bool set_process_group(const std::string& key, int64_t attempt,
                          const core::ProcessGroup& group) override {
-    Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
+    Transaction tx(db_, path_, *writers_);
     Statement update(db_, R"sql(
       UPDATE records SET pgid = ?3, pgid_start = ?4
       WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
@@ -555,7 +551,7 @@ class SqliteStore final : public Store {
   }
 
   bool mark_abandoned(const std::string& key, int64_t attempt) override {
-    Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
+    Transaction tx(db_, path_, *writers_);
     bool changed = set_abandoned(key, attempt);
     tx.commit();
     return changed;
@@ -564,7 +560,7 @@ class SqliteStore final : public Store {
   bool heartbeat(const std::string& key, const std::string& attempt_token, int64_t lease_ms,
                  int64_t now_ms) override {
     if (attempt_token.empty()) return false;
-    Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
+    Transaction tx(db_, path_, *writers_);
     Statement update(db_, R"sql(
       UPDATE records SET lease_expires = ?4
       WHERE key = ?1 AND attempt_token = ?2 AND status = 'running'
@@ -579,7 +575,7 @@ class SqliteStore final : public Store {
   // See Store::release for what it restores.
   bool release(const std::string& key, const std::string& attempt_token) override {
     if (attempt_token.empty()) return false;
-    Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
+    Transaction tx(db_, path_, *writers_);
     Statement del(db_, R"sql(
       DELETE FROM records
       WHERE key = ?1 AND attempt_token = ?2 AND status = 'running' AND attempt = 1)sql", path_);
@@ -623,7 +619,7 @@ class SqliteStore final : public Store {
   }
 
   RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) override {
-    Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
+    Transaction tx(db_, path_, *writers_);
     auto existing = select_record(key, false);
     if (!existing) return RemoveResult::not_found;
     if (existing->status == Status::running && !force && !owner_gone(existing->owner))
@@ -697,7 +693,7 @@ class SqliteStore final : public Store {
     std::vector<int64_t> rowids;
     for (;;) {
       {
-        Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
+        Transaction tx(db_, path_, *writers_);
         Statement pick(db_, pick_sql.c_str(), path_);
         bind(pick);
         rowids.clear();
@@ -804,7 +800,7 @@ class SqliteStore final : public Store {
 
   void migrate() {
     if (user_version() == k_schema_version) return;
-    Transaction tx(db_, path_, *writers_, busy_timeout_ms_);
+    Transaction tx(db_, path_, *writers_);
     // Another process may have migrated while we waited for the writer lock.
     int version = user_version();
     if (version > k_schema_version) refuse_newer_schema();
@@ -900,7 +896,7 @@ class SqliteStore final : public Store {
   std::string path_;
   sqlite3* db_ = nullptr;
   int64_t busy_timeout_ms_ = k_default_busy_timeout_ms;
-  std::shared_ptr<std::timed_mutex> writers_;  // this process's writers of the file
+  std::shared_ptr<std::mutex> writers_;  // this process's writers of the file
   int64_t busy_since_ms_ = 0;
 };
 
