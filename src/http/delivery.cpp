@@ -176,7 +176,7 @@ class HookEffect final : public engine::Effect {
   core::Outcome perform(const engine::Attempt& attempt) override {
     util::Fd stdin_fd = util::memory_file("idem-body", delivery_.body);
     if (!stdin_fd.valid()) throw Error(k_exit_internal, "cannot buffer the request body");
-    engine::CommandEffect command(proc::spawning_runner(), spec(stdin_fd.get()));
+    engine::CommandEffect command(proc::daemon_runner(), spec(stdin_fd.get()));
     core::Outcome o = command.perform(attempt);
     answer_ = answer_of(command.result(), o);
     o.response = stored_answer(answer_);
@@ -329,6 +329,9 @@ engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d,
   req.claim.ttl_ms = hook.ttl_ms;
   req.claim.request = stored_request(hook, d);
   req.claim.policy = core::Policy{false, hook.retry_abandoned};
+  // A synchronous hook's claim is made durable by the synced write of its handler's process
+  // group, before the handler starts (ClaimRequest::sync); an async hook answers on the claim.
+  req.claim.sync = hook.async;
   // With retry_abandoned, an abandoned delivery runs again once nothing it started is left.
   req.clear_abandoned = [](const core::Record& r) {
     return engine::clear_leftovers(r, false, 0) == engine::Leftovers::none;

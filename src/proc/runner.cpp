@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,6 +78,9 @@ struct LiveSink {
   }
 };
 
+// What idem handles or ignores, given back their defaults in the command.
+constexpr int k_reset_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT, SIGXFSZ};
+
 // Everything the child needs, prepared before fork so the child only calls async-signal-safe
 // functions.
 struct ExecPlan {
@@ -122,7 +126,7 @@ ExecPlan make_plan(const RunSpec& spec) {
   do got = ::read(go_fd, &go, 1);
   while (got < 0 && errno == EINTR);
   if (got != 1) _exit(127);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT, SIGXFSZ}) ::signal(sig, SIG_DFL);
+  for (int sig : k_reset_signals) ::signal(sig, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -176,14 +180,35 @@ int read_exec_error(const util::Fd& status) {
   }
 }
 
-// Forks the command into its own process group, records the group, lets it exec, and notes in
-// `result` whether exec succeeded. nullopt when fork failed (result.exec_errno says why).
-std::optional<Child> spawn(const RunSpec& spec, RunResult& result) {
-  ExecPlan plan = make_plan(spec);
+// The pipes between idem and a starting command: its stdout and stderr, the exec status (the
+// errno of a failed exec; EOF at exec) and the go byte.
+struct ChildPipes {
   Pipe out = make_pipe();
   Pipe err = make_pipe();
   Pipe status = make_pipe();
   Pipe go = make_pipe();
+};
+
+// After the child exists in its own group: records the group, lets it exec, and notes in
+// `result` whether exec succeeded.
+Child start(const RunSpec& spec, pid_t pid, ChildPipes& pipes, RunResult& result) {
+  pipes.out.write.reset();
+  pipes.err.write.reset();
+  pipes.status.write.reset();
+  pipes.go.read.reset();
+  record_group(spec, pid);
+  send_go(pipes.go.write);
+  result.exec_errno = read_exec_error(pipes.status.read);
+  result.started = result.exec_errno == 0;
+  if (result.started) IDEM_CRASH_POINT("running");
+  return Child{pid, std::move(pipes.out.read), std::move(pipes.err.read)};
+}
+
+// Forks the command into its own process group; the child waits for the go byte itself. Cheap
+// in a small process; fork() copies the page tables of a big many-threaded one.
+std::optional<Child> spawn_forked(const RunSpec& spec, RunResult& result) {
+  ExecPlan plan = make_plan(spec);
+  ChildPipes pipes;
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -191,21 +216,73 @@ std::optional<Child> spawn(const RunSpec& spec, RunResult& result) {
     return std::nullopt;
   }
   if (pid == 0)
-    exec_child(spec, plan, parent, out.write.get(), err.write.get(), status.write.get(),
-               go.read.get(), go.write.get());
-
+    exec_child(spec, plan, parent, pipes.out.write.get(), pipes.err.write.get(),
+               pipes.status.write.get(), pipes.go.read.get(), pipes.go.write.get());
   // Both sides set the group, so it exists before either uses it.
   ::setpgid(pid, pid);
-  out.write.reset();
-  err.write.reset();
-  status.write.reset();
-  go.read.reset();
-  record_group(spec, pid);
-  send_go(go.write);
-  result.exec_errno = read_exec_error(status.read);
-  result.started = result.exec_errno == 0;
-  if (result.started) IDEM_CRASH_POINT("running");
-  return Child{pid, std::move(out.read), std::move(err.read)};
+  return start(spec, pid, pipes, result);
+}
+
+// The same descriptor, moved above the ones the helper's file actions write (0-4) if needed.
+void move_above_helper_fds(util::Fd& fd) {
+  if (fd.get() > 4) return;
+  int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 5);
+  if (moved < 0) throw std::runtime_error(std::string("fcntl: ") + strerror(errno));
+  fd = util::Fd(moved);
+}
+
+// What posix_spawn gives the helper: fds 0-4 (see spawn_helper.cpp), its own group, the
+// signals idem handles at their defaults, an empty mask.
+struct HelperAttributes {
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  HelperAttributes(const RunSpec& spec, ChildPipes& pipes) {
+    for (util::Fd* fd : {&pipes.out.write, &pipes.err.write, &pipes.go.read, &pipes.status.write})
+      move_above_helper_fds(*fd);
+    posix_spawn_file_actions_init(&actions);
+    if (spec.stdin_fd != 0) posix_spawn_file_actions_adddup2(&actions, spec.stdin_fd, 0);
+    posix_spawn_file_actions_adddup2(&actions, pipes.out.write.get(), 1);
+    posix_spawn_file_actions_adddup2(&actions, pipes.err.write.get(), 2);
+    posix_spawn_file_actions_adddup2(&actions, pipes.go.read.get(), 3);
+    posix_spawn_file_actions_adddup2(&actions, pipes.status.write.get(), 4);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    posix_spawnattr_setpgroup(&attr, 0);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    for (int sig : k_reset_signals) sigaddset(&defaults, sig);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+  }
+  ~HelperAttributes() {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+  }
+  HelperAttributes(const HelperAttributes&) = delete;
+  HelperAttributes& operator=(const HelperAttributes&) = delete;
+};
+
+// Starts the command through the spawn helper: posix_spawn (no page-table copy) of the helper,
+// which waits for the go byte and execs the command. Falls back to fork when the helper cannot
+// be started (removed since idem found it).
+std::optional<Child> spawn_with_helper(const RunSpec& spec, RunResult& result,
+                                       const std::string& helper) {
+  ExecPlan plan = make_plan(spec);
+  ChildPipes pipes;
+  HelperAttributes attributes(spec, pipes);
+  std::string parent = std::to_string(::getpid());
+  const char* path = ::getenv("PATH");
+  std::string path_entry = path != nullptr ? std::string("PATH=") + path : std::string();
+  std::vector<char*> argv = {const_cast<char*>(helper.c_str()), parent.data(), path_entry.data()};
+  argv.insert(argv.end(), plan.argv.begin(), plan.argv.end());
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, helper.c_str(), &attributes.actions, &attributes.attr, argv.data(),
+                         plan.envp.data());
+  if (rc != 0) return spawn_forked(spec, result);
+  return start(spec, pid, pipes, result);
 }
 
 // Watches a spawned command to its end: one loop drains both pipes (a full 64 KiB pipe would
@@ -376,11 +453,12 @@ void install_signal_handlers() {
 
 int pending_signal() { return g_first_signal; }
 
-RunResult run_command(const RunSpec& spec) {
+RunResult run_command(const RunSpec& spec, const std::string& helper) {
   RunResult result;
   result.output = core::CapturedOutput(spec.max_output);
   if (g_signal_pipe[0] < 0) install_child_handlers();
-  std::optional<Child> child = spawn(spec, result);
+  std::optional<Child> child =
+      helper.empty() ? spawn_forked(spec, result) : spawn_with_helper(spec, result, helper);
   if (!child) return result;
   Watch watch(spec, *child, result);
   watch.loop();
@@ -418,6 +496,22 @@ core::Outcome outcome_taking_output(RunResult& result, int64_t finished_ms) {
 CommandRunner& spawning_runner() {
   static SpawningRunner runner;
   return runner;
+}
+
+CommandRunner& daemon_runner() {
+  static SpawningRunner runner(find_spawn_helper());
+  return runner;
+}
+
+std::string find_spawn_helper() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  std::string exe(buf, size_t(n));
+  std::string dir = exe.substr(0, exe.rfind('/') + 1);
+  for (std::string candidate : {dir + "idem-spawn", dir + "../libexec/idem/idem-spawn"})
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  return {};
 }
 
 int exit_code_for(const RunResult& result) {

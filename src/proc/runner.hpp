@@ -54,8 +54,17 @@ void install_child_handlers();
 // The first forwarded-kind signal received so far, or 0.
 int pending_signal();
 
-// Runs the command to completion. Never throws for the command's own failures.
-RunResult run_command(const RunSpec& spec);
+// Runs the command to completion. Never throws for the command's own failures. With a spawn
+// helper (its path: find_spawn_helper()), the command starts through it: posix_spawn, which
+// does not copy the page tables as fork() does (what a many-threaded daemon pays per command),
+// then the helper waits for the go byte and execs. Without one, or if it cannot be started,
+// idem forks and the child does the same. Either way: the command's own group, recorded by
+// on_spawn before it starts; signals reset; PDEATHSIG; exec errors in exec_errno.
+RunResult run_command(const RunSpec& spec, const std::string& helper = {});
+
+// The spawn helper installed with this idem: `idem-spawn` beside the executable (a build
+// tree), else in ../libexec/idem/ (an install); empty when neither is executable.
+std::string find_spawn_helper();
 
 // Runs commands for the attempt engine: the real one spawns (run_command); the tests' fake
 // records each spec and returns scripted results, so the engine is tested without processes.
@@ -68,11 +77,19 @@ class CommandRunner {
 
 class SpawningRunner final : public CommandRunner {
  public:
-  RunResult run(const RunSpec& spec) override { return run_command(spec); }
+  explicit SpawningRunner(std::string helper = {}) : helper_(std::move(helper)) {}
+  RunResult run(const RunSpec& spec) override { return run_command(spec, helper_); }
+
+ private:
+  std::string helper_;  // empty: fork
 };
 
-// The runner every front uses: a SpawningRunner.
+// The runner of a small single-threaded process (run, each): it forks, which costs less there
+// than starting the helper too.
 CommandRunner& spawning_runner();
+// The daemon's: through the spawn helper when there is one (fork() of a many-threaded process
+// is what limited new deliveries), else it forks.
+CommandRunner& daemon_runner();
 
 // The exit code a shell would report for this result (126/127 for exec failures, 124 timeout).
 int exit_code_for(const RunResult& result);

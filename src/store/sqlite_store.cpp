@@ -28,6 +28,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -280,11 +283,27 @@ class Statement {
   const std::string& where_;
 };
 
+// The writers of one store file within this process queue here before they take SQLite's
+// writer lock, so a thread of the daemon gets the lock the moment another releases it, instead
+// of at its busy handler's next poll (several milliseconds at best: under a crowd of writers
+// the lock sat idle between commits). Writers in other processes still meet in the busy handler.
+std::shared_ptr<std::mutex> writer_queue_of(const std::string& resolved_path) {
+  static std::mutex registry_mutex;
+  static std::map<std::string, std::shared_ptr<std::mutex>> registry;  // one per file
+  std::lock_guard lock(registry_mutex);
+  auto& queue = registry[resolved_path];
+  if (!queue) queue = std::make_shared<std::mutex>();
+  return queue;
+}
+
 // BEGIN IMMEDIATE ... COMMIT, rolled back unless commit() is called (an exception unwinding
-// through it must leave the store as it was).
+// through it must leave the store as it was). Behind this process's other writers of the file
+// first (writer_queue_of): each holds the queue for one transaction, whose BEGIN the busy
+// timeout bounds.
 class Transaction {
  public:
-  Transaction(sqlite3* db, const std::string& where) : db_(db), where_(where) {
+  Transaction(sqlite3* db, const std::string& where, std::mutex& writers)
+      : queued_(writers), db_(db), where_(where) {
     exec("BEGIN IMMEDIATE");
   }
   ~Transaction() {
@@ -296,6 +315,7 @@ class Transaction {
   void commit() {
     exec("COMMIT");
     open_ = false;
+    queued_.unlock();
   }
 
  private:
@@ -309,6 +329,7 @@ class Transaction {
     open_ = true;
   }
 
+  std::unique_lock<std::mutex> queued_;  // released last, after COMMIT or ROLLBACK
   sqlite3* db_;
   const std::string& where_;
   bool open_ = false;
@@ -427,6 +448,24 @@ void take_back(const std::string& path, const Created& created) {
     if (::rmdir(dir->c_str()) != 0) break;
 }
 
+// While it lives, the connection's commits are not synced (synchronous=NORMAL: the WAL stays
+// consistent, the last commits can be lost to a power cut); FULL again after. Set outside a
+// transaction, before it begins and after it ended.
+class UnsyncedCommits {
+ public:
+  UnsyncedCommits(sqlite3* db, bool unsynced) : db_(unsynced ? db : nullptr) {
+    if (db_ != nullptr) sqlite3_exec(db_, "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr);
+  }
+  ~UnsyncedCommits() {
+    if (db_ != nullptr) sqlite3_exec(db_, "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr);
+  }
+  UnsyncedCommits(const UnsyncedCommits&) = delete;
+  UnsyncedCommits& operator=(const UnsyncedCommits&) = delete;
+
+ private:
+  sqlite3* db_;
+};
+
 class SqliteStore final : public Store {
  public:
   SqliteStore(const std::string& path, std::optional<int64_t> busy_timeout_ms) : path_(path) {
@@ -438,6 +477,7 @@ class SqliteStore final : public Store {
     try {
       prepare_db_file(path_, created);
       const std::string resolved = resolved_path(path_);
+      writers_ = writer_queue_of(resolved);
       int rc = sqlite3_open_v2(resolved.c_str(), &db_,
                                SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
                                idem_vfs_name());
@@ -458,7 +498,8 @@ class SqliteStore final : public Store {
   ~SqliteStore() override { sqlite3_close(db_); }
 
   ClaimResult claim(const ClaimRequest& req, const OwnerGone& owner_gone) override {
-    Transaction tx(db_, path_);
+    UnsyncedCommits unsynced(db_, !req.sync);  // see ClaimRequest::sync
+    Transaction tx(db_, path_, *writers_);
     std::optional<Record> existing = select_record(req.key, false);
     // A lease that ran out needs no probe (decide() sees it too); else the same-host check.
     bool gone = existing && existing->status == Status::running &&
@@ -503,19 +544,20 @@ class SqliteStore final : public Store {
     }
     IDEM_CRASH_POINT("claim-before-commit");
     tx.commit();
+    if (!req.sync) unsynced_claim_.emplace(req.key, d.next_attempt);
     result.attempt = d.next_attempt;
     result.attempt_token = token;
     result.lease_expires_ms = lease_end(req.now_ms, req.lease_ms);
     return result;
   }
 
-  void check_writable() override { Transaction tx(db_, path_); }
+  void check_writable() override { Transaction tx(db_, path_, *writers_); }
 
   bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) override {
     const std::optional<std::string> response = stored_response(outcome);
     bool changed;
     {
-      Transaction tx(db_, path_);
+      Transaction tx(db_, path_, *writers_);
       Statement update(db_, R"sql(
         UPDATE records SET status = ?3, finished_at = ?4, expires_at = ?4 + ttl_ms,
                exit_code = ?5, signal = ?6, timed_out = ?7, output = ?8, output_bytes = ?9,
@@ -539,12 +581,16 @@ class SqliteStore final : public Store {
 
   bool set_process_group(const std::string& key, int64_t attempt,
                          const core::ProcessGroup& group) override {
-    // Written to the WAL before the command starts, but not synced: it survives a crash of idem
-    // (the frames are in the file, for every other process to read), and what a power cut could
-    // take (the group) it takes along with the group's processes. The claim before it is synced;
-    // the outcome's sync after it covers it too. One fsync less per run.
-    UnsyncedCommits unsynced(*this);
-    Transaction tx(db_, path_);
+    // Written to the WAL before the command starts. Synced only when it is what makes this
+    // attempt's claim durable (a claim committed unsynced, ClaimRequest::sync). Otherwise not: it
+    // survives a crash of idem (the frames are in the file, for every other process to read),
+    // and what a power cut could take (the group) it takes along with the group's processes; the
+    // outcome's sync after it covers it too. One fsync less per run.
+    const bool makes_claim_durable = unsynced_claim_ && unsynced_claim_->first == key &&
+                                     unsynced_claim_->second == attempt;
+    unsynced_claim_.reset();
+    UnsyncedCommits unsynced(db_, !makes_claim_durable);
+    Transaction tx(db_, path_, *writers_);
     Statement update(db_, R"sql(
       UPDATE records SET pgid = ?3, pgid_start = ?4
       WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
@@ -556,7 +602,7 @@ class SqliteStore final : public Store {
   }
 
   bool mark_abandoned(const std::string& key, int64_t attempt) override {
-    Transaction tx(db_, path_);
+    Transaction tx(db_, path_, *writers_);
     bool changed = set_abandoned(key, attempt);
     tx.commit();
     return changed;
@@ -565,7 +611,7 @@ class SqliteStore final : public Store {
   bool heartbeat(const std::string& key, const std::string& attempt_token, int64_t lease_ms,
                  int64_t now_ms) override {
     if (attempt_token.empty()) return false;
-    Transaction tx(db_, path_);
+    Transaction tx(db_, path_, *writers_);
     Statement update(db_, R"sql(
       UPDATE records SET lease_expires = ?4
       WHERE key = ?1 AND attempt_token = ?2 AND status = 'running'
@@ -580,7 +626,7 @@ class SqliteStore final : public Store {
   // See Store::release for what it restores.
   bool release(const std::string& key, const std::string& attempt_token) override {
     if (attempt_token.empty()) return false;
-    Transaction tx(db_, path_);
+    Transaction tx(db_, path_, *writers_);
     Statement del(db_, R"sql(
       DELETE FROM records
       WHERE key = ?1 AND attempt_token = ?2 AND status = 'running' AND attempt = 1)sql", path_);
@@ -624,7 +670,7 @@ class SqliteStore final : public Store {
   }
 
   RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) override {
-    Transaction tx(db_, path_);
+    Transaction tx(db_, path_, *writers_);
     auto existing = select_record(key, false);
     if (!existing) return RemoveResult::not_found;
     if (existing->status == Status::running && !force && !owner_gone(existing->owner))
@@ -686,17 +732,6 @@ class SqliteStore final : public Store {
   // than a waiting writer's poll (on_busy), so claims and finishes queued behind a batch go
   // first; without the pause gc would take the lock straight back and keep it for the whole run.
   // A pause per batch, not a check for waiters: SQLite cannot tell whether anyone is waiting.
-  // Commits made while this lives skip their fsync (synchronous=NORMAL keeps the WAL consistent);
-  // later synced commits make their frames durable too.
-  struct UnsyncedCommits {
-    explicit UnsyncedCommits(SqliteStore& s) : store(s) { store.exec("PRAGMA synchronous = NORMAL"); }
-    ~UnsyncedCommits() {
-      sqlite3_exec(store.db_, "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr);
-    }
-    UnsyncedCommits(const UnsyncedCommits&) = delete;
-    UnsyncedCommits& operator=(const UnsyncedCommits&) = delete;
-    SqliteStore& store;
-  };
 
   template <class Bind>
   int64_t delete_picked(const std::string& picked, const Bind& bind) {
@@ -705,12 +740,12 @@ class SqliteStore final : public Store {
     // the last batches can be lost to a power cut, and the next gc collects them again); the
     // commits of other processes, synced, make the earlier frames durable anyway. This takes a
     // thousand fsyncs off a collection of 500,000 records.
-    UnsyncedCommits unsynced(*this);
+    UnsyncedCommits unsynced(db_, true);
     int64_t removed = 0;
     std::vector<int64_t> rowids;
     for (;;) {
       {
-        Transaction tx(db_, path_);
+        Transaction tx(db_, path_, *writers_);
         Statement pick(db_, pick_sql.c_str(), path_);
         bind(pick);
         rowids.clear();
@@ -817,7 +852,7 @@ class SqliteStore final : public Store {
 
   void migrate() {
     if (user_version() == k_schema_version) return;
-    Transaction tx(db_, path_);
+    Transaction tx(db_, path_, *writers_);
     // Another process may have migrated while we waited for the writer lock.
     int version = user_version();
     if (version > k_schema_version) refuse_newer_schema();
@@ -913,6 +948,10 @@ class SqliteStore final : public Store {
   std::string path_;
   sqlite3* db_ = nullptr;
   int64_t busy_timeout_ms_ = k_default_busy_timeout_ms;
+  std::shared_ptr<std::mutex> writers_;  // this process's writers of the file
+  // The claim this connection committed unsynced (key, attempt): the next record of its process
+  // group is synced to make it durable (set_process_group).
+  std::optional<std::pair<std::string, int64_t>> unsynced_claim_;
   int64_t busy_since_ms_ = 0;
 };
 

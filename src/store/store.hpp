@@ -38,6 +38,13 @@ struct ClaimRequest {
   // "abandoned". Owners that cannot be checked by pid — a ledger API client, another host on
   // PostgreSQL — claim with a finite lease and heartbeat it.
   int64_t lease_ms = 0;
+  // false: the claim's commit is not synced by itself. Only for a caller that makes a synced
+  // write before anything relies on the claim being durable: serve's synchronous hooks record the
+  // command's process group (synced: the fsync makes the claim before it durable too) before the
+  // command may start, and answer only after the synced outcome. A crash before then loses a
+  // claim whose command never started and whose client got no answer. This takes one fsync of
+  // three off a delivery. An async hook answers 202 on the claim, so its claim is synced.
+  bool sync = true;
 };
 
 struct ClaimResult {
@@ -90,7 +97,8 @@ class Store {
   // Records the process group the command of `attempt` runs in, if that attempt is still the
   // current, running one; returns false (and changes nothing) otherwise. On return it survives
   // a crash of idem (the command starts only after it, so an abandoned attempt always shows the
-  // group to check); a backend may leave it unsynced, since a power cut ends the group too.
+  // group to check); a backend may leave it unsynced, since a power cut ends the group too,
+  // except after a claim made with `sync = false`, whose durability this write then provides.
   virtual bool set_process_group(const std::string& key, int64_t attempt,
                                  const core::ProcessGroup& group) = 0;
 

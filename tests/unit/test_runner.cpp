@@ -1,5 +1,7 @@
 // The runner and owner liveness against real processes: the process group is handed to on_spawn
 // before the command runs, and a recorded group is alive while any of its members is.
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -8,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -183,4 +186,161 @@ TEST_CASE("liveness: reading a process that exits meanwhile never throws", "[liv
     reaper.join();
     CHECK_FALSE(threw);
   }
+}
+
+// The two ways a command starts: a fork, and the spawn helper (posix_spawn of idem-spawn, which
+// waits for the go byte and execs). Both keep the same guarantees.
+namespace {
+
+struct Way {
+  const char* name;
+  std::string helper;  // empty: fork
+};
+
+Way each_way() {
+  return GENERATE(Way{"fork", ""}, Way{"spawn helper", IDEM_SPAWN_HELPER});
+}
+
+// Gone, or a zombie nobody reaped yet.
+bool exited(int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto paren = stat.rfind(')');
+  return paren == std::string::npos || stat.substr(paren + 2, 1) == "Z";
+}
+
+// The "Name:\t<hex>" line of /proc/self/status the command printed.
+std::string status_line(const std::string& status, const std::string& name) {
+  auto at = status.find("\n" + name + ":\t");
+  if (at == std::string::npos) return "";
+  at += name.size() + 3;
+  return status.substr(at, status.find('\n', at) - at);
+}
+
+}  // namespace
+
+TEST_CASE("runner: the group is recorded before the command runs, either way", "[runner]") {
+  const Way way = each_way();
+  INFO(way.name);
+  TempDir dir;
+  const std::string marker = dir / "ran";
+  RunSpec spec = quiet({"sh", "-c", "echo $$ > \"$0\"; ps -o pgid= -p $$ | tr -d ' ' >> \"$0\"",
+                        marker});
+  ProcessGroup seen;
+  bool ran_before = true;
+  spec.on_spawn = [&](const ProcessGroup& group) {
+    seen = group;
+    ran_before = exists(marker);
+  };
+  auto result = run_command(spec, way.helper);
+  REQUIRE(result.started);
+  CHECK(result.exit_code == 0);
+  CHECK_FALSE(ran_before);
+  std::ifstream in(marker);
+  int64_t pid = 0, pgid = 0;
+  in >> pid >> pgid;
+  CHECK(seen.pgid == pid);
+  CHECK(pgid == pid);  // the command leads its own group
+  CHECK(pgid != ::getpgrp());
+  CHECK(seen.leader_start_ticks > 0);
+}
+
+TEST_CASE("runner: a failing on_spawn stops the command before it runs, either way",
+          "[runner]") {
+  const Way way = each_way();
+  INFO(way.name);
+  TempDir dir;
+  const std::string marker = dir / "ran";
+  RunSpec spec = quiet({"sh", "-c", ": > \"$0\"", marker});
+  spec.on_spawn = [](const ProcessGroup&) { throw std::runtime_error("store is gone"); };
+  CHECK_THROWS_AS(run_command(spec, way.helper), std::runtime_error);
+  CHECK_FALSE(exists(marker));
+}
+
+TEST_CASE("runner: exec errors come back as errno and 127/126, either way", "[runner]") {
+  const Way way = each_way();
+  INFO(way.name);
+  TempDir dir;
+  auto missing = run_command(quiet({dir / "no-such-command"}), way.helper);
+  CHECK_FALSE(missing.started);
+  CHECK(missing.exec_errno == ENOENT);
+  CHECK(idem::proc::exit_code_for(missing) == 127);
+  CHECK(idem::proc::outcome_of(missing, 1).note == "could not start: No such file or directory");
+
+  auto not_on_path = run_command(quiet({"idem-no-such-command-on-path"}), way.helper);
+  CHECK(not_on_path.exec_errno == ENOENT);
+
+  const std::string plain = dir / "plain";
+  std::ofstream(plain) << "#!/bin/sh\necho ran\n";
+  auto not_executable = run_command(quiet({plain}), way.helper);
+  CHECK_FALSE(not_executable.started);
+  CHECK(not_executable.exec_errno == EACCES);
+  CHECK(idem::proc::exit_code_for(not_executable) == 126);
+}
+
+TEST_CASE("runner: the command gets default signals, an empty mask, its env and stdin",
+          "[runner]") {
+  const Way way = each_way();
+  INFO(way.name);
+  // As in the daemon: INT/TERM/HUP blocked in the calling thread, SIGPIPE ignored.
+  idem::proc::install_child_handlers();
+  sigset_t blocked, before;
+  sigemptyset(&blocked);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&blocked, sig);
+  pthread_sigmask(SIG_BLOCK, &blocked, &before);
+  TempDir dir;
+  const std::string input = dir / "in";
+  std::ofstream(input) << "from stdin";
+  int in_fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(in_fd >= 0);
+  RunSpec spec = quiet({"sh", "-c", "cat /proc/self/status; printf '%s|' \"$EXTRA\" \"${GONE-unset}\"; cat"});
+  spec.extra_env = {{"EXTRA", "given"}};
+  ::setenv("GONE", "secret", 1);
+  spec.unset_env = {"GONE"};
+  spec.stdin_fd = in_fd;
+  auto result = run_command(spec, way.helper);
+  ::close(in_fd);
+  ::unsetenv("GONE");
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  REQUIRE(result.exit_code == 0);
+  const std::string out = result.output.stream_bytes(idem::core::Stream::out);
+  CHECK(status_line(out, "SigBlk") == "0000000000000000");
+  CHECK(status_line(out, "SigIgn") == "0000000000000000");
+  CHECK(out.substr(out.rfind('\n') + 1) == "given|unset|from stdin");
+}
+
+TEST_CASE("runner: a missing spawn helper falls back to fork", "[runner]") {
+  auto result = run_command(quiet({"true"}), "/nonexistent/idem-spawn");
+  CHECK(result.started);
+  CHECK(result.exit_code == 0);
+}
+
+TEST_CASE("runner: the command dies with the thread that started it (PDEATHSIG), either way",
+          "[runner]") {
+  const Way way = each_way();
+  INFO(way.name);
+  // A child process stands in for idem: it runs a long command, and is killed with SIGKILL.
+  TempDir dir;
+  const std::string pid_file = dir / "pid";
+  pid_t idem = ::fork();
+  REQUIRE(idem >= 0);
+  if (idem == 0) {
+    RunSpec spec = quiet({"sh", "-c", "echo $$ > \"$0\"; exec sleep 1000", pid_file});
+    run_command(spec, way.helper);
+    _exit(0);
+  }
+  int64_t command = 0;
+  for (int i = 0; i < 1000 && command == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    command = read_pid(pid_file);
+  }
+  REQUIRE(command > 0);
+  ::kill(idem, SIGKILL);
+  ::waitpid(idem, nullptr, 0);
+  bool gone = false;
+  for (int i = 0; i < 1000 && !gone; ++i) {
+    gone = exited(command);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(gone);
 }

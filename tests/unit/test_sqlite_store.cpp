@@ -880,3 +880,50 @@ TEST_CASE("store: a stored response that does not decode reads as none", "[store
   CHECK_FALSE(r->response);
   CHECK(r->status == Status::succeeded);
 }
+
+TEST_CASE("store: an unsynced claim and many threads' writers through one file", "[store]") {
+  // ClaimRequest::sync = false only skips the claim's own fsync: the verdicts are the same, and
+  // the connection's later commits are synced again. Writers of one file in this process queue
+  // behind each other (no busy errors, whatever the busy timeout's polls would do).
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  constexpr int k_threads = 8;
+  constexpr int k_keys = 25;
+  std::atomic<int> claimed{0}, failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < k_threads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        auto store = open_sqlite_store(path);
+        for (int i = 0; i < k_keys; ++i) {
+          ClaimRequest req;
+          req.key = "k" + std::to_string(i);  // every thread claims every key
+          req.fingerprint = std::string(64, 'a');
+          req.owner = Owner{"host-a", "boot-1", 100 + t, 1};
+          req.now_ms = 1'790'000'000'000;
+          req.sync = (i % 2) == 0;
+          ClaimResult r = store->claim(req, [](const Owner&) { return false; });
+          if (r.verdict != Verdict::claim) continue;
+          ++claimed;
+          Outcome done;
+          done.status = Status::succeeded;
+          done.finished_ms = req.now_ms + 1;
+          if (!store->finish(req.key, r.attempt, done)) ++failures;
+        }
+      } catch (const std::exception&) {
+        ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(failures == 0);
+  CHECK(claimed == k_keys);  // each key ran once
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(db, "SELECT count(*) FROM records WHERE status = 'succeeded'", -1, &stmt, nullptr);
+  REQUIRE(sqlite3_step(stmt) == SQLITE_ROW);
+  CHECK(sqlite3_column_int(stmt, 0) == k_keys);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
