@@ -1,5 +1,5 @@
 // idem: make side effects safe to retry. Builds the command line from the subcommand table
-// (cli/subcommands.hpp), dispatches once, and maps every error to one "idem: ..." line and its
+// (cli/command_table.hpp), dispatches once, and maps every error to one "idem: ..." line and its
 // exit code (see core/exit_code.hpp).
 #include <CLI/CLI.hpp>
 #include <csignal>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cli/common.hpp"
-#include "cli/subcommands.hpp"
+#include "cli/command_table.hpp"
 #include "core/errors.hpp"
 
 namespace {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every subcommand's --help: exit 0, a one-line purpose first, every option with its value's
 # default where it has one, and at least one example. The subcommands are those of the hidden
-# `idem --list-commands` (the table in src/cli/subcommands.cpp), which `idem --help` lists too, in
+# `idem --list-commands` (the table in src/cli/command_table.cpp), which `idem --help` lists too, in
 # the same order and with the same purposes.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 

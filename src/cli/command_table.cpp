@@ -1,6 +1,6 @@
 // The one list of subcommands. A row binds a subcommand's options struct to its register_X and
 // run_X; the order of the rows is the order of `idem --help` and `idem --list-commands`.
-#include "cli/subcommands.hpp"
+#include "cli/command_table.hpp"
 
 #include <array>
 #include <memory>

@@ -1,5 +1,5 @@
 #pragma once
-// The subcommand table: every subcommand is one row of subcommands() (src/cli/subcommands.cpp),
+// The subcommand table: every subcommand is one row of subcommands() (src/cli/command_table.cpp),
 // and main registers the rows, parses once and runs the one row the command line chose. A new
 // subcommand is its file in src/cli/ (register_X + run_X, as today's) and one row.
 #include <CLI/CLI.hpp>
