@@ -4,6 +4,9 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #include "cli/common.hpp"
@@ -96,6 +99,60 @@ int dispatch(const std::vector<idem::cli::Registered>& registered,
   return idem::k_exit_usage;
 }
 
+// The command line as CLI11 sees it: the top-level app, the global options and the subcommands
+// added to it. Not movable (CLI11's apps point at their parent), hence built in place.
+struct CommandLine {
+  CLI::App app{"idem makes side effects safe to retry: one key, one execution; later attempts "
+               "replay the stored outcome.",
+               "idem"};
+  idem::cli::GlobalOptions global;
+  std::vector<idem::cli::Registered> registered;
+
+  // With `only`, that subcommand alone; else every row of the table, in its order.
+  explicit CommandLine(const idem::cli::Subcommand* only) {
+    set_up_app(app, global);
+    if (only != nullptr) {
+      registered.push_back(only->add(app));
+      return;
+    }
+    for (const idem::cli::Subcommand& sub : idem::cli::subcommands()) {
+      registered.push_back(sub.add(app));
+      if (registered.back().app->get_name() != sub.name)
+        throw std::logic_error("the subcommand table names '" + std::string(sub.name) +
+                               "' a row that adds '" + registered.back().app->get_name() + "'");
+    }
+  }
+};
+
+// The row the command line names, if its command word is one.
+const idem::cli::Subcommand* named_row(std::string_view word) {
+  for (const idem::cli::Subcommand& sub : idem::cli::subcommands())
+    if (sub.name == word) return &sub;
+  return nullptr;
+}
+
+// The usual command line names its subcommand (or none, as `idem --version`): that one alone is
+// added to the app, since adding all ten with every option is most of what idem does before its
+// subcommand runs. Once its word has named the subcommand, the others cannot change the parse
+// (CLI11 takes no second subcommand: require_subcommand(1)). What the parse answers itself, help
+// and errors, is left to the whole app (the caller): nullptr then, as for a word that names no
+// subcommand, so `idem --help` lists every one and an unknown word is named as such.
+std::unique_ptr<CommandLine> parse_named_only(int argc, char** argv, int& version_exit) {
+  const std::string word = command_word(argc, argv);
+  const idem::cli::Subcommand* row = named_row(word);
+  if (row == nullptr && !word.empty()) return nullptr;
+  auto line = std::make_unique<CommandLine>(row);
+  try {
+    line->app.parse(argc, argv);
+  } catch (const CLI::CallForVersion& e) {
+    version_exit = line->app.exit(e);
+    return nullptr;
+  } catch (const CLI::Error&) {
+    return nullptr;
+  }
+  return line;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,21 +161,20 @@ int main(int argc, char** argv) {
   // turns into exit 74, rather than SIGXFSZ killing idem in the middle of a transaction.
   ::signal(SIGXFSZ, SIG_IGN);
 
-  CLI::App app{"idem makes side effects safe to retry: one key, one execution; later attempts "
-               "replay the stored outcome.",
-               "idem"};
-  cli::GlobalOptions global;
-  set_up_app(app, global);
-  std::vector<cli::Registered> registered;
-  for (const cli::Subcommand& sub : cli::subcommands()) registered.push_back(sub.add(app));
-  if (argc == 2 && std::string_view(argv[1]) == "--list-commands") return list_commands(app);
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    return usage_error(app, e, argc, argv);
+  if (argc != 2 || std::string_view(argv[1]) != "--list-commands") {
+    int version_exit = -1;
+    if (auto line = parse_named_only(argc, argv, version_exit))
+      return dispatch(line->registered, line->global);
+    if (version_exit >= 0) return version_exit;
   }
-  return dispatch(registered, global);
+  CommandLine line(nullptr);
+  if (argc == 2 && std::string_view(argv[1]) == "--list-commands") return list_commands(line.app);
+  try {
+    line.app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return line.app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return usage_error(line.app, e, argc, argv);
+  }
+  return dispatch(line.registered, line.global);
 }

@@ -40,16 +40,16 @@ Registered bind(CLI::App& app) {
 }
 
 constexpr std::array k_subcommands = {
-    Subcommand{bind<RunOptions, register_run, run_run, &RunOptions::quiet>},
-    Subcommand{bind<LsOptions, register_ls, run_ls>},
-    Subcommand{bind<ShowOptions, register_show, run_show>},
-    Subcommand{bind<StatusOptions, register_status, run_status>},
-    Subcommand{bind<RmOptions, register_rm, run_rm>},
-    Subcommand{bind<GcOptions, register_gc, run_gc>},
-    Subcommand{bind<ServeOptions, register_serve, run_serve>},
-    Subcommand{bind<EachOptions, register_each, run_each>},
-    Subcommand{bind<BeginOptions, register_begin, run_begin, &BeginOptions::quiet>},
-    Subcommand{bind<EndOptions, register_end, run_end>},
+    Subcommand{"run", bind<RunOptions, register_run, run_run, &RunOptions::quiet>},
+    Subcommand{"ls", bind<LsOptions, register_ls, run_ls>},
+    Subcommand{"show", bind<ShowOptions, register_show, run_show>},
+    Subcommand{"status", bind<StatusOptions, register_status, run_status>},
+    Subcommand{"rm", bind<RmOptions, register_rm, run_rm>},
+    Subcommand{"gc", bind<GcOptions, register_gc, run_gc>},
+    Subcommand{"serve", bind<ServeOptions, register_serve, run_serve>},
+    Subcommand{"each", bind<EachOptions, register_each, run_each>},
+    Subcommand{"begin", bind<BeginOptions, register_begin, run_begin, &BeginOptions::quiet>},
+    Subcommand{"end", bind<EndOptions, register_end, run_end>},
 };
 
 }  // namespace

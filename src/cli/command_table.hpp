@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <span>
+#include <string_view>
 
 #include "cli/common.hpp"
 
@@ -17,8 +18,11 @@ struct Registered {
   std::function<int(const GlobalOptions&)> run;
 };
 
-// One row of the table: adds the subcommand (its name, help and options) to the top-level app.
+// One row of the table: the subcommand's name (the one its register_X gives it: main checks
+// whenever it adds every row), and what adds it (its name, help and options) to the top-level
+// app. The name lets main add only the subcommand a command line names.
 struct Subcommand {
+  std::string_view name;
   Registered (*add)(CLI::App& app);
 };
 
