@@ -41,15 +41,17 @@ std::string command_word(int argc, char** argv) {
   return "";
 }
 
+#ifdef IDEM_TEST_HOOKS
+constexpr std::string_view k_version = "idem " IDEM_VERSION " (test hooks)";
+#else
+constexpr std::string_view k_version = "idem " IDEM_VERSION;
+#endif
+
 // The top-level app: its help, --version and the global options.
 void set_up_app(CLI::App& app, idem::cli::GlobalOptions& global) {
   app.require_subcommand(1);
   app.fallthrough();  // global options are accepted after the subcommand too
-#ifdef IDEM_TEST_HOOKS
-  app.set_version_flag("--version", std::string("idem ") + IDEM_VERSION + " (test hooks)");
-#else
-  app.set_version_flag("--version", std::string("idem ") + IDEM_VERSION);
-#endif
+  app.set_version_flag("--version", std::string(k_version));
   idem::cli::add_global_options(app, global);
   app.footer(
       "Exit codes: the command's own; 1 nothing to do / not found; 64 usage; 65 conflict;\n"
@@ -161,6 +163,12 @@ int main(int argc, char** argv) {
   // turns into exit 74, rather than SIGXFSZ killing idem in the middle of a transaction.
   ::signal(SIGXFSZ, SIG_IGN);
 
+  // `idem --version` alone, as scripts ask it, without building the parser; CLI11 prints the
+  // same line for any other command line with --version.
+  if (argc == 2 && std::string_view(argv[1]) == "--version") {
+    std::cout << k_version << '\n';
+    return k_exit_ok;
+  }
   if (argc != 2 || std::string_view(argv[1]) != "--list-commands") {
     int version_exit = -1;
     if (auto line = parse_named_only(argc, argv, version_exit))
