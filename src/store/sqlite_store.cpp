@@ -783,7 +783,8 @@ class SqliteStore final : public Store {
       throw StoreError("store " + path_ + ": this SQLite keeps rows of at most " +
                        std::to_string(sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1)) +
                        " bytes; idem needs " + std::to_string(core::k_store_row_limit));
-    refuse_newer_schema();
+    opened_version_ = user_version();
+    refuse_newer_schema(opened_version_);
     enable_wal();
     exec("PRAGMA synchronous = FULL");
     exec("PRAGMA wal_autocheckpoint = 0");
@@ -836,8 +837,7 @@ class SqliteStore final : public Store {
     return 1;
   }
 
-  void refuse_newer_schema() {
-    int version = user_version();
+  void refuse_newer_schema(int version) {
     if (version > k_schema_version)
       throw StoreError("store " + path_ + " has schema version " + std::to_string(version) +
                        ", newer than this idem understands (" + std::to_string(k_schema_version) +
@@ -850,12 +850,14 @@ class SqliteStore final : public Store {
     return int(v.int_at(0));
   }
 
+  // The version read at open (opened_version_) is enough when it is the current one: no process
+  // ever lowers it. Else the writer lock is taken and the version read again.
   void migrate() {
-    if (user_version() == k_schema_version) return;
+    if (opened_version_ == k_schema_version) return;
     Transaction tx(db_, path_, *writers_);
     // Another process may have migrated while we waited for the writer lock.
     int version = user_version();
-    if (version > k_schema_version) refuse_newer_schema();
+    refuse_newer_schema(version);
     for (; version < k_schema_version; ++version)
       exec(k_migrations[version]);
     exec(("PRAGMA user_version = " + std::to_string(k_schema_version)).c_str());
@@ -953,6 +955,7 @@ class SqliteStore final : public Store {
   // group is synced to make it durable (set_process_group).
   std::optional<std::pair<std::string, int64_t>> unsynced_claim_;
   int64_t busy_since_ms_ = 0;
+  int opened_version_ = 0;  // PRAGMA user_version when the connection was opened
 };
 
 }  // namespace
