@@ -37,27 +37,13 @@ class WriteQueue {
   // or what beginning or committing the batch threw (nothing of it written). `sync`: this write
   // needs a synced commit (the batch is synced if any of its writes is).
   void run(Connection& mine, bool sync, const Write& write) {
-    Pending pending{&write, sync, nullptr, false};
+    Pending pending{&write, sync};
     std::unique_lock lock(mutex_);
     queue_.push_back(&pending);
-    while (!pending.done) {
-      if (leading_) {
-        batch_done_.wait(lock);
-        continue;
-      }
-      leading_ = true;
-      std::vector<Pending*> batch;
-      batch.swap(queue_);
-      lock.unlock();
-      {
-        std::lock_guard transaction(transactions_);
-        commit_batch(mine, batch);
-      }
-      lock.lock();
-      for (Pending* p : batch) p->done = true;
-      leading_ = false;
-      batch_done_.notify_all();
-    }
+    // Each writer sleeps on its own condition: woken when its batch committed, or when it is
+    // first in the queue as a batch ends and so leads the next one. No thundering herd.
+    pending.wakeup.wait(lock, [&] { return pending.done || !leading_; });
+    if (!pending.done) lead(mine, lock);
     if (pending.error) std::rethrow_exception(pending.error);
   }
 
@@ -80,11 +66,33 @@ class WriteQueue {
 
  private:
   struct Pending {
+    Pending(const Write* w, bool s) : write(w), sync(s) {}
     const Write* write;
     bool sync;
-    std::exception_ptr error;
-    bool done;
+    std::exception_ptr error = nullptr;
+    bool done = false;
+    std::condition_variable wakeup;
   };
+
+  // Commits every queued write (this caller's among them) as one batch, then hands the lead to
+  // the first writer that queued meanwhile. Called and returns with `lock` held.
+  void lead(Connection& mine, std::unique_lock<std::mutex>& lock) {
+    leading_ = true;
+    std::vector<Pending*> batch;
+    batch.swap(queue_);
+    lock.unlock();
+    {
+      std::lock_guard transaction(transactions_);
+      commit_batch(mine, batch);
+    }
+    lock.lock();
+    leading_ = false;
+    for (Pending* p : batch) {
+      p->done = true;
+      p->wakeup.notify_one();
+    }
+    if (!queue_.empty()) queue_.front()->wakeup.notify_one();
+  }
 
   // Never throws: every error lands in the Pending of the writes it undid.
   void commit_batch(Connection& c, std::vector<Pending*> todo) {
@@ -150,7 +158,6 @@ class WriteQueue {
   }
 
   mutable std::mutex mutex_;  // guards queue_, leading_, every Pending's done, grouped_
-  std::condition_variable batch_done_;
   std::vector<Pending*> queue_;
   bool leading_ = false;
   long grouped_ = 0;

@@ -140,7 +140,8 @@ std::vector<std::string> run_batch_of(Queue& queue, Journal& journal,
 
 }  // namespace
 
-TEST_CASE("write queue: a lone write is its own transaction, without a savepoint", "[store][queue]") {
+TEST_CASE("write queue: a lone write is its own transaction, without a savepoint",
+          "[store][queue]") {
   Journal journal;
   Queue queue;
   TestConnection mine(journal);
