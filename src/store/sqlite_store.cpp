@@ -554,6 +554,56 @@ class SqliteStore final : public Store {
 
   ~SqliteStore() override { sqlite3_close(db_); }
 
+  // The claim's transaction, on the connection of its batch (claim() below).
+  ClaimResult claim_in(sqlite3* db, const ClaimRequest& req, const OwnerGone& owner_gone) {
+    std::optional<Record> existing = select_record(db, req.key, false);
+    // A lease that ran out needs no probe (decide() sees it too); else the same-host check.
+    bool gone = existing && existing->status == Status::running &&
+                (core::lease_expired(*existing, req.now_ms) || owner_gone(existing->owner));
+    core::Decision d = core::decide(existing ? &*existing : nullptr, req.fingerprint, req.now_ms,
+                                    gone, req.policy);
+    if (d.mark_abandoned) {
+      set_abandoned(db, req.key, existing->attempt,
+                    core::lease_expired(*existing, req.now_ms) ? k_lease_ran_out : k_owner_died);
+      existing->status = Status::abandoned;
+    }
+    ClaimResult result{d.verdict, 0, "", 0, std::nullopt};
+    if (d.verdict != core::Verdict::claim) {
+      if (d.verdict == core::Verdict::replay) existing = select_record(db, req.key, true);
+      result.existing = std::move(existing);
+      if (result.existing) result.existing->attempt_token.clear();  // another owner's capability
+      return result;
+    }
+    const std::string token = util::random_hex(k_token_bytes);
+    if (!existing) {
+      Statement insert(db, R"sql(
+        INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                             owner_pid, owner_start, started_at, ttl_ms, request, attempt_token,
+                             lease_expires)
+        VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13))sql", path_);
+      bind_claim(insert, req, d.next_attempt, token).run();
+    } else {
+      // Replaces the previous attempt; conditioned on it, so two retries cannot both win.
+      Statement update(db, R"sql(
+        UPDATE records SET fingerprint = ?2, kind = ?3, status = 'running', attempt = ?4,
+               owner_host = ?5, owner_boot_id = ?6, owner_pid = ?7, owner_start = ?8,
+               started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
+               expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0, output = NULL,
+               output_bytes = 0, output_truncated = 0, note = '', response = NULL, pgid = NULL,
+               pgid_start = NULL, attempt_token = ?12, lease_expires = ?13
+        WHERE key = ?1 AND attempt = ?14)sql", path_);
+      bind_claim(update, req, d.next_attempt, token).bind(14, existing->attempt).run();
+      if (sqlite3_changes(db) != 1)
+        throw StoreError("store " + path_ + ": claim of '" + core::display_key(req.key) +
+                         "' lost a race it should not have");
+    }
+    IDEM_CRASH_POINT("claim-before-commit");
+    result.attempt = d.next_attempt;
+    result.attempt_token = token;
+    result.lease_expires_ms = lease_end(req.now_ms, req.lease_ms);
+    return result;
+  }
+
   ClaimResult claim(const ClaimRequest& req, const OwnerGone& owner_gone) override {
     ClaimResult result;
     // A claim that need not be synced (ClaimRequest::sync) is so only if its batch needs no sync.
@@ -880,57 +930,6 @@ class SqliteStore final : public Store {
     BatchConnection mine(db_, path_);
     writers_->run(mine, sync, [&](BatchConnection& leader) { body(leader.db); });
   }
-
-  // The claim's transaction, on the connection of its batch.
-  ClaimResult claim_in(sqlite3* db, const ClaimRequest& req, const OwnerGone& owner_gone) {
-    std::optional<Record> existing = select_record(db, req.key, false);
-    // A lease that ran out needs no probe (decide() sees it too); else the same-host check.
-    bool gone = existing && existing->status == Status::running &&
-                (core::lease_expired(*existing, req.now_ms) || owner_gone(existing->owner));
-    core::Decision d = core::decide(existing ? &*existing : nullptr, req.fingerprint, req.now_ms,
-                                    gone, req.policy);
-    if (d.mark_abandoned) {
-      set_abandoned(db, req.key, existing->attempt,
-                    core::lease_expired(*existing, req.now_ms) ? k_lease_ran_out : k_owner_died);
-      existing->status = Status::abandoned;
-    }
-    ClaimResult result{d.verdict, 0, "", 0, std::nullopt};
-    if (d.verdict != core::Verdict::claim) {
-      if (d.verdict == core::Verdict::replay) existing = select_record(db, req.key, true);
-      result.existing = std::move(existing);
-      if (result.existing) result.existing->attempt_token.clear();  // another owner's capability
-      return result;
-    }
-    const std::string token = util::random_hex(k_token_bytes);
-    if (!existing) {
-      Statement insert(db, R"sql(
-        INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                             owner_pid, owner_start, started_at, ttl_ms, request, attempt_token,
-                             lease_expires)
-        VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13))sql", path_);
-      bind_claim(insert, req, d.next_attempt, token).run();
-    } else {
-      // Replaces the previous attempt; conditioned on it, so two retries cannot both win.
-      Statement update(db, R"sql(
-        UPDATE records SET fingerprint = ?2, kind = ?3, status = 'running', attempt = ?4,
-               owner_host = ?5, owner_boot_id = ?6, owner_pid = ?7, owner_start = ?8,
-               started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
-               expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0, output = NULL,
-               output_bytes = 0, output_truncated = 0, note = '', response = NULL, pgid = NULL,
-               pgid_start = NULL, attempt_token = ?12, lease_expires = ?13
-        WHERE key = ?1 AND attempt = ?14)sql", path_);
-      bind_claim(update, req, d.next_attempt, token).bind(14, existing->attempt).run();
-      if (sqlite3_changes(db) != 1)
-        throw StoreError("store " + path_ + ": claim of '" + core::display_key(req.key) +
-                         "' lost a race it should not have");
-    }
-    IDEM_CRASH_POINT("claim-before-commit");
-    result.attempt = d.next_attempt;
-    result.attempt_token = token;
-    result.lease_expires_ms = lease_end(req.now_ms, req.lease_ms);
-    return result;
-  }
-
 
   static int64_t lease_end(int64_t now_ms, int64_t lease_ms) {
     return lease_ms > 0 ? now_ms + lease_ms : 0;
