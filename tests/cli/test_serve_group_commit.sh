@@ -49,8 +49,8 @@ done
 
 # A restarted daemon replays what was answered.
 start_daemon "$T/serve.json"
-key=$(find "$T/answers" -type f ! -name '*.body' | head -1)
-key=${key##*/}
+answers=("$T"/answers/d*[0-9])
+key=${answers[0]##*/}
 post /hooks/g "body $key" "X-Key: $key"
 expect_http 200
 assert_header Idempotent-Replayed true
