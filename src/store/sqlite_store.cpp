@@ -42,6 +42,7 @@
 #include "core/response.hpp"
 #include "store/sqlite_sql.hpp"
 #include "store/store.hpp"
+#include "store/write_queue.hpp"
 #include "util/clock.hpp"
 #include "util/crash_point.hpp"
 #include "util/random.hpp"
@@ -283,23 +284,79 @@ class Statement {
   const std::string& where_;
 };
 
-// The writers of one store file within this process queue here before they take SQLite's
-// writer lock, so a thread of the daemon gets the lock the moment another releases it, instead
-// of at its busy handler's next poll (several milliseconds at best: under a crowd of writers
-// the lock sat idle between commits). Writers in other processes still meet in the busy handler.
-std::shared_ptr<std::mutex> writer_queue_of(const std::string& resolved_path) {
+// The connection a batch of writes runs on (WriteQueue): its leader's. A batch that needs no
+// sync (every write in it is an unsynced claim, ClaimRequest::sync, or writes nothing) commits
+// with synchronous=NORMAL; the connection is FULL again after.
+class BatchConnection {
+ public:
+  BatchConnection(sqlite3* connection, const std::string& where) : db(connection), where_(where) {}
+
+  void begin(bool sync) {
+    if (!sync) sqlite3_exec(db, "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr);
+    unsynced_ = !sync;
+    try {
+      exec("BEGIN IMMEDIATE");
+    } catch (...) {
+      synced_again();
+      throw;
+    }
+  }
+  void savepoint() { exec("SAVEPOINT write"); }
+  void release_savepoint() { exec("RELEASE write"); }
+  // Fails (the transaction is lost) when the write's error made SQLite roll back everything.
+  void rollback_to_savepoint() {
+    exec("ROLLBACK TO write");
+    exec("RELEASE write");
+  }
+  void commit() {
+    exec("COMMIT");
+    synced_again();
+  }
+  void rollback() noexcept {
+    if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    synced_again();
+  }
+
+  sqlite3* const db;
+
+ private:
+  void exec(const char* sql) {
+    char* err = nullptr;
+    if (int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err); rc != SQLITE_OK) {
+      std::string message = err != nullptr ? err : sqlite3_errmsg(db);
+      sqlite3_free(err);
+      throw_sqlite(rc, where_, message);
+    }
+  }
+  void synced_again() {
+    if (unsynced_) sqlite3_exec(db, "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr);
+    unsynced_ = false;
+  }
+
+  const std::string& where_;
+  bool unsynced_ = false;
+};
+
+using Writers = WriteQueue<BatchConnection>;
+
+// The writers of one store file within this process queue here (one WriteQueue per file), so
+// the daemon's threads commit their writes in batches, one commit and one sync for many writes
+// (group commit), and a batch's leader takes SQLite's writer lock the moment the last batch
+// released it instead of at a busy handler's poll. Writers in other processes still meet in the
+// busy handler.
+std::shared_ptr<Writers> writer_queue_of(const std::string& resolved_path) {
   static std::mutex registry_mutex;
-  static std::map<std::string, std::shared_ptr<std::mutex>> registry;  // one per file
+  static std::map<std::string, std::shared_ptr<Writers>> registry;  // one per file
   std::lock_guard lock(registry_mutex);
   auto& queue = registry[resolved_path];
-  if (!queue) queue = std::make_shared<std::mutex>();
+  if (!queue) queue = std::make_shared<Writers>();
   return queue;
 }
 
 // BEGIN IMMEDIATE ... COMMIT, rolled back unless commit() is called (an exception unwinding
-// through it must leave the store as it was). Behind this process's other writers of the file
-// first (writer_queue_of): each holds the queue for one transaction, whose BEGIN the busy
-// timeout bounds.
+// through it must leave the store as it was), for the writes that are not batched (migrations,
+// gc's batches). Behind this process's other writers of the file first (Writers::transactions):
+// each holds it for one transaction, whose BEGIN the busy timeout bounds.
 class Transaction {
  public:
   Transaction(sqlite3* db, const std::string& where, std::mutex& writers)
@@ -497,31 +554,29 @@ class SqliteStore final : public Store {
 
   ~SqliteStore() override { sqlite3_close(db_); }
 
-  ClaimResult claim(const ClaimRequest& req, const OwnerGone& owner_gone) override {
-    UnsyncedCommits unsynced(db_, !req.sync);  // see ClaimRequest::sync
-    Transaction tx(db_, path_, *writers_);
-    std::optional<Record> existing = select_record(req.key, false);
+  // The claim's transaction, on the connection of its batch (claim() below).
+  ClaimResult claim_in(sqlite3* db, const ClaimRequest& req, const OwnerGone& owner_gone) {
+    std::optional<Record> existing = select_record(db, req.key, false);
     // A lease that ran out needs no probe (decide() sees it too); else the same-host check.
     bool gone = existing && existing->status == Status::running &&
                 (core::lease_expired(*existing, req.now_ms) || owner_gone(existing->owner));
     core::Decision d = core::decide(existing ? &*existing : nullptr, req.fingerprint, req.now_ms,
                                     gone, req.policy);
     if (d.mark_abandoned) {
-      set_abandoned(req.key, existing->attempt,
+      set_abandoned(db, req.key, existing->attempt,
                     core::lease_expired(*existing, req.now_ms) ? k_lease_ran_out : k_owner_died);
       existing->status = Status::abandoned;
     }
     ClaimResult result{d.verdict, 0, "", 0, std::nullopt};
     if (d.verdict != core::Verdict::claim) {
-      if (d.verdict == core::Verdict::replay) existing = select_record(req.key, true);
+      if (d.verdict == core::Verdict::replay) existing = select_record(db, req.key, true);
       result.existing = std::move(existing);
       if (result.existing) result.existing->attempt_token.clear();  // another owner's capability
-      tx.commit();
       return result;
     }
     const std::string token = util::random_hex(k_token_bytes);
     if (!existing) {
-      Statement insert(db_, R"sql(
+      Statement insert(db, R"sql(
         INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
                              owner_pid, owner_start, started_at, ttl_ms, request, attempt_token,
                              lease_expires)
@@ -529,7 +584,7 @@ class SqliteStore final : public Store {
       bind_claim(insert, req, d.next_attempt, token).run();
     } else {
       // Replaces the previous attempt; conditioned on it, so two retries cannot both win.
-      Statement update(db_, R"sql(
+      Statement update(db, R"sql(
         UPDATE records SET fingerprint = ?2, kind = ?3, status = 'running', attempt = ?4,
                owner_host = ?5, owner_boot_id = ?6, owner_pid = ?7, owner_start = ?8,
                started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
@@ -538,27 +593,35 @@ class SqliteStore final : public Store {
                pgid_start = NULL, attempt_token = ?12, lease_expires = ?13
         WHERE key = ?1 AND attempt = ?14)sql", path_);
       bind_claim(update, req, d.next_attempt, token).bind(14, existing->attempt).run();
-      if (sqlite3_changes(db_) != 1)
+      if (sqlite3_changes(db) != 1)
         throw StoreError("store " + path_ + ": claim of '" + core::display_key(req.key) +
                          "' lost a race it should not have");
     }
     IDEM_CRASH_POINT("claim-before-commit");
-    tx.commit();
-    if (!req.sync) unsynced_claim_.emplace(req.key, d.next_attempt);
     result.attempt = d.next_attempt;
     result.attempt_token = token;
     result.lease_expires_ms = lease_end(req.now_ms, req.lease_ms);
     return result;
   }
 
-  void check_writable() override { Transaction tx(db_, path_, *writers_); }
+  ClaimResult claim(const ClaimRequest& req, const OwnerGone& owner_gone) override {
+    ClaimResult result;
+    // A claim that need not be synced (ClaimRequest::sync) is so only if its batch needs no sync.
+    batched(req.sync, [&](sqlite3* db) { result = claim_in(db, req, owner_gone); });
+    if (!req.sync && result.verdict == core::Verdict::claim)
+      unsynced_claim_.emplace(req.key, result.attempt);
+    return result;
+  }
+
+  void check_writable() override {
+    batched(false, [](sqlite3*) {});  // BEGIN IMMEDIATE takes the lock
+  }
 
   bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) override {
     const std::optional<std::string> response = stored_response(outcome);
-    bool changed;
-    {
-      Transaction tx(db_, path_, *writers_);
-      Statement update(db_, R"sql(
+    bool changed = false;
+    batched(true, [&](sqlite3* db) {
+      Statement update(db, R"sql(
         UPDATE records SET status = ?3, finished_at = ?4, expires_at = ?4 + ttl_ms,
                exit_code = ?5, signal = ?6, timed_out = ?7, output = ?8, output_bytes = ?9,
                output_truncated = ?10, note = ?11, response = ?12, attempt_token = '',
@@ -571,10 +634,9 @@ class SqliteStore final : public Store {
       update.bind(10, int64_t(outcome.output_truncated)).bind(11, outcome.note);
       update.bind_optional(12, response);
       update.run();
-      changed = sqlite3_changes(db_) == 1;
+      changed = sqlite3_changes(db) == 1;
       IDEM_CRASH_POINT("finish-before-commit");
-      tx.commit();
-    }
+    });
     checkpoint_if_wal_large();
     return changed;
   }
@@ -589,29 +651,28 @@ class SqliteStore final : public Store {
     const bool makes_claim_durable = unsynced_claim_ && unsynced_claim_->first == key &&
                                      unsynced_claim_->second == attempt;
     unsynced_claim_.reset();
-    UnsyncedCommits unsynced(db_, !makes_claim_durable);
-    Transaction tx(db_, path_, *writers_);
-    Statement update(db_, R"sql(
-      UPDATE records SET pgid = ?3, pgid_start = ?4
-      WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
-    update.bind(1, key).bind(2, attempt).bind(3, group.pgid).bind(4, group.leader_start_ticks);
-    update.run();
-    bool changed = sqlite3_changes(db_) == 1;
-    tx.commit();
+    bool changed = false;
+    batched(makes_claim_durable, [&](sqlite3* db) {
+      Statement update(db, R"sql(
+        UPDATE records SET pgid = ?3, pgid_start = ?4
+        WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
+      update.bind(1, key).bind(2, attempt).bind(3, group.pgid).bind(4, group.leader_start_ticks);
+      update.run();
+      changed = sqlite3_changes(db) == 1;
+    });
     return changed;
   }
 
   bool mark_abandoned(const std::string& key, int64_t attempt) override {
-    Transaction tx(db_, path_, *writers_);
-    bool changed = set_abandoned(key, attempt);
-    tx.commit();
+    bool changed = false;
+    batched(true, [&](sqlite3* db) { changed = set_abandoned(db, key, attempt); });
     return changed;
   }
 
   bool heartbeat(const std::string& key, const std::string& attempt_token, int64_t lease_ms,
                  int64_t now_ms) override {
     if (attempt_token.empty()) return false;
-    Transaction tx(db_, path_, *writers_);
+    Transaction tx(db_, path_, writers_->transactions());
     Statement update(db_, R"sql(
       UPDATE records SET lease_expires = ?4
       WHERE key = ?1 AND attempt_token = ?2 AND status = 'running'
@@ -626,7 +687,7 @@ class SqliteStore final : public Store {
   // See Store::release for what it restores.
   bool release(const std::string& key, const std::string& attempt_token) override {
     if (attempt_token.empty()) return false;
-    Transaction tx(db_, path_, *writers_);
+    Transaction tx(db_, path_, writers_->transactions());
     Statement del(db_, R"sql(
       DELETE FROM records
       WHERE key = ?1 AND attempt_token = ?2 AND status = 'running' AND attempt = 1)sql", path_);
@@ -670,7 +731,7 @@ class SqliteStore final : public Store {
   }
 
   RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) override {
-    Transaction tx(db_, path_, *writers_);
+    Transaction tx(db_, path_, writers_->transactions());
     auto existing = select_record(key, false);
     if (!existing) return RemoveResult::not_found;
     if (existing->status == Status::running && !force && !owner_gone(existing->owner))
@@ -745,7 +806,7 @@ class SqliteStore final : public Store {
     std::vector<int64_t> rowids;
     for (;;) {
       {
-        Transaction tx(db_, path_, *writers_);
+        Transaction tx(db_, path_, writers_->transactions());
         Statement pick(db_, pick_sql.c_str(), path_);
         bind(pick);
         rowids.clear();
@@ -854,7 +915,7 @@ class SqliteStore final : public Store {
   // ever lowers it. Else the writer lock is taken and the version read again.
   void migrate() {
     if (opened_version_ == k_schema_version) return;
-    Transaction tx(db_, path_, *writers_);
+    Transaction tx(db_, path_, writers_->transactions());
     // Another process may have migrated while we waited for the writer lock.
     int version = user_version();
     refuse_newer_schema(version);
@@ -862,6 +923,14 @@ class SqliteStore final : public Store {
       exec(k_migrations[version]);
     exec(("PRAGMA user_version = " + std::to_string(k_schema_version)).c_str());
     tx.commit();
+  }
+
+  // Runs `body` in a batch of this process's writes to the file (writer_queue_of), on whichever
+  // connection leads the batch: `body` reaches the store only through the one it is given.
+  // Returns once the batch committed (durable if `sync` or another write of it asked so).
+  void batched(bool sync, const std::function<void(sqlite3*)>& body) {
+    BatchConnection mine(db_, path_);
+    writers_->run(mine, sync, [&](BatchConnection& leader) { body(leader.db); });
   }
 
   static int64_t lease_end(int64_t now_ms, int64_t lease_ms) {
@@ -881,12 +950,13 @@ class SqliteStore final : public Store {
   static constexpr const char* k_owner_died = "owner died mid-run";
   static constexpr const char* k_lease_ran_out = "lease ran out mid-run";
 
-  bool set_abandoned(const std::string& key, int64_t attempt, const char* note = k_owner_died) {
-    Statement update(db_, R"sql(
+  bool set_abandoned(sqlite3* db, const std::string& key, int64_t attempt,
+                     const char* note = k_owner_died) {
+    Statement update(db, R"sql(
       UPDATE records SET status = 'abandoned', note = ?3, attempt_token = '', lease_expires = NULL
       WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
     update.bind(1, key).bind(2, attempt).bind(3, std::string(note)).run();
-    return sqlite3_changes(db_) == 1;
+    return sqlite3_changes(db) == 1;
   }
 
   // A response that cannot be stored throws std::invalid_argument (finish encodes it before its
@@ -926,31 +996,49 @@ class SqliteStore final : public Store {
   }
 
   std::optional<Record> select_record(const std::string& key, bool with_output) {
+    return select_record(db_, key, with_output);
+  }
+  std::optional<Record> select_record(sqlite3* db, const std::string& key, bool with_output) {
     std::string sql = std::string(k_select_columns) + (with_output ? ", output" : ", NULL") +
                       " FROM records WHERE key = ?1";
-    Statement select(db_, sql.c_str(), path_);
+    Statement select(db, sql.c_str(), path_);
     select.bind(1, key);
     if (!select.step()) return std::nullopt;
     return read_record(select);
   }
 
-  void checkpoint_if_wal_large() {
+  bool wal_large() const {
     struct stat st{};
-    if (::stat((path_ + "-wal").c_str(), &st) == 0 && st.st_size > k_checkpoint_wal_bytes)
-      checkpoint_truncate();
+    return ::stat((path_ + "-wal").c_str(), &st) == 0 && st.st_size > k_checkpoint_wal_bytes;
+  }
+
+  // The size is looked at again behind the queue: of several writers that found the WAL large,
+  // the first checkpoints it and the others find it empty.
+  void checkpoint_if_wal_large() {
+    if (!wal_large()) return;
+    std::lock_guard queued(writers_->transactions());
+    if (wal_large()) checkpoint_truncate_queued();
+  }
+
+  // Behind this process's other writers (writer_queue_of), like a transaction: a checkpoint
+  // holds SQLite's writer lock throughout, and a writer of this process that met it there would
+  // poll it from its busy handler, holding the queue, instead of waiting its turn in the queue.
+  void checkpoint_truncate() {
+    std::lock_guard queued(writers_->transactions());
+    checkpoint_truncate_queued();
   }
 
   // Takes the writer lock (waiting via the busy handler), copies the WAL into the database and
   // truncates the WAL to zero bytes. Readers still holding old snapshots make it return early;
   // that is not an error: the next one finishes the job.
-  void checkpoint_truncate() {
+  void checkpoint_truncate_queued() {
     sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
   }
 
   std::string path_;
   sqlite3* db_ = nullptr;
   int64_t busy_timeout_ms_ = k_default_busy_timeout_ms;
-  std::shared_ptr<std::mutex> writers_;  // this process's writers of the file
+  std::shared_ptr<Writers> writers_;  // this process's writers of the file
   // The claim this connection committed unsynced (key, attempt): the next record of its process
   // group is synced to make it durable (set_process_group).
   std::optional<std::pair<std::string, int64_t>> unsynced_claim_;
