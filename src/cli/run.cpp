@@ -82,11 +82,11 @@ std::string ago(int64_t then_ms, int64_t now_ms) {
 
 // Writes the stored output back byte for byte, in the order it was first written.
 void replay(const core::Record& record) {
-  auto output = core::CapturedOutput::decode(record.output);
-  if (!output)
+  auto chunks = core::CapturedOutput::chunks_of(record.output);
+  if (!chunks)
     throw StoreError("stored output of key '" + core::display_key(record.key) +
                      "' is corrupt; nothing was replayed");
-  for (const auto& chunk : output->chunks())
+  for (const auto& chunk : *chunks)
     util::write_all(chunk.stream == core::Stream::out ? 1 : 2, chunk.bytes);
 }
 

@@ -107,10 +107,9 @@ std::string CapturedOutput::take_encoded() {
   return blob;
 }
 
-std::optional<CapturedOutput> CapturedOutput::decode(std::string_view blob, bool truncated) {
-  CapturedOutput out;
-  out.truncated_ = truncated;
-  if (blob.empty()) return out;
+std::optional<std::vector<ChunkView>> CapturedOutput::chunks_of(std::string_view blob) {
+  std::vector<ChunkView> chunks;
+  if (blob.empty()) return chunks;
   if (blob[0] != k_format_v1) return std::nullopt;
   size_t pos = 1;
   while (pos < blob.size()) {
@@ -121,9 +120,21 @@ std::optional<CapturedOutput> CapturedOutput::decode(std::string_view blob, bool
     for (int i = 0; i < 4; ++i) n |= uint32_t(uint8_t(blob[pos + 1 + size_t(i)])) << (8 * i);
     pos += 5;
     if (blob.size() - pos < n) return std::nullopt;
-    out.chunks_.push_back(Chunk{Stream(stream), std::string(blob.substr(pos, n))});
-    out.stored_ += n;
+    chunks.push_back(ChunkView{Stream(stream), blob.substr(pos, n)});
     pos += n;
+  }
+  return chunks;
+}
+
+std::optional<CapturedOutput> CapturedOutput::decode(std::string_view blob, bool truncated) {
+  auto views = chunks_of(blob);
+  if (!views) return std::nullopt;
+  CapturedOutput out;
+  out.truncated_ = truncated;
+  if (blob.empty()) return out;
+  for (const ChunkView& view : *views) {
+    out.chunks_.push_back(Chunk{view.stream, std::string(view.bytes)});
+    out.stored_ += int64_t(view.bytes.size());
   }
   out.cap_ = std::max<int64_t>(out.stored_, 0);
   out.encoded_ = int64_t(blob.size());

@@ -174,6 +174,31 @@ TEST_CASE("output: decode refuses garbage", "[output]") {
   CHECK_FALSE(CapturedOutput::decode(nul_bytes("\x01\x01\x01\x00\x00\x00x\x01", 8)).has_value());
 }
 
+TEST_CASE("output: chunks_of views the chunks in place, and refuses what decode refuses",
+          "[output]") {
+  CapturedOutput out;
+  out.append(Stream::out, nul_bytes("a\0b", 3));
+  out.append(Stream::err, "e");
+  out.append(Stream::out, "no newline");
+  const std::string blob = out.encode();
+  auto views = CapturedOutput::chunks_of(blob);
+  REQUIRE(views);
+  REQUIRE(views->size() == 3);
+  for (size_t i = 0; i < views->size(); ++i) {
+    CHECK((*views)[i].stream == out.chunks()[i].stream);
+    CHECK((*views)[i].bytes == out.chunks()[i].bytes);
+    // Inside the blob itself: nothing copied.
+    CHECK((*views)[i].bytes.data() >= blob.data());
+    CHECK((*views)[i].bytes.data() + (*views)[i].bytes.size() <= blob.data() + blob.size());
+  }
+  CHECK(CapturedOutput::chunks_of("")->empty());
+  for (size_t len = 1; len < blob.size(); ++len)
+    CHECK(CapturedOutput::chunks_of(std::string_view(blob).substr(0, len)).has_value() ==
+          CapturedOutput::decode(std::string_view(blob).substr(0, len)).has_value());
+  CHECK_FALSE(CapturedOutput::chunks_of("hello"));
+  CHECK_FALSE(CapturedOutput::chunks_of(nul_bytes("\x01\x03\x01\x00\x00\x00x", 7)));
+}
+
 TEST_CASE("output: every prefix of a valid blob decodes to whole chunks or is refused",
           "[output]") {
   CapturedOutput out;
