@@ -10,6 +10,8 @@ namespace idem::core {
 namespace {
 constexpr char k_format_v1 = 0x01;
 constexpr int64_t k_frame_header = 5;
+// Reserved beyond the cap for the frame headers of later chunks: 13,000 of them.
+constexpr size_t k_frames_slack = 64 * 1024;
 }  // namespace
 
 int64_t output_cap_arg(std::string_view flag, std::string_view text) {
@@ -35,14 +37,17 @@ void CapturedOutput::append(Stream stream, std::string_view bytes) {
   }
   std::string& into = new_frame ? chunks_.emplace_back(Chunk{stream, {}}).bytes : chunks_.back().bytes;
   // Grown by doubling, but never past what the cap lets it hold: a capture at its cap takes the
-  // cap's memory, not up to twice that.
-  // (The slack is the first frame's header and the format byte, which take_encoded puts in
-  // front of the first chunk's bytes in place.)
+  // cap's memory, not up to twice that. (The slack is the first frame's header and the format
+  // byte, which take_encoded puts in front of the first chunk's bytes in place; and, once the
+  // cap bounds it, the other chunks' frame headers, so that take_encoded can append them to
+  // the first without moving it. Reserved, not touched: it costs address space, not memory.)
   const size_t needed = into.size() + bytes.size();
-  if (needed > into.capacity())
-    into.reserve(std::max(needed, size_t(std::min<int64_t>(int64_t(into.capacity()) * 2,
-                                                           int64_t(into.size()) + room))) +
-                 size_t(k_frame_header) + 1);
+  if (needed > into.capacity()) {
+    const int64_t doubled = int64_t(into.capacity()) * 2;
+    const int64_t at_cap = int64_t(into.size()) + room;
+    const size_t target = doubled < at_cap ? size_t(doubled) : size_t(at_cap) + k_frames_slack;
+    into.reserve(std::max(needed, target) + size_t(k_frame_header) + 1);
+  }
   into.append(bytes);
   stored_ += int64_t(bytes.size());
   encoded_ += int64_t(bytes.size()) + (new_frame ? k_frame_header : 0);
@@ -94,7 +99,10 @@ std::string CapturedOutput::take_encoded() {
     Chunk& chunk = chunks_[i];
     std::string header = frame_header(chunk.stream, uint32_t(chunk.bytes.size()));
     if (i == 0) {
+      // Grown at most once, to the final size, before the others are appended (each freed as
+      // it is): the capture is never held twice over, only this chunk for a moment.
       blob = std::move(chunk.bytes);
+      blob.reserve(size_t(encoded_));
       blob.insert(0, std::string(1, k_format_v1) + header);
     } else {
       blob.append(header).append(chunk.bytes);

@@ -353,3 +353,25 @@ TEST_CASE("take_encoded: the bytes of encode(), the capture left empty", "[outpu
   const std::string expected = capped.encode();
   CHECK(capped.take_encoded() == expected);
 }
+
+TEST_CASE("take_encoded: interleaved streams at the cap are appended to the first chunk in place",
+          "[output]") {
+  // The first chunk grew to what the cap lets it hold (the pipe's 64 KiB reads), with room for
+  // the other chunks' frame headers: the blob is that chunk's buffer, not a copy of it.
+  using idem::core::Stream;
+  idem::core::CapturedOutput out(1 << 20);
+  const std::string piece(64 * 1024, 'o');
+  for (int i = 0; i < 10; ++i) out.append(Stream::out, piece);
+  for (int i = 0; i < 20; ++i) {
+    out.append(Stream::err, "warning\n");
+    out.append(Stream::out, std::string(10000, char('a' + i)));
+  }
+  for (int i = 0; i < 10; ++i) out.append(Stream::out, piece);  // past the cap
+  REQUIRE(out.truncated());
+  REQUIRE(out.stored_bytes() == 1 << 20);
+  const std::string expected = out.encode();
+  const char* first = out.chunks()[0].bytes.data();
+  const std::string blob = out.take_encoded();
+  CHECK(blob == expected);
+  CHECK(blob.data() == first);
+}
