@@ -1,6 +1,7 @@
 // `idem run`: claim the key, run the command once, record and replay its outcome.
 #include "cli/run.hpp"
 
+#include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -280,6 +281,10 @@ int run_claimed(engine::Engine& engine, const engine::Claimed& claimed, const Ru
 }  // namespace
 
 int run_run(const GlobalOptions& global, RunOptions& o) {
+  // A capture's buffers (up to --max-output) come from mmap and go back to the system when
+  // freed: glibc's threshold otherwise rises with each buffer freed, until freed buffers stay
+  // in the heap, still resident, while the output is being stored.
+  ::mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   if (o.command.empty())
     throw UsageError("missing command: idem run [OPTIONS] [-k KEY] -- COMMAND [ARG...]");
   if (o.kill_stale && !o.retry_abandoned) throw UsageError("--kill-stale needs --retry-abandoned");

@@ -36,16 +36,19 @@ void CapturedOutput::append(Stream stream, std::string_view bytes) {
     truncated_ = true;
   }
   std::string& into = new_frame ? chunks_.emplace_back(Chunk{stream, {}}).bytes : chunks_.back().bytes;
-  // Grown by doubling, but never past what the cap lets it hold: a capture at its cap takes the
-  // cap's memory, not up to twice that. (The slack is the first frame's header and the format
-  // byte, which take_encoded puts in front of the first chunk's bytes in place; and, once the
-  // cap bounds it, the other chunks' frame headers, so that take_encoded can append them to
-  // the first without moving it. Reserved, not touched: it costs address space, not memory.)
+  // Grown by doubling, but never past what the cap lets it hold, and straight to that once a
+  // second doubling would pass it: a move holds the old buffer and its copy at once, so the
+  // last move, from at most half the cap, costs no more than the cap itself. A capture at its
+  // cap so peaks at the cap's memory, never up to twice it. (The slack is the first frame's
+  // header and the format byte, which take_encoded puts in front of the first chunk's bytes in
+  // place; and, at the cap, the other chunks' frame headers, so that take_encoded can append
+  // them to the first without moving it. Reserved, not touched: address space, not memory.)
   const size_t needed = into.size() + bytes.size();
   if (needed > into.capacity()) {
     const int64_t doubled = int64_t(into.capacity()) * 2;
     const int64_t at_cap = int64_t(into.size()) + room;
-    const size_t target = doubled < at_cap ? size_t(doubled) : size_t(at_cap) + k_frames_slack;
+    const size_t target =
+        2 * doubled < at_cap ? size_t(doubled) : size_t(at_cap) + k_frames_slack;
     into.reserve(std::max(needed, target) + size_t(k_frame_header) + 1);
   }
   into.append(bytes);

@@ -375,3 +375,24 @@ TEST_CASE("take_encoded: interleaved streams at the cap are appended to the firs
   CHECK(blob == expected);
   CHECK(blob.data() == first);
 }
+
+TEST_CASE("output: growing to its cap, a capture never moves more than half the cap",
+          "[output]") {
+  // A move holds the old buffer and its copy at once: from at most half the cap it costs no
+  // more than the cap, whatever sizes the pipe's reads come in.
+  using idem::core::Stream;
+  constexpr int64_t k_cap = 1 << 20;
+  std::mt19937 rng(20261201);
+  for (int round = 0; round < 50; ++round) {
+    idem::core::CapturedOutput out(k_cap);
+    size_t capacity = 0;
+    while (!out.truncated()) {
+      const size_t before = out.chunks().empty() ? 0 : out.chunks()[0].bytes.size();
+      out.append(Stream::out, std::string(1 + rng() % 65536, 'x'));
+      const size_t now = out.chunks()[0].bytes.capacity();
+      if (now != capacity) CHECK(before <= size_t(k_cap / 2));
+      capacity = now;
+    }
+    CHECK(out.stored_bytes() == k_cap);
+  }
+}
