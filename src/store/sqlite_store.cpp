@@ -29,7 +29,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-
 #include <map>
 #include <memory>
 #include <mutex>
