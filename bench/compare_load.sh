@@ -69,6 +69,17 @@ bench_contention() {
     "0 busy errors" "$( ((idem_busy == 0)) && echo yes || echo '**no**')"
 }
 
+# outputs_sql DB: the SQL that gives the filled records their stored output ("hello\n"): a row of
+# `outputs` each from schema 6, the record's own column before (an older idem being measured).
+outputs_sql() {
+  if [[ $(sqlite3 "$1" "SELECT count(*) FROM sqlite_master WHERE name = 'outputs'") == 1 ]]; then
+    echo "INSERT INTO outputs (key, attempt, output)"
+    echo "  SELECT key, attempt, x'01010600000068656c6c6f0a' FROM records;"
+  else
+    echo "UPDATE records SET output = x'01010600000068656c6c6f0a';"
+  fi
+}
+
 # fill: a store of N records (the layout of bench/gc_scale.sh: odd ones expired, even ones live,
 # one in a thousand running under an owner on another host).
 fill() {
@@ -79,7 +90,7 @@ PRAGMA synchronous = OFF;
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < $2)
 INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
                      owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
-                     exit_code, output, output_bytes, request)
+                     exit_code, output_bytes, request)
 SELECT printf('bench-%07d', i), printf('%064d', i), 'run',
        CASE WHEN i % 1000 = 998 THEN 'running' ELSE 'succeeded' END, 1, 'elsewhere', 'boot', 1, 1,
        1700000000000 + i * 1000,
@@ -88,8 +99,9 @@ SELECT printf('bench-%07d', i), printf('%064d', i), 'run',
             WHEN i % 2 = 1 THEN 1700000000000 + i * 1000 + 5 + 3600000
             ELSE 4000000000000 END,
        CASE WHEN i % 1000 = 998 THEN NULL ELSE 0 END,
-       x'01010600000068656c6c6f0a', 6, '{"argv":["true"],"cwd":"/"}'
+       6, '{"argv":["true"],"cwd":"/"}'
 FROM n;
+$(outputs_sql "$1")
 PRAGMA wal_checkpoint(TRUNCATE);
 SQL
   "$idem" --db "$1" ls --limit 1 >/dev/null

@@ -1,6 +1,12 @@
 // `idem end`: record the outcome of a key claimed with `idem begin`.
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "cli/begin.hpp"
 #include "core/errors.hpp"
@@ -9,16 +15,31 @@
 #include "engine/attempt.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
+#include "util/fd.hpp"
 
 namespace idem::cli {
 
 namespace {
-std::string read_file(const std::string& path, const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(std::string("cannot read ") + flag + " '" + path + "'");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+// Appends the file to the capture piece by piece, as a command's pipe is read, so the file is
+// held once, in the capture, which finish then stores without copying (take_encoded).
+void capture_file(const std::string& path, const char* flag, core::Stream stream,
+                  core::CapturedOutput& output) {
+  util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  auto refuse = [&] {
+    throw UsageError(std::string("cannot read ") + flag + " '" + path + "': " + std::strerror(errno));
+  };
+  if (!fd.valid()) refuse();
+  std::vector<char> buf(size_t(64) << 10);
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    if (n > 0) {
+      output.append(stream, std::string_view(buf.data(), size_t(n)));
+    } else if (n == 0) {
+      return;
+    } else if (errno != EINTR) {
+      refuse();
+    }
+  }
 }
 }  // namespace
 
@@ -43,8 +64,8 @@ CLI::App* register_end(CLI::App& app, EndOptions& o) {
 int run_end(const GlobalOptions& global, const EndOptions& o) {
   core::validate_key(o.key);
   core::CapturedOutput output;
-  if (!o.stdout_file.empty()) output.append(core::Stream::out, read_file(o.stdout_file, "--stdout-file"));
-  if (!o.stderr_file.empty()) output.append(core::Stream::err, read_file(o.stderr_file, "--stderr-file"));
+  if (!o.stdout_file.empty()) capture_file(o.stdout_file, "--stdout-file", core::Stream::out, output);
+  if (!o.stderr_file.empty()) capture_file(o.stderr_file, "--stderr-file", core::Stream::err, output);
   auto store = open_store(global);
   engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
   const std::string shown = "key '" + core::display_key(o.key) + "'";
@@ -70,9 +91,10 @@ int run_end(const GlobalOptions& global, const EndOptions& o) {
   core::Outcome outcome;
   outcome.status = o.exit_code == 0 ? core::Status::succeeded : core::Status::failed;
   outcome.exit_code = o.exit_code;
-  outcome.output = output.encode();
   outcome.output_bytes = output.stored_bytes();
-  if (!engine.finish(o.key, record->attempt, outcome))
+  outcome.output_truncated = output.truncated();
+  outcome.output = output.take_encoded();
+  if (!engine.finish(o.key, record->attempt, std::move(outcome)))
     throw Error(k_exit_not_owner, shown + ": the attempt changed meanwhile; nothing recorded");
   return k_exit_ok;
 }

@@ -1,6 +1,7 @@
 // `idem run`: claim the key, run the command once, record and replay its outcome.
 #include "cli/run.hpp"
 
+#include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -82,11 +83,11 @@ std::string ago(int64_t then_ms, int64_t now_ms) {
 
 // Writes the stored output back byte for byte, in the order it was first written.
 void replay(const core::Record& record) {
-  auto output = core::CapturedOutput::decode(record.output);
-  if (!output)
+  auto chunks = core::CapturedOutput::chunks_of(record.output);
+  if (!chunks)
     throw StoreError("stored output of key '" + core::display_key(record.key) +
                      "' is corrupt; nothing was replayed");
-  for (const auto& chunk : output->chunks())
+  for (const auto& chunk : *chunks)
     util::write_all(chunk.stream == core::Stream::out ? 1 : 2, chunk.bytes);
 }
 
@@ -280,6 +281,10 @@ int run_claimed(engine::Engine& engine, const engine::Claimed& claimed, const Ru
 }  // namespace
 
 int run_run(const GlobalOptions& global, RunOptions& o) {
+  // A capture's buffers (up to --max-output) come from mmap and go back to the system when
+  // freed: glibc's threshold otherwise rises with each buffer freed, until freed buffers stay
+  // in the heap, still resident, while the output is being stored.
+  ::mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   if (o.command.empty())
     throw UsageError("missing command: idem run [OPTIONS] [-k KEY] -- COMMAND [ARG...]");
   if (o.kill_stale && !o.retry_abandoned) throw UsageError("--kill-stale needs --retry-abandoned");

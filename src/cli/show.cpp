@@ -1,6 +1,8 @@
 // `idem show`: one record in full, or its captured bytes raw.
 #include <iostream>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/inspect.hpp"
 #include "core/errors.hpp"
@@ -40,10 +42,26 @@ nlohmann::json response_json(const std::optional<core::Response>& response) {
 
 namespace {
 
+using Chunks = std::vector<core::ChunkView>;
+
+// One stream's bytes, in order.
+std::string stream_bytes(const Chunks& chunks, core::Stream stream) {
+  std::string bytes;
+  for (const auto& chunk : chunks)
+    if (chunk.stream == stream) bytes += chunk.bytes;
+  return bytes;
+}
+
+size_t stream_size(const Chunks& chunks, core::Stream stream) {
+  size_t n = 0;
+  for (const auto& chunk : chunks)
+    if (chunk.stream == stream) n += chunk.bytes.size();
+  return n;
+}
+
 // The human form of `idem show`: one "name: value" line each.
-void print_record(const core::Record& r, const nlohmann::json& j,
-                  const core::CapturedOutput& captured, const nlohmann::json& request,
-                  bool group_alive) {
+void print_record(const core::Record& r, const nlohmann::json& j, const Chunks& captured,
+                  const nlohmann::json& request, bool group_alive) {
   auto line = [](const char* name, const std::string& value) {
     std::cout << name << ": " << value << "\n";
   };
@@ -64,8 +82,8 @@ void print_record(const core::Record& r, const nlohmann::json& j,
   line("fingerprint", r.fingerprint);
   if (request.is_object() && request.contains("argv")) line("command", request["argv"].dump());
   if (request.is_object() && request.contains("cwd")) line("cwd", request["cwd"].get<std::string>());
-  line("stdout", std::to_string(captured.stream_bytes(core::Stream::out).size()) + " bytes");
-  line("stderr", std::to_string(captured.stream_bytes(core::Stream::err).size()) + " bytes" +
+  line("stdout", std::to_string(stream_size(captured, core::Stream::out)) + " bytes");
+  line("stderr", std::to_string(stream_size(captured, core::Stream::err)) + " bytes" +
                      (r.output_truncated ? " (stored output truncated)" : ""));
   if (!r.note.empty()) line("note", r.note);
 }
@@ -78,12 +96,13 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
   auto record = store->get(o.key);
   if (!record) throw Error(k_exit_already_done, "no record for key '" + core::display_key(o.key) + "'");
   const auto& r = *record;
-  auto output = core::CapturedOutput::decode(r.output, r.output_truncated);
+  // Views into the record's output: the stored bytes are not copied again.
+  auto output = core::CapturedOutput::chunks_of(r.output);
   if (!output) throw StoreError("stored output of key '" + core::display_key(o.key) + "' is corrupt");
 
   if (o.stdout_raw || o.stderr_raw) {
     // Both streams asked for: write each to its own descriptor, in the original order.
-    for (const auto& chunk : output->chunks()) {
+    for (const auto& chunk : *output) {
       if (chunk.stream == core::Stream::out && o.stdout_raw) util::write_all(1, chunk.bytes);
       if (chunk.stream == core::Stream::err && o.stderr_raw)
         util::write_all(o.stdout_raw ? 2 : 1, chunk.bytes);
@@ -109,8 +128,8 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
     j["request"] = request;
     j["note"] = r.note;
     j["response"] = response_json(r.response);
-    j["stdout_b64"] = util::to_base64(output->stream_bytes(core::Stream::out));
-    j["stderr_b64"] = util::to_base64(output->stream_bytes(core::Stream::err));
+    j["stdout_b64"] = util::to_base64(stream_bytes(*output, core::Stream::out));
+    j["stderr_b64"] = util::to_base64(stream_bytes(*output, core::Stream::err));
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }

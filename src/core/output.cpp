@@ -10,6 +10,8 @@ namespace idem::core {
 namespace {
 constexpr char k_format_v1 = 0x01;
 constexpr int64_t k_frame_header = 5;
+// Reserved beyond the cap for the frame headers of later chunks: 13,000 of them.
+constexpr size_t k_frames_slack = 64 * 1024;
 }  // namespace
 
 int64_t output_cap_arg(std::string_view flag, std::string_view text) {
@@ -34,15 +36,21 @@ void CapturedOutput::append(Stream stream, std::string_view bytes) {
     truncated_ = true;
   }
   std::string& into = new_frame ? chunks_.emplace_back(Chunk{stream, {}}).bytes : chunks_.back().bytes;
-  // Grown by doubling, but never past what the cap lets it hold: a capture at its cap takes the
-  // cap's memory, not up to twice that.
-  // (The slack is the first frame's header and the format byte, which take_encoded puts in
-  // front of the first chunk's bytes in place.)
+  // Grown by doubling, but never past what the cap lets it hold, and straight to that once a
+  // second doubling would pass it: a move holds the old buffer and its copy at once, so the
+  // last move, from at most half the cap, costs no more than the cap itself. A capture at its
+  // cap so peaks at the cap's memory, never up to twice it. (The slack is the first frame's
+  // header and the format byte, which take_encoded puts in front of the first chunk's bytes in
+  // place; and, at the cap, the other chunks' frame headers, so that take_encoded can append
+  // them to the first without moving it. Reserved, not touched: address space, not memory.)
   const size_t needed = into.size() + bytes.size();
-  if (needed > into.capacity())
-    into.reserve(std::max(needed, size_t(std::min<int64_t>(int64_t(into.capacity()) * 2,
-                                                           int64_t(into.size()) + room))) +
-                 size_t(k_frame_header) + 1);
+  if (needed > into.capacity()) {
+    const int64_t doubled = int64_t(into.capacity()) * 2;
+    const int64_t at_cap = int64_t(into.size()) + room;
+    const size_t target =
+        2 * doubled < at_cap ? size_t(doubled) : size_t(at_cap) + k_frames_slack;
+    into.reserve(std::max(needed, target) + size_t(k_frame_header) + 1);
+  }
   into.append(bytes);
   stored_ += int64_t(bytes.size());
   encoded_ += int64_t(bytes.size()) + (new_frame ? k_frame_header : 0);
@@ -94,7 +102,10 @@ std::string CapturedOutput::take_encoded() {
     Chunk& chunk = chunks_[i];
     std::string header = frame_header(chunk.stream, uint32_t(chunk.bytes.size()));
     if (i == 0) {
+      // Grown at most once, to the final size, before the others are appended (each freed as
+      // it is): the capture is never held twice over, only this chunk for a moment.
       blob = std::move(chunk.bytes);
+      blob.reserve(size_t(encoded_));
       blob.insert(0, std::string(1, k_format_v1) + header);
     } else {
       blob.append(header).append(chunk.bytes);
@@ -107,10 +118,9 @@ std::string CapturedOutput::take_encoded() {
   return blob;
 }
 
-std::optional<CapturedOutput> CapturedOutput::decode(std::string_view blob, bool truncated) {
-  CapturedOutput out;
-  out.truncated_ = truncated;
-  if (blob.empty()) return out;
+std::optional<std::vector<ChunkView>> CapturedOutput::chunks_of(std::string_view blob) {
+  std::vector<ChunkView> chunks;
+  if (blob.empty()) return chunks;
   if (blob[0] != k_format_v1) return std::nullopt;
   size_t pos = 1;
   while (pos < blob.size()) {
@@ -121,9 +131,21 @@ std::optional<CapturedOutput> CapturedOutput::decode(std::string_view blob, bool
     for (int i = 0; i < 4; ++i) n |= uint32_t(uint8_t(blob[pos + 1 + size_t(i)])) << (8 * i);
     pos += 5;
     if (blob.size() - pos < n) return std::nullopt;
-    out.chunks_.push_back(Chunk{Stream(stream), std::string(blob.substr(pos, n))});
-    out.stored_ += n;
+    chunks.push_back(ChunkView{Stream(stream), blob.substr(pos, n)});
     pos += n;
+  }
+  return chunks;
+}
+
+std::optional<CapturedOutput> CapturedOutput::decode(std::string_view blob, bool truncated) {
+  auto views = chunks_of(blob);
+  if (!views) return std::nullopt;
+  CapturedOutput out;
+  out.truncated_ = truncated;
+  if (blob.empty()) return out;
+  for (const ChunkView& view : *views) {
+    out.chunks_.push_back(Chunk{view.stream, std::string(view.bytes)});
+    out.stored_ += int64_t(view.bytes.size());
   }
   out.cap_ = std::max<int64_t>(out.stored_, 0);
   out.encoded_ = int64_t(blob.size());

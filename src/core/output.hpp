@@ -33,6 +33,12 @@ struct Chunk {
   std::string bytes;
 };
 
+// A chunk of an encoded output, seen where it lies in the encoding.
+struct ChunkView {
+  Stream stream;
+  std::string_view bytes;
+};
+
 class CapturedOutput {
  public:
   explicit CapturedOutput(int64_t cap_bytes = INT64_MAX,
@@ -55,6 +61,9 @@ class CapturedOutput {
   std::string take_encoded();
   // Returns nullopt if the blob is not a valid encoding (a corrupt or foreign record).
   static std::optional<CapturedOutput> decode(std::string_view blob, bool truncated = false);
+  // The chunks of an encoding, in order, as views into `blob`: nothing is copied, so a replay
+  // writes a stored output of up to the cap from the one copy it read. nullopt as decode().
+  static std::optional<std::vector<ChunkView>> chunks_of(std::string_view blob);
 
  private:
   int64_t cap_;

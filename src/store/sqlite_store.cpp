@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -32,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -54,7 +56,7 @@ namespace {
 using core::Record;
 using core::Status;
 
-constexpr int k_schema_version = 5;
+constexpr int k_schema_version = 6;
 constexpr int64_t k_default_busy_timeout_ms = 30000;
 // An attempt token's random bytes: 128 bits, unguessable.
 constexpr size_t k_token_bytes = 16;
@@ -187,6 +189,29 @@ constexpr const char* k_migrations[] = {
     ALTER TABLE records DROP COLUMN http_status;
     ALTER TABLE records DROP COLUMN content_type;
     )sql",
+    // 5 -> 6: outputs move to a table of their own, keyed by the attempt that wrote them, so that
+    // finish writes one by incremental blob I/O from the caller's buffer (SQLite would otherwise
+    // build the whole row in memory: a second copy of up to the output cap), which SQLite refuses
+    // for a column of a table with an expression index (records_by_end). Records stay small, so
+    // a claim, ls or gc reading one never walks an output's overflow pages. The triggers keep
+    // an output no longer than its record's attempt: deleting a record (rm, gc, release)
+    // deletes it, and so does a claim that starts a new attempt (the record becomes running;
+    // an expired record's new attempt may have the number of the one it replaces).
+    R"sql(
+    CREATE TABLE outputs (
+      key     TEXT    NOT NULL,
+      attempt INTEGER NOT NULL,
+      output  BLOB    NOT NULL,
+      PRIMARY KEY (key, attempt)
+    );
+    INSERT INTO outputs (key, attempt, output)
+      SELECT key, attempt, output FROM records WHERE length(output) > 0;
+    ALTER TABLE records DROP COLUMN output;
+    CREATE TRIGGER outputs_of_deleted AFTER DELETE ON records
+      BEGIN DELETE FROM outputs WHERE key = old.key; END;
+    CREATE TRIGGER outputs_of_replaced AFTER UPDATE OF status ON records
+      WHEN new.status = 'running' BEGIN DELETE FROM outputs WHERE key = old.key; END;
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -218,11 +243,6 @@ class Statement {
   }
   Statement& bind(int i, int64_t value) {
     check(sqlite3_bind_int64(stmt_, i, value));
-    return *this;
-  }
-  // Not copied (an output can be 900 MiB): `bytes` must outlive the statement's run.
-  Statement& bind_blob(int i, const std::string& bytes) {
-    check(sqlite3_bind_blob64(stmt_, i, bytes.data(), bytes.size(), SQLITE_STATIC));
     return *this;
   }
   Statement& bind_optional(int i, const std::optional<int>& value) {
@@ -338,6 +358,51 @@ class BatchConnection {
 };
 
 using Writers = WriteQueue<BatchConnection>;
+
+// An output's blob, opened for incremental I/O: read or written where it lies, in place, with no
+// copy of the whole value inside SQLite (a bound blob or a read column would be one more copy of
+// up to the output cap). Valid within the transaction (or the running statement's read) that
+// found its rowid, since a rowid of `outputs` can be reused once its row is deleted.
+class OutputBlob {
+ public:
+  OutputBlob(sqlite3* db, int64_t rowid, bool write, const std::string& where)
+      : db_(db), where_(where) {
+    if (sqlite3_blob_open(db, "main", "outputs", "output", rowid, write ? 1 : 0, &blob_) !=
+        SQLITE_OK)
+      fail();
+  }
+  ~OutputBlob() { sqlite3_blob_close(blob_); }
+  OutputBlob(const OutputBlob&) = delete;
+  OutputBlob& operator=(const OutputBlob&) = delete;
+
+  size_t size() const { return size_t(sqlite3_blob_bytes(blob_)); }
+  // Piece by piece: sqlite3_blob_write takes an int, and SQLite writes each piece through its
+  // page cache (spilled to the WAL as it fills), so nothing the size of the blob is allocated.
+  void write(std::string_view bytes) {
+    for (size_t at = 0; at < bytes.size(); at += k_piece) {
+      const size_t n = std::min(k_piece, bytes.size() - at);
+      if (sqlite3_blob_write(blob_, bytes.data() + at, int(n), int(at)) != SQLITE_OK) fail();
+    }
+  }
+  std::string read() {
+    std::string bytes(size(), '\0');
+    for (size_t at = 0; at < bytes.size(); at += k_piece) {
+      const size_t n = std::min(k_piece, bytes.size() - at);
+      if (sqlite3_blob_read(blob_, bytes.data() + at, int(n), int(at)) != SQLITE_OK) fail();
+    }
+    return bytes;
+  }
+
+ private:
+  static constexpr size_t k_piece = 1 << 20;
+  [[noreturn]] void fail() {
+    throw_sqlite(sqlite3_extended_errcode(db_), where_, sqlite3_errmsg(db_));
+  }
+
+  sqlite3* db_;
+  sqlite3_blob* blob_ = nullptr;
+  const std::string& where_;
+};
 
 // The writers of one store file within this process queue here (one WriteQueue per file), so
 // the daemon's threads commit their writes in batches, one commit and one sync for many writes
@@ -588,7 +653,7 @@ class SqliteStore final : public Store {
         UPDATE records SET fingerprint = ?2, kind = ?3, status = 'running', attempt = ?4,
                owner_host = ?5, owner_boot_id = ?6, owner_pid = ?7, owner_start = ?8,
                started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
-               expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0, output = NULL,
+               expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0,
                output_bytes = 0, output_truncated = 0, note = '', response = NULL, pgid = NULL,
                pgid_start = NULL, attempt_token = ?12, lease_expires = ?13
         WHERE key = ?1 AND attempt = ?14)sql", path_);
@@ -623,18 +688,18 @@ class SqliteStore final : public Store {
     batched(true, [&](sqlite3* db) {
       Statement update(db, R"sql(
         UPDATE records SET status = ?3, finished_at = ?4, expires_at = ?4 + ttl_ms,
-               exit_code = ?5, signal = ?6, timed_out = ?7, output = ?8, output_bytes = ?9,
-               output_truncated = ?10, note = ?11, response = ?12, attempt_token = '',
+               exit_code = ?5, signal = ?6, timed_out = ?7, output_bytes = ?8,
+               output_truncated = ?9, note = ?10, response = ?11, attempt_token = '',
                lease_expires = NULL
         WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
       update.bind(1, key).bind(2, attempt).bind(3, std::string(core::to_string(outcome.status)));
       update.bind(4, outcome.finished_ms).bind_optional(5, outcome.exit_code);
       update.bind_optional(6, outcome.signal).bind(7, int64_t(outcome.timed_out));
-      update.bind_blob(8, outcome.output).bind(9, outcome.output_bytes);
-      update.bind(10, int64_t(outcome.output_truncated)).bind(11, outcome.note);
-      update.bind_optional(12, response);
+      update.bind(8, outcome.output_bytes).bind(9, int64_t(outcome.output_truncated));
+      update.bind(10, outcome.note).bind_optional(11, response);
       update.run();
       changed = sqlite3_changes(db) == 1;
+      if (changed && !outcome.output.empty()) write_output(db, key, attempt, outcome.output);
       IDEM_CRASH_POINT("finish-before-commit");
     });
     checkpoint_if_wal_large();
@@ -764,7 +829,23 @@ class SqliteStore final : public Store {
       "owner_start, started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, "
       "output_bytes, output_truncated, request, note, response, pgid, pgid_start, "
       "attempt_token, lease_expires";
+  // The rowid of the record's output in `outputs`, NULL when it has none (one index lookup).
+  static constexpr const char* k_output_rowid =
+      ", (SELECT rowid FROM outputs WHERE outputs.key = records.key"
+      " AND outputs.attempt = records.attempt)";
   static constexpr int k_output_column = 25;
+
+  // The outcome's output, written in place into a zeroblob of its size: SQLite keeps a zeroblob
+  // that ends a row as a count rather than bytes, so neither the insert nor the writes hold a
+  // second copy of it. Inside finish's transaction, on the row it inserts.
+  void write_output(sqlite3* db, const std::string& key, int64_t attempt,
+                    const std::string& output) {
+    Statement insert(db, R"sql(
+      INSERT OR REPLACE INTO outputs (key, attempt, output) VALUES (?1, ?2, zeroblob(?3)))sql",
+                     path_);
+    insert.bind(1, key).bind(2, attempt).bind(3, int64_t(output.size())).run();
+    OutputBlob(db, sqlite3_last_insert_rowid(db), true, path_).write(output);
+  }
 
   // How many keys start with the prefix, counting no further than k_prefix_sort_max (from the
   // key index alone).
@@ -991,20 +1072,24 @@ class SqliteStore final : public Store {
     r.process_group = core::ProcessGroup{s.int_at(21), s.int_at(22)};
     r.attempt_token = s.text_at(23);
     r.lease_expires_ms = s.int_at(24);
-    r.output = s.text_at(k_output_column);
     return r;
   }
 
   std::optional<Record> select_record(const std::string& key, bool with_output) {
     return select_record(db_, key, with_output);
   }
+  // One read: the record, then its output by blob I/O while the statement still holds the
+  // snapshot it was found in (so the rowid is the output of this very attempt).
   std::optional<Record> select_record(sqlite3* db, const std::string& key, bool with_output) {
-    std::string sql = std::string(k_select_columns) + (with_output ? ", output" : ", NULL") +
+    std::string sql = std::string(k_select_columns) + (with_output ? k_output_rowid : ", NULL") +
                       " FROM records WHERE key = ?1";
     Statement select(db, sql.c_str(), path_);
     select.bind(1, key);
     if (!select.step()) return std::nullopt;
-    return read_record(select);
+    Record r = read_record(select);
+    if (!select.is_null(k_output_column))
+      r.output = OutputBlob(db, select.int_at(k_output_column), false, path_).read();
+    return r;
   }
 
   bool wal_large() const {

@@ -15,7 +15,7 @@ PRAGMA journal_mode = WAL;
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < $n)
 INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
                      owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
-                     exit_code, output, output_bytes, request)
+                     exit_code, output_bytes, request)
 SELECT printf('$prefix%07d', i), printf('%064d', i), 'run',
        CASE WHEN i % 100 = 98 THEN 'running' ELSE 'succeeded' END, 1, 'elsewhere.invalid',
        'boot', 1, 1, 1700000000000 + i * 1000,
@@ -24,8 +24,11 @@ SELECT printf('$prefix%07d', i), printf('%064d', i), 'run',
             WHEN i % 2 = 1 THEN 1700000000000 + i * 1000 + 5 + 3600000
             ELSE 4000000000000 END,
        CASE WHEN i % 100 = 98 THEN NULL ELSE 0 END,
-       x'01010600000068656c6c6f0a', 6, '{"argv":["true"],"cwd":"/"}'
+       6, '{"argv":["true"],"cwd":"/"}'
 FROM n;
+INSERT INTO outputs (key, attempt, output)
+  SELECT key, attempt, x'01010600000068656c6c6f0a' FROM records
+  WHERE substr(key, 1, length('$prefix')) = '$prefix';
 PRAGMA wal_checkpoint(TRUNCATE);
 SQL
 }

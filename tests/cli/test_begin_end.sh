@@ -31,6 +31,21 @@ assert_same "$T/receipt" "$T/stored.out"
 idem show order-1 --stderr >"$T/stored.err"
 assert_same "$T/log" "$T/stored.err"
 
+# A file larger than one read, binary throughout, is stored byte for byte, and replayed so.
+head -c 3000000 /dev/urandom >"$T/big"
+capture b1big idem begin -k order-big
+expect_rc 0
+capture e1big idem end -k order-big --stdout-file "$T/big" --stderr-file "$T/receipt"
+expect_rc 0
+idem show order-big --stdout >"$T/big.out"
+assert_same "$T/big" "$T/big.out"
+idem show order-big --stderr >"$T/big.err"
+assert_same "$T/receipt" "$T/big.err"
+assert_eq "false 3000013" "$(field order-big /truncated /output_bytes)" "stored size"
+capture b1big2 idem begin -k order-big --print
+expect_rc 1
+assert_same "$T/big" "$T/b1big2.out"
+
 # Already succeeded: 1, nothing printed; --print writes the stored stdout only.
 capture b2 idem begin -k order-1
 expect_rc 1

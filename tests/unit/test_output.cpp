@@ -174,6 +174,31 @@ TEST_CASE("output: decode refuses garbage", "[output]") {
   CHECK_FALSE(CapturedOutput::decode(nul_bytes("\x01\x01\x01\x00\x00\x00x\x01", 8)).has_value());
 }
 
+TEST_CASE("output: chunks_of views the chunks in place, and refuses what decode refuses",
+          "[output]") {
+  CapturedOutput out;
+  out.append(Stream::out, nul_bytes("a\0b", 3));
+  out.append(Stream::err, "e");
+  out.append(Stream::out, "no newline");
+  const std::string blob = out.encode();
+  auto views = CapturedOutput::chunks_of(blob);
+  REQUIRE(views);
+  REQUIRE(views->size() == 3);
+  for (size_t i = 0; i < views->size(); ++i) {
+    CHECK((*views)[i].stream == out.chunks()[i].stream);
+    CHECK((*views)[i].bytes == out.chunks()[i].bytes);
+    // Inside the blob itself: nothing copied.
+    CHECK((*views)[i].bytes.data() >= blob.data());
+    CHECK((*views)[i].bytes.data() + (*views)[i].bytes.size() <= blob.data() + blob.size());
+  }
+  CHECK(CapturedOutput::chunks_of("")->empty());
+  for (size_t len = 1; len < blob.size(); ++len)
+    CHECK(CapturedOutput::chunks_of(std::string_view(blob).substr(0, len)).has_value() ==
+          CapturedOutput::decode(std::string_view(blob).substr(0, len)).has_value());
+  CHECK_FALSE(CapturedOutput::chunks_of("hello"));
+  CHECK_FALSE(CapturedOutput::chunks_of(nul_bytes("\x01\x03\x01\x00\x00\x00x", 7)));
+}
+
 TEST_CASE("output: every prefix of a valid blob decodes to whole chunks or is refused",
           "[output]") {
   CapturedOutput out;
@@ -327,4 +352,47 @@ TEST_CASE("take_encoded: the bytes of encode(), the capture left empty", "[outpu
   capped.append(idem::core::Stream::out, std::string(100, 'x'));
   const std::string expected = capped.encode();
   CHECK(capped.take_encoded() == expected);
+}
+
+TEST_CASE("take_encoded: interleaved streams at the cap are appended to the first chunk in place",
+          "[output]") {
+  // The first chunk grew to what the cap lets it hold (the pipe's 64 KiB reads), with room for
+  // the other chunks' frame headers: the blob is that chunk's buffer, not a copy of it.
+  using idem::core::Stream;
+  idem::core::CapturedOutput out(1 << 20);
+  const std::string piece(64 * 1024, 'o');
+  for (int i = 0; i < 10; ++i) out.append(Stream::out, piece);
+  for (int i = 0; i < 20; ++i) {
+    out.append(Stream::err, "warning\n");
+    out.append(Stream::out, std::string(10000, char('a' + i)));
+  }
+  for (int i = 0; i < 10; ++i) out.append(Stream::out, piece);  // past the cap
+  REQUIRE(out.truncated());
+  REQUIRE(out.stored_bytes() == 1 << 20);
+  const std::string expected = out.encode();
+  const char* first = out.chunks()[0].bytes.data();
+  const std::string blob = out.take_encoded();
+  CHECK(blob == expected);
+  CHECK(blob.data() == first);
+}
+
+TEST_CASE("output: growing to its cap, a capture never moves more than half the cap",
+          "[output]") {
+  // A move holds the old buffer and its copy at once: from at most half the cap it costs no
+  // more than the cap, whatever sizes the pipe's reads come in.
+  using idem::core::Stream;
+  constexpr int64_t k_cap = 1 << 20;
+  std::mt19937 rng(20261201);
+  for (int round = 0; round < 50; ++round) {
+    idem::core::CapturedOutput out(k_cap);
+    size_t capacity = 0;
+    while (!out.truncated()) {
+      const size_t before = out.chunks().empty() ? 0 : out.chunks()[0].bytes.size();
+      out.append(Stream::out, std::string(1 + rng() % 65536, 'x'));
+      const size_t now = out.chunks()[0].bytes.capacity();
+      if (now != capacity) CHECK(before <= size_t(k_cap / 2));
+      capacity = now;
+    }
+    CHECK(out.stored_bytes() == k_cap);
+  }
 }

@@ -270,7 +270,7 @@ TEST_CASE("store: an older (empty, version 0) database is migrated in place", "[
   auto store = open_sqlite_store(path);
   REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "5");
+  CHECK(raw.text("PRAGMA user_version") == "6");
 }
 
 TEST_CASE("store: a version 1 store keeps its records when migrated to version 2", "[store][files]") {
@@ -302,7 +302,7 @@ TEST_CASE("store: a version 1 store keeps its records when migrated to version 2
   CHECK(old->exit_code == 7);
   CHECK_FALSE(old->response);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "5");
+  CHECK(raw.text("PRAGMA user_version") == "6");
 }
 
 TEST_CASE("store: a corrupt file is a StoreError, not a crash", "[store][files]") {
@@ -594,7 +594,7 @@ TEST_CASE("store: a version 2 store keeps its records when migrated to version 3
   CHECK(kept->response->headers.empty());  // it had no content type
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "5");
+    CHECK(raw.text("PRAGMA user_version") == "6");
     CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
                    "type = 'index' AND name LIKE 'records%' ORDER BY name)") ==
           "records_by_end records_by_recent records_expiring");
@@ -730,7 +730,7 @@ TEST_CASE("store: a version 3 store keeps its records when migrated to version 4
   CHECK(store->claim(again, k_alive).verdict == Verdict::running);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "5");
+    CHECK(raw.text("PRAGMA user_version") == "6");
     CHECK(raw.text("SELECT count(*) FROM records WHERE attempt_token = '' AND lease_expires IS "
                    "NULL") == "2");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
@@ -824,7 +824,7 @@ TEST_CASE("store: a version 4 store's HTTP status and content type become its re
   CHECK(json->output_bytes == 12);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "5");
+    CHECK(raw.text("PRAGMA user_version") == "6");
     CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name IN "
                    "('http_status', 'content_type')") == "0");
     // The migration writes the very text the store does.
@@ -860,6 +860,193 @@ TEST_CASE("store: a migration that fails leaves the version 4 store as it was",
   CHECK(raw.text("SELECT group_concat(http_status || ' ' || content_type, ',') FROM "
                  "(SELECT * FROM records WHERE http_status IS NOT NULL ORDER BY key)") ==
         "500 ,200 application/json,500 application/problem+json,200 text/plain; x=\"a\\b\"");
+  CHECK(raw.text("PRAGMA integrity_check") == "ok");
+}
+
+namespace {
+
+// The version 5 schema, frozen here as it was published (version 4's table with the stored
+// answer for the HTTP status and content type, the output in the record), with outputs of each
+// kind: two streams interleaved, binary and truncated, empty, none (NULL), a running attempt.
+constexpr const char* k_version_5 = R"sql(
+  CREATE TABLE records (
+    key TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, kind TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned')),
+    attempt INTEGER NOT NULL, owner_host TEXT NOT NULL, owner_boot_id TEXT NOT NULL,
+    owner_pid INTEGER NOT NULL, owner_start INTEGER NOT NULL, started_at INTEGER NOT NULL,
+    finished_at INTEGER, ttl_ms INTEGER NOT NULL, expires_at INTEGER, exit_code INTEGER,
+    signal INTEGER, timed_out INTEGER NOT NULL DEFAULT 0, output BLOB,
+    output_bytes INTEGER NOT NULL DEFAULT 0, output_truncated INTEGER NOT NULL DEFAULT 0,
+    request TEXT NOT NULL DEFAULT '{}', note TEXT NOT NULL DEFAULT '', pgid INTEGER,
+    pgid_start INTEGER, attempt_token TEXT NOT NULL DEFAULT '', lease_expires INTEGER,
+    response TEXT);
+  CREATE INDEX records_expiring ON records (expires_at) WHERE status <> 'running';
+  CREATE INDEX records_by_end ON records (coalesce(finished_at, started_at), expires_at)
+    WHERE status <> 'running';
+  CREATE INDEX records_by_recent ON records (started_at DESC, key);
+  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                       owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
+                       exit_code, output, output_bytes, output_truncated, response)
+  VALUES ('both', 'fp', 'run', 'succeeded', 2, 'h', 'b', 1, 1, 1000, 2000, 86400000,
+          4000000000000, 0, X'010103000000616263020200000065210102000000640A', 7, 0, NULL),
+         ('binary', 'fp', 'http', 'succeeded', 1, 'h', 'b', 1, 1, 1100, 2100, 86400000,
+          3000, 0, X'010104000000000A00FF', 4, 1, '{"status":200,"headers":[]}'),
+         ('empty', 'fp', 'run', 'succeeded', 1, 'h', 'b', 1, 1, 1200, 2200, 86400000,
+          4000000000000, 0, X'', 0, 0, NULL),
+         ('none', 'fp', 'http', 'failed', 1, 'h', 'b', 1, 1, 1300, 2300, 86400000,
+          4000000000000, NULL, NULL, 0, 0, '{"status":500,"headers":[]}');
+  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                       owner_pid, owner_start, started_at, ttl_ms, attempt_token)
+  VALUES ('running', 'fp', 'run', 'running', 1, 'h', 'b', 1, 1, 1400, 86400000, 'tok');
+  PRAGMA user_version = 5;)sql";
+
+const std::string k_both_output("\x01\x01\x03\0\0\0abc\x02\x02\0\0\0e!\x01\x02\0\0\0d\n", 23);
+const std::string k_binary_output("\x01\x01\x04\0\0\0\0\n\0\xff", 10);
+
+}  // namespace
+
+TEST_CASE("store: a version 5 store's outputs move to their own table", "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    RawDb raw(path);
+    raw.exec(k_version_5);
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  auto store = open_sqlite_store(path);
+  {
+    RawDb raw(path);
+    CHECK(raw.text("PRAGMA user_version") == "6");
+    CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name = 'output'") ==
+          "0");
+    // Only outputs with bytes get a row, under the attempt that wrote them.
+    CHECK(raw.text("SELECT group_concat(key || ' ' || attempt, ',') FROM "
+                   "(SELECT * FROM outputs ORDER BY key)") == "binary 1,both 2");
+    CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
+                   "type IN ('index', 'trigger') AND tbl_name = 'records' ORDER BY name)") ==
+          "outputs_of_deleted outputs_of_replaced records_by_end records_by_recent "
+          "records_expiring sqlite_autoindex_records_1");
+    CHECK(raw.text("PRAGMA integrity_check") == "ok");
+  }
+  // Every record reads as it did, byte for byte.
+  auto both = store->get("both");
+  REQUIRE(both);
+  CHECK(both->output == k_both_output);
+  CHECK(both->output_bytes == 7);
+  CHECK(both->attempt == 2);
+  auto binary = store->get("binary");
+  REQUIRE(binary);
+  CHECK(binary->output == k_binary_output);
+  CHECK(binary->output_truncated);
+  REQUIRE(binary->response);
+  CHECK(binary->response->status == 200);
+  CHECK(store->get("empty")->output.empty());
+  CHECK(store->get("none")->output.empty());
+  CHECK(store->get("running")->status == Status::running);
+  // A duplicate replays the moved output.
+  ClaimRequest again = request("both");
+  again.fingerprint = "fp";
+  ClaimResult replay = store->claim(again, k_alive);
+  REQUIRE(replay.verdict == Verdict::replay);
+  CHECK(replay.existing->output == k_both_output);
+  // The expired one is claimed afresh: its old output goes with the attempt it belonged to.
+  ClaimRequest fresh = request("binary");
+  fresh.fingerprint = "fp";
+  REQUIRE(store->claim(fresh, k_alive).verdict == Verdict::claim);
+  CHECK(store->get("binary")->output.empty());
+  RawDb raw(path);
+  CHECK(raw.text("SELECT group_concat(key, ',') FROM outputs") == "both");
+}
+
+TEST_CASE("store: a migration that fails leaves the version 5 store as it was",
+          "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    RawDb raw(path);
+    raw.exec(k_version_5);
+    // An index on the column the step drops makes its DROP COLUMN fail, after its INSERT ran.
+    raw.exec("CREATE INDEX by_output ON records (output);");
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  CHECK_THROWS_AS(open_sqlite_store(path), StoreError);
+  RawDb raw(path);
+  CHECK(raw.text("PRAGMA user_version") == "5");
+  CHECK(raw.text("SELECT count(*) FROM sqlite_master WHERE name = 'outputs'") == "0");
+  CHECK(raw.text("SELECT hex(output) FROM records WHERE key = 'both'") ==
+        "010103000000616263020200000065210102000000640A");
+  CHECK(raw.text("SELECT count(*) FROM records") == "5");
+  CHECK(raw.text("PRAGMA integrity_check") == "ok");
+}
+
+TEST_CASE("store: a schema one newer than this binary's is refused, its outputs untouched",
+          "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    RawDb raw(path);
+    raw.exec(k_version_5);
+    raw.exec("PRAGMA user_version = 7;");
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  try {
+    open_sqlite_store(path);
+    FAIL("a version 7 store was opened");
+  } catch (const StoreError& e) {
+    CHECK(std::string(e.what()).find("schema version 7, newer than this idem understands (6)") !=
+          std::string::npos);
+  }
+  RawDb raw(path);
+  CHECK(raw.text("PRAGMA user_version") == "7");
+  CHECK(raw.text("SELECT count(*) FROM sqlite_master WHERE name = 'outputs'") == "0");
+}
+
+TEST_CASE("store: an output lives as long as the attempt that wrote it", "[store]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  auto store = open_sqlite_store(path);
+  RawDb raw(path);
+  auto outputs = [&] {
+    return raw.text("SELECT coalesce(group_concat(key || ' ' || attempt, ','), '') FROM "
+                    "(SELECT * FROM outputs ORDER BY key)");
+  };
+  auto finish_with = [&](const std::string& key, int64_t now, const std::string& bytes) {
+    ClaimRequest req = request(key, now);
+    ClaimResult c = store->claim(req, k_alive);
+    REQUIRE(c.verdict == Verdict::claim);
+    idem::core::CapturedOutput captured;
+    captured.append(idem::core::Stream::out, bytes);
+    Outcome o = outcome(Status::failed, 1, now + 1);
+    o.output = captured.encode();
+    o.output_bytes = captured.stored_bytes();
+    REQUIRE(store->finish(key, c.attempt, o));
+    CHECK(store->get(key)->output == o.output);
+    return c.attempt;
+  };
+  finish_with("a", k_t0, "first");
+  finish_with("b", k_t0, "b's");
+  CHECK(outputs() == "a 1,b 1");
+  CHECK(finish_with("a", k_t0 + 10, "second") == 2);  // the retry replaces attempt 1's
+  CHECK(outputs() == "a 2,b 1");
+  // A finish with no output writes no row; a stale one writes nothing.
+  ClaimRequest retry = request("b", k_t0 + 20);
+  ClaimResult c = store->claim(retry, k_alive);
+  REQUIRE(c.verdict == Verdict::claim);
+  CHECK(outputs() == "a 2");
+  Outcome stale = outcome(Status::succeeded, 0, k_t0 + 21);
+  stale.output = std::string("\x01\x01\x05\x00\x00\x00stale", 11);
+  CHECK_FALSE(store->finish("b", c.attempt - 1, stale));
+  REQUIRE(store->finish("b", c.attempt, outcome(Status::succeeded, 0, k_t0 + 22)));
+  CHECK(outputs() == "a 2");
+  CHECK(store->get("b")->output.empty());
+  // rm and gc take a record's output with it.
+  REQUIRE(store->remove("a", false, k_alive) == RemoveResult::removed);
+  CHECK(outputs().empty());
+  finish_with("g", k_t0, "collected");
+  GcQuery q;
+  q.now_ms = k_t0 + 2 * k_day;
+  CHECK(store->gc(q) == 2);
+  CHECK(outputs().empty());
   CHECK(raw.text("PRAGMA integrity_check") == "ok");
 }
 
