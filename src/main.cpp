@@ -110,5 +110,6 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return usage_error(app, e, argc, argv);
   }
+  cli::hand_over_postgres_store(global, argv);
   return dispatch(registered, global);
 }
