@@ -238,12 +238,24 @@ class Connection {
   // Several statements of fixed text (the schema), no parameters.
   void exec_script(const char* sql) { check(PQexec(conn_, sql)); }
 
+  // Statements that succeeded on this connection so far.
+  int64_t succeeded() const { return succeeded_; }
+  bool lost() const { return PQstatus(conn_) == CONNECTION_BAD; }
+  // Connects again with the same parameters (a server restart, a dropped connection).
+  void reconnect() {
+    PQreset(conn_);
+    if (PQstatus(conn_) != CONNECTION_OK)
+      throw PgError{"", "reconnecting: " + first_line(PQerrorMessage(conn_))};
+  }
+
  private:
   Result check(PGresult* raw) {
     Result result(raw);
     const ExecStatusType status = PQresultStatus(raw);
-    if (raw != nullptr && (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK))
+    if (raw != nullptr && (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK)) {
+      ++succeeded_;
       return result;
+    }
     const char* state = raw != nullptr ? PQresultErrorField(raw, PG_DIAG_SQLSTATE) : nullptr;
     const char* primary = raw != nullptr ? PQresultErrorField(raw, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
     std::string message = primary != nullptr ? primary : first_line(PQerrorMessage(conn_));
@@ -258,6 +270,7 @@ class Connection {
   }
 
   PGconn* conn_ = nullptr;
+  int64_t succeeded_ = 0;
 };
 
 // BEGIN ... COMMIT on a connection, rolled back unless commit() is called.
@@ -288,13 +301,12 @@ class PostgresStore final : public Store {
  public:
   PostgresStore(const StoreLocation& where, std::optional<int64_t> busy_timeout_ms)
       : where_(where) {
-    int64_t lock_timeout_ms = k_default_busy_timeout_ms;
     if (const char* env = std::getenv("IDEM_BUSY_TIMEOUT"); env != nullptr && *env != '\0')
-      lock_timeout_ms = core::duration_arg("IDEM_BUSY_TIMEOUT", env);
-    if (busy_timeout_ms) lock_timeout_ms = *busy_timeout_ms;
+      lock_timeout_ms_ = core::duration_arg("IDEM_BUSY_TIMEOUT", env);
+    if (busy_timeout_ms) lock_timeout_ms_ = *busy_timeout_ms;
     guarded("connect", [&] {
       conn_.emplace(where_);
-      set_up_session(lock_timeout_ms);
+      set_up_session();
       migrate();
       return 0;
     });
@@ -322,7 +334,7 @@ class PostgresStore final : public Store {
                output_bytes = $9, output_truncated = $10 <> 0, note = $11, response = $12,
                attempt_token = '', lease_expires = NULL
         WHERE key = $1 AND attempt = $2 AND status = 'running')sql", p).changed() == 1;
-    });
+    }, OnLoss::fail);
   }
 
   bool set_process_group(const std::string& key, int64_t attempt,
@@ -333,11 +345,12 @@ class PostgresStore final : public Store {
       return conn().exec(R"sql(
         UPDATE idem_records SET pgid = $3, pgid_start = $4
         WHERE key = $1 AND attempt = $2 AND status = 'running')sql", p).changed() == 1;
-    });
+    }, OnLoss::fail);
   }
 
   bool mark_abandoned(const std::string& key, int64_t attempt) override {
-    return guarded("mark abandoned", [&] { return set_abandoned(key, attempt, k_owner_died); });
+    return guarded("mark abandoned", [&] { return set_abandoned(key, attempt, k_owner_died); },
+                   OnLoss::fail);
   }
 
   bool heartbeat(const std::string& key, const std::string& attempt_token, int64_t lease_ms,
@@ -351,7 +364,7 @@ class PostgresStore final : public Store {
         UPDATE idem_records SET lease_expires = $4
         WHERE key = $1 AND attempt_token = $2 AND status = 'running'
           AND (lease_expires IS NULL OR lease_expires > $3))sql", p).changed() == 1;
-    });
+    }, OnLoss::fail);
   }
 
   bool release(const std::string& key, const std::string& attempt_token) override {
@@ -435,16 +448,34 @@ class PostgresStore final : public Store {
     return *conn_;
   }
 
+  // What a lost connection means for an operation. A transaction (BEGIN first) or a read whose
+  // first statement found the connection gone sent nothing the server could have acted on, so it
+  // is run again on a new connection (a server restarted while a pooled connection sat idle). A
+  // single-statement write may have committed before the connection went: it is not repeated
+  // (the error says so; the next operation reconnects).
+  enum class OnLoss { retry_if_nothing_sent, fail };
+
   // Runs `body`, retrying it when the server aborted it as a serialization failure or a
-  // deadlock; any other PgError becomes a StoreError naming the store and the operation.
+  // deadlock, or (see OnLoss) lost the connection before it began; any other PgError becomes a
+  // StoreError naming the store and the operation.
   template <class Body>
-  auto guarded(const char* what, const Body& body) -> decltype(body()) {
+  auto guarded(const char* what, const Body& body, OnLoss on_loss = OnLoss::retry_if_nothing_sent)
+      -> decltype(body()) {
     std::minstd_rand jitter(std::random_device{}());
+    bool reconnected = false;
     for (int tries = 1;; ++tries) {
+      const int64_t sent_before = conn_ ? conn_->succeeded() : 0;
       try {
+        if (conn_ && conn_->lost()) reconnect();
         return body();
       } catch (const PgError& e) {
-        if (!e.retryable() || tries == k_serialization_tries)
+        const bool lost_at_once = e.sqlstate.empty() && conn_ && conn_->lost() &&
+                                  conn_->succeeded() == sent_before;
+        if (lost_at_once && on_loss == OnLoss::retry_if_nothing_sent && !reconnected) {
+          reconnected = true;
+          continue;  // reconnects at the top
+        }
+        if (!e.retryable() || tries >= k_serialization_tries)
           throw StoreError("store " + where_.display() + ": " + what + ": " + e.message,
                            e.transient() ? StoreFailure::transient : StoreFailure::permanent);
         std::this_thread::sleep_for(std::chrono::milliseconds(1 + jitter() % (2 << tries)));
@@ -452,15 +483,20 @@ class PostgresStore final : public Store {
     }
   }
 
+  void reconnect() {
+    conn_->reconnect();
+    set_up_session();
+  }
+
   // In one round trip: how long a row lock is waited for (the busy timeout; its error, 55P03,
   // is transient), and the server's clock minus this host's, measured once per connection (0
   // within tolerance).
-  void set_up_session(int64_t lock_timeout_ms) {
+  void set_up_session() {
     const int64_t before = host_wall_ms();
     Result r = conn().exec(
         "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint, "
         "set_config('lock_timeout', $1, false)",
-        Params().text(std::to_string(lock_timeout_ms)));
+        Params().text(std::to_string(lock_timeout_ms_)));
     const int64_t after = host_wall_ms();
     const int64_t offset = r.int_at(0, 0) - (before + after) / 2;
     clock_offset_ms_ = std::llabs(offset) > k_clock_tolerance_ms ? offset : 0;
@@ -637,6 +673,7 @@ class PostgresStore final : public Store {
 
   StoreLocation where_;
   std::optional<Connection> conn_;
+  int64_t lock_timeout_ms_ = k_default_busy_timeout_ms;
   int64_t clock_offset_ms_ = 0;
 };
 

@@ -44,7 +44,7 @@ PostgresBackend::PostgresBackend() {
   schema_ = "idem_test_" + util::random_hex(8);  // hex: nothing to quote
   run_admin(base, "CREATE SCHEMA " + schema_);
   url_ = base + (base.find('?') == std::string::npos ? "?" : "&") +
-         "options=-csearch_path%3D" + schema_;
+         "options=-csearch_path%3D" + schema_ + "&application_name=" + schema_;
 }
 
 PostgresBackend::~PostgresBackend() {

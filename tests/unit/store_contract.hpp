@@ -40,6 +40,8 @@ class PostgresBackend {
   PostgresBackend& operator=(const PostgresBackend&) = delete;
   std::unique_ptr<store::Store> open();
   const std::string& url() const { return url_; }  // the schema's URL
+  // Also the application_name of the connections made with url().
+  const std::string& schema() const { return schema_; }
 
  private:
   std::string schema_;

@@ -100,6 +100,34 @@ TEST_CASE("postgres store: concurrent first opens create the schema once", "[sto
   CHECK(admin.query("SELECT count(*) FROM idem_records") == "1\n");
 }
 
+TEST_CASE("postgres store: a connection the server dropped is made again, never a write repeated",
+          "[store][postgres]") {
+  PostgresBackend backend;
+  auto store = backend.open();
+  REQUIRE(store->claim(request("a"), k_alive).verdict == core::Verdict::claim);
+  auto drop_connections = [&] {
+    Admin(backend.url())
+        .query("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
+               " WHERE application_name = $1 AND pid <> pg_backend_pid()",
+               {backend.schema()});
+  };
+  // A claim begins with BEGIN: lost there, nothing reached the server, so it runs again on a
+  // new connection (a server restarted while a pooled connection sat idle).
+  drop_connections();
+  CHECK(store->claim(request("b"), k_alive).verdict == core::Verdict::claim);
+  // A single-statement write may have committed before the loss: it is not repeated, the
+  // error is transient, and the next operation connects again.
+  drop_connections();
+  try {
+    store->finish("b", 1, outcome(core::Status::succeeded, 0, k_t0 + 5));
+    FAIL("a finish on a dropped connection succeeded");
+  } catch (const StoreError& e) {
+    CHECK(e.transient());
+  }
+  CHECK(store->get("b")->status == core::Status::running);
+  CHECK(store->finish("b", 1, outcome(core::Status::succeeded, 0, k_t0 + 5)));
+}
+
 TEST_CASE("postgres store: a newer schema is refused, permanently", "[store][postgres]") {
   PostgresBackend backend;
   backend.open();
