@@ -28,9 +28,10 @@ esac
 cmake -S . -B "$build" "${flags[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 if [[ -z ${IDEM_TEST_PG_URL:-} ]]; then
-  pg_env=$(scripts/pg_cluster.sh start)
+  pg_cluster=$(pwd)/scripts/pg_cluster.sh  # the trap runs after the cd below
+  pg_env=$("$pg_cluster" start)
   eval "$pg_env"
-  trap 'scripts/pg_cluster.sh stop "$IDEM_TEST_PG_DIR"' EXIT
+  trap '"$pg_cluster" stop "$IDEM_TEST_PG_DIR"' EXIT
   trap 'exit 130' INT TERM
   echo "PostgreSQL test cluster: $IDEM_TEST_PG_URL (pid $IDEM_TEST_PG_PID)"
 fi
