@@ -106,14 +106,14 @@ end
 complete -c idem -f
 
 # Before a subcommand.
-complete -c idem -n "not __idem_subcommand" -l store -r -F -d 'Store URL (sqlite:PATH or a path)'
+complete -c idem -n "not __idem_subcommand" -l store -r -F -d 'Store URL (sqlite:PATH, a path, or postgres://...)'
 complete -c idem -n "not __idem_subcommand" -l db -r -F -d 'SQLite store'
 complete -c idem -n "not __idem_subcommand" -s h -l help -d 'Print help and exit'
 complete -c idem -n "not __idem_subcommand" -l version -d 'Print the version and exit'
 complete -c idem -n "not __idem_subcommand" -a '(__idem_commands)'
 
 # Accepted after any subcommand.
-complete -c idem -n "__idem_in_subcommand" -l store -r -F -d 'Store URL (sqlite:PATH or a path)'
+complete -c idem -n "__idem_in_subcommand" -l store -r -F -d 'Store URL (sqlite:PATH, a path, or postgres://...)'
 complete -c idem -n "__idem_in_subcommand" -l db -r -F -d 'SQLite store'
 complete -c idem -n "__idem_in_subcommand" -s h -l help -d 'Print help and exit'
 

@@ -2,6 +2,8 @@
 # The whole test suite: installs the packages, builds with warnings as errors, runs every unit and
 # end-to-end test through CTest and prints its summary. IDEM_SANITIZE=address (or 1) builds with
 # ASan+UBSan, IDEM_SANITIZE=thread with TSan. Arguments go to ctest (e.g. -L unit).
+# The PostgreSQL tests run against a throwaway cluster of their own (scripts/pg_cluster.sh),
+# stopped when this script ends however it ends; IDEM_TEST_PG_URL already set uses that server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -25,5 +27,13 @@ case "${IDEM_SANITIZE:-}" in
 esac
 cmake -S . -B "$build" "${flags[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
+if [[ -z ${IDEM_TEST_PG_URL:-} ]]; then
+  pg_cluster=$(pwd)/scripts/pg_cluster.sh  # the trap runs after the cd below
+  pg_env=$("$pg_cluster" start)
+  eval "$pg_env"
+  trap '"$pg_cluster" stop "$IDEM_TEST_PG_DIR"' EXIT
+  trap 'exit 130' INT TERM
+  echo "PostgreSQL test cluster: $IDEM_TEST_PG_URL (pid $IDEM_TEST_PG_PID)"
+fi
 cd "$build"
 ctest --output-on-failure -j"$(nproc)" "$@"

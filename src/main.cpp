@@ -87,7 +87,8 @@ int usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) 
 
 // Runs the subcommand the command line chose; every error becomes one line and its code.
 int dispatch(const std::vector<idem::cli::Registered>& registered,
-             const idem::cli::GlobalOptions& global) {
+             const idem::cli::GlobalOptions& global, char** argv) {
+  idem::cli::hand_over_postgres_store(global, argv);
   try {
     for (const auto& sub : registered)
       if (sub.app->parsed()) return sub.run(global);
@@ -172,7 +173,7 @@ int main(int argc, char** argv) {
   if (argc != 2 || std::string_view(argv[1]) != "--list-commands") {
     int version_exit = -1;
     if (auto line = parse_named_only(argc, argv, version_exit))
-      return dispatch(line->registered, line->global);
+      return dispatch(line->registered, line->global, argv);
     if (version_exit >= 0) return version_exit;
   }
   CommandLine line(nullptr);
@@ -184,5 +185,5 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return usage_error(line.app, e, argc, argv);
   }
-  return dispatch(line.registered, line.global);
+  return dispatch(line.registered, line.global, argv);
 }

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "core/errors.hpp"
 #include "core/key.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
@@ -12,8 +13,8 @@ namespace idem::cli {
 
 void add_global_options(CLI::App& app, GlobalOptions& global) {
   app.add_option("--store", global.store,
-                 "Store URL: sqlite:PATH or a path (default: $IDEM_STORE, else --db); takes "
-                 "precedence over --db and IDEM_DB")
+                 "Store URL: sqlite:PATH, a path, or postgres://... (default: $IDEM_STORE, else "
+                 "--db); takes precedence over --db and IDEM_DB")
       ->type_name("URL")
       // An empty value would read as "not given"; any other bad URL is refused (as a usage
       // error naming it) when the store is opened.
@@ -36,6 +37,22 @@ store::StoreLocation store_location(const GlobalOptions& global) {
 
 std::unique_ptr<store::Store> open_store(const GlobalOptions& global) {
   return store::open_store(store_location(global));
+}
+
+void hand_over_postgres_store(const GlobalOptions& global, char** argv) {
+  if (store::has_postgres_backend()) return;
+  try {
+    if (store_location(global).scheme != "postgres") return;
+  } catch (const Error&) {
+    return;  // a bad URL is reported where the store is opened
+  }
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return;
+  const std::string exe(buf, size_t(n));
+  const std::string dir = exe.substr(0, exe.rfind('/') + 1);
+  for (const std::string& candidate : {dir + "idem-pg", dir + "../libexec/idem/idem-pg"})
+    if (::access(candidate.c_str(), X_OK) == 0) ::execv(candidate.c_str(), argv);
 }
 
 std::string effective_status(const core::Record& record, int64_t now_ms) {

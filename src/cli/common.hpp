@@ -28,6 +28,12 @@ store::StoreLocation store_location(const GlobalOptions& global);
 
 std::unique_ptr<store::Store> open_store(const GlobalOptions& global);
 
+// A static idem has no PostgreSQL backend (store::has_postgres_backend): for a PostgreSQL store
+// it execs idem-pg, the same program linked with libpq (beside this one, or in
+// ../libexec/idem/), with the same arguments and environment, before it has done anything.
+// Returns when there is nothing to hand over, or no idem-pg (opening the store then says so).
+void hand_over_postgres_store(const GlobalOptions& global, char** argv);
+
 // The status a user sees: "expired" past the TTL, "abandoned" for a running record whose owner is
 // provably gone (the store records that at the next claim).
 std::string effective_status(const core::Record& record, int64_t now_ms);

@@ -9,16 +9,27 @@
 
 namespace idem::store {
 
+// Weak: defined by postgres_store.cpp in the programs that link it (idem_postgres in
+// CMakeLists.txt). A static idem cannot link libpq, whose Debian build needs shared Kerberos and
+// LDAP libraries; there it stays null.
+[[gnu::weak]] std::unique_ptr<Store> open_postgres_store(const StoreLocation& where,
+                                                         std::optional<int64_t> busy_timeout_ms);
+
+bool has_postgres_backend() { return &open_postgres_store != nullptr; }
+
 namespace {
 
 std::unique_ptr<Store> open_sqlite(const StoreLocation& where, const StoreOptions& options) {
   return open_sqlite_store(where.target, options.busy_timeout_ms);
 }
 
-std::unique_ptr<Store> refuse_postgres(const StoreLocation& where, const StoreOptions&) {
+std::unique_ptr<Store> open_postgres(const StoreLocation& where, const StoreOptions& options) {
   // Permanent: retrying cannot help until idem is built with the backend.
-  throw StoreError("cannot open store " + where.display() +
-                   ": this build of idem has no PostgreSQL backend yet (use sqlite:PATH)");
+  if (!has_postgres_backend())
+    throw StoreError("cannot open store " + where.display() +
+                     ": this program has no PostgreSQL backend (build idem with -DIDEM_STATIC=OFF, "
+                     "or run idem-pg)");
+  return open_postgres_store(where, options.busy_timeout_ms);
 }
 
 struct Backend {
@@ -28,7 +39,7 @@ struct Backend {
 
 constexpr Backend k_backends[] = {
     {"sqlite", open_sqlite},
-    {"postgres", refuse_postgres},
+    {"postgres", open_postgres},
 };
 
 const char* getenv_nonempty(const char* name) {

@@ -140,8 +140,7 @@ class Store {
 };
 
 // Where a store lives. Parsed from a URL: `sqlite:PATH` or a bare path (SQLite), or
-// `postgres://…` / `postgresql://…` (libpq syntax; recognised, but this build has no PostgreSQL
-// backend yet).
+// `postgres://…` / `postgresql://…` (libpq syntax: PostgreSQL).
 struct StoreLocation {
   std::string scheme;  // "sqlite" or "postgres": picks the backend (see open_store)
   std::string target;  // SQLite: the file's path; PostgreSQL: the URL as given
@@ -174,5 +173,14 @@ std::unique_ptr<Store> open_store(const StoreLocation& where, const StoreOptions
 // creates folder (0700) and file (0600) as needed.
 std::unique_ptr<Store> open_sqlite_store(const std::string& path,
                                          std::optional<int64_t> busy_timeout_ms = std::nullopt);
+
+// The PostgreSQL backend (postgres_store.cpp): connects to the server `where` names and creates
+// or migrates idem's tables there. Linked into the programs that can use libpq; the static idem
+// is not (see has_postgres_backend).
+std::unique_ptr<Store> open_postgres_store(const StoreLocation& where,
+                                           std::optional<int64_t> busy_timeout_ms = std::nullopt);
+
+// Whether this program links the PostgreSQL backend.
+bool has_postgres_backend();
 
 }  // namespace idem::store

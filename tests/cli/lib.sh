@@ -4,7 +4,9 @@
 # from /dev/null, and a cleanup trap that kills every background process the test started and
 # removes $T on success (or skip, exit 77) or keeps and prints it on failure.
 #
-# Environment (set by tests/CMakeLists.txt): IDEM_BIN, IDEM_HELPERS (helper binaries).
+# Environment (set by tests/CMakeLists.txt): IDEM_BIN, IDEM_HELPERS (helper binaries);
+# IDEM_TEST_BACKEND=postgres runs the script against a fresh schema on the test cluster
+# ($IDEM_TEST_PG_URL, see scripts/pg_cluster.sh) through IDEM_STORE, which wins over IDEM_DB.
 set -euo pipefail
 export LC_ALL=C
 : "${IDEM_BIN:?IDEM_BIN must name the idem binary}"
@@ -35,6 +37,8 @@ _cleanup() {
     _kill_ours "$pid"
   done
   if ((rc == 0 || rc == 77)); then  # 77: skipped
+    [[ -z ${_pg_schema:-} ]] ||
+      psql -qX "$IDEM_TEST_PG_URL" -c "SET client_min_messages = warning; DROP SCHEMA $_pg_schema CASCADE" || true
     rm -rf "$T"
   else
     echo "$(basename "$0"): FAILED (exit $rc); files kept in $T" >&2
@@ -42,6 +46,14 @@ _cleanup() {
   exit "$rc"
 }
 trap _cleanup EXIT
+
+if [[ ${IDEM_TEST_BACKEND:-sqlite} == postgres ]]; then
+  [[ -n ${IDEM_TEST_PG_URL:-} ]] ||
+    { echo "SKIP: IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)" >&2; exit 77; }
+  _pg_schema=idem_test_$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+  psql -qX "$IDEM_TEST_PG_URL" -c "CREATE SCHEMA $_pg_schema" || exit 1
+  export IDEM_STORE="$IDEM_TEST_PG_URL?options=-csearch_path%3D$_pg_schema"
+fi
 
 fail() {
   local i where=""
@@ -165,6 +177,7 @@ release_fifo() {
 file_has() { [[ -e $1 ]] && grep -qF -- "$2" "$1"; }  # file_has FILE STRING
 integrity_ok() {
   local got
+  [[ -z ${IDEM_STORE:-} ]] || return 0  # PostgreSQL: the server keeps its own files consistent
   got=$(sqlite3 "${1:-$IDEM_DB}" 'PRAGMA integrity_check') || fail "sqlite3 could not read the store"
   assert_eq ok "$got" "PRAGMA integrity_check"
 }

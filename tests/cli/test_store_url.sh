@@ -38,17 +38,17 @@ expect_rc 64
 grep -qF "IDEM_STORE 'nope:x'" "$T/bad-env.err" || fail "the error does not name IDEM_STORE: $(cat "$T/bad-env.err")"
 [[ ! -e $T/ran ]] || fail "a command ran under a bad store URL"
 
-# PostgreSQL: recognised, refused by this build, the password never shown.
-capture pg idem --store 'postgres://idem:s3cret@db.example/idem' run -k pg -- touch "$T/ran"
+# PostgreSQL: recognised; an unreachable server (port 1 on loopback) is 74, nothing runs, the
+# password never shown.
+capture pg idem --store 'postgres://idem:s3cret@127.0.0.1:1/idem' run -k pg -- touch "$T/ran"
 expect_rc 74
 assert_idem_error
-grep -q 'no PostgreSQL backend' "$T/pg.err" || fail "unclear refusal: $(cat "$T/pg.err")"
 ! grep -q s3cret "$T/pg.err" || fail "the password is shown: $(cat "$T/pg.err")"
-[[ ! -e $T/ran ]] || fail "a command ran under a PostgreSQL URL"
-capture pg-serve idem serve --store postgresql://db.example/idem --config /dev/null
+[[ ! -e $T/ran ]] || fail "a command ran under an unreachable PostgreSQL store"
+capture pg-serve idem serve --store postgresql://127.0.0.1:1/idem --config /dev/null
 expect_rc 64  # the config is checked first
 printf '{"hooks": [{"path": "/h", "command": ["true"], "key": {"header": "X-Key"}}]}\n' >"$T/serve.json"
-capture pg-serve idem serve --store postgresql://db.example/idem --config "$T/serve.json" --listen 127.0.0.1:0
+capture pg-serve idem serve --store postgresql://127.0.0.1:1/idem --config "$T/serve.json" --listen 127.0.0.1:0
 expect_rc 74
 
 # The daemon: 200 deliveries (new keys and replays) reuse its connections.

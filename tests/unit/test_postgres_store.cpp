@@ -1,0 +1,185 @@
+// What only the PostgreSQL backend has: its schema created once by concurrent first opens, its
+// plans (ls's first page and gc through indexes on a large table), its refusals. The behaviour
+// both backends share is the contract suite (store_contract.cpp), which runs against it too.
+#ifdef IDEM_TEST_POSTGRES
+#include <libpq-fe.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "store/postgres_sql.hpp"
+#include "store_contract.hpp"
+
+using namespace idem;
+using namespace idem::test;
+
+namespace {
+
+// A plain libpq connection to the backend's schema, for what the store never does itself.
+class Admin {
+ public:
+  explicit Admin(const std::string& url) : conn_(PQconnectdb(url.c_str())) {
+    REQUIRE(PQstatus(conn_) == CONNECTION_OK);
+  }
+  ~Admin() { PQfinish(conn_); }
+  Admin(const Admin&) = delete;
+  Admin& operator=(const Admin&) = delete;
+
+  // The first column of every row, one line each.
+  std::string query(const std::string& sql, const std::vector<std::string>& params = {},
+                    const std::vector<Oid>& types = {}) {
+    std::vector<const char*> values;
+    for (const auto& p : params) values.push_back(p.c_str());
+    PGresult* r = PQexecParams(conn_, sql.c_str(), int(values.size()),
+                               types.empty() ? nullptr : types.data(), values.data(), nullptr,
+                               nullptr, 0);
+    const ExecStatusType status = PQresultStatus(r);
+    std::string out;
+    if (status == PGRES_TUPLES_OK)
+      for (int i = 0; i < PQntuples(r); ++i) out += std::string(PQgetvalue(r, i, 0)) + "\n";
+    std::string error = status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK
+                            ? ""
+                            : PQresultErrorMessage(r);
+    PQclear(r);
+    if (!error.empty()) FAIL(sql << ": " << error);
+    return out;
+  }
+
+ private:
+  PGconn* conn_;
+};
+
+// n records rec-0000000.. one second apart, i % 100 == 1 expired, i % 100 == 98 running on
+// another host, the rest live until 2096; then ANALYZE, as autovacuum would.
+void fill(Admin& admin, int n) {
+  admin.query(R"sql(
+    INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
+                              owner_boot_id, owner_pid, owner_start, started_at, finished_at,
+                              ttl_ms, expires_at, exit_code, output, output_bytes, request)
+    SELECT 'rec-' || lpad(i::text, 7, '0'), repeat('a', 64), 'run',
+           CASE WHEN i % 100 = 98 THEN 'running' ELSE 'succeeded' END, 1, 'elsewhere.invalid',
+           'boot', 1, 1, 1700000000000 + i * 1000::bigint,
+           CASE WHEN i % 100 = 98 THEN NULL ELSE 1700000000000 + i * 1000::bigint + 5 END,
+           86400000,
+           CASE WHEN i % 100 = 98 THEN NULL
+                WHEN i % 100 = 1 THEN 1700000000000 + i * 1000::bigint + 3600000
+                ELSE 4000000000000 END,
+           CASE WHEN i % 100 = 98 THEN NULL ELSE 0 END, '\x01'::bytea, 1, '{}'
+    FROM generate_series(0, $1::int - 1) AS i)sql",
+              {std::to_string(n)});
+  admin.query("ANALYZE idem_records");
+}
+
+constexpr Oid k_int8 = 20, k_text = 25, k_text_array = 1009;
+
+}  // namespace
+
+TEST_CASE("postgres store: concurrent first opens create the schema once", "[store][postgres]") {
+  PostgresBackend backend;
+  constexpr int k_threads = 12;
+  std::atomic<int> ready{0}, opened{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < k_threads; ++t)
+    threads.emplace_back([&] {
+      ready.fetch_add(1);
+      while (ready.load() < k_threads) std::this_thread::yield();
+      try {
+        auto store = backend.open();
+        store->claim(request("k"), k_alive);  // claim or running: one record either way
+        ++opened;
+      } catch (const std::exception&) {
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(opened.load() == k_threads);
+  Admin admin(backend.url());
+  CHECK(admin.query("SELECT version FROM idem_schema") == "1\n");
+  CHECK(admin.query("SELECT count(*) FROM idem_records") == "1\n");
+}
+
+TEST_CASE("postgres store: a connection the server dropped is made again, never a write repeated",
+          "[store][postgres]") {
+  PostgresBackend backend;
+  auto store = backend.open();
+  REQUIRE(store->claim(request("a"), k_alive).verdict == core::Verdict::claim);
+  auto drop_connections = [&] {
+    Admin(backend.url())
+        .query("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
+               " WHERE application_name = $1 AND pid <> pg_backend_pid()",
+               {backend.schema()});
+  };
+  // A claim begins with BEGIN: lost there, nothing reached the server, so it runs again on a
+  // new connection (a server restarted while a pooled connection sat idle).
+  drop_connections();
+  CHECK(store->claim(request("b"), k_alive).verdict == core::Verdict::claim);
+  // A single-statement write may have committed before the loss: it is not repeated, the
+  // error is transient, and the next operation connects again.
+  drop_connections();
+  try {
+    store->finish("b", 1, outcome(core::Status::succeeded, 0, k_t0 + 5));
+    FAIL("a finish on a dropped connection succeeded");
+  } catch (const StoreError& e) {
+    CHECK(e.transient());
+  }
+  CHECK(store->get("b")->status == core::Status::running);
+  CHECK(store->finish("b", 1, outcome(core::Status::succeeded, 0, k_t0 + 5)));
+}
+
+TEST_CASE("postgres store: a newer schema is refused, permanently", "[store][postgres]") {
+  PostgresBackend backend;
+  backend.open();
+  Admin(backend.url()).query("UPDATE idem_schema SET version = 99");
+  try {
+    backend.open();
+    FAIL("a newer schema opened");
+  } catch (const StoreError& e) {
+    CHECK_FALSE(e.transient());
+    CHECK(std::string(e.what()).find("newer than this idem") != std::string::npos);
+  }
+}
+
+TEST_CASE("postgres store: ls's first page and gc go through their indexes on a large table",
+          "[store][postgres]") {
+  PostgresBackend backend;
+  auto store = backend.open();
+  Admin admin(backend.url());
+  fill(admin, 100000);
+  const std::string now = std::to_string(k_t0);
+  const std::vector<Oid> list_types{k_int8, k_text_array, k_text, k_int8, k_text, k_int8};
+  auto explain_list = [&](const store::ListQuery& q) {
+    return admin.query("EXPLAIN " + store::postgres_sql::list_page(q, false),
+                       {now, "{succeeded}", "rec-%", "0", "", "20"}, list_types);
+  };
+  store::ListQuery live;
+  std::string plan = explain_list(live);
+  CHECK(plan.find("idem_records_by_recent") != std::string::npos);
+  CHECK(plan.find("Sort") == std::string::npos);
+  store::ListQuery done;
+  done.statuses = {core::Status::succeeded};
+  plan = explain_list(done);
+  CHECK(plan.find("idem_records_by_recent") != std::string::npos);
+  CHECK(plan.find("Sort") == std::string::npos);
+
+  const std::vector<Oid> gc_types{k_int8, k_int8, k_int8};
+  plan = admin.query("EXPLAIN " + store::postgres_sql::gc_delete_batch(false), {now, "0", "500"},
+                     gc_types);
+  CHECK(plan.find("idem_records_expiring") != std::string::npos);
+  CHECK(plan.find("Seq Scan") == std::string::npos);
+  plan = admin.query("EXPLAIN " + store::postgres_sql::gc_count(false), {now, "0", "500"},
+                     gc_types);
+  CHECK(plan.find("idem_records_expiring") != std::string::npos);
+
+  // And the store agrees: a first page of 20, then the expired records gone, running ones kept.
+  CHECK(listed(*store, [&] {
+          store::ListQuery q;
+          q.limit = 20;
+          q.now_ms = k_t0;
+          return q;
+        }()).size() == 20);
+  CHECK(store->gc(store::GcQuery{k_t0, 0, false}) == 1000);
+  CHECK(admin.query("SELECT count(*) FROM idem_records WHERE status = 'running'") == "1000\n");
+}
+#endif
