@@ -92,6 +92,10 @@ int open_existing_wal(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, in
 const char* idem_vfs_name() {
   static const char* name = [] {
     static sqlite3_vfs vfs{};
+    // SQLite's allocation statistics take one process-wide mutex around every allocation; idem
+    // reads none of them, and the daemon's threads queued on it. Only possible before SQLite
+    // initialises (sqlite3_vfs_find does), refused and harmless after.
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     sqlite3_vfs* unix_vfs = sqlite3_vfs_find("unix");
     if (unix_vfs == nullptr) return static_cast<const char*>(nullptr);
     vfs = *unix_vfs;
