@@ -232,12 +232,88 @@ StoreFailure failure_of(int rc) {
   throw StoreError("store " + where + ": " + message, failure_of(rc));
 }
 
+// A connection's prepared statements, kept by their SQL text between uses: the daemon runs the
+// same few statements thousands of times a second on each connection, and preparing one (parsing,
+// resolving names against the schema, planning) cost more than running it. Used by one thread at
+// a time, as its connection is. A statement the schema changed under is prepared again by SQLite
+// itself at its next step.
+class StatementCache {
+ public:
+  StatementCache() = default;
+  StatementCache(const StatementCache&) = delete;
+  StatementCache& operator=(const StatementCache&) = delete;
+  ~StatementCache() { clear(); }
+
+  // An idle prepared statement for `sql`, now in use, or nullptr.
+  sqlite3_stmt* take(std::string_view sql) {
+    for (Entry& e : entries_)
+      if (!e.in_use && e.sql == sql) {
+        e.in_use = true;
+        return e.stmt;
+      }
+    return nullptr;
+  }
+  // Keeps a freshly prepared statement (in use until given back); false when the cache is full,
+  // and the caller then finalizes it itself.
+  bool keep(std::string_view sql, sqlite3_stmt* stmt) {
+    if (entries_.size() >= k_max_statements) return false;
+    entries_.push_back(Entry{std::string(sql), stmt, true});
+    return true;
+  }
+  // Back from use: reset (no read or write lock held) and its bindings cleared.
+  void give_back(sqlite3_stmt* stmt) {
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    for (Entry& e : entries_)
+      if (e.stmt == stmt) e.in_use = false;
+  }
+  // Before the connection closes.
+  void clear() {
+    for (Entry& e : entries_) sqlite3_finalize(e.stmt);
+    entries_.clear();
+  }
+
+ private:
+  // More than the store's statements; SQL built per call (listing's filters) fills it no further.
+  static constexpr size_t k_max_statements = 48;
+  struct Entry {
+    std::string sql;
+    sqlite3_stmt* stmt;
+    bool in_use;
+  };
+  std::vector<Entry> entries_;
+};
+
+// A connection and its statement cache, as the store's methods and a batch's writes reach it.
+// Converts to the raw handle for SQLite's own calls (sqlite3_changes and the like).
+struct Connection {
+  sqlite3* db;
+  StatementCache* statements;
+  operator sqlite3*() const { return db; }  // NOLINT(google-explicit-constructor)
+};
+
 class Statement {
  public:
+  // Prepared for this one use, finalized at the end of it.
   Statement(sqlite3* db, const char* sql, const std::string& where) : db_(db), where_(where) {
     if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) fail();
   }
-  ~Statement() { sqlite3_finalize(stmt_); }
+  // Taken from the connection's cache (prepared and kept there the first time), given back reset
+  // at the end of the use. The same SQL used twice at once gets a second statement.
+  Statement(Connection c, const char* sql, const std::string& where)
+      : db_(c.db), where_(where), cache_(c.statements) {
+    stmt_ = cache_->take(sql);
+    if (stmt_ != nullptr) return;
+    if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK)
+      fail();
+    if (!cache_->keep(sql, stmt_)) cache_ = nullptr;
+  }
+  ~Statement() {
+    if (cache_ != nullptr)
+      cache_->give_back(stmt_);
+    else
+      sqlite3_finalize(stmt_);
+  }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
@@ -306,6 +382,7 @@ class Statement {
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
   const std::string& where_;
+  StatementCache* cache_ = nullptr;  // where stmt_ goes back to; null: finalized
 };
 
 // The connection a batch of writes runs on (WriteQueue): its leader's. A batch that needs no
@@ -313,7 +390,8 @@ class Statement {
 // with synchronous=NORMAL; the connection is FULL again after.
 class BatchConnection {
  public:
-  BatchConnection(sqlite3* connection, const std::string& where) : db(connection), where_(where) {}
+  BatchConnection(Connection connection, const std::string& where)
+      : db(connection), where_(where) {}
 
   void begin(bool sync) {
     if (!sync) sqlite3_exec(db, "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr);
@@ -341,7 +419,7 @@ class BatchConnection {
     synced_again();
   }
 
-  sqlite3* const db;
+  const Connection db;
 
  private:
   void exec(const char* sql) {
@@ -614,6 +692,7 @@ class SqliteStore final : public Store {
       configure();
       migrate();
     } catch (...) {
+      statements_.clear();
       sqlite3_close(db_);
       db_ = nullptr;
       take_back(path_, created);
@@ -621,10 +700,13 @@ class SqliteStore final : public Store {
     }
   }
 
-  ~SqliteStore() override { sqlite3_close(db_); }
+  ~SqliteStore() override {
+    statements_.clear();
+    sqlite3_close(db_);
+  }
 
   // The claim's transaction, on the connection of its batch (claim() below).
-  ClaimResult claim_in(sqlite3* db, const ClaimRequest& req, const OwnerGone& owner_gone) {
+  ClaimResult claim_in(Connection db, const ClaimRequest& req, const OwnerGone& owner_gone) {
     std::optional<Record> existing = select_record(db, req.key, false);
     // A lease that ran out needs no probe (decide() sees it too); else the same-host check.
     bool gone = existing && existing->status == Status::running &&
@@ -676,20 +758,20 @@ class SqliteStore final : public Store {
   ClaimResult claim(const ClaimRequest& req, const OwnerGone& owner_gone) override {
     ClaimResult result;
     // A claim that need not be synced (ClaimRequest::sync) is so only if its batch needs no sync.
-    batched(req.sync, [&](sqlite3* db) { result = claim_in(db, req, owner_gone); });
+    batched(req.sync, [&](Connection db) { result = claim_in(db, req, owner_gone); });
     if (!req.sync && result.verdict == core::Verdict::claim)
       unsynced_claim_.emplace(req.key, result.attempt);
     return result;
   }
 
   void check_writable() override {
-    batched(false, [](sqlite3*) {});  // BEGIN IMMEDIATE takes the lock
+    batched(false, [](Connection) {});  // BEGIN IMMEDIATE takes the lock
   }
 
   bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) override {
     const std::optional<std::string> response = stored_response(outcome);
     bool changed = false;
-    batched(true, [&](sqlite3* db) {
+    batched(true, [&](Connection db) {
       Statement update(db, R"sql(
         UPDATE records SET status = ?3, finished_at = ?4, expires_at = ?4 + ttl_ms,
                exit_code = ?5, signal = ?6, timed_out = ?7, output_bytes = ?8,
@@ -721,7 +803,7 @@ class SqliteStore final : public Store {
                                      unsynced_claim_->second == attempt;
     unsynced_claim_.reset();
     bool changed = false;
-    batched(makes_claim_durable, [&](sqlite3* db) {
+    batched(makes_claim_durable, [&](Connection db) {
       Statement update(db, R"sql(
         UPDATE records SET pgid = ?3, pgid_start = ?4
         WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
@@ -734,7 +816,7 @@ class SqliteStore final : public Store {
 
   bool mark_abandoned(const std::string& key, int64_t attempt) override {
     bool changed = false;
-    batched(true, [&](sqlite3* db) { changed = set_abandoned(db, key, attempt); });
+    batched(true, [&](Connection db) { changed = set_abandoned(db, key, attempt); });
     return changed;
   }
 
@@ -842,7 +924,7 @@ class SqliteStore final : public Store {
   // The outcome's output, written in place into a zeroblob of its size: SQLite keeps a zeroblob
   // that ends a row as a count rather than bytes, so neither the insert nor the writes hold a
   // second copy of it. Inside finish's transaction, on the row it inserts.
-  void write_output(sqlite3* db, const std::string& key, int64_t attempt,
+  void write_output(Connection db, const std::string& key, int64_t attempt,
                     const std::string& output) {
     Statement insert(db, R"sql(
       INSERT OR REPLACE INTO outputs (key, attempt, output) VALUES (?1, ?2, zeroblob(?3)))sql",
@@ -1010,11 +1092,13 @@ class SqliteStore final : public Store {
     tx.commit();
   }
 
+  Connection connection() { return Connection{db_, &statements_}; }
+
   // Runs `body` in a batch of this process's writes to the file (writer_queue_of), on whichever
   // connection leads the batch: `body` reaches the store only through the one it is given.
   // Returns once the batch committed (durable if `sync` or another write of it asked so).
-  void batched(bool sync, const std::function<void(sqlite3*)>& body) {
-    BatchConnection mine(db_, path_);
+  void batched(bool sync, const std::function<void(Connection)>& body) {
+    BatchConnection mine(connection(), path_);
     writers_->run(mine, sync, [&](BatchConnection& leader) { body(leader.db); });
   }
 
@@ -1035,7 +1119,7 @@ class SqliteStore final : public Store {
   static constexpr const char* k_owner_died = "owner died mid-run";
   static constexpr const char* k_lease_ran_out = "lease ran out mid-run";
 
-  bool set_abandoned(sqlite3* db, const std::string& key, int64_t attempt,
+  bool set_abandoned(Connection db, const std::string& key, int64_t attempt,
                      const char* note = k_owner_died) {
     Statement update(db, R"sql(
       UPDATE records SET status = 'abandoned', note = ?3, attempt_token = '', lease_expires = NULL
@@ -1080,11 +1164,11 @@ class SqliteStore final : public Store {
   }
 
   std::optional<Record> select_record(const std::string& key, bool with_output) {
-    return select_record(db_, key, with_output);
+    return select_record(connection(), key, with_output);
   }
   // One read: the record, then its output by blob I/O while the statement still holds the
   // snapshot it was found in (so the rowid is the output of this very attempt).
-  std::optional<Record> select_record(sqlite3* db, const std::string& key, bool with_output) {
+  std::optional<Record> select_record(Connection db, const std::string& key, bool with_output) {
     std::string sql = std::string(k_select_columns) + (with_output ? k_output_rowid : ", NULL") +
                       " FROM records WHERE key = ?1";
     Statement select(db, sql.c_str(), path_);
@@ -1126,6 +1210,7 @@ class SqliteStore final : public Store {
 
   std::string path_;
   sqlite3* db_ = nullptr;
+  StatementCache statements_;  // db_'s, finalized before it closes
   int64_t busy_timeout_ms_ = k_default_busy_timeout_ms;
   std::shared_ptr<Writers> writers_;  // this process's writers of the file
   // The claim this connection committed unsynced (key, attempt): the next record of its process
