@@ -11,20 +11,20 @@ source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 pgbouncer=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
 [[ -x $pgbouncer ]] || { echo "SKIP: no pgbouncer (scripts/deps.sh installs it)" >&2; exit 77; }
 
-# The cluster's address and the password its PGPASSFILE holds for it (scripts/pg_cluster.sh).
-hostport=${IDEM_TEST_PG_URL#*@}
-hostport=${hostport%%/*}
-pg_port=${hostport##*:}
-user=${IDEM_TEST_PG_URL#*://}
-user=${user%%@*}
-password=$(awk -F: -v port="$pg_port" -v user="$user" '$2 == port && $4 == user { print $5 }' "$PGPASSFILE")
-[[ -n $password ]] || fail "no password for $user on port $pg_port in $PGPASSFILE"
-
-# A database of its own, so the pooler's database entry needs no search_path (PgBouncer does not
-# pass libpq's `options` on: see below). Dropped at the end unless the test failed.
-db=idem_pooler_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
-psql -qX "$IDEM_TEST_PG_URL" -c "CREATE DATABASE $db"
-direct="postgresql://$user@$hostport/$db"
+# The cluster's port (scripts/pg_cluster.sh), and the set-up the README gives for a pooler: the
+# job's role with its schema and its lock_timeout as the role's defaults, since PgBouncer passes
+# no `options` and keeps no session setting to one client (see the end). The role owns its
+# schema (CREATE: the first open migrates); its password only in 0600 files.
+pg_port=${IDEM_TEST_PG_URL##*:}
+pg_port=${pg_port%%/*}
+suffix=$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+user=idem_pool_$suffix
+schema=idem_test_$suffix
+password=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+admin() { psql -qXAt -v ON_ERROR_STOP=1 "$IDEM_TEST_PG_URL" -c "$1"; }
+admin "CREATE ROLE $user LOGIN PASSWORD '$password'; CREATE SCHEMA $schema AUTHORIZATION $user;
+  ALTER ROLE $user SET search_path = $schema; ALTER ROLE $user SET lock_timeout = '30s'"
+sql() { psql -qXAt "$IDEM_TEST_PG_URL?options=-csearch_path%3D$schema" -c "$1"; }  # past the pooler
 
 # PgBouncer's files in a folder of its own, 0600, owned by the user it runs as: it refuses root,
 # so as root it runs as Debian's postgres user (which may pass through $T to its folder).
@@ -48,7 +48,7 @@ start_pooler() {
     POOL_PORT=$((20000 + RANDOM % 40000))
     cat >"$pgb/pgbouncer.ini" <<EOF
 [databases]
-idem = host=127.0.0.1 port=$pg_port dbname=$db
+idem = host=127.0.0.1 port=$pg_port dbname=postgres
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = $POOL_PORT
@@ -75,7 +75,6 @@ EOF
 export PGPASSFILE=$T/pgpass
 start_pooler
 export IDEM_STORE=$POOL_URL
-sql() { psql -qXAt "$direct" -c "$1"; }  # straight to the server, past the pooler
 
 # 32 processes on a database with no idem tables yet: the schema is created once, the command
 # runs once (it waits on the gate until every other attempt has been refused with 75), each
@@ -110,7 +109,7 @@ assert_eq "1 $((N - 1))" "$ran $refused" "attempts that ran / were refused with 
 assert_lines 1 "$T/count"
 assert_eq 1 "$(sql 'SELECT version FROM idem_schema')" "schema version"
 assert_eq 1 "$(sql 'SELECT count(*) FROM idem_records')" "records"
-servers=$(sql "SELECT count(*) FROM pg_stat_activity WHERE datname = '$db' AND pid <> pg_backend_pid()")
+servers=$(sql "SELECT count(*) FROM pg_stat_activity WHERE usename = '$user'")
 ((servers <= 4)) || fail "$servers server connections behind a pool of 4"
 
 # The replay, through the pooler: the same bytes on each stream, the same exit code.
@@ -165,4 +164,4 @@ file_has "$T/options.err" "unsupported startup parameter" ||
 
 kill -TERM "$(bg_pid pooler)"
 bg_wait pooler
-psql -qX "$IDEM_TEST_PG_URL" -c "DROP DATABASE $db WITH (FORCE)"
+admin "SET client_min_messages = warning; DROP SCHEMA $schema CASCADE; DROP ROLE $user"
