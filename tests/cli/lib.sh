@@ -48,10 +48,11 @@ trap _cleanup EXIT
 # The test's schema and those fresh_store made for it (named after it).
 _drop_pg_schemas() {
   local schemas
-  schemas=$(psql -qXAt "$IDEM_TEST_PG_URL" -c "SELECT string_agg(quote_ident(nspname), ', ') FROM pg_namespace
-    WHERE nspname = '$_pg_schema' OR starts_with(nspname, '${_pg_schema}_')") || return 0
-  [[ -z $schemas ]] ||
-    psql -qX "$IDEM_TEST_PG_URL" -c "SET client_min_messages = warning; DROP SCHEMA $schemas CASCADE" || true
+  schemas=$(psql -qXAt "$IDEM_TEST_PG_URL" -c "SELECT string_agg(quote_ident(nspname), ', ')
+    FROM pg_namespace WHERE nspname = '$_pg_schema' OR starts_with(nspname, '${_pg_schema}_')") ||
+    return 0
+  [[ -z $schemas ]] || psql -qX "$IDEM_TEST_PG_URL" -c \
+    "SET client_min_messages = warning; DROP SCHEMA $schemas CASCADE" || true
 }
 
 if [[ ${IDEM_TEST_BACKEND:-sqlite} == postgres ]]; then
