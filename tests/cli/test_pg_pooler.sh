@@ -154,13 +154,17 @@ assert_bytes "$T/deliveries" 'first body'
 stop_daemon
 assert_eq succeeded "$(idem status '/hooks/p#d1')" "status of the delivery's record"
 
-# What PgBouncer does not carry: libpq's `options` (a search_path, a setting) is refused as an
-# unsupported startup parameter, so the schema is set on the role or the pooler's database entry.
-capture options env IDEM_STORE="$POOL_URL?options=-csearch_path%3Didem" "$IDEM_BIN" ls
-expect_rc 74
-assert_idem_error options
-file_has "$T/options.err" "unsupported startup parameter" ||
-  fail "unexpected error for options: $(cat "$T/options.err")"
+# What PgBouncer before 1.20 (Debian 12 has 1.18) does not carry: libpq's `options` (a
+# search_path, a setting) is refused as an unsupported startup parameter, so the schema is set on
+# the role. Later versions parse it and pass the parameters they track.
+version=$("$pgbouncer" --version | awk 'NR == 1 { print $2 }')
+if [[ $(printf '%s\n1.20\n' "$version" | sort -V | head -n 1) != 1.20 ]]; then
+  capture options env IDEM_STORE="$POOL_URL?options=-csearch_path%3Didem" "$IDEM_BIN" ls
+  expect_rc 74
+  assert_idem_error options
+  file_has "$T/options.err" "unsupported startup parameter" ||
+    fail "unexpected error for options: $(cat "$T/options.err")"
+fi
 
 kill -TERM "$(bg_pid pooler)"
 bg_wait pooler
