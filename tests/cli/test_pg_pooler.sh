@@ -2,8 +2,9 @@
 # The PostgreSQL store behind PgBouncer in transaction pooling mode, with a pool smaller than the
 # number of clients so that server sessions really are shared: the first opens migrate the schema,
 # 32 concurrent runs of one key execute once (the rest refused with 75), the replay is byte-exact,
-# ls/show/rm/gc work, and `idem serve` answers a delivery and its duplicate. idem keeps no session
-# state it relies on: no advisory locks, no LISTEN/NOTIFY, no named prepared statements.
+# --wait, begin/end, each, ls/show/rm/gc work, and `idem serve` answers a delivery and its
+# duplicate. idem keeps no session state it relies on: no advisory locks, no LISTEN/NOTIFY, no
+# named prepared statements.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 [[ -n ${IDEM_TEST_PG_URL:-} ]] ||
@@ -118,6 +119,27 @@ expect_rc 3
 assert_same "$T/a$winner.out" "$T/replay.out"
 assert_same "$T/a$winner.err" "$T/replay.err"
 assert_lines 1 "$T/count"
+
+# --wait (it reads the row again: nothing to be notified of), begin/end and each.
+wcmd=(sh -c 'echo x >> "$1"; read x < "$2"; echo waited' sh "$T/wcount" "$T/gate")
+bg holder idem run -k waited -- "${wcmd[@]}"
+wait_until "the holder's command starts" test -s "$T/wcount"
+bg waiter idem run -v -k waited --wait 60s -- "${wcmd[@]}"
+wait_until "the waiter says it waits" file_has "$T/waiter.err" "idem: waiting"
+release_fifo "$T/gate"
+bg_wait holder
+expect_rc 0
+bg_wait waiter
+expect_rc 0
+assert_same "$T/holder.out" "$T/waiter.out"
+assert_lines 1 "$T/wcount"
+if idem begin -k scripted; then idem end -k scripted; fi
+assert_status scripted succeeded
+printf '{"id":"m1"}\n{"id":"m2"}\n{"id":"m1"}\n' >"$T/feed.jsonl"
+capture each idem each --key-field /id --jobs 2 -- sh -c 'cat >> "$1"' sh "$T/handled" <"$T/feed.jsonl"
+expect_rc 0
+assert_lines 2 "$T/handled"
+for key in waited scripted m1 m2; do idem rm "$key" >/dev/null; done
 
 # Inspection and cleaning.
 idem run -k short --ttl 1s -- echo short >/dev/null
