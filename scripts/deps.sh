@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   cmake make g++ pkg-config curl openssl
   libcli11-dev nlohmann-json3-dev catch2 libssl-dev libsqlite3-dev
-  sqlite3 procps scdoc man-db groff-base bash-completion libpq-dev postgresql
+  sqlite3 procps scdoc man-db groff-base bash-completion libpq-dev postgresql pgbouncer
   "$@"
 )
 missing=()

@@ -546,8 +546,8 @@ class PostgresStore final : public Store {
         migrate_locked();
         return;
       } catch (const PgError& e) {
-        // 23505/42P07/42710: another process created the table (or its row type) at the same
-        // moment; it exists now.
+        // 23505/42P07/42710: another process created the table at the same moment (42710 is
+        // "type ... already exists": its row type was committed first); it exists now.
         const bool raced = e.sqlstate == "23505" || e.sqlstate == "42P07" || e.sqlstate == "42710";
         if (!(raced || e.retryable()) || tries == k_serialization_tries) throw;
       }

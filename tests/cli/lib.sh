@@ -37,8 +37,7 @@ _cleanup() {
     _kill_ours "$pid"
   done
   if ((rc == 0 || rc == 77)); then  # 77: skipped
-    [[ -z ${_pg_schema:-} ]] ||
-      psql -qX "$IDEM_TEST_PG_URL" -c "SET client_min_messages = warning; DROP SCHEMA $_pg_schema CASCADE" || true
+    [[ -z ${_pg_schema:-} ]] || _drop_pg_schemas
     rm -rf "$T"
   else
     echo "$(basename "$0"): FAILED (exit $rc); files kept in $T" >&2
@@ -46,6 +45,15 @@ _cleanup() {
   exit "$rc"
 }
 trap _cleanup EXIT
+# The test's schema and those fresh_store made for it (named after it).
+_drop_pg_schemas() {
+  local schemas
+  schemas=$(psql -qXAt "$IDEM_TEST_PG_URL" -c "SELECT string_agg(quote_ident(nspname), ', ')
+    FROM pg_namespace WHERE nspname = '$_pg_schema' OR starts_with(nspname, '${_pg_schema}_')") ||
+    return 0
+  [[ -z $schemas ]] || psql -qX "$IDEM_TEST_PG_URL" -c \
+    "SET client_min_messages = warning; DROP SCHEMA $schemas CASCADE" || true
+}
 
 if [[ ${IDEM_TEST_BACKEND:-sqlite} == postgres ]]; then
   [[ -n ${IDEM_TEST_PG_URL:-} ]] ||
@@ -180,5 +188,17 @@ integrity_ok() {
   [[ -z ${IDEM_STORE:-} ]] || return 0  # PostgreSQL: the server keeps its own files consistent
   got=$(sqlite3 "${1:-$IDEM_DB}" 'PRAGMA integrity_check') || fail "sqlite3 could not read the store"
   assert_eq ok "$got" "PRAGMA integrity_check"
+}
+# fresh_store NAME: sets FRESH_STORE to the environment assignment that names a new, empty store
+# of the backend under test: IDEM_DB=$T/NAME.db on SQLite, IDEM_STORE= a new schema's URL on
+# PostgreSQL (IDEM_STORE wins over IDEM_DB; the schema is dropped with the test's).
+fresh_store() {
+  if [[ -z ${_pg_schema:-} ]]; then
+    FRESH_STORE="IDEM_DB=$T/$1.db"
+    return
+  fi
+  local schema=${_pg_schema}_${1//[^a-z0-9]/_}
+  psql -qX "$IDEM_TEST_PG_URL" -c "CREATE SCHEMA $schema" || fail "cannot create schema $schema"
+  FRESH_STORE="IDEM_STORE=$IDEM_TEST_PG_URL?options=-csearch_path%3D$schema"
 }
 status_is() { [[ $(idem status "$1") == "$2" ]]; }  # status_is KEY WORD

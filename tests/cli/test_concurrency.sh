@@ -18,8 +18,9 @@ exited_count() {
 # Round 0: many processes open a store that does not exist yet (cron jobs starting together).
 # Creating it must not show anyone a "database is locked": busy locks are waited out.
 for ((round = 0; round < 20; round++)); do
+  fresh_store "fresh-$round"
   for ((i = 0; i < N; i++)); do
-    bg "f$i" env IDEM_DB="$T/fresh-$round.db" "$IDEM_BIN" run -k fresh -- sh -c 'echo x >> "$1"' sh "$T/fresh-$round.count"
+    bg "f$i" env "$FRESH_STORE" "$IDEM_BIN" run -k fresh -- sh -c 'echo x >> "$1"' sh "$T/fresh-$round.count"
   done
   for ((i = 0; i < N; i++)); do
     bg_wait "f$i"

@@ -283,7 +283,10 @@ usage u-jobs "idem: --jobs: Value 0 not in range 1 to 256 (see idem --help)" --k
 usage u-ttl "idem: bad duration for --ttl: 'soon' (use e.g. 90s, 15m, 24h, 7d or seconds)" --key-field /id --ttl soon -- "${ran[@]}"
 [[ ! -e $T/usage-ran ]] || fail "a usage error ran the handler"
 printf 'not a directory' >"$T/plain"
-capture store env IDEM_DB="$T/plain/idem.db" "$IDEM_BIN" each --key-field /id -- "${ran[@]}" <"$T/clean.jsonl"
+# A store that cannot be opened: a file for a folder, or on PostgreSQL a server nobody listens on.
+unusable=(IDEM_DB="$T/plain/idem.db")
+[[ -z ${IDEM_STORE:-} ]] || unusable=("IDEM_STORE=postgresql://idem@127.0.0.1:1/none?connect_timeout=5")
+capture store env "${unusable[@]}" "$IDEM_BIN" each --key-field /id -- "${ran[@]}" <"$T/clean.jsonl"
 expect_rc 74
 assert_idem_error
 [[ ! -e $T/usage-ran ]] || fail "a store error ran the handler"

@@ -129,7 +129,10 @@ while IFS= read -r assignment; do
     *) cron_env+=("$assignment") ;;
   esac
 done < <(grep -E '^[A-Z_]+=' "$T/cron-lines")
+# env -i drops IDEM_STORE: on PostgreSQL the crontab names the store and its password file, as
+# the README's does.
 cron_env+=(IDEM_DB="$T/cron.db")
+[[ -z ${IDEM_STORE:-} ]] || cron_env+=("IDEM_STORE=$IDEM_STORE" "PGPASSFILE=$PGPASSFILE")
 job=${c_cmd/#\/usr\/local\/bin\//$ex/cron/}
 day1=$(date +%F)
 capture cronjob1 "${cron_env[@]}" sh -c "$job"
@@ -188,7 +191,8 @@ expect_rc 1
 assert_bytes "$T/q5.err" "idem: line 1, key 'ord-1001': the key was used with another message or command\nidem each: 1 message: 0 ran, 0 failed, 0 skipped (already done), 1 refused, 0 malformed\n"
 assert_lines 5 "$SHIPPED"
 # The default handler (no FULFIL_CMD) prints what it would ship, one line per order.
-capture q6 env -u FULFIL_CMD IDEM_DB="$T/queue-default.db" JOBS=2 "$consume"
+fresh_store queue-default
+capture q6 env -u FULFIL_CMD "$FRESH_STORE" JOBS=2 "$consume"
 expect_rc 1
 sort "$T/q6.out" >"$T/q6.sorted"
 assert_bytes "$T/q6.sorted" '%s\n' \

@@ -29,13 +29,13 @@ assert_eq "removed $((n / 2))" "$(cat "$T/gc.out")" "gc's count"
 echo "runs while gc ran: $during of $runs"
 ((during >= 3)) || fail "only $during runs overlapped gc: the store is too small to prove anything"
 
-left=$(sqlite3 "$IDEM_DB" "SELECT count(*) FROM records WHERE key LIKE 'rec-%'")
+left=$(store_count "key LIKE 'rec-%'")
 assert_eq $((n / 2)) "$left" "records left after gc"
-assert_eq "$running" "$(sqlite3 "$IDEM_DB" "SELECT count(*) FROM records WHERE status = 'running'")" \
+assert_eq "$running" "$(store_count "status = 'running'")" \
   "running records left"
-assert_eq 0 "$(sqlite3 "$IDEM_DB" "SELECT count(*) FROM records WHERE expires_at <= 1710000000000")" \
+assert_eq 0 "$(store_count "expires_at <= 1710000000000")" \
   "expired records left"
-assert_eq "$runs" "$(sqlite3 "$IDEM_DB" "SELECT count(*) FROM records WHERE key LIKE 'probe-%' AND status = 'succeeded'")" \
+assert_eq "$runs" "$(store_count "key LIKE 'probe-%' AND status = 'succeeded'")" \
   "probe runs recorded"
 integrity_ok
 
@@ -46,6 +46,6 @@ assert_eq "would remove $((n / 2 - running))" "$(cat "$T/dry-old.out")" "gc --ol
 capture old idem gc --older-than 1d
 expect_rc 0
 assert_eq "removed $((n / 2 - running))" "$(cat "$T/old.out")" "gc --older-than"
-assert_eq "$running" "$(sqlite3 "$IDEM_DB" "SELECT count(*) FROM records WHERE key LIKE 'rec-%'")" \
+assert_eq "$running" "$(store_count "key LIKE 'rec-%'")" \
   "records left after gc --older-than"
 integrity_ok

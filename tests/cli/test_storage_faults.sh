@@ -28,8 +28,12 @@ limited() {
   : >"$T/limited.out"
 }
 
-# 1. The database cannot grow at all: the claim cannot be made durable, so nothing runs.
+# PostgreSQL: the server's disk is not this process's to limit (ulimit -f), and the server keeps
+# its own files; parts 1 and 2 are SQLite's. Parts 3 and 4 have their PostgreSQL forms below.
+pg=${IDEM_STORE:+yes}
 seed
+if [[ -z $pg ]]; then
+# 1. The database cannot grow at all: the claim cannot be made durable, so nothing runs.
 limited 0 "$IDEM_BIN" run -k new -- sh -c 'echo ran >"$1"' sh "$T/ran"
 expect_rc 74
 assert_idem_error limited
@@ -50,7 +54,18 @@ capture big-again idem run -k big -- sh -c 'echo x >>"$1"; head -c 300000 /dev/z
 expect_rc 69
 assert_lines 1 "$T/ran-big"
 records_intact
+fi
 
+# 3. Read-only store. On PostgreSQL: a session whose transactions are read-only.
+if [[ -n $pg ]]; then
+  capture readonly env IDEM_STORE="$IDEM_STORE%20-cdefault_transaction_read_only%3Don" "$IDEM_BIN" \
+    run -k new -- sh -c 'echo ran >"$1"' sh "$T/ran-ro"
+  expect_rc 74
+  assert_idem_error readonly
+  grep -qi 'read-only' "$T/readonly.err" || fail "unclear message: $(cat "$T/readonly.err")"
+  [[ ! -e $T/ran-ro ]] || fail "the command ran on a read-only store"
+  records_intact
+else
 # 3. Read-only store. Root ignores file modes, so as root the test runs idem as nobody on a store
 # that nobody owns but may not write.
 ro_db=$T/ro/idem.db
@@ -77,24 +92,39 @@ grep -qi 'readonly\|read-only\|unable to open' "$T/readonly.err" || fail "unclea
 chmod 600 "$ro_db"
 assert_eq succeeded "$("${as_user[@]}" env IDEM_DB="$ro_db" "$ro_bin" status kept)" "status of kept in the read-only store"
 integrity_ok "$ro_db"
+fi
 
-# 4. Another process holds the write lock longer than the busy timeout.
+# 4. Another process holds the write lock longer than the busy timeout. On PostgreSQL: a session
+# that holds a lock on the records table that every write waits for.
 mkfifo "$T/sql"
-sqlite3 "$IDEM_DB" <"$T/sql" >/dev/null 2>&1 &
-BG[locker]=$!
-exec 7>"$T/sql"
-printf '.timeout 20000\nBEGIN IMMEDIATE;\nUPDATE records SET note = note;\n' >&7
-# The lock is held once a writer with no patience (busy timeout 0) is refused.
-probe() {
-  local r=0
-  IDEM_BUSY_TIMEOUT=0 "$IDEM_BIN" run -k probe -- true >/dev/null 2>&1 || r=$?
-  ((r == 74))
-}
+if [[ -n $pg ]]; then
+  psql -qX "$IDEM_STORE" <"$T/sql" >/dev/null 2>&1 &
+  BG[locker]=$!
+  exec 7>"$T/sql"
+  printf 'BEGIN;\nLOCK TABLE idem_records IN EXCLUSIVE MODE;\n' >&7
+  probe() {
+    [[ $(psql -qXAt "$IDEM_STORE" -c "SELECT count(*) FROM pg_locks WHERE granted AND
+      mode = 'ExclusiveLock' AND relation = 'idem_records'::regclass") == 1 ]]
+  }
+  locked_message='lock timeout'
+else
+  sqlite3 "$IDEM_DB" <"$T/sql" >/dev/null 2>&1 &
+  BG[locker]=$!
+  exec 7>"$T/sql"
+  printf '.timeout 20000\nBEGIN IMMEDIATE;\nUPDATE records SET note = note;\n' >&7
+  # The lock is held once a writer with no patience (busy timeout 0) is refused.
+  probe() {
+    local r=0
+    IDEM_BUSY_TIMEOUT=0 "$IDEM_BIN" run -k probe -- true >/dev/null 2>&1 || r=$?
+    ((r == 74))
+  }
+  locked_message='database is locked'
+fi
 wait_until "the locker holds the write lock" probe
 capture locked env IDEM_BUSY_TIMEOUT=1s "$IDEM_BIN" run -k new -- sh -c 'echo ran >"$1"' sh "$T/ran-locked"
 expect_rc 74
 assert_idem_error locked
-grep -q 'database is locked' "$T/locked.err" || fail "unclear message: $(cat "$T/locked.err")"
+grep -q "$locked_message" "$T/locked.err" || fail "unclear message: $(cat "$T/locked.err")"
 [[ ! -e $T/ran-locked ]] || fail "the command ran without a claim"
 
 # A lock released while idem waits is waited out, never shown.

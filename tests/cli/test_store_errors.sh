@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # A store that cannot be opened, read or written: exit 74, one "idem:" line, the command not run.
+# SQLite's files, or on PostgreSQL what stands for them.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 
 cmd=(sh -c 'echo x > "$1"' sh "$T/ran")
@@ -11,6 +12,30 @@ store_error() {  # store_error NAME DB [IDEM ARGS...]: with IDEM_DB=DB, idem exi
   assert_idem_error
   [[ ! -e $T/ran ]] || fail "$name: the command ran although the store failed"
 }
+
+# PostgreSQL: idem has no files there to break (test_postgres.sh covers a refused login). A server
+# nobody listens on, a database that does not exist, and a schema newer than this idem.
+if [[ -n ${IDEM_STORE:-} ]]; then
+  pg_store_error() {  # pg_store_error NAME URL [IDEM ARGS...]: as store_error, with IDEM_STORE=URL
+    local name=$1 url=$2
+    shift 2
+    capture "$name" env IDEM_STORE="$url" "$IDEM_BIN" "$@"
+    expect_rc 74
+    assert_idem_error
+    [[ ! -e $T/ran ]] || fail "$name: the command ran although the store failed"
+  }
+  pg_store_error closed "postgresql://idem@127.0.0.1:1/postgres" run -k k -- "${cmd[@]}"
+  pg_store_error closed-ls "postgresql://idem@127.0.0.1:1/postgres" ls
+  pg_store_error no-database "${IDEM_TEST_PG_URL%/*}/idem_no_such_database" run -k k -- "${cmd[@]}"
+  idem run -k k -- true
+  psql -qX "$IDEM_STORE" -c 'UPDATE idem_schema SET version = 999'
+  pg_store_error future "$IDEM_STORE" run -k k2 -- "${cmd[@]}"
+  pg_store_error future-status "$IDEM_STORE" status k
+  assert_eq 999 "$(psql -qXAt "$IDEM_STORE" -c 'SELECT version FROM idem_schema')" "version after the refusal"
+  psql -qX "$IDEM_STORE" -c 'UPDATE idem_schema SET version = 1'
+  assert_status k succeeded
+  exit 0
+fi
 
 # A path that cannot be created. Root ignores permission bits, so use a path under a regular file.
 if (($(id -u) == 0)); then
