@@ -20,6 +20,7 @@
 #include <endian.h>
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -281,10 +282,15 @@ class Connection {
   int64_t succeeded_ = 0;
 };
 
-// BEGIN ... COMMIT on a connection, rolled back unless commit() is called.
+// BEGIN ... COMMIT on a connection, rolled back unless commit() is called. Its lock_timeout is
+// its own (SET LOCAL, in the BEGIN's round trip): behind a transaction pooler the session's
+// setting belongs to whichever client set it last on that server connection.
 class Transaction {
  public:
-  explicit Transaction(Connection& conn) : conn_(conn) { conn_.exec("BEGIN"); }
+  Transaction(Connection& conn, int64_t lock_timeout_ms) : conn_(conn) {
+    const std::string begin = "BEGIN; SET LOCAL lock_timeout = " + std::to_string(lock_timeout_ms);
+    conn_.exec_script(begin.c_str());
+  }
   ~Transaction() {
     if (!open_) return;
     try {
@@ -312,9 +318,14 @@ class PostgresStore final : public Store {
     if (const char* env = std::getenv("IDEM_BUSY_TIMEOUT"); env != nullptr && *env != '\0')
       lock_timeout_ms_ = core::duration_arg("IDEM_BUSY_TIMEOUT", env);
     if (busy_timeout_ms) lock_timeout_ms_ = *busy_timeout_ms;
+    // PostgreSQL reads a lock_timeout of 0 as no limit; a busy timeout of 0 means not waiting.
+    lock_timeout_ms_ = std::max<int64_t>(lock_timeout_ms_, 1);
     guarded("connect", [&] {
       conn_.emplace(where_);
       set_up_session();
+      return 0;
+    });
+    guarded("create or migrate idem's tables", [&] {
       migrate();
       return 0;
     });
@@ -395,7 +406,7 @@ class PostgresStore final : public Store {
     Params p;
     p.text(key).text(attempt_token);
     return guarded("release", [&] {
-      Transaction tx(conn());
+      Transaction tx(conn(), lock_timeout_ms_);
       bool changed = conn().exec(R"sql(
         DELETE FROM idem_records
         WHERE key = $1 AND attempt_token = $2 AND status = 'running' AND attempt = 1)sql",
@@ -425,7 +436,7 @@ class PostgresStore final : public Store {
 
   RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) override {
     return guarded("remove", [&] {
-      Transaction tx(conn());
+      Transaction tx(conn(), lock_timeout_ms_);
       auto existing = select_record(key, false, true);
       if (!existing) return RemoveResult::not_found;
       if (existing->status == Status::running && !force && !owner_gone(existing->owner))
@@ -555,7 +566,7 @@ class PostgresStore final : public Store {
   }
 
   void migrate_locked() {
-    Transaction tx(conn());
+    Transaction tx(conn(), lock_timeout_ms_);
     conn().exec(postgres_sql::k_create_schema_table);
     conn().exec("INSERT INTO idem_schema (id, version) VALUES (1, 0) ON CONFLICT DO NOTHING");
     int version = schema_version(true);
@@ -612,7 +623,7 @@ class PostgresStore final : public Store {
 
   ClaimResult claim_once(const ClaimRequest& req, const OwnerGone& owner_gone,
                          const std::string& token) {
-    Transaction tx(conn());
+    Transaction tx(conn(), lock_timeout_ms_);
     // A new key: one statement decides and records it (the key's unique constraint decides
     // between concurrent claimers; a loser waits for the winner's commit, then inserts nothing).
     Params insert = claim_params(req, 1, token);

@@ -176,6 +176,27 @@ assert_bytes "$T/deliveries" 'first body'
 stop_daemon
 assert_eq succeeded "$(idem status '/hooks/p#d1')" "status of the delivery's record"
 
+# A claim waits for a row lock no longer than its busy timeout behind the pooler, with no default
+# on the role and another client's long setting left on a server connection: its transaction
+# carries its own lock_timeout (SET LOCAL with its BEGIN), whichever server connection it gets.
+idem run -k held -- false >/dev/null || true  # failed: the next attempt claims it again
+admin "ALTER ROLE $user RESET lock_timeout"
+IDEM_BUSY_TIMEOUT=10m idem ls >/dev/null  # leaves 10 minutes on one server connection's session
+mkfifo "$T/locker.sql"
+bg locker psql -qXAt "$IDEM_TEST_PG_URL?options=-csearch_path%3D$schema" -f "$T/locker.sql"
+exec 8>"$T/locker.sql"
+printf "BEGIN;\nSELECT key FROM idem_records WHERE key = 'held' FOR UPDATE;\n\\! touch %s\n" \
+  "$T/locked" >&8
+wait_until "the locker holds the row" test -e "$T/locked"
+for i in 1 2 3; do
+  capture "lock$i" env IDEM_BUSY_TIMEOUT=1s "$IDEM_BIN" run -k held -- false
+  expect_rc 74
+  file_has "$T/lock$i.err" "lock timeout" || fail "unexpected error: $(cat "$T/lock$i.err")"
+done
+exec 8>&-
+bg_wait locker
+admin "ALTER ROLE $user SET lock_timeout = '30s'"
+
 # What PgBouncer before 1.20 (Debian 12 has 1.18) does not carry: libpq's `options` (a
 # search_path, a setting) is refused as an unsupported startup parameter, so the schema is set on
 # the role. Later versions parse it and pass the parameters they track.
