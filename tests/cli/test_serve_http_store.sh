@@ -21,7 +21,10 @@ exec 7>"$T/sql"
 printf '.timeout 20000\nBEGIN IMMEDIATE;\nUPDATE records SET note = note;\n' >&7
 locked() {
   local r=0
-  IDEM_BUSY_TIMEOUT=0 "$IDEM_BIN" run -k probe -- true >/dev/null 2>&1 || r=$?
+  # A new key each time: one that ran before the lock was taken would only be replayed,
+  # which takes no lock, so the probe would never see it.
+  probes=$((${probes:-0} + 1))
+  IDEM_BUSY_TIMEOUT=0 "$IDEM_BIN" run -k "probe-$probes" -- true >/dev/null 2>&1 || r=$?
   ((r == 74))
 }
 wait_until "the locker holds the write lock" locked

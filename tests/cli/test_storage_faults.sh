@@ -115,7 +115,10 @@ else
   # The lock is held once a writer with no patience (busy timeout 0) is refused.
   probe() {
     local r=0
-    IDEM_BUSY_TIMEOUT=0 "$IDEM_BIN" run -k probe -- true >/dev/null 2>&1 || r=$?
+    # A new key each time: one that ran before the lock was taken would only be replayed,
+    # which takes no lock, so the probe would never see it.
+    probes=$((${probes:-0} + 1))
+    IDEM_BUSY_TIMEOUT=0 "$IDEM_BIN" run -k "probe-$probes" -- true >/dev/null 2>&1 || r=$?
     ((r == 74))
   }
   locked_message='database is locked'
