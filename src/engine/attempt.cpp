@@ -176,13 +176,18 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
   }
   IDEM_CRASH_POINT("exited-before-finish");
   if (done.outcome.finished_ms == 0) done.outcome.finished_ms = clock_.now_ms();
+  const auto lease_lost = [&](const std::string& why) {
+    return StoreError("key '" + core::display_key(claimed.key) + "': its lease was lost (" + why +
+                          "), so the attempt counts as abandoned; " + effect.performed() +
+                          " and its outcome was not recorded",
+                      StoreFailure::transient);
+  };
   if (keeper) {
     keeper->stop();
-    if (keeper->lost())
-      throw StoreError("key '" + core::display_key(claimed.key) + "': its lease was lost (" +
-                           keeper->why_lost() + "), so the attempt counts as abandoned; " +
-                           effect.performed() + " and its outcome was not recorded",
-                       StoreFailure::transient);
+    // The keeper may not have looked since the lease ended (this process was paused).
+    if (keeper->lost()) throw lease_lost(keeper->why_lost());
+    if (util::monotonic_ms() >= keeper->until_ms())
+      throw lease_lost("it ran out before a renewal got through");
   }
   try {
     done.recorded = keeper ? finish_within_lease(claimed, done.outcome, keeper->until_ms())
@@ -192,6 +197,9 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
                          " but its outcome could not be recorded",
                      e.failure());
   }
+  // Refused under a lease: it ran out, or another attempt holds the key; either way this
+  // attempt's lease is lost.
+  if (keeper && !done.recorded) throw lease_lost("the store refused the outcome");
   IDEM_CRASH_POINT("finish-after-commit");
   return done;
 }

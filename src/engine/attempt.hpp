@@ -123,7 +123,9 @@ class Engine {
   // says so when the store still takes it).
   // An attempt claimed with a lease has it renewed while the effect runs; the outcome is written
   // again after a transient failure until the lease runs out. A lease lost meanwhile stops the
-  // effect, records nothing (the attempt counts as abandoned) and throws a transient StoreError.
+  // effect, records nothing (the attempt counts as abandoned) and throws a transient StoreError;
+  // so does an outcome the store refuses under a lease (it ran out while this process was
+  // paused, or another attempt took over).
   Finished carry_out(const Claimed& claimed, Effect& effect);
 
   // The key's record as it stands (idem end checks whose attempt it is before finishing it).

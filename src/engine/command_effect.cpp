@@ -31,6 +31,7 @@ core::Outcome CommandEffect::perform(const Attempt& attempt) {
 }
 
 std::string CommandEffect::performed() const {
+  if (result_.stopped) return "the command was stopped (exit " + std::to_string(exit_code()) + ")";
   return "the command ran (exit " + std::to_string(exit_code()) + ")";
 }
 
