@@ -26,14 +26,15 @@ open_gate() {
   exec 3>"$T/gate"
   exec 3>&-
 }
-# start_all PREFIX IDEM_ARGS...: N processes on each host, waiting at the gate to exec idem.
+# start_all PREFIX COUNT CMD...: COUNT processes on each host, waiting at the gate to exec CMD.
 start_all() {
-  local prefix=$1 h i
-  shift
+  local prefix=$1 count=$2 h i
+  shift 2
+  [[ $1 != idem ]] || set -- "$IDEM_BIN" "${@:2}"
   jobs=()
   for h in "${HOSTS[@]}"; do
-    for ((i = 0; i < N; i++)); do
-      bg_on_host "$h" "$prefix-$h-$i" sh -c 'read x < "$1"; shift; exec "$@"' sh "$T/gate" "$IDEM_BIN" "$@"
+    for ((i = 0; i < count; i++)); do
+      bg_on_host "$h" "$prefix-$h-$i" sh -c 'read x < "$1"; shift; exec "$@"' sh "$T/gate" "$@"
       jobs+=("$prefix-$h-$i")
     done
   done
@@ -58,7 +59,7 @@ owner_is() {
 # 1. Three hosts x 32 processes, no --wait: the command (which prints its host) runs once and
 # holds the key until the 95 others have been refused with 75.
 cmd=(sh -c 'echo "$(hostname) $$" >> "$1"; read x < "$2"; echo "ran on $(hostname)"' sh "$T/once.count" "$T/hold")
-start_all once run -k once -- "${cmd[@]}"
+start_all once "$N" idem run -k once -- "${cmd[@]}"
 wait_until "the command starts" test -s "$T/once.count"
 wait_until "$((3 * N - 1)) attempts are refused" exited_count $((3 * N - 1))
 winner_host=$(cut -d' ' -f1 "$T/once.count")
@@ -86,7 +87,7 @@ owner_is once "$winner_host"
 # 2. The same with --wait: the 95 others wait for the outcome and replay its bytes and exit code.
 cmd=(sh -c 'echo "$(hostname) $$" >> "$1"; read x < "$2"; echo "ran on $(hostname)"; echo "pid $$" >&2; exit 3'
   sh "$T/wait.count" "$T/hold")
-start_all wait run -k waited --wait 120s --replay-failures -- "${cmd[@]}"
+start_all wait "$N" idem run -k waited --wait 120s --replay-failures -- "${cmd[@]}"
 wait_until "the command starts" test -s "$T/wait.count"
 release_fifo "$T/hold"
 first=${jobs[0]}
@@ -102,3 +103,59 @@ assert_bytes "$T/$first.out" 'ran on %s\n' "$winner_host"
 assert_bytes "$T/$first.err" 'pid %s\n' "$(cut -d' ' -f2 "$T/wait.count")"
 assert_status waited failed
 owner_is waited "$winner_host"
+
+# 3. README's deployment example, as written: its crontab's environment lines and its job line
+# (the command as cron hands it to sh: `\%` made `%`), fired on the three hosts at once, then
+# once more on each. Only the server, the password file and the backup are this test's.
+root=$(cd "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/.." && pwd)
+crontab=$(awk '/^    # crontab -e on each of the three hosts/ { on = 1; next }
+  on && !/^    / { exit }
+  on { print substr($0, 5) }' "$root/README.md")
+[[ -n $crontab ]] || fail "README.md has no three-host crontab"
+envs=() job=""
+while IFS= read -r line; do
+  [[ -n $line && $line != \#* ]] || continue
+  case $line in
+    IDEM_STORE=*) envs+=("IDEM_STORE=$IDEM_STORE") ;;
+    PGPASSFILE=*) envs+=("PGPASSFILE=$PGPASSFILE") ;;
+    PATH=*) envs+=("PATH=$T/bin:${line#PATH=}") ;;
+    [A-Z]*=*) envs+=("$line") ;;
+    *) [[ -z $job ]] || fail "README's crontab has two jobs"
+       read -r minute hour dom month dow job <<<"$line"
+       assert_eq "0 3 * * *" "$minute $hour $dom $month $dow" "the job's schedule" ;;
+  esac
+done <<<"$crontab"
+assert_eq 3 "${#envs[@]}" "environment lines of README's crontab (IDEM_STORE, PGPASSFILE, PATH)"
+[[ ${job//\\%/} != *%* ]] || fail "an unescaped % in README's cron line (cron makes it a newline): $job"
+job=${job//\\%/%}
+[[ $job == *" /usr/local/bin/backup.sh" ]] || fail "README's cron job is not the backup: $job"
+job=${job/\/usr\/local\/bin\/backup.sh/$T/backup.sh}
+mkdir "$T/bin"
+ln -s "$IDEM_BIN" "$T/bin/idem"
+printf '#!/bin/sh\nhostname >> "%s/backups"\necho "backed up on $(hostname)"\n' "$T" >"$T/backup.sh"
+chmod +x "$T/backup.sh"
+# What cron gives a job: a bare environment, the crontab's lines and /bin/sh -c.
+fire=(env -i "HOME=$T" "LOGNAME=$(id -un)" SHELL=/bin/sh "IDEM_TEST_DIR=$T" "${envs[@]}" /bin/sh -c "$job")
+start_all cron 1 "${fire[@]}"
+mailed=0
+for job_name in "${jobs[@]}"; do
+  bg_wait "$job_name"
+  if [[ -s $T/$job_name.out ]]; then
+    expect_rc 0
+    mailed=$((mailed + 1))
+    assert_bytes "$T/$job_name.out" 'backed up on %s\n' "$(cat "$T/backups")"
+  else
+    [[ $rc == 0 || $rc == 75 ]] || fail "$job_name exited $rc: $(cat -v "$T/$job_name.err")"
+  fi
+  assert_empty "$T/$job_name.err"
+done
+assert_eq 1 "$mailed" "firings that printed something (what cron mails)"
+assert_lines 1 "$T/backups"
+for h in "${HOSTS[@]}"; do
+  capture "again-$h" on_host "$h" "${fire[@]}"
+  expect_rc 0
+  assert_empty "$T/again-$h.out"
+  assert_empty "$T/again-$h.err"
+done
+assert_lines 1 "$T/backups"
+assert_status "backup-$(date +%F)" succeeded
