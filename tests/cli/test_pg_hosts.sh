@@ -22,7 +22,7 @@ all_at_gate() {
   for job in "${jobs[@]}"; do at_gate "$(bg_pid "$job")" || return 1; done
 }
 open_gate() {
-  wait_until "all ${#jobs[@]} processes wait at the gate" all_at_gate
+  WAIT_SECONDS=60 wait_until "all ${#jobs[@]} processes wait at the gate" all_at_gate
   exec 3>"$T/gate"
   exec 3>&-
 }
