@@ -11,7 +11,7 @@
 _idem_flags() {
   local global="--store --db -h --help"
   case $1 in
-    run) echo "-k --key --ttl --wait --timeout --kill-after --replay-failures --retry-abandoned --kill-stale" \
+    run) echo "-k --key --ttl --wait --timeout --kill-after --lease --replay-failures --retry-abandoned --kill-stale" \
       "--hash-stdin --max-output --quiet-replay -q --quiet -v --verbose $global" ;;
     ls) echo "--status --prefix --limit --all --json --keys $global" ;;
     show) echo "--json --stdout --stderr --request $global" ;;
@@ -19,8 +19,8 @@ _idem_flags() {
     rm) echo "--force $global" ;;
     gc) echo "--dry-run --older-than $global" ;;
     serve) echo "--config --listen --allow-remote --port-file --max-connections" \
-      "--request-timeout --grace --busy-timeout $global" ;;
-    each) echo "--key-field --ttl --jobs --replay-failures -q --quiet -v --verbose $global" ;;
+      "--request-timeout --grace --busy-timeout --lease $global" ;;
+    each) echo "--key-field --ttl --lease --jobs --replay-failures -q --quiet -v --verbose $global" ;;
     begin) echo "-k --key --ttl --wait --owner-pid --print --retry-abandoned --kill-stale -q --quiet $global" ;;
     end) echo "-k --key --exit --stdout-file --stderr-file --owner-pid $global" ;;
     "") echo "$global --version" ;;
@@ -35,13 +35,13 @@ _idem_flags() {
 _idem_takes_value() {
   case $1:$2 in
     *:--db | *:--store | \
-      run:-k | run:--key | run:--ttl | run:--wait | run:--timeout | run:--kill-after | \
+      run:-k | run:--key | run:--ttl | run:--wait | run:--timeout | run:--kill-after | run:--lease | \
       run:--max-output | \
       ls:--status | ls:--prefix | ls:--limit | \
       gc:--older-than | \
       serve:--config | serve:--listen | serve:--port-file | serve:--max-connections | \
-      serve:--request-timeout | serve:--grace | serve:--busy-timeout | \
-      each:--key-field | each:--ttl | each:--jobs | \
+      serve:--request-timeout | serve:--grace | serve:--busy-timeout | serve:--lease | \
+      each:--key-field | each:--ttl | each:--lease | each:--jobs | \
       begin:-k | begin:--key | begin:--ttl | begin:--wait | begin:--owner-pid | \
       end:-k | end:--key | end:--exit | end:--stdout-file | end:--stderr-file | end:--owner-pid)
       return 0 ;;

@@ -120,6 +120,7 @@ complete -c idem -n "__idem_in_subcommand" -s h -l help -d 'Print help and exit'
 # run
 complete -c idem -n "__idem_using run" -s k -l key -x -a '(__idem_keys)' -d 'Idempotency key'
 complete -c idem -n "__idem_using run" -l ttl -x -d 'How long a finished outcome is replayed (24h)'
+complete -c idem -n "__idem_using run" -l lease -x -d 'PostgreSQL: how long the claim holds the key unrenewed (30s)'
 complete -c idem -n "__idem_using run" -l wait -x -d 'Wait up to DURATION for a running key'
 complete -c idem -n "__idem_using run" -l timeout -x -d 'Stop the command after DURATION; exit 124'
 complete -c idem -n "__idem_using run" -l kill-after -x -d 'Grace between TERM and KILL (10s)'
@@ -164,11 +165,13 @@ complete -c idem -n "__idem_using serve" -l max-connections -x -d 'Connections s
 complete -c idem -n "__idem_using serve" -l request-timeout -x -d 'Deadline for a whole request (10s)'
 complete -c idem -n "__idem_using serve" -l grace -x -d 'On SIGTERM, time for in-flight handlers (30s)'
 complete -c idem -n "__idem_using serve" -l busy-timeout -x -d 'Wait for a locked store before 503 (3s)'
+complete -c idem -n "__idem_using serve" -l lease -x -d 'PostgreSQL: how long a claim holds its key unrenewed (30s)'
 
 # each
 complete -c idem -n "__idem_using each" -l key-field -x -d 'JSON Pointer to each message key, e.g. /id'
 complete -c idem -n "__idem_using each" -l ttl -x -d 'How long a handled key stays done (24h)'
 complete -c idem -n "__idem_using each" -l jobs -x -d 'Handlers running at once (1)'
+complete -c idem -n "__idem_using each" -l lease -x -d 'PostgreSQL: how long a claim holds its key unrenewed (30s)'
 complete -c idem -n "__idem_using each" -l replay-failures -d 'A failed message counts as done'
 complete -c idem -n "__idem_using each" -s q -l quiet -d 'Report only malformed lines and the summary'
 complete -c idem -n "__idem_using each" -s v -l verbose -d 'Also report every skipped message'

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "core/duration.hpp"
 #include "core/errors.hpp"
 #include "core/key.hpp"
 #include "proc/liveness.hpp"
@@ -55,8 +56,37 @@ void hand_over_postgres_store(const GlobalOptions& global, char** argv) {
     if (::access(candidate.c_str(), X_OK) == 0) ::execv(candidate.c_str(), argv);
 }
 
+void add_lease_option(CLI::App& command, std::string& lease) {
+  command.add_option("--lease", lease,
+                     "On a store shared by hosts (PostgreSQL): how long a claim holds the key "
+                     "unrenewed; renewed every third of it while the command runs (default: "
+                     "$IDEM_LEASE, else 30s)")
+      ->type_name("DURATION");
+}
+
+int64_t configured_lease_ms(const std::string& lease_flag) {
+  constexpr int64_t k_default_lease_ms = 30000;
+  constexpr int64_t k_min_lease_ms = 1000;
+  int64_t lease_ms = k_default_lease_ms;
+  if (!lease_flag.empty()) {
+    lease_ms = core::duration_arg("--lease", lease_flag);
+    if (lease_ms < k_min_lease_ms) throw UsageError("--lease must be at least 1s");
+  } else if (const char* env = std::getenv("IDEM_LEASE"); env != nullptr && *env != '\0') {
+    lease_ms = core::duration_arg("IDEM_LEASE", env);
+    if (lease_ms < k_min_lease_ms) throw UsageError("IDEM_LEASE must be at least 1s");
+  }
+  return lease_ms;
+}
+
+int64_t lease_ms_for(const store::Store& store, const std::string& lease_flag) {
+  const int64_t lease_ms = configured_lease_ms(lease_flag);
+  return store.spans_hosts() ? lease_ms : 0;
+}
+
 std::string effective_status(const core::Record& record, int64_t now_ms) {
-  if (record.status == core::Status::running && proc::owner_gone(record.owner)) return "abandoned";
+  if (record.status == core::Status::running &&
+      (core::lease_expired(record, now_ms) || proc::owner_gone(record.owner)))
+    return "abandoned";
   return std::string(core::display_status(record, now_ms));
 }
 

@@ -53,8 +53,8 @@ void report(const std::string& line) {
 
 class Consumer {
  public:
-  Consumer(const EachOptions& o, int64_t ttl_ms)
-      : o_(o), ttl_ms_(ttl_ms), owner_(proc::describe_owner()) {}
+  Consumer(const EachOptions& o, int64_t ttl_ms, int64_t lease_ms)
+      : o_(o), ttl_ms_(ttl_ms), lease_ms_(lease_ms), owner_(proc::describe_owner()) {}
 
   // `store` is the calling worker's own connection (SQLite handles are not shared by threads).
   void handle(const Message& m, store::Store& store) {
@@ -98,6 +98,7 @@ class Consumer {
     req.claim.kind = "each";
     req.claim.owner = owner_;
     req.claim.ttl_ms = ttl_ms_;
+    req.claim.lease_ms = lease_ms_;
     req.claim.request =
         nlohmann::json{{"argv", o_.command}, {"line", m.line}, {"message", m.text}}.dump(
             -1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -148,6 +149,7 @@ class Consumer {
 
   const EachOptions& o_;
   int64_t ttl_ms_;
+  int64_t lease_ms_;
   core::Owner owner_;
   Tally tally_;
 };
@@ -204,6 +206,7 @@ CLI::App* register_each(CLI::App& app, EachOptions& o) {
       ->required()->type_name("POINTER");
   each->add_option("--ttl", o.ttl, "How long a handled key stays done")
       ->type_name("DURATION")->capture_default_str();
+  add_lease_option(*each, o.lease);
   each->add_option("--jobs", o.jobs, "Handlers running at once (one key never runs twice at once)")
       ->type_name("N")->capture_default_str()->check(CLI::Range(1, 256));
   each->add_flag("--replay-failures", o.replay_failures,
@@ -323,11 +326,12 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
   if (!o.key_field.empty() && o.key_field[0] != '/')
     throw UsageError("bad --key-field '" + o.key_field + "': a JSON Pointer starts with '/'");
   const int64_t ttl_ms = core::duration_arg("--ttl", o.ttl);
-  open_store(global);  // a store problem is one error up front, not one per message
+  // A store problem is one error up front, not one per message.
+  const int64_t lease_ms = lease_ms_for(*open_store(global), o.lease);
   proc::install_child_handlers();
   LineReader reader(watch_stop_signals());
 
-  Consumer consumer(o, ttl_ms);
+  Consumer consumer(o, ttl_ms, lease_ms);
   Queue queue(size_t(o.jobs) * 4);
   std::atomic<bool> broken{false};
   std::mutex error_mutex;

@@ -11,6 +11,7 @@ struct EachOptions {
   std::string key_field;
   std::string ttl = "24h";
   int jobs = 1;
+  std::string lease;  // empty: $IDEM_LEASE, else 30s (stores shared by hosts only)
   bool replay_failures = false;
   bool quiet = false;
   bool verbose = false;

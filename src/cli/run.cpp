@@ -148,6 +148,7 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
                   "Grace between TERM and KILL for --timeout, a signal idem forwards, and "
                   "--kill-stale (a second INT/TERM/HUP KILLs at once)")
       ->type_name("DURATION")->capture_default_str();
+  add_lease_option(*run, o.lease);
   run->add_flag("--replay-failures", o.replay_failures,
                 "A failed outcome is final and replayed (default: the next attempt runs again)");
   run->add_flag("--retry-abandoned", o.retry_abandoned,
@@ -309,6 +310,7 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
   const std::string shown = "key '" + core::display_key(o.key) + "'";
   engine::AttemptRequest req =
       attempt_request(o, s, cwd, o.hash_stdin ? &stdin_sha256 : nullptr, shown);
+  req.claim.lease_ms = lease_ms_for(*store, o.lease);
   const engine::Claimed claimed = engine.claim(req);
   if (claimed.verdict != engine::Verdict::claimed)
     return answer_without_running(claimed, o, s, shown);

@@ -31,6 +31,7 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
                     "How long a delivery or /healthz waits for a locked store before answering "
                     "503 (IDEM_BUSY_TIMEOUT does not apply to serve)")
       ->type_name("DURATION")->capture_default_str();
+  add_lease_option(*serve, o.lease);
   serve->footer(
       "Example:\n"
       "  GITHUB_WEBHOOK_SECRET=... idem serve --config examples/serve.json --listen 127.0.0.1:8787");
@@ -48,6 +49,7 @@ int run_serve(const GlobalOptions& global, const ServeOptions& o) {
   d.grace_ms = core::duration_arg("--grace", o.grace);
   d.busy_timeout_ms = core::duration_arg("--busy-timeout", o.busy_timeout);
   if (d.request_timeout_ms <= 0) throw UsageError("--request-timeout must be above zero");
+  d.lease_ms = configured_lease_ms(o.lease);
   d.store = store_location(global);
   return http::run_daemon(d);
 }

@@ -15,6 +15,7 @@ struct ServeOptions {
   std::string request_timeout = "10s";
   std::string grace = "30s";
   std::string busy_timeout = "3s";
+  std::string lease;  // empty: $IDEM_LEASE, else 30s (stores shared by hosts only)
 };
 
 CLI::App* register_serve(CLI::App& app, ServeOptions& options);

@@ -1,8 +1,12 @@
 #include "engine/attempt.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "core/errors.hpp"
+#include "core/key.hpp"
+#include "engine/lease_keeper.hpp"
 #include "proc/liveness.hpp"
 #include "util/crash_point.hpp"
 
@@ -103,7 +107,14 @@ Claimed Engine::claim(AttemptRequest& request) {
       declined.now_ms = request.claim.now_ms;
       return declined;
     }
+    const int64_t sent_ms = util::monotonic_ms();
     store::ClaimResult result = read ? std::move(*read) : claim_once(request);
+    if (result.verdict == core::Verdict::claim && result.lease_expires_ms != 0) {
+      Claimed c = claimed_from(key, std::move(result), request.claim.now_ms);
+      c.lease_ms = request.claim.lease_ms;
+      c.lease_until_ms = sent_ms + c.lease_ms;
+      return c;
+    }
     if (result.verdict == core::Verdict::abandoned && checks_abandoned &&
         policy.retry_only_attempt != result.existing->attempt &&
         request.clear_abandoned(*result.existing)) {
@@ -133,12 +144,24 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
   Attempt attempt{claimed.key, claimed.attempt, claimed.attempt_token,
                   [&](const core::ProcessGroup& group) {
                     try {
+                      std::lock_guard lock(store_mutex_);
                       store_.set_process_group(claimed.key, claimed.attempt, group);
                     } catch (const StoreError&) {
                       group_unrecorded = true;
                       throw;
                     }
                   }};
+  std::optional<LeaseKeeper> keeper;
+  if (claimed.lease_ms > 0) {
+    keeper.emplace(
+        [&] {
+          std::lock_guard lock(store_mutex_);
+          return store_.heartbeat(claimed.key, claimed.attempt_token, claimed.lease_ms,
+                                  clock_.now_ms());
+        },
+        claimed.lease_ms, claimed.lease_until_ms);
+    attempt.lease_lost_fd = keeper->lost_fd();
+  }
   Finished done;
   try {
     done.outcome = effect.perform(attempt);
@@ -153,8 +176,17 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
   }
   IDEM_CRASH_POINT("exited-before-finish");
   if (done.outcome.finished_ms == 0) done.outcome.finished_ms = clock_.now_ms();
+  if (keeper) {
+    keeper->stop();
+    if (keeper->lost())
+      throw StoreError("key '" + core::display_key(claimed.key) + "': its lease was lost (" +
+                           keeper->why_lost() + "), so the attempt counts as abandoned; " +
+                           effect.performed() + " and its outcome was not recorded",
+                       StoreFailure::transient);
+  }
   try {
-    done.recorded = store_.finish(claimed.key, claimed.attempt, done.outcome);
+    done.recorded = keeper ? finish_within_lease(claimed, done.outcome, keeper->until_ms())
+                           : store_.finish(claimed.key, claimed.attempt, done.outcome);
   } catch (const StoreError& e) {
     throw StoreError(std::string(e.what()) + "; " + effect.performed() +
                          " but its outcome could not be recorded",
@@ -162,6 +194,20 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
   }
   IDEM_CRASH_POINT("finish-after-commit");
   return done;
+}
+
+// A store over a network may fail for a while (a server restarting): the outcome is written
+// again, after growing pauses, until the lease it is written under runs out.
+bool Engine::finish_within_lease(const Claimed& claimed, const core::Outcome& outcome,
+                                 int64_t until_ms) {
+  for (int64_t pause_ms = 50;; pause_ms = std::min<int64_t>(pause_ms * 2, 1000)) {
+    try {
+      return store_.finish(claimed.key, claimed.attempt, outcome);
+    } catch (const StoreError& e) {
+      if (!e.transient() || util::monotonic_ms() + pause_ms >= until_ms) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    }
+  }
 }
 
 bool Engine::record_group(const Claimed& claimed, const core::ProcessGroup& group) {

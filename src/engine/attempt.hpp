@@ -6,6 +6,7 @@
 // statuses, report lines).
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -66,6 +67,10 @@ struct Claimed {
   int64_t attempt = 0;        // claimed: the attempt's number
   std::string attempt_token;  // claimed: its capability (heartbeat, release)
   int64_t lease_expires_ms = 0;
+  // claimed with a lease: its length, and where it ends on this host's monotonic clock
+  // (util::monotonic_ms, read before the claim was sent: never later than the store's expiry).
+  int64_t lease_ms = 0;
+  int64_t lease_until_ms = 0;
   std::optional<core::Record> existing;  // every verdict but claimed and declined
   int64_t now_ms = 0;   // the time of the look that decided
   bool waited = false;  // running: a wait began and ran out
@@ -80,6 +85,9 @@ struct Attempt {
   // retry after a crash can find what it left running). Throws StoreError when it cannot be
   // recorded: the effect must then not start the command.
   std::function<void(const core::ProcessGroup&)> record_group;
+  // Readable once the attempt's lease is lost (engine/lease_keeper.hpp): the effect stops what
+  // it started. -1: the attempt has no lease.
+  int lease_lost_fd = -1;
 };
 
 // What an attempt does once claimed: run a command now, forward a request to an upstream, ...
@@ -113,6 +121,9 @@ class Engine {
   // StoreError when the outcome cannot be recorded (saying that the effect was performed), or
   // when the command's group could not be recorded (the command did not start, and the record
   // says so when the store still takes it).
+  // An attempt claimed with a lease has it renewed while the effect runs; the outcome is written
+  // again after a transient failure until the lease runs out. A lease lost meanwhile stops the
+  // effect, records nothing (the attempt counts as abandoned) and throws a transient StoreError.
   Finished carry_out(const Claimed& claimed, Effect& effect);
 
   // The key's record as it stands (idem end checks whose attempt it is before finishing it).
@@ -139,9 +150,15 @@ class Engine {
   // (`would_run`: the attempt would run; else a dead owner's record must be marked abandoned).
   std::optional<store::ClaimResult> look(AttemptRequest& request, bool& would_run);
 
+  bool finish_within_lease(const Claimed& claimed, const core::Outcome& outcome,
+                           int64_t until_ms);
+
   store::Store& store_;
   const util::Clock& clock_;
   store::OwnerGone owner_gone_;
+  // Held around every store call of carry_out: a lease's renewals come from a thread of their
+  // own, on the same connection.
+  std::mutex store_mutex_;
 };
 
 std::string_view to_string(Verdict verdict);

@@ -24,6 +24,7 @@ core::Outcome CommandEffect::perform(const Attempt& attempt) {
   spec.extra_env.emplace_back("IDEM_ATTEMPT", std::to_string(attempt.number));
   // Durable before the command starts, so if idem dies, a retry can find what it left running.
   spec.on_spawn = attempt.record_group;
+  spec.stop_fd = attempt.lease_lost_fd;
   result_ = runner_.run(spec);
   if (capture_ == Capture::handed_to_outcome) return proc::outcome_taking_output(result_, 0);
   return proc::outcome_of(result_, 0);

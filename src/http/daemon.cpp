@@ -226,6 +226,7 @@ struct Services {
 
   std::shared_ptr<store::StoreProvider> stores;
   const core::Owner owner;
+  int64_t lease_ms = 0;  // of every claim: DaemonOptions::lease_ms on a store shared by hosts
   Metrics metrics;
   StoreHealth health;
   Background background;
@@ -343,6 +344,7 @@ class HookRoute final : public Route {
     DeliveryServices services;
     services.stores = services_.stores;
     services.owner = services_.owner;
+    services.lease_ms = services_.lease_ms;
     // Background work counts as in flight for its hook, and keeps the slots it runs in: a reload
     // may drop this route meanwhile.
     services.spawn = [&all = services_, path = hook_.path,
@@ -521,7 +523,7 @@ class Daemon {
  public:
   // Makes sure the store can be used: a bad store fails now, not at the first delivery.
   Daemon(const DaemonOptions& options, Config config) : options_(options), services_(options) {
-    services_.stores->lease();
+    services_.lease_ms = services_.stores->lease()->spans_hosts() ? options.lease_ms : 0;
     state_ = build_state(std::move(config), nullptr, services_);
   }
 

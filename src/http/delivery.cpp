@@ -451,6 +451,7 @@ Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& d,
     auto store = services.stores->lease();  // reused: no connection is opened per delivery
     engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
     engine::AttemptRequest req = attempt_request(hook, d, store_key, services.owner);
+    req.claim.lease_ms = services.lease_ms;
     req.decline_run = !reservation.held();
     const engine::Claimed claimed = engine.claim(req);
     if (claimed.verdict != engine::Verdict::claimed) {

@@ -100,6 +100,7 @@ struct DeliveryServices {
   // background run keeps them alive.
   std::shared_ptr<store::StoreProvider> stores;
   core::Owner owner;  // the daemon
+  int64_t lease_ms = 0;  // of every claim (0: none, a store of one host)
   // Runs `fn` in the background and counts it as in flight (for the SIGTERM drain).
   std::function<void(std::function<void()>)> spawn;
 };

@@ -312,6 +312,7 @@ class Watch {
       }
       std::vector<pollfd> fds;
       fds.push_back({g_signal_pipe[0], POLLIN, 0});
+      if (spec_.stop_fd >= 0 && !result_.stopped) fds.push_back({spec_.stop_fd, POLLIN, 0});
       if (child_.out.valid()) fds.push_back({child_.out.get(), POLLIN, 0});
       if (child_.err.valid()) fds.push_back({child_.err.get(), POLLIN, 0});
       int ready = ::poll(fds.data(), fds.size(), poll_timeout(util::monotonic_ms()));
@@ -322,6 +323,8 @@ class Watch {
         if (p.revents == 0) continue;
         if (p.fd == g_signal_pipe[0]) {
           read_signals();
+        } else if (p.fd == spec_.stop_fd) {
+          stop();
         } else if (child_.out.valid() && p.fd == child_.out.get()) {
           drain(child_.out, core::Stream::out, live_out_);
         } else if (child_.err.valid() && p.fd == child_.err.get()) {
@@ -336,7 +339,8 @@ class Watch {
   void finish() {
     reap(0);
     // After a forwarded signal or a timeout, nothing of the command's group may outlive it.
-    if (result_.forwarded_signal || result_.timed_out) ::kill(-child_.pid, SIGKILL);
+    if (result_.forwarded_signal || result_.timed_out || result_.stopped)
+      ::kill(-child_.pid, SIGKILL);
     if (WIFEXITED(wait_status_)) {
       result_.exit_code = WEXITSTATUS(wait_status_);
     } else if (WIFSIGNALED(wait_status_)) {
@@ -363,6 +367,14 @@ class Watch {
       if (result_.forwarded_signal) result_.escalated = true;
       kill_at_ = -1;
     }
+  }
+
+  // The caller asked for the command to end (stop_fd): TERM now, KILL after the grace.
+  void stop() {
+    result_.stopped = true;
+    ::kill(-child_.pid, SIGTERM);
+    const int64_t grace_end = util::monotonic_ms() + spec_.kill_after_ms;
+    kill_at_ = kill_at_ < 0 ? grace_end : std::min(kill_at_, grace_end);
   }
 
   // What the handlers wrote to the self-pipe: SIGCHLD reaps, the others are forwarded.
@@ -473,7 +485,8 @@ core::Outcome outcome_of(const RunResult& result, int64_t finished_ms) {
 
 core::Outcome outcome_taking_output(RunResult& result, int64_t finished_ms) {
   core::Outcome o;
-  o.status = result.started && !result.timed_out && !result.signal && result.exit_code == 0
+  o.status = result.started && !result.timed_out && !result.stopped && !result.signal &&
+                     result.exit_code == 0
                  ? core::Status::succeeded
                  : core::Status::failed;
   o.exit_code = result.started ? result.exit_code : exit_code_for(result);
@@ -485,6 +498,7 @@ core::Outcome outcome_taking_output(RunResult& result, int64_t finished_ms) {
   o.finished_ms = finished_ms;
   if (!result.started) o.note = std::string("could not start: ") + strerror(result.exec_errno);
   else if (result.timed_out) o.note = "stopped by its timeout";
+  else if (result.stopped) o.note = "stopped: its attempt's lease was lost";
   else if (result.forwarded_signal && result.escalated)
     o.note = std::string("idem received ") + sigabbrev_np(*result.forwarded_signal) +
              "; the command outlived it and was killed";

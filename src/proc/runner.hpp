@@ -24,6 +24,9 @@ struct RunSpec {
   // After the TERM of a timeout, or after forwarding a first INT/TERM/HUP, KILL the group this
   // much later (a second such signal KILLs it at once).
   int64_t kill_after_ms = 10000;
+  // When this descriptor becomes readable (the attempt's lease was lost), the command's group is
+  // stopped as by a timeout: TERM, KILL kill_after_ms later. -1: none.
+  int stop_fd = -1;
   // Called with the command's process group (the child is its leader) after fork and before the
   // command is exec'd: what it records is durable before the command can start anything. If it
   // throws, the child is killed before it ran, and the exception propagates.
@@ -36,6 +39,7 @@ struct RunResult {
   std::optional<int> exit_code;
   std::optional<int> signal;  // the command died of this signal
   bool timed_out = false;
+  bool stopped = false;  // stop_fd became readable while the command ran
   core::CapturedOutput output;
   // The first of SIGINT/SIGTERM/SIGHUP idem received and forwarded, if any.
   std::optional<int> forwarded_signal;

@@ -49,6 +49,8 @@ constexpr int64_t k_default_busy_timeout_ms = 30000;
 constexpr size_t k_token_bytes = 16;
 // Tries of a transaction that the server aborted as a serialization failure or a deadlock.
 constexpr int k_serialization_tries = 8;
+// Tries of a claim whose connection was lost, each after finding its earlier try did not land.
+constexpr int k_claim_tries = 3;
 // Host and server clocks closer than this are taken as equal (NTP keeps hosts well within it);
 // further apart, the server's clock wins (see the file comment).
 constexpr int64_t k_clock_tolerance_ms = 1000;
@@ -208,8 +210,14 @@ class Connection {
  public:
   explicit Connection(const StoreLocation& where) {
     // expand_dbname: "dbname", last, holds the whole URL, so its own parameters win over ours.
-    const char* keys[] = {"application_name", "connect_timeout", "dbname", nullptr};
-    const char* values[] = {"idem", k_connect_timeout_s, where.target.c_str(), nullptr};
+    // A network cut shows as a failed call within about ten seconds (keepalives while waiting
+    // for an answer, tcp_user_timeout while a request goes unacknowledged), not after the
+    // kernel's fifteen minutes: an owner must learn in time that it cannot renew its lease.
+    const char* keys[] = {"application_name", "connect_timeout", "keepalives_idle",
+                          "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+                          "dbname", nullptr};
+    const char* values[] = {"idem", k_connect_timeout_s, "5", "2", "3", "10000",
+                            where.target.c_str(), nullptr};
     conn_ = PQconnectdbParams(keys, values, 1);
     if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
       std::string why = conn_ != nullptr ? PQerrorMessage(conn_) : "out of memory";
@@ -315,12 +323,24 @@ class PostgresStore final : public Store {
   ClaimResult claim(const ClaimRequest& request, const OwnerGone& owner_gone) override {
     ClaimRequest req = request;
     req.now_ms = server_ms(req.now_ms);
-    return guarded("claim", [&] { return claim_once(req, owner_gone); });
+    // The token is drawn once for every try: a claim whose COMMIT went out but whose answer was
+    // lost with the connection is found again by it (only this process knows it).
+    const std::string token = util::random_hex(k_token_bytes);
+    for (int tries = 1;; ++tries) {
+      try {
+        return guarded("claim", [&] { return claim_once(req, owner_gone, token); });
+      } catch (const StoreError& e) {
+        if (!e.transient() || !conn_ || !conn_->lost() || tries >= k_claim_tries) throw;
+        if (std::optional<ClaimResult> landed = claim_landed(req, token, e)) return *landed;
+      }
+    }
   }
 
   bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) override {
     const std::optional<std::string> response =
         outcome.response ? std::optional(core::encode_response(*outcome.response)) : std::nullopt;
+    // Its last alternative matches this very outcome, already written by a try whose answer the
+    // connection lost: the write is repeatable, so a lost connection is met by doing it again.
     Params p;
     p.text(key).integer(attempt).text(std::string(core::to_string(outcome.status)));
     p.integer(server_ms(outcome.finished_ms)).optional_integer(outcome.exit_code);
@@ -333,8 +353,11 @@ class PostgresStore final : public Store {
                exit_code = $5, signal = $6, timed_out = $7 <> 0, output = $8,
                output_bytes = $9, output_truncated = $10 <> 0, note = $11, response = $12,
                attempt_token = '', lease_expires = NULL
-        WHERE key = $1 AND attempt = $2 AND status = 'running')sql", p).changed() == 1;
-    }, OnLoss::fail);
+        WHERE key = $1 AND attempt = $2
+          AND ((status = 'running' AND (lease_expires IS NULL OR lease_expires > $4))
+               OR (status = $3 AND finished_at = $4 AND attempt_token = ''))
+      )sql", p).changed() == 1;
+    }, OnLoss::repeat);
   }
 
   bool set_process_group(const std::string& key, int64_t attempt,
@@ -345,7 +368,7 @@ class PostgresStore final : public Store {
       return conn().exec(R"sql(
         UPDATE idem_records SET pgid = $3, pgid_start = $4
         WHERE key = $1 AND attempt = $2 AND status = 'running')sql", p).changed() == 1;
-    }, OnLoss::fail);
+    }, OnLoss::repeat);
   }
 
   bool mark_abandoned(const std::string& key, int64_t attempt) override {
@@ -364,7 +387,7 @@ class PostgresStore final : public Store {
         UPDATE idem_records SET lease_expires = $4
         WHERE key = $1 AND attempt_token = $2 AND status = 'running'
           AND (lease_expires IS NULL OR lease_expires > $3))sql", p).changed() == 1;
-    }, OnLoss::fail);
+    }, OnLoss::repeat);
   }
 
   bool release(const std::string& key, const std::string& attempt_token) override {
@@ -439,6 +462,8 @@ class PostgresStore final : public Store {
     });
   }
 
+  bool spans_hosts() const override { return true; }
+
  private:
   static constexpr const char* k_owner_died = "owner died mid-run";
   static constexpr const char* k_lease_ran_out = "lease ran out mid-run";
@@ -452,8 +477,9 @@ class PostgresStore final : public Store {
   // first statement found the connection gone sent nothing the server could have acted on, so it
   // is run again on a new connection (a server restarted while a pooled connection sat idle). A
   // single-statement write may have committed before the connection went: it is not repeated
-  // (the error says so; the next operation reconnects).
-  enum class OnLoss { retry_if_nothing_sent, fail };
+  // (the error says so; the next operation reconnects), unless it is `repeat`able: doing it twice
+  // ends as doing it once, and says so.
+  enum class OnLoss { retry_if_nothing_sent, repeat, fail };
 
   // Runs `body`, retrying it when the server aborted it as a serialization failure or a
   // deadlock, or (see OnLoss) lost the connection before it began; any other PgError becomes a
@@ -471,7 +497,10 @@ class PostgresStore final : public Store {
       } catch (const PgError& e) {
         const bool lost_at_once = e.sqlstate.empty() && conn_ && conn_->lost() &&
                                   conn_->succeeded() == sent_before;
-        if (lost_at_once && on_loss == OnLoss::retry_if_nothing_sent && !reconnected) {
+        const bool lost = e.sqlstate.empty() && conn_ && conn_->lost();
+        if (((lost_at_once && on_loss == OnLoss::retry_if_nothing_sent) ||
+             (lost && on_loss == OnLoss::repeat)) &&
+            !reconnected) {
           reconnected = true;
           continue;  // reconnects at the top
         }
@@ -517,8 +546,9 @@ class PostgresStore final : public Store {
         migrate_locked();
         return;
       } catch (const PgError& e) {
-        // 23505/42P07: another process created the table at the same moment; it exists now.
-        const bool raced = e.sqlstate == "23505" || e.sqlstate == "42P07";
+        // 23505/42P07/42710: another process created the table (or its row type) at the same
+        // moment; it exists now.
+        const bool raced = e.sqlstate == "23505" || e.sqlstate == "42P07" || e.sqlstate == "42710";
         if (!(raced || e.retryable()) || tries == k_serialization_tries) throw;
       }
     }
@@ -552,9 +582,37 @@ class PostgresStore final : public Store {
     return lease_ms > 0 ? now_ms + lease_ms : 0;
   }
 
-  ClaimResult claim_once(const ClaimRequest& req, const OwnerGone& owner_gone) {
+  // After a claim lost its connection: whether its COMMIT had landed, read back by its token
+  // (reconnecting) for up to the busy timeout while the server cannot be reached. Nothing when
+  // it did not land: the caller claims again. Throws when it cannot be told.
+  std::optional<ClaimResult> claim_landed(const ClaimRequest& req, const std::string& token,
+                                          const StoreError& first) {
+    const auto give_up = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(lock_timeout_ms_);
+    for (int64_t pause_ms = 50;; pause_ms = std::min<int64_t>(pause_ms * 2, 1000)) {
+      try {
+        return guarded("claim", [&]() -> std::optional<ClaimResult> {
+          Result r = conn().exec(
+              "SELECT attempt, lease_expires FROM idem_records WHERE key = $1 AND "
+              "attempt_token = $2 AND status = 'running'", Params().text(req.key).text(token));
+          if (r.rows() == 0) return std::nullopt;
+          return ClaimResult{core::Verdict::claim, r.int_at(0, 0), token, r.int_at(0, 1),
+                             std::nullopt};
+        });
+      } catch (const StoreError& e) {
+        if (!e.transient() || std::chrono::steady_clock::now() >= give_up)
+          throw StoreError(std::string(first.what()) +
+                               "; whether the claim was recorded is unknown (if it was, it shows "
+                               "abandoned once its lease runs out)",
+                           StoreFailure::transient);
+        std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+      }
+    }
+  }
+
+  ClaimResult claim_once(const ClaimRequest& req, const OwnerGone& owner_gone,
+                         const std::string& token) {
     Transaction tx(conn());
-    const std::string token = util::random_hex(k_token_bytes);
     // A new key: one statement decides and records it (the key's unique constraint decides
     // between concurrent claimers; a loser waits for the winner's commit, then inserts nothing).
     Params insert = claim_params(req, 1, token);

@@ -777,7 +777,8 @@ class SqliteStore final : public Store {
                exit_code = ?5, signal = ?6, timed_out = ?7, output_bytes = ?8,
                output_truncated = ?9, note = ?10, response = ?11, attempt_token = '',
                lease_expires = NULL
-        WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
+        WHERE key = ?1 AND attempt = ?2 AND status = 'running'
+          AND (lease_expires IS NULL OR lease_expires > ?4))sql", path_);
       update.bind(1, key).bind(2, attempt).bind(3, std::string(core::to_string(outcome.status)));
       update.bind(4, outcome.finished_ms).bind_optional(5, outcome.exit_code);
       update.bind_optional(6, outcome.signal).bind(7, int64_t(outcome.timed_out));

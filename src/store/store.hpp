@@ -88,7 +88,11 @@ class Store {
   virtual ClaimResult claim(const ClaimRequest& request, const OwnerGone& owner_gone) = 0;
 
   // Records the outcome of `attempt`. Returns false (and changes nothing) when the key's current
-  // attempt is another one: a stale owner can never overwrite a newer attempt. The outcome's
+  // attempt is another one, or is no longer running, or its lease ran out by the outcome's
+  // finished_ms (from its expiry an attempt counts as abandoned, as for heartbeat()): a stale
+  // owner can never overwrite a newer attempt. On a store over a network (PostgreSQL), a finish
+  // repeated because its answer was lost (the connection went after the commit) returns true
+  // again. The outcome's
   // response is kept as given (status, headers in order) and get() returns it; its body is the
   // output's stdout. Throws std::invalid_argument, writing nothing, for a response that
   // core::response_problem refuses.
@@ -137,6 +141,10 @@ class Store {
   // Takes the writer lock and lets it go, changing nothing: throws StoreError when the store
   // cannot be written within the busy timeout (a health check).
   virtual void check_writable() = 0;
+  // Whether owners on other hosts share this store, so that a running record's owner cannot
+  // always be checked by pid and boot id: its claims then carry a lease (ClaimRequest::lease_ms)
+  // renewed while the attempt runs. SQLite: no (see ClaimRequest::lease_ms); PostgreSQL: yes.
+  virtual bool spans_hosts() const { return false; }
 };
 
 // Where a store lives. Parsed from a URL: `sqlite:PATH` or a bare path (SQLite), or

@@ -31,6 +31,12 @@ usage_error run -k k --wait abc -- "${cmd[@]}"
 usage_error run -k k --timeout 1y -- "${cmd[@]}"
 usage_error run -k k --kill-after x -- "${cmd[@]}"
 usage_error run -k k --max-output 12XB -- "${cmd[@]}"
+usage_error run -k k --lease soon -- "${cmd[@]}"
+usage_error run -k k --lease 500ms -- "${cmd[@]}"   # below the 1s floor
+usage_error run -k k --lease 0 -- "${cmd[@]}"
+IDEM_LEASE=forever usage_error run -k k -- "${cmd[@]}"
+usage_error each --key-field /id --lease x -- "${cmd[@]}" </dev/null
+usage_error serve --config "$T/no-such.json" --lease x
 usage_error run -k k --max-output -5 -- "${cmd[@]}"
 usage_error run -k k --max-output lots -- "${cmd[@]}"
 usage_error run -k k --bogus -- "${cmd[@]}"
@@ -73,7 +79,7 @@ for word in run ls show status rm gc --db; do
 done
 capture run-help idem run --help
 expect_rc 0
-for flag in -k --key --ttl --wait --timeout --kill-after --replay-failures --retry-abandoned \
+for flag in -k --key --ttl --wait --timeout --kill-after --lease --replay-failures --retry-abandoned \
   --hash-stdin --max-output --quiet-replay -q --quiet -v --verbose; do
   grep -qE -- "(^|[^A-Za-z-])$flag([^A-Za-z-]|\$)" "$T/run-help.out" || fail "idem run --help does not list $flag"
 done

@@ -2,6 +2,7 @@
 // Test doubles for the engine's seams: a clock that moves only when told (or when something
 // sleeps on it), and a command runner that records what it was asked to run and returns scripted
 // results.
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -37,8 +38,9 @@ class FakeClock final : public util::Clock {
   std::function<void()> on_sleep;
 
  private:
-  mutable int64_t wall_ms_;
-  mutable int64_t monotonic_ms_ = 1'000'000;
+  // Atomic: a lease's renewals read the clock from a thread of their own.
+  mutable std::atomic<int64_t> wall_ms_;
+  mutable std::atomic<int64_t> monotonic_ms_{1'000'000};
 };
 
 class FakeRunner final : public proc::CommandRunner {

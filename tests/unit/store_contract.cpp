@@ -816,6 +816,21 @@ TEMPLATE_TEST_CASE("store contract: a lease that ran out is not renewed and coun
   CHECK(store->get("k")->owner.pid == 300);
 }
 
+TEMPLATE_TEST_CASE("store contract: an outcome finished after its lease ran out is not recorded",
+                   "[store][contract][lease]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  ClaimRequest req = request("k");
+  req.lease_ms = 1000;
+  REQUIRE(store->claim(req, k_alive).verdict == Verdict::claim);
+  CHECK_FALSE(store->finish("k", 1, outcome(Status::succeeded, 0, k_t0 + 1000)));
+  CHECK(store->get("k")->status == Status::running);  // abandoned by its lease
+  ClaimRequest in_time = request("j");
+  in_time.lease_ms = 1000;
+  REQUIRE(store->claim(in_time, k_alive).verdict == Verdict::claim);
+  CHECK(store->finish("j", 1, outcome(Status::succeeded, 0, k_t0 + 999)));
+}
+
 TEMPLATE_TEST_CASE("store contract: a running record whose lease ran out is abandoned at once "
                    "with retry_abandoned",
                    "[store][contract][lease]", IDEM_CONTRACT_BACKENDS) {

@@ -2,6 +2,9 @@
 // TTLs and leases pass without sleeping) and a fake runner (scripted outcomes, no processes).
 #include <sqlite3.h>
 
+#include <poll.h>
+
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -263,12 +266,19 @@ class FailingStore final : public idem::store::Store {
  public:
   explicit FailingStore(idem::store::Store& real) : real_(real) {}
   bool fail_group = false, fail_finish = false;
+  int finish_failures = 0;  // the next this many finishes fail as a lost connection would
+  int finishes = 0;
+  std::atomic<int> heartbeats{0};
+  std::atomic<bool> heartbeats_unreachable{false};
   idem::store::ClaimResult claim(const idem::store::ClaimRequest& r,
                                  const idem::store::OwnerGone& g) override {
     return real_.claim(r, g);
   }
   bool finish(const std::string& k, int64_t a, const idem::core::Outcome& o) override {
+    ++finishes;
     if (fail_finish) throw idem::StoreError("disk full", idem::StoreFailure::transient);
+    if (finish_failures > 0 && finish_failures--)
+      throw idem::StoreError("connection lost", idem::StoreFailure::transient);
     return real_.finish(k, a, o);
   }
   bool set_process_group(const std::string& k, int64_t a,
@@ -280,6 +290,9 @@ class FailingStore final : public idem::store::Store {
     return real_.mark_abandoned(k, a);
   }
   bool heartbeat(const std::string& k, const std::string& t, int64_t l, int64_t n) override {
+    ++heartbeats;
+    if (heartbeats_unreachable)
+      throw idem::StoreError("server unreachable", idem::StoreFailure::transient);
     return real_.heartbeat(k, t, l, n);
   }
   bool release(const std::string& k, const std::string& t) override { return real_.release(k, t); }
@@ -376,4 +389,100 @@ TEST_CASE("engine: a replay, a conflict and a live holder are answered without t
   sqlite3_exec(writer, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(writer);
   CHECK(engine.claim(fresh).verdict == Verdict::claimed);
+}
+
+namespace {
+
+// Waits up to `limit_ms` for `fd` to become readable.
+bool readable_within(int fd, int limit_ms) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, limit_ms) == 1;
+}
+
+}  // namespace
+
+// Leases (SPEC §1): the engine renews a leased attempt's lease while the effect runs, on a thread
+// of its own, in real time (a lease of 1 s is renewed about every 333 ms); the fake clock only
+// sets what time the store is told.
+TEST_CASE("engine: a leased attempt is renewed while it runs and its outcome recorded",
+          "[engine][lease]") {
+  Fixture f;
+  FailingStore counting(*f.store);
+  Engine engine(counting, f.clock, [](const idem::core::Owner&) { return false; });
+  AttemptRequest r = f.request("k");
+  r.claim.lease_ms = 1000;
+  Claimed c = engine.claim(r);
+  REQUIRE(c.verdict == Verdict::claimed);
+  CHECK(c.lease_ms == 1000);
+  CHECK(c.lease_until_ms > 0);
+  f.runner.during = [&] {
+    // The command runs until two renewals went through; its lease fd stays quiet meanwhile.
+    const int fd = f.runner.calls.back().stop_fd;
+    REQUIRE(fd >= 0);
+    for (int i = 0; i < 500 && counting.heartbeats < 2; ++i) CHECK_FALSE(readable_within(fd, 10));
+  };
+  CommandEffect effect(f.runner, {});
+  CHECK(engine.carry_out(c, effect).recorded);
+  CHECK(counting.heartbeats >= 2);
+  CHECK(f.store->get("k")->status == Status::succeeded);
+}
+
+TEST_CASE("engine: a lease lost mid-run stops the effect and records nothing", "[engine][lease]") {
+  Fixture f;
+  FailingStore failing(*f.store);
+  Engine engine(failing, f.clock, [](const idem::core::Owner&) { return false; });
+  AttemptRequest r = f.request("k");
+  r.claim.lease_ms = 1000;
+  Claimed c = engine.claim(r);
+  REQUIRE(c.verdict == Verdict::claimed);
+  bool stopped = false;
+
+  SECTION("the store says the attempt is no longer current (paused past its lease)") {
+    f.runner.during = [&] {
+      f.clock.advance(5000);  // the store is told it is past the lease
+      stopped = readable_within(f.runner.calls.back().stop_fd, 5000);
+    };
+  }
+  SECTION("the store cannot be reached until the lease runs out") {
+    failing.heartbeats_unreachable = true;
+    f.runner.during = [&] { stopped = readable_within(f.runner.calls.back().stop_fd, 5000); };
+  }
+  CommandEffect effect(f.runner, {});
+  try {
+    engine.carry_out(c, effect);
+    FAIL("no error");
+  } catch (const idem::StoreError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("key 'k': its lease was lost"));
+    CHECK_THAT(e.what(), Catch::Contains("its outcome was not recorded"));
+    CHECK(e.transient());
+  }
+  CHECK(stopped);
+  CHECK(failing.finishes == 0);
+  Record rec = *f.store->get("k");
+  CHECK(rec.status == Status::running);  // abandoned by its lease, as every host sees
+  CHECK(idem::core::lease_expired(rec, f.clock.now_ms() + 5000));
+}
+
+TEST_CASE("engine: an outcome that cannot be written yet is written again within the lease",
+          "[engine][lease]") {
+  Fixture f;
+  FailingStore failing(*f.store);
+  Engine engine(failing, f.clock, [](const idem::core::Owner&) { return false; });
+  AttemptRequest r = f.request("k");
+  r.claim.lease_ms = 5000;
+  Claimed c = engine.claim(r);
+  REQUIRE(c.verdict == Verdict::claimed);
+  failing.finish_failures = 3;
+  CommandEffect effect(f.runner, {});
+  CHECK(engine.carry_out(c, effect).recorded);
+  CHECK(failing.finishes == 4);
+  CHECK(f.store->get("k")->status == Status::succeeded);
+
+  SECTION("without a lease a failed write is reported at once") {
+    AttemptRequest plain = f.request("plain");
+    Claimed p = engine.claim(plain);
+    failing.finish_failures = 1;
+    CommandEffect again(f.runner, {});
+    CHECK_THROWS_AS(engine.carry_out(p, again), idem::StoreError);
+  }
 }

@@ -5,6 +5,7 @@
 #include <libpq-fe.h>
 
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -81,6 +82,8 @@ TEST_CASE("postgres store: concurrent first opens create the schema once", "[sto
   PostgresBackend backend;
   constexpr int k_threads = 12;
   std::atomic<int> ready{0}, opened{0};
+  std::mutex errors_mutex;
+  std::string errors;
   std::vector<std::thread> threads;
   for (int t = 0; t < k_threads; ++t)
     threads.emplace_back([&] {
@@ -90,18 +93,21 @@ TEST_CASE("postgres store: concurrent first opens create the schema once", "[sto
         auto store = backend.open();
         store->claim(request("k"), k_alive);  // claim or running: one record either way
         ++opened;
-      } catch (const std::exception&) {
+      } catch (const std::exception& e) {
+        std::lock_guard lock(errors_mutex);
+        errors += std::string(e.what()) + "\n";
       }
     });
   for (auto& t : threads) t.join();
+  INFO(errors);
   CHECK(opened.load() == k_threads);
   Admin admin(backend.url());
   CHECK(admin.query("SELECT version FROM idem_schema") == "1\n");
   CHECK(admin.query("SELECT count(*) FROM idem_records") == "1\n");
 }
 
-TEST_CASE("postgres store: a connection the server dropped is made again, never a write repeated",
-          "[store][postgres]") {
+TEST_CASE("postgres store: a connection the server dropped is made again, and only "
+          "repeatable writes are repeated", "[store][postgres]") {
   PostgresBackend backend;
   auto store = backend.open();
   REQUIRE(store->claim(request("a"), k_alive).verdict == core::Verdict::claim);
@@ -115,17 +121,25 @@ TEST_CASE("postgres store: a connection the server dropped is made again, never 
   // new connection (a server restarted while a pooled connection sat idle).
   drop_connections();
   CHECK(store->claim(request("b"), k_alive).verdict == core::Verdict::claim);
-  // A single-statement write may have committed before the loss: it is not repeated, the
-  // error is transient, and the next operation connects again.
+  // A single-statement write that is not repeatable may have committed before the loss: it is
+  // not repeated, the error is transient, and the next operation connects again.
   drop_connections();
   try {
-    store->finish("b", 1, outcome(core::Status::succeeded, 0, k_t0 + 5));
-    FAIL("a finish on a dropped connection succeeded");
+    store->mark_abandoned("a", 1);
+    FAIL("a write on a dropped connection succeeded");
   } catch (const StoreError& e) {
     CHECK(e.transient());
   }
-  CHECK(store->get("b")->status == core::Status::running);
-  CHECK(store->finish("b", 1, outcome(core::Status::succeeded, 0, k_t0 + 5)));
+  CHECK(store->get("a")->status == core::Status::running);
+  // A finish is repeatable: done again on a new connection, and a repeat of one that landed
+  // (its answer lost) says it is recorded.
+  drop_connections();
+  const core::Outcome done = outcome(core::Status::succeeded, 0, k_t0 + 5);
+  CHECK(store->finish("b", 1, done));
+  CHECK(store->get("b")->status == core::Status::succeeded);
+  CHECK(store->finish("b", 1, done));
+  CHECK_FALSE(store->finish("b", 1, outcome(core::Status::failed, 1, k_t0 + 6)));
+  CHECK(store->get("b")->exit_code == 0);
 }
 
 TEST_CASE("postgres store: a newer schema is refused, permanently", "[store][postgres]") {
