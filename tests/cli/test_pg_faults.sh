@@ -2,15 +2,16 @@
 # Faults between idem and a real PostgreSQL server, each put at an exact point by
 # tests/helpers/tcp_fault_proxy: a claim whose COMMIT answer is lost (the claim landed) or whose
 # COMMIT never reached the server; the answer to the final write, to the process group's write or
-# to a renewal lost after the write landed; every connection cut while the command of `run` or a
-# handler of `each` runs. Then, on a cluster of the test's own (scripts/pg_cluster.sh): the
-# server restarted while the command runs, and the server down for longer than the lease. Each
-# time the command runs exactly once; the outcome is recorded, or, when the lease ran out first,
-# idem stops the command, records nothing and exits 74, and the key reads abandoned once the
-# server is back. Commands wait on fifos and the test on the proxy's log lines: nothing is timed.
-# An unreachable server at the start is tests/cli/test_postgres.sh's.
+# to a renewal lost after the write landed; every connection cut while the command of `run`, a
+# handler of `each` or a hook's handler in `serve` runs. Then, on a cluster of the test's own
+# (scripts/pg_cluster.sh): the server restarted while the command runs, and the server down for
+# longer than the lease. Each time the command runs exactly once; the outcome is recorded, or,
+# when the lease ran out first, idem stops the command, records nothing and exits 74, and the key
+# reads abandoned once the server is back. Commands wait on fifos and the test on the proxy's log
+# lines: nothing is timed. An unreachable server at the start is tests/cli/test_postgres.sh's.
 tests_dir=$(cd "${IDEM_TESTS_DIR:-$(dirname "$0")/..}" && pwd)  # lib.sh changes directory
 source "$tests_dir/cli/lib.sh"
+source "$tests_dir/cli/serve_lib.sh"
 [[ -n ${IDEM_TEST_PG_URL:-} ]] ||
   { echo "SKIP: IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)" >&2; exit 77; }
 
@@ -182,6 +183,28 @@ expect_rc 0
 assert_bytes "$T/each.out" '{"id":"msg-1"}\n'
 assert_ran_once msg-1
 IDEM_STORE="$via" assert_status msg-1 succeeded
+
+# ... and for a delivery's handler in `idem serve`: answered 200, recorded.
+mkfifo "$T/serve.fifo"
+printf '#!/bin/sh\necho ran >> "%s"; echo "$$" > "%s"; read x < "%s"; echo handled\n' \
+  "$T/hook.count" "$T/hook.count.pid" "$T/serve.fifo" >"$T/handler"
+chmod +x "$T/handler"
+track_pid_file "$T/hook.count.pid"
+printf '{"hooks": [{"path": "/hooks/slow", "command": ["%s"], "key": {"header": "X-Key"}}]}\n' \
+  "$T/handler" >"$T/serve.json"
+IDEM_STORE="$via" start_daemon "$T/serve.json" --lease 3s
+RESP=slow bg delivery post /hooks/slow 'body' 'X-Key: d1'
+wait_until "the hook's handler runs" test -s "$T/hook.count.pid"
+kill -USR1 "$(bg_pid px-cut)"
+wait_until "the proxy cut the connections a fourth time" cut_times 4
+wait_until "the daemon connects again" connected_since px-cut "tcp_fault_proxy: cut "
+release_fifo "$T/serve.fifo"
+bg_wait delivery
+expect_rc 0
+RESP=slow expect_http 200
+assert_eq 1 "$(runs hook)" "executions of the hook's handler"
+IDEM_STORE="$via" assert_status '/hooks/slow#d1' succeeded
+stop_daemon
 stop_proxy px-cut
 
 # c. and d. on a cluster of the test's own, restarted and stopped under idem.
