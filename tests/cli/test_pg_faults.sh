@@ -238,6 +238,23 @@ assert_bytes "$T/restart.out" 'done\n'
 assert_ran_once restart "$own_url"
 IDEM_STORE="$own_url" assert_status restart succeeded
 
+# ... and down while the command ends, back within the lease: the outcome's write, tried again
+# meanwhile, gets through.
+mkfifo "$T/back.fifo"
+runner "$own_url" back "$T/back.fifo" 20s
+bg back "${cmd[@]}"
+wait_until "the command runs" test -s "$T/back.count.pid"
+own_pg_ctl -m fast stop
+release_fifo "$T/back.fifo"
+wait_until "the command has ended" pid_gone "$(cat "$T/back.count.pid")"
+bg_running back || fail "idem ended while the server was down: $(cat "$T/back.err")"
+own_pg_ctl restart
+bg_wait back
+expect_rc 0
+assert_bytes "$T/back.out" 'done\n'
+assert_ran_once back "$own_url"
+IDEM_STORE="$own_url" assert_status back succeeded
+
 # d. The server down for longer than the lease: idem stops the command, records nothing and
 # exits 74 saying so; once the server is back the key reads abandoned, and a plain run is
 # refused (69) rather than running the command a second time.
@@ -253,6 +270,7 @@ file_has "$T/down.err" "lease" || fail "the error does not name the lease: $(cat
 wait_until "the command is stopped" pid_gone "$(cat "$T/down.count.pid")"
 own_pg_ctl restart
 IDEM_STORE="$own_url" assert_status down abandoned
+IDEM_STORE="$own_url" idem ls | grep -q '^down  *abandoned ' || fail "ls does not show 'down' abandoned"
 runner "$own_url" down "$T/down.fifo"  # the same command: if it ran again, the timeout ends it
 capture down-again timeout 20 "${cmd[@]}"
 expect_rc 69
