@@ -4,8 +4,8 @@
 # COMMIT never reached the server; the answer to the final write, to the process group's write or
 # to a renewal lost after the write landed; every connection cut while the command of `run`, a
 # handler of `each` or a hook's handler in `serve` runs. Then, on a cluster of the test's own
-# (scripts/pg_cluster.sh): the server restarted while the command runs, and the server down for
-# longer than the lease. Each time the command runs exactly once; the outcome is recorded, or,
+# (scripts/pg_cluster.sh): the server restarted while the command runs, and the server down
+# while it runs or ends, back within the lease or after it. Each time the command runs exactly once; the outcome is recorded, or,
 # when the lease ran out first, idem stops the command, records nothing and exits 74, and the key
 # reads abandoned once the server is back. Commands wait on fifos and the test on the proxy's log
 # lines: nothing is timed. An unreachable server at the start is tests/cli/test_postgres.sh's.
@@ -275,3 +275,22 @@ runner "$own_url" down "$T/down.fifo"  # the same command: if it ran again, the 
 capture down-again timeout 20 "${cmd[@]}"
 expect_rc 69
 assert_eq 1 "$(runs down)" "executions of 'down'"
+
+# ... the same when the command ends while the server is away: its outcome's write is tried
+# until the lease runs out, then idem exits 74 with the outcome unrecorded.
+mkfifo "$T/gone.fifo"
+runner "$own_url" gone "$T/gone.fifo" 2s
+bg gone "${cmd[@]}"
+wait_until "the command runs" test -s "$T/gone.count.pid"
+own_pg_ctl -m fast stop
+release_fifo "$T/gone.fifo"
+bg_wait gone
+expect_rc 74
+assert_lines 1 "$T/gone.err"  # (its stdout is the command's, passed on as it ran)
+file_has "$T/gone.err" "recorded" || fail "unclear error: $(cat "$T/gone.err")"
+own_pg_ctl restart
+IDEM_STORE="$own_url" assert_status gone abandoned
+runner "$own_url" gone "$T/gone.fifo"
+capture gone-again timeout 20 "${cmd[@]}"
+expect_rc 69
+assert_eq 1 "$(runs gone)" "executions of 'gone'"
