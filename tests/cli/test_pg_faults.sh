@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Faults between idem and a real PostgreSQL server, each put at an exact point by
 # tests/helpers/tcp_fault_proxy: a claim whose COMMIT answer is lost (the claim landed) or whose
-# COMMIT never reached the server; the answer to the final write, to the process group's write or
-# to a renewal lost after the write landed; every connection cut while the command of `run`, a
-# handler of `each` or a hook's handler in `serve` runs. Then, on a cluster of the test's own
-# (scripts/pg_cluster.sh): the server restarted while the command runs, and the server down
-# while it runs or ends, back within the lease or after it. Each time the command runs exactly once; the outcome is recorded, or,
-# when the lease ran out first, idem stops the command, records nothing and exits 74, and the key
-# reads abandoned once the server is back. Commands wait on fifos and the test on the proxy's log
-# lines: nothing is timed. An unreachable server at the start is tests/cli/test_postgres.sh's.
+# COMMIT never reached the server; the answer to the final write, to the process group's write or to
+# a renewal lost after the write landed; every connection cut while the command of `run`, a handler
+# of `each` or a hook's handler in `serve` runs. Then, on a cluster of the test's own
+# (scripts/pg_cluster.sh): the server restarted while the command runs, and the server down while it
+# runs or ends, back within the lease or after it. Each time the command runs exactly once; the
+# outcome is recorded, or, when the lease ran out first, idem stops the command, records nothing and
+# exits 74, and the key reads abandoned once the server is back. Commands wait on fifos and the test
+# on the proxy's log lines: nothing is timed. An unreachable server at the start is
+# tests/cli/test_postgres.sh's.
 tests_dir=$(cd "${IDEM_TESTS_DIR:-$(dirname "$0")/..}" && pwd)  # lib.sh changes directory
 source "$tests_dir/cli/lib.sh"
 source "$tests_dir/cli/serve_lib.sh"
