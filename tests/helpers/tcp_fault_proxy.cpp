@@ -131,6 +131,10 @@ class ClientFramer {
     const size_t type_bytes = typed_ ? 1 : 0;
     if (left < type_bytes + 4) return std::nullopt;
     const size_t length = be32(buf_, pos_ + type_bytes);
+    if (length < 4) {
+      raw_ = true;  // a length that does not count itself: not the protocol either
+      return take(left);
+    }
     if (left < type_bytes + length) return std::nullopt;
     std::string message = take(type_bytes + length);
     if (!typed_ && message.size() >= 8) {
