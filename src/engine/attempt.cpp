@@ -194,7 +194,8 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
                            : store_.finish(claimed.key, claimed.attempt, done.outcome);
   } catch (const StoreError& e) {
     throw StoreError(std::string(e.what()) + "; " + effect.performed() +
-                         " but its outcome could not be recorded",
+                         " but its outcome could not be recorded" +
+                         (keeper ? " before its lease ran out: the key counts as abandoned" : ""),
                      e.failure());
   }
   // Refused under a lease: it ran out, or another attempt holds the key; either way this
@@ -212,8 +213,10 @@ bool Engine::finish_within_lease(const Claimed& claimed, const core::Outcome& ou
     try {
       return store_.finish(claimed.key, claimed.attempt, outcome);
     } catch (const StoreError& e) {
-      if (!e.transient() || util::monotonic_ms() + pause_ms >= until_ms) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+      const int64_t left_ms = until_ms - util::monotonic_ms();
+      if (!e.transient() || left_ms <= 0) throw;
+      // The last try comes as the lease ends (a write after it is refused, and says so).
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(pause_ms, left_ms)));
     }
   }
 }
