@@ -3,15 +3,10 @@
 # carries the lease --lease asks for, which idem renews while the command runs, so a command that
 # runs for several leases keeps its key and records its outcome; the lease ends with the attempt.
 # (Other hosts, vanished and paused owners: test_pg_hosts.sh; lost connections: test_pg_faults.sh.)
+export IDEM_TEST_BACKEND=postgres  # lib.sh: a fresh schema of its own, skipped without a cluster
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
-[[ -n ${IDEM_TEST_PG_URL:-} ]] ||
-  { echo "SKIP: IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)" >&2; exit 77; }
-
-_pg_schema=idem_test_$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
-psql -qX "$IDEM_TEST_PG_URL" -c "CREATE SCHEMA $_pg_schema"
-url="$IDEM_TEST_PG_URL?options=-csearch_path%3D$_pg_schema"
-export IDEM_STORE=$url
+url=$IDEM_STORE
 unset IDEM_LEASE
 sql() { psql -qAtX "$url" -c "$1"; }
 lease_of() { sql "SELECT coalesce(lease_expires, 0) FROM idem_records WHERE key = '$1'"; }
@@ -82,4 +77,3 @@ RESP=slow expect_http 200
 assert_eq succeeded "$(idem status '/hooks/slow#d1')" "status of the delivery"
 stop_daemon
 
-psql -qX "$IDEM_TEST_PG_URL" -c "DROP SCHEMA $_pg_schema CASCADE"
