@@ -78,11 +78,6 @@ int64_t configured_lease_ms(const std::string& lease_flag) {
   return lease_ms;
 }
 
-int64_t lease_ms_for(const store::Store& store, const std::string& lease_flag) {
-  const int64_t lease_ms = configured_lease_ms(lease_flag);
-  return store.spans_hosts() ? lease_ms : 0;
-}
-
 std::string effective_status(const core::Record& record, int64_t now_ms) {
   if (record.status == core::Status::running &&
       (core::lease_expired(record, now_ms) || proc::owner_gone(record.owner)))

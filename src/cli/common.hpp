@@ -32,11 +32,10 @@ std::unique_ptr<store::Store> open_store(const GlobalOptions& global);
 // (PostgreSQL) holds the key without a renewal; idem renews it every third of that while the
 // command runs. Empty: $IDEM_LEASE, else 30 s.
 void add_lease_option(CLI::App& command, std::string& lease);
-// The lease the flag or $IDEM_LEASE asks for, checked (at least 1 s) whatever the store.
+// The lease the flag or $IDEM_LEASE asks for, checked (at least 1 s) whatever the store. A
+// claim carries it on a store shared by hosts (Store::spans_hosts), none on a store of one host,
+// whose owners are checked by pid.
 int64_t configured_lease_ms(const std::string& lease_flag);
-// The lease a claim on `store` carries: configured_lease_ms, or 0 on a store of one host
-// (Store::spans_hosts), whose owners are checked by pid.
-int64_t lease_ms_for(const store::Store& store, const std::string& lease_flag);
 
 // A static idem has no PostgreSQL backend (store::has_postgres_backend): for a PostgreSQL store
 // it execs idem-pg, the same program linked with libpq (beside this one, or in

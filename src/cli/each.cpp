@@ -326,12 +326,13 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
   if (!o.key_field.empty() && o.key_field[0] != '/')
     throw UsageError("bad --key-field '" + o.key_field + "': a JSON Pointer starts with '/'");
   const int64_t ttl_ms = core::duration_arg("--ttl", o.ttl);
+  const int64_t lease_ms = configured_lease_ms(o.lease);
   // A store problem is one error up front, not one per message.
-  const int64_t lease_ms = lease_ms_for(*open_store(global), o.lease);
+  const bool leased = open_store(global)->spans_hosts();
   proc::install_child_handlers();
   LineReader reader(watch_stop_signals());
 
-  Consumer consumer(o, ttl_ms, lease_ms);
+  Consumer consumer(o, ttl_ms, leased ? lease_ms : 0);
   Queue queue(size_t(o.jobs) * 4);
   std::atomic<bool> broken{false};
   std::mutex error_mutex;

@@ -34,6 +34,7 @@ usage_error run -k k --max-output 12XB -- "${cmd[@]}"
 usage_error run -k k --lease soon -- "${cmd[@]}"
 usage_error run -k k --lease 500ms -- "${cmd[@]}"   # below the 1s floor
 usage_error run -k k --lease 0 -- "${cmd[@]}"
+IDEM_STORE=postgresql://127.0.0.1:1/none usage_error run -k k --lease x -- "${cmd[@]}"  # before the store
 IDEM_LEASE=forever usage_error run -k k -- "${cmd[@]}"
 usage_error each --key-field /id --lease x -- "${cmd[@]}" </dev/null
 usage_error serve --config "$T/no-such.json" --lease x
