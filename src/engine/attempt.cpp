@@ -25,13 +25,20 @@ Verdict verdict_of(core::Verdict v) {
   return Verdict::abandoned;
 }
 
-Claimed claimed_from(const std::string& key, store::ClaimResult result, int64_t now_ms) {
+// `lease_ms` and `sent_ms` (this host's monotonic time before the claim was sent) place the
+// lease of a leased claim on this host's clock.
+Claimed claimed_from(const std::string& key, store::ClaimResult result, int64_t now_ms,
+                     int64_t lease_ms = 0, int64_t sent_ms = 0) {
   Claimed c;
   c.verdict = verdict_of(result.verdict);
   c.key = key;
   c.attempt = result.attempt;
   c.attempt_token = std::move(result.attempt_token);
   c.lease_expires_ms = result.lease_expires_ms;
+  if (c.verdict == Verdict::claimed && c.lease_expires_ms != 0) {
+    c.lease_ms = lease_ms;
+    c.lease_until_ms = sent_ms + lease_ms;
+  }
   c.existing = std::move(result.existing);
   c.now_ms = now_ms;
   return c;
@@ -107,14 +114,8 @@ Claimed Engine::claim(AttemptRequest& request) {
       declined.now_ms = request.claim.now_ms;
       return declined;
     }
-    const int64_t sent_ms = util::monotonic_ms();
+    const int64_t sent_ms = read ? 0 : util::monotonic_ms();
     store::ClaimResult result = read ? std::move(*read) : claim_once(request);
-    if (result.verdict == core::Verdict::claim && result.lease_expires_ms != 0) {
-      Claimed c = claimed_from(key, std::move(result), request.claim.now_ms);
-      c.lease_ms = request.claim.lease_ms;
-      c.lease_until_ms = sent_ms + c.lease_ms;
-      return c;
-    }
     if (result.verdict == core::Verdict::abandoned && checks_abandoned &&
         policy.retry_only_attempt != result.existing->attempt &&
         request.clear_abandoned(*result.existing)) {
@@ -122,7 +123,8 @@ Claimed Engine::claim(AttemptRequest& request) {
       continue;
     }
     if (result.verdict != core::Verdict::running)
-      return claimed_from(key, std::move(result), request.claim.now_ms);
+      return claimed_from(key, std::move(result), request.claim.now_ms, request.claim.lease_ms,
+                          sent_ms);
     const core::Record& holder = *result.existing;
     if (request.before_pause) request.before_pause(holder);
     const bool unlimited =

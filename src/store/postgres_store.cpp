@@ -30,14 +30,12 @@
 #include <thread>
 #include <vector>
 
-#include "core/duration.hpp"
 #include "core/errors.hpp"
 #include "core/key.hpp"
 #include "core/response.hpp"
 #include "store/postgres_sql.hpp"
 #include "store/store.hpp"
 #include "util/crash_point.hpp"
-#include "util/random.hpp"
 
 namespace idem::store {
 
@@ -46,8 +44,6 @@ namespace {
 using core::Record;
 using core::Status;
 
-constexpr int64_t k_default_busy_timeout_ms = 30000;
-constexpr size_t k_token_bytes = 16;
 // Tries of a transaction that the server aborted as a serialization failure or a deadlock.
 constexpr int k_serialization_tries = 8;
 // Tries of a claim whose connection was lost, each after finding its earlier try did not land.
@@ -315,11 +311,8 @@ class PostgresStore final : public Store {
  public:
   PostgresStore(const StoreLocation& where, std::optional<int64_t> busy_timeout_ms)
       : where_(where) {
-    if (const char* env = std::getenv("IDEM_BUSY_TIMEOUT"); env != nullptr && *env != '\0')
-      lock_timeout_ms_ = core::duration_arg("IDEM_BUSY_TIMEOUT", env);
-    if (busy_timeout_ms) lock_timeout_ms_ = *busy_timeout_ms;
     // PostgreSQL reads a lock_timeout of 0 as no limit; a busy timeout of 0 means not waiting.
-    lock_timeout_ms_ = std::max<int64_t>(lock_timeout_ms_, 1);
+    lock_timeout_ms_ = std::max<int64_t>(busy_timeout_in_force(busy_timeout_ms), 1);
     guarded("connect", [&] {
       conn_.emplace(where_);
       set_up_session();
@@ -336,7 +329,7 @@ class PostgresStore final : public Store {
     req.now_ms = server_ms(req.now_ms);
     // The token is drawn once for every try: a claim whose COMMIT went out but whose answer was
     // lost with the connection is found again by it (only this process knows it).
-    const std::string token = util::random_hex(k_token_bytes);
+    const std::string token = new_attempt_token();
     for (int tries = 1;; ++tries) {
       try {
         return guarded("claim", [&] { return claim_once(req, owner_gone, token); });
@@ -742,7 +735,7 @@ class PostgresStore final : public Store {
 
   StoreLocation where_;
   std::optional<Connection> conn_;
-  int64_t lock_timeout_ms_ = k_default_busy_timeout_ms;
+  int64_t lock_timeout_ms_;
   int64_t clock_offset_ms_ = 0;
 };
 

@@ -38,7 +38,6 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "core/duration.hpp"
 #include "core/key.hpp"
 #include "core/output.hpp"
 #include "core/response.hpp"
@@ -47,7 +46,6 @@
 #include "store/write_queue.hpp"
 #include "util/clock.hpp"
 #include "util/crash_point.hpp"
-#include "util/random.hpp"
 
 namespace idem::store {
 
@@ -57,9 +55,6 @@ using core::Record;
 using core::Status;
 
 constexpr int k_schema_version = 6;
-constexpr int64_t k_default_busy_timeout_ms = 30000;
-// An attempt token's random bytes: 128 bits, unguessable.
-constexpr size_t k_token_bytes = 16;
 // Every process that opens the store alone (the usual case for `idem run`) rebuilds the WAL's
 // index by reading the whole WAL, so it is kept small: a run adds about 20 KiB.
 constexpr int64_t k_checkpoint_wal_bytes = 256 * 1024;
@@ -674,9 +669,7 @@ class SqliteStore final : public Store {
  public:
   SqliteStore(const std::string& path, std::optional<int64_t> busy_timeout_ms) : path_(path) {
     // Bad settings are refused before anything is created.
-    if (const char* env = std::getenv("IDEM_BUSY_TIMEOUT"); env != nullptr && *env != '\0')
-      busy_timeout_ms_ = core::duration_arg("IDEM_BUSY_TIMEOUT", env);
-    if (busy_timeout_ms) busy_timeout_ms_ = *busy_timeout_ms;
+    busy_timeout_ms_ = busy_timeout_in_force(busy_timeout_ms);
     Created created;
     try {
       prepare_db_file(path_, created);
@@ -725,7 +718,7 @@ class SqliteStore final : public Store {
       if (result.existing) result.existing->attempt_token.clear();  // another owner's capability
       return result;
     }
-    const std::string token = util::random_hex(k_token_bytes);
+    const std::string token = new_attempt_token();
     if (!existing) {
       Statement insert(db, R"sql(
         INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
@@ -1212,7 +1205,7 @@ class SqliteStore final : public Store {
   std::string path_;
   sqlite3* db_ = nullptr;
   StatementCache statements_;  // db_'s, finalized before it closes
-  int64_t busy_timeout_ms_ = k_default_busy_timeout_ms;
+  int64_t busy_timeout_ms_;
   std::shared_ptr<Writers> writers_;  // this process's writers of the file
   // The claim this connection committed unsynced (key, attempt): the next record of its process
   // group is synced to make it durable (set_process_group).

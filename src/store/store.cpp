@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <iterator>
 
+#include "core/duration.hpp"
 #include "core/errors.hpp"
+#include "util/random.hpp"
 
 namespace idem::store {
 
@@ -111,5 +113,14 @@ std::unique_ptr<Store> open_store(const StoreLocation& where, const StoreOptions
   throw StoreError("cannot open store " + where.display() + ": no backend for scheme '" +
                    where.scheme + "'");
 }
+
+int64_t busy_timeout_in_force(std::optional<int64_t> given) {
+  int64_t ms = 30000;
+  if (const char* env = std::getenv("IDEM_BUSY_TIMEOUT"); env != nullptr && *env != '\0')
+    ms = core::duration_arg("IDEM_BUSY_TIMEOUT", env);
+  return given ? *given : ms;
+}
+
+std::string new_attempt_token() { return util::random_hex(16); }
 
 }  // namespace idem::store

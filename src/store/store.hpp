@@ -173,6 +173,12 @@ struct StoreOptions {
   std::optional<int64_t> busy_timeout_ms;
 };
 
+// For the backends. The busy timeout in force: `given`, else $IDEM_BUSY_TIMEOUT, else 30 s; a
+// bad $IDEM_BUSY_TIMEOUT is refused (UsageError) even when `given` wins.
+int64_t busy_timeout_in_force(std::optional<int64_t> given);
+// A new attempt token: 128 random bits in hex, unguessable (ClaimResult::attempt_token).
+std::string new_attempt_token();
+
 // Opens the store at `where` with the backend its scheme names: the one factory every front
 // uses. Throws StoreError (exit 74; transient or permanent, see StoreFailure).
 std::unique_ptr<Store> open_store(const StoreLocation& where, const StoreOptions& options = {});
