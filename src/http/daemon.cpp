@@ -54,6 +54,12 @@ class Metrics {
     d.first += ms;
     ++d.second;
   }
+  // An answer of a route that is not a hook (the proxy, the ledger): counted in
+  // idem_<family>_requests_total by outcome.
+  void count(const std::string& family, const std::string& outcome) {
+    std::lock_guard lock(mutex_);
+    ++families_[{family, outcome}];
+  }
   void in_flight(const std::string& hook, int delta) {
     std::lock_guard lock(mutex_);
     in_flight_[hook] += delta;
@@ -84,6 +90,15 @@ class Metrics {
           << double(d.first) / 1000 << "\n";
       out << "idem_delivery_duration_seconds_count{hook=\"" << hook << "\"} " << d.second << "\n";
     }
+    std::string family;
+    for (const auto& [k, n] : families_) {
+      if (k.first != family) {
+        family = k.first;
+        out << "# HELP idem_" << family << "_requests_total Requests to the " << family
+            << " by outcome.\n# TYPE idem_" << family << "_requests_total counter\n";
+      }
+      out << "idem_" << family << "_requests_total{outcome=\"" << k.second << "\"} " << n << "\n";
+    }
     return out.str();
   }
 
@@ -92,6 +107,7 @@ class Metrics {
   std::map<std::pair<std::string, std::string>, int64_t> deliveries_;
   std::map<std::string, int64_t> in_flight_;
   std::map<std::string, std::pair<int64_t, int64_t>> durations_;
+  std::map<std::pair<std::string, std::string>, int64_t> families_;  // (family, outcome)
 };
 
 std::mutex g_log_mutex;
@@ -476,14 +492,17 @@ class Router final : public Handler {
     nlohmann::json line{{"time", now_iso()},         {"remote", remote},
                         {"method", head.method},     {"path", head.path},
                         {"status", response.status}, {"duration_ms", duration_ms}};
-    std::string hook, outcome;
+    std::string hook, outcome, family;
     for (const auto& [name, value] : response.log_fields) {
       line[name] = value;
       if (name == "hook") hook = value;
       if (name == "outcome") outcome = value;
+      if (name == "family") family = value;
     }
     log_line(line);
-    if (!hook.empty()) metrics_.delivery(hook, outcome.empty() ? "other" : outcome, duration_ms);
+    if (outcome.empty()) outcome = "other";
+    if (!hook.empty()) metrics_.delivery(hook, outcome, duration_ms);
+    else if (!family.empty()) metrics_.count(family, outcome);
   }
 
  private:
