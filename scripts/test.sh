@@ -25,6 +25,11 @@ case "${IDEM_SANITIZE:-}" in
     ;;
   *) echo "IDEM_SANITIZE must be address (or 1) or thread" >&2; exit 64 ;;
 esac
+if [[ $build != build ]]; then
+  # A sanitizer build at -O1 with line tables only (what its reports need) compiles in half the
+  # time of -O2 -g, and -O1 is what the sanitizers' own docs advise.
+  flags+=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
+fi
 cmake -S . -B "$build" "${flags[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 if [[ -z ${IDEM_TEST_PG_URL:-} ]]; then
