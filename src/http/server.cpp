@@ -15,6 +15,7 @@
 #include <ctime>
 #include <system_error>
 
+#include "http/socket_io.hpp"
 #include "util/clock.hpp"
 
 namespace idem::http {
@@ -62,14 +63,6 @@ const char* reason_phrase(int status) {
   // clang-format on
 }
 
-// strerror, lower-cased at the start to read as the end of an "idem: ..." line.
-std::string why(int err) {
-  std::string s = std::strerror(err);
-  if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z' && (s.size() < 2 || !(s[1] >= 'A' && s[1] <= 'Z')))
-    s[0] = char(s[0] - 'A' + 'a');
-  return s;
-}
-
 // An IMF-fixdate for the Date header, computed once a second per thread.
 const std::string& http_date() {
   thread_local std::time_t last = 0;
@@ -84,40 +77,6 @@ const std::string& http_date() {
     last = now;
   }
   return text;
-}
-
-enum class Ready { ready, timeout, woken, error };
-
-// Waits until `fd` has `events`, the deadline passes, or (wake_fd >= 0) the server stops.
-// Readiness of `fd` wins over the stop, so a request already sent is not dropped.
-Ready wait_for(int fd, short events, int64_t deadline_ms, int wake_fd) {
-  for (;;) {
-    int64_t left = deadline_ms - util::monotonic_ms();
-    if (left <= 0) return Ready::timeout;
-    pollfd p[2] = {{fd, events, 0}, {wake_fd, POLLIN, 0}};
-    int n = ::poll(p, wake_fd >= 0 ? 2 : 1, int(std::min<int64_t>(left, INT_MAX)));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Ready::error;
-    }
-    if (n == 0) continue;
-    if (p[0].revents != 0) return Ready::ready;  // POLLHUP and POLLERR show in the read/write
-    if (wake_fd >= 0 && (p[1].revents & POLLIN) != 0) return Ready::woken;
-  }
-}
-
-bool send_all(int fd, std::string_view bytes, int64_t deadline_ms) {
-  while (!bytes.empty()) {
-    ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n >= 0) {
-      bytes.remove_prefix(size_t(n));
-      continue;
-    }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
-    if (wait_for(fd, POLLOUT, deadline_ms, -1) != Ready::ready) return false;
-  }
-  return true;
 }
 
 std::string peer_address(const sockaddr_storage& ss) {
