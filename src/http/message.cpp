@@ -182,8 +182,7 @@ void ChunkedDecoder::size_line(std::string_view line) {
   std::string_view ext = trim_ows(line.substr(digits));
   if (digits == 0 || (!ext.empty() && ext.front() != ';'))
     return fail(400, "bad chunk size line '" + excerpt(line) + "'");
-  if (has_control(ext))
-    return fail(400, "a control character in a chunk extension");
+  if (has_control(ext)) return fail(400, "a control character in a chunk extension");
   if (size == 0) {
     part_ = Part::trailer;
     return;
@@ -218,7 +217,7 @@ size_t ChunkedDecoder::feed(std::string_view in, std::string& out) {
       continue;
     }
     size_t before = used;
-    size_t room = part_ == Part::trailer ? left(limits_.max_trailer_bytes, trailer_bytes_)
+    size_t room = part_ == Part::trailer     ? left(limits_.max_trailer_bytes, trailer_bytes_)
                   : part_ == Part::data_crlf ? left(2, line_.size())
                                              : left(k_max_chunk_line + 2, line_.size());
     LineReader::Got got = line_.read(in, used, room);
@@ -230,8 +229,8 @@ size_t ChunkedDecoder::feed(std::string_view in, std::string& out) {
       else if (part_ == Part::data_crlf)
         fail(400, "a chunk holds more data than its size line says");
       else
-        fail(400, "a chunk size line is longer than " + std::to_string(k_max_chunk_line) +
-                      " bytes");
+        fail(400,
+             "a chunk size line is longer than " + std::to_string(k_max_chunk_line) + " bytes");
     }
     if (got == LineReader::Got::bad_end) fail(400, line_.reason());
     if (got != LineReader::Got::done) break;

@@ -89,7 +89,7 @@ std::optional<Refusal> transfer_codings(const Headers& headers, bool& chunked);
 bool keep_alive(const Headers& headers, int minor_version);
 
 struct ChunkedLimits {
-  uint64_t max_body = UINT64_MAX;       // decoded bytes in all
+  uint64_t max_body = UINT64_MAX;        // decoded bytes in all
   size_t max_trailer_bytes = 16 * 1024;  // the trailer section, CRLFs included
 };
 

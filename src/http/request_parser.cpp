@@ -99,7 +99,8 @@ void RequestParser::parse_request_line(std::string_view line) {
   std::string_view method = line.substr(0, sp1);
   std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   std::string_view version = line.substr(sp2 + 1);
-  if (!syntax::is_token(method)) return fail(400, "bad method in request line '" + excerpt(line) + "'");
+  if (!syntax::is_token(method))
+    return fail(400, "bad method in request line '" + excerpt(line) + "'");
   if (target.empty() ||
       !std::all_of(target.begin(), target.end(), [](char c) { return c > 0x20 && c < 0x7f; }))
     return fail(400, "bad request target in '" + excerpt(line) + "'");

@@ -46,8 +46,7 @@ size_t ResponseParser::feed_head(std::string_view in) {
     syntax::LineReader::Got got = line_.read(in, used, room);
     head_bytes_ += used - before;
     if (got == syntax::LineReader::Got::too_long)
-      fail("the answer's head is longer than " + std::to_string(limits_.max_head_bytes) +
-           " bytes");
+      fail("the answer's head is longer than " + std::to_string(limits_.max_head_bytes) + " bytes");
     else if (got == syntax::LineReader::Got::bad_end)
       fail(line_.reason());
     if (got != syntax::LineReader::Got::done) break;

@@ -76,9 +76,9 @@ TEST_CASE("response parser: a Content-Length body, and the bytes after it are no
   CHECK(p.head.body == Body::length);
   CHECK(p.head.keep_alive);
   CHECK(p.body == "hello");
-  CHECK(p.used == std::string("HTTP/1.1 201 Created\r\nContent-Length: 5\r\nLocation: /o/1\r\n\r\n")
-                          .size() +
-                      5);
+  CHECK(p.used ==
+        std::string("HTTP/1.1 201 Created\r\nContent-Length: 5\r\nLocation: /o/1\r\n\r\n").size() +
+            5);
   CHECK(p.head.headers.get("location") == std::string_view("/o/1"));
 }
 
@@ -106,8 +106,8 @@ TEST_CASE("response parser: header fields are checked and bounded", "[response_p
   ResponseLimits small;
   small.max_head_bytes = 64;
   small.max_fields = 2;
-  Parsed big = parse("HTTP/1.1 200 OK\r\nX-A: " + std::string(100, 'a') + "\r\n\r\n", false, true,
-                     small);
+  Parsed big =
+      parse("HTTP/1.1 200 OK\r\nX-A: " + std::string(100, 'a') + "\r\n\r\n", false, true, small);
   CHECK(big.state == State::failed);
   CHECK_THAT(big.error, Catch::Contains("longer than 64 bytes"));
   Parsed many = parse("HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", false, true, small);
@@ -209,8 +209,8 @@ TEST_CASE("response parser: an answer cut off by the close fails", "[response_pa
 
 TEST_CASE("response parser: Connection decides whether the connection is kept",
           "[response_parser]") {
-  CHECK_FALSE(parse("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-                  .head.keep_alive);
+  CHECK_FALSE(
+      parse("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").head.keep_alive);
   CHECK_FALSE(parse("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n").head.keep_alive);
   CHECK(parse("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n")
             .head.keep_alive);
@@ -219,9 +219,9 @@ TEST_CASE("response parser: Connection decides whether the connection is kept",
 TEST_CASE("response parser: a large body is handed out in pieces as it is parsed",
           "[response_parser]") {
   const std::string body(1 << 20, 'b');
-  Parsed p = run("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
-                     body,
-                 4096, false, false, {});
+  Parsed p =
+      run("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body,
+          4096, false, false, {});
   REQUIRE(p.state == State::complete);
   CHECK(p.body == body);
   CHECK(p.pieces >= body.size() / 4096);
