@@ -288,6 +288,7 @@ class Exchange final : public UpstreamExchange {
   }
 
   void read_body(const std::function<bool(std::string_view piece)>& sink) override {
+    if (!fd_.valid()) return;  // stopped by the sink or failed before: nothing more comes
     for (;;) {
       std::string piece = parser_.take_body();
       if (!piece.empty() && !sink(piece)) {

@@ -245,6 +245,9 @@ TEST_CASE("upstream: a large body comes in pieces; a sink that stops closes the 
   ex = pool.send(request("GET", "/big"), in_ms(5000));
   CHECK(pool.opened() == 1);
   ex->read_body([](std::string_view) { return false; });
+  bool called = false;
+  ex->read_body([&](std::string_view) { return called = true; });  // nothing more comes
+  CHECK_FALSE(called);
   ex.reset();
   ex = pool.send(request("GET", "/g"), in_ms(5000));
   CHECK(read_all_body(*ex) == "GET /g ");
