@@ -32,7 +32,7 @@ file_has "$T/both.err" 'give it or --upstream, not both' || fail "$(cat "$T/both
 start_upstream up
 cat >"$T/mixed.json" <<JSON
 {"hooks": [{"path": "/hooks/echo", "command": ["cat"], "key": {"header": "X-Id"}}],
- "proxy": {"upstream": "$UURL",
+ "proxy": {"upstream": "$UURL", "scope_header": "X-Tenant",
            "routes": [{"prefix": "/v1/refunds", "methods": ["POST", "DELETE"]}]}}
 JSON
 start_serve --config "$T/mixed.json"
@@ -43,6 +43,14 @@ assert_eq 0 "$(upstream_count)" "calls after the hook's delivery"
 post /v1/orders '{"o":1}' 'Idempotency-Key: o1'
 expect_http 200
 assert_eq 1 "$(upstream_count /v1/orders)" "calls of the proxied POST"
+# scope_header scopes keys like Authorization: tenant b does not get tenant a's answer.
+RESP=ta post /v1/pay '{"p":1}' 'Idempotency-Key: t1' 'X-Tenant: a'
+RESP=tb post /v1/pay '{"p":1}' 'Idempotency-Key: t1' 'X-Tenant: b'
+RESP=tb assert_no_header Idempotent-Replayed
+RESP=ta2 post /v1/pay '{"p":1}' 'Idempotency-Key: t1' 'X-Tenant: a'
+RESP=ta2 assert_header Idempotent-Replayed true
+assert_same "$T/ta.body" "$T/ta2.body"
+assert_eq 2 "$(upstream_count /v1/pay)" "calls of t1 by two tenants"
 # A route's methods: DELETE is keyed under /v1/refunds, passed through elsewhere.
 request DELETE /v1/refunds/3 ''
 expect_idempotency_problem 400 "Idempotency-Key is missing"
@@ -51,7 +59,7 @@ expect_http 200
 RESP=m get /metrics
 grep -q '^idem_deliveries_total{hook="/hooks/echo",outcome="ran"} 1' "$T/m.body" ||
   fail "hook metrics: $(grep deliveries "$T/m.body")"
-grep -q '^idem_proxy_requests_total{outcome="forwarded"} 1' "$T/m.body" ||
+grep -q '^idem_proxy_requests_total{outcome="forwarded"} 3' "$T/m.body" ||
   fail "proxy metrics: $(grep proxy "$T/m.body")"
 
 # SIGHUP reloads the section: PUT becomes keyed.
