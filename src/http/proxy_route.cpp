@@ -281,7 +281,10 @@ class ProxyRoute final : public Route {
       return upstream_failure(e, s);
     }
     Response r = answer_head(exchange->head());
-    r.stream = [exchange](const std::function<bool(std::string_view)>& write) {
+    // The stream runs after handle() has returned, maybe after a reload dropped this route: it
+    // keeps the pool its exchange's connection goes back to.
+    r.stream = [exchange, pool = pool_](const std::function<bool(std::string_view)>& write) {
+      (void)pool;
       bool client_there = true;
       try {
         exchange->read_body([&](std::string_view piece) { return client_there = write(piece); });
