@@ -9,7 +9,12 @@
 namespace idem::http {
 
 struct DaemonOptions {
-  std::string config_path;
+  std::string config_path;        // empty: no hooks (the ledger alone)
+  // The ledger API (SPEC §7b) on the TCP listener, behind the bearer token of its token file.
+  bool ledger = false;
+  // If set, the ledger API (with /healthz and /metrics) also on a Unix socket there, created 0600;
+  // no token is asked for on it.
+  std::string socket_path;
   std::string listen = "127.0.0.1:8787";
   bool allow_remote = false;
   store::StoreLocation store;     // resolved (--store, IDEM_STORE, --db, IDEM_DB, default)
