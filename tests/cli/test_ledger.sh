@@ -210,3 +210,18 @@ assert_eq "$kept" "$TOKEN" "the token survives a restart"
 claim again
 expect_http 201
 stop_daemon
+
+# A hook at one of the ledger's paths is refused with --ledger; beside it, hooks are served.
+printf '{"hooks": [{"path": "/v1/claim", "command": ["true"], "key": {"header": "X-Id"}}]}' >"$T/clash.json"
+capture clash idem serve --ledger --config "$T/clash.json" --listen 127.0.0.1:0
+expect_rc 64
+assert_idem_error
+file_has "$T/clash.err" "/v1/claim" || fail "the refusal should name the path: $(cat "$T/clash.err")"
+printf '{"hooks": [{"path": "/hooks/a", "command": ["echo", "hooked"], "key": {"header": "X-Id"}}]}' >"$T/hooks.json"
+start_ledger --config "$T/hooks.json"
+post /hooks/a '{}' "X-Id: 1"
+expect_http 200
+assert_body 'hooked\n'
+claim beside
+expect_http 201
+stop_daemon
