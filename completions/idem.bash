@@ -18,7 +18,7 @@ _idem_flags() {
     status) echo "$global" ;;
     rm) echo "--force $global" ;;
     gc) echo "--dry-run --older-than $global" ;;
-    serve) echo "--config --upstream --listen --allow-remote --port-file --max-connections" \
+    serve) echo "--config --upstream --ledger --socket --listen --allow-remote --port-file --max-connections" \
       "--request-timeout --grace --busy-timeout --lease $global" ;;
     each) echo "--key-field --ttl --lease --jobs --replay-failures -q --quiet -v --verbose $global" ;;
     begin) echo "-k --key --ttl --wait --owner-pid --print --retry-abandoned --kill-stale -q --quiet $global" ;;
@@ -39,7 +39,7 @@ _idem_takes_value() {
       run:--max-output | \
       ls:--status | ls:--prefix | ls:--limit | \
       gc:--older-than | \
-      serve:--config | serve:--upstream | serve:--listen | serve:--port-file | serve:--max-connections | \
+      serve:--config | serve:--upstream | serve:--socket | serve:--listen | serve:--port-file | serve:--max-connections | \
       serve:--request-timeout | serve:--grace | serve:--busy-timeout | serve:--lease | \
       each:--key-field | each:--ttl | each:--lease | each:--jobs | \
       begin:-k | begin:--key | begin:--ttl | begin:--wait | begin:--owner-pid | \
@@ -196,7 +196,8 @@ _idem() {
   # The value of the previous flag.
   if _idem_takes_value "$sub" "$prev"; then
     case $sub:$prev in
-      *:--db | *:--store | serve:--config | serve:--port-file | end:--stdout-file | end:--stderr-file)
+      *:--db | *:--store | serve:--config | serve:--socket | serve:--port-file | end:--stdout-file | \
+        end:--stderr-file)
         _idem_add_files ;;
       run:-k | run:--key | begin:-k | begin:--key | end:-k | end:--key) _idem_add_keys ;;
       ls:--status) _idem_add running succeeded failed abandoned expired ;;

@@ -7,6 +7,7 @@
 #include "core/duration.hpp"
 #include "core/errors.hpp"
 #include "core/key.hpp"
+#include "core/record_json.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
 
@@ -78,40 +79,13 @@ int64_t configured_lease_ms(const std::string& lease_flag) {
   return lease_ms;
 }
 
+bool owner_gone_now(const core::Record& record, int64_t now_ms) {
+  return record.status == core::Status::running && !core::lease_expired(record, now_ms) &&
+         proc::owner_gone(record.owner);
+}
+
 std::string effective_status(const core::Record& record, int64_t now_ms) {
-  if (record.status == core::Status::running &&
-      (core::lease_expired(record, now_ms) || proc::owner_gone(record.owner)))
-    return "abandoned";
-  return std::string(core::display_status(record, now_ms));
-}
-
-namespace {
-nlohmann::json time_or_null(int64_t unix_ms) {
-  if (unix_ms == 0) return nullptr;
-  return util::iso8601_utc(unix_ms);
-}
-}  // namespace
-
-nlohmann::json record_json(const core::Record& r, int64_t now_ms) {
-  nlohmann::json j;
-  j["key"] = r.key;
-  j["status"] = effective_status(r, now_ms);
-  j["exit_code"] = r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json(nullptr);
-  j["signal"] = r.signal ? nlohmann::json(*r.signal) : nlohmann::json(nullptr);
-  j["timed_out"] = r.timed_out;
-  j["attempt"] = r.attempt;
-  j["started_at"] = util::iso8601_utc(r.started_ms);
-  j["finished_at"] = time_or_null(r.finished_ms);
-  j["duration_ms"] =
-      r.finished_ms != 0 ? nlohmann::json(r.finished_ms - r.started_ms) : nlohmann::json(nullptr);
-  j["expires_at"] = time_or_null(r.expires_ms);
-  j["ttl_ms"] = r.ttl_ms;
-  j["fingerprint"] = r.fingerprint;
-  j["kind"] = r.kind;
-  j["output_bytes"] = r.output_bytes;
-  j["truncated"] = r.output_truncated;
-  j["owner"] = {{"host", r.owner.host}, {"pid", r.owner.pid}};
-  return j;
+  return core::effective_status(record, now_ms, owner_gone_now(record, now_ms));
 }
 
 std::string exit_summary(const core::Record& r) {

@@ -43,12 +43,14 @@ int64_t configured_lease_ms(const std::string& lease_flag);
 // Returns when there is nothing to hand over, or no idem-pg (opening the store then says so).
 void hand_over_postgres_store(const GlobalOptions& global, char** argv);
 
-// The status a user sees: "expired" past the TTL, "abandoned" for a running record whose owner is
-// provably gone (the store records that at the next claim).
-std::string effective_status(const core::Record& record, int64_t now_ms);
+// Whether the owner of a running record is provably gone (proc::owner_gone), looked up only when
+// its lease has not decided already; false for a record that is not running.
+bool owner_gone_now(const core::Record& record, int64_t now_ms);
 
-// The JSON object of `ls --json` and `show --json` (without output).
-nlohmann::json record_json(const core::Record& record, int64_t now_ms);
+// The status a user sees (core::effective_status): "expired" past the TTL, "abandoned" for a
+// running record whose lease ran out or whose owner is provably gone (the store records that at
+// the next claim).
+std::string effective_status(const core::Record& record, int64_t now_ms);
 
 // "exit 0", "signal 15", "timeout", "-".
 std::string exit_summary(const core::Record& record);

@@ -4,6 +4,7 @@
 
 #include "cli/inspect.hpp"
 #include "core/errors.hpp"
+#include "core/record_json.hpp"
 #include "util/clock.hpp"
 
 namespace idem::cli {
@@ -139,13 +140,14 @@ int run_ls(const GlobalOptions& global, const LsOptions& o) {
       std::cout << r.key << "\n";
       return true;
     }
-    std::string status = effective_status(r, now);
+    const bool gone = owner_gone_now(r, now);  // one look at /proc per record
+    std::string status = core::effective_status(r, now, gone);
     if (check_here && std::find(o.statuses.begin(), o.statuses.end(), status) == o.statuses.end())
       return true;
     if (o.keys)
       std::cout << r.key << "\n";
     else if (o.json)
-      std::cout << record_json(r, now).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+      std::cout << core::record_json(r, now, gone).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                 << "\n";
     else
       table.add({r.key, status, exit_summary(r), std::to_string(r.attempt),

@@ -10,14 +10,22 @@ namespace idem::cli {
 
 CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
   auto* serve = app.add_subcommand(
-      "serve", "Receive webhooks (run each delivery once) and proxy an HTTP app (forward each "
-      "Idempotency-Key once); replay duplicates");
+      "serve", "Receive webhooks (run each delivery once), proxy an HTTP app (forward each "
+      "Idempotency-Key once) and offer the ledger API; replay duplicates");
   serve->add_option("--config", o.config,
                     "JSON file listing the hooks and the proxy (SIGHUP reloads it)")
       ->type_name("FILE");
   serve->add_option("--upstream", o.upstream,
                     "Idempotency-Key proxy: forward requests to URL, POST and PATCH once per key")
       ->type_name("URL");
+  serve->add_flag("--ledger", o.ledger,
+                  "Serve the ledger API (/v1/claim, /v1/heartbeat, /v1/finish, /v1/records/KEY) "
+                  "on --listen, behind the bearer token of the file beside the store (its path + "
+                  ".token, created 0600)");
+  serve->add_option("--socket", o.socket,
+                    "Also serve the ledger API, /healthz and /metrics on a Unix socket at PATH "
+                    "(created 0600; no token asked on it)")
+      ->type_name("PATH");
   serve->add_option("--listen", o.listen, "Address to listen on; port 0 picks a free port")
       ->type_name("HOST:PORT")->capture_default_str();
   serve->add_flag("--allow-remote", o.allow_remote, "Allow a --listen address other than loopback");
@@ -40,16 +48,20 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
   serve->footer(
       "Example:\n"
       "  GITHUB_WEBHOOK_SECRET=... idem serve --config examples/serve.json --listen 127.0.0.1:8787\n"
-      "  idem serve --upstream http://127.0.0.1:3000 --listen 127.0.0.1:8787");
+      "  idem serve --upstream http://127.0.0.1:3000 --listen 127.0.0.1:8787\n"
+      "  idem serve --ledger --socket /run/user/$UID/idem.sock");
   return serve;
 }
 
 int run_serve(const GlobalOptions& global, const ServeOptions& o) {
-  if (o.config.empty() && o.upstream.empty())
-    throw UsageError("nothing to serve: give --config FILE or --upstream URL");
+  if (o.config.empty() && o.upstream.empty() && !o.ledger && o.socket.empty())
+    throw UsageError(
+        "nothing to serve: give --config FILE, --upstream URL, --ledger or --socket PATH");
   http::DaemonOptions d;
   d.config_path = o.config;
   d.upstream = o.upstream;
+  d.ledger = o.ledger;
+  d.socket_path = o.socket;
   d.listen = o.listen;
   d.allow_remote = o.allow_remote;
   d.port_file = o.port_file;

@@ -9,6 +9,8 @@ namespace idem::cli {
 struct ServeOptions {
   std::string config;
   std::string upstream;
+  bool ledger = false;
+  std::string socket;
   std::string listen = "127.0.0.1:8787";
   bool allow_remote = false;
   std::string port_file;

@@ -8,6 +8,7 @@
 #include "core/errors.hpp"
 #include "core/key.hpp"
 #include "core/output.hpp"
+#include "core/record_json.hpp"
 #include "core/response.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
@@ -29,28 +30,7 @@ CLI::App* register_show(CLI::App& app, ShowOptions& o) {
 
 namespace {
 
-// The stored answer a duplicate request gets (its body is stdout_b64), or null: records of
-// run, each and begin/end have none.
-nlohmann::json response_json(const std::optional<core::Response>& response) {
-  if (!response) return nullptr;
-  nlohmann::json headers = nlohmann::json::array();
-  for (const auto& [name, value] : response->headers) headers.push_back({name, value});
-  return {{"status", response->status}, {"headers", std::move(headers)}};
-}
-
-}  // namespace
-
-namespace {
-
 using Chunks = std::vector<core::ChunkView>;
-
-// One stream's bytes, in order.
-std::string stream_bytes(const Chunks& chunks, core::Stream stream) {
-  std::string bytes;
-  for (const auto& chunk : chunks)
-    if (chunk.stream == stream) bytes += chunk.bytes;
-  return bytes;
-}
 
 size_t stream_size(const Chunks& chunks, core::Stream stream) {
   size_t n = 0;
@@ -114,22 +94,11 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
     std::cout << request.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  const util::Clock& clock = util::process_clock();
-  int64_t now = clock.now_ms();
-  nlohmann::json j = record_json(r, now);
+  const int64_t now = util::process_clock().now_ms();
   // What an attempt left running when its owner died (a retry refuses to overlap it).
   const bool group_alive = proc::process_group_alive(r.owner, r.process_group);
-  j["process_group"] = r.process_group.pgid ? nlohmann::json(r.process_group.pgid) : nlohmann::json(nullptr);
-  j["process_group_alive"] = group_alive;
-  // The lease, never the attempt token: the token is the owner's capability.
-  j["lease_expires_at"] = r.lease_expires_ms ? nlohmann::json(util::iso8601_utc(r.lease_expires_ms))
-                                             : nlohmann::json(nullptr);
+  nlohmann::json j = core::record_detail_json(r, now, owner_gone_now(r, now), group_alive);
   if (o.json) {
-    j["request"] = request;
-    j["note"] = r.note;
-    j["response"] = response_json(r.response);
-    j["stdout_b64"] = util::to_base64(stream_bytes(*output, core::Stream::out));
-    j["stderr_b64"] = util::to_base64(stream_bytes(*output, core::Stream::err));
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }

@@ -24,6 +24,7 @@
 #include "http/config.hpp"
 #include "http/delivery.hpp"
 #include "http/proxy_route.hpp"
+#include "http/ledger.hpp"
 #include "http/routes.hpp"
 #include "http/upstream.hpp"
 #include "http/server.hpp"
@@ -256,7 +257,13 @@ struct Services {
             options.store, store::StoreOptions{options.busy_timeout_ms},
             size_t(std::clamp(options.max_connections, 1, 16)))),
         owner(proc::describe_owner()),
-        health(options.store, options.busy_timeout_ms) {}
+        health(options.store, options.busy_timeout_ms) {
+    if (options.ledger || !options.socket_path.empty())
+      ledger = std::make_shared<const Ledger>(stores, Ledger::client_owner(owner.host),
+                                              util::process_clock());
+    // Made (or read) at start: a bad token file stops the daemon before it listens.
+    if (options.ledger) ledger_token = load_ledger_token(ledger_token_path(options.store));
+  }
 
   std::shared_ptr<store::StoreProvider> stores;
   const core::Owner owner;
@@ -265,6 +272,8 @@ struct Services {
   StoreHealth health;
   Background background;
   std::function<int64_t()> shed_count;  // set once the server exists, before it serves
+  std::shared_ptr<const Ledger> ledger;  // with --ledger or --socket
+  std::optional<std::string> ledger_token;  // with --ledger: asked of the TCP listener's calls
 };
 
 const std::string k_not_a_hook;
@@ -411,6 +420,7 @@ struct State {
   Config config;
   std::map<std::string, std::shared_ptr<HookSlots>> slots;  // by hook path
   RouteTable routes;
+  RouteTable socket_routes;  // the Unix socket's: the built-ins and the ledger
 };
 
 // A hook's slots: its previous ones (its running handlers still count) unless its limits changed.
@@ -432,7 +442,16 @@ std::shared_ptr<const State> build_state(Config config, const State* previous, S
   state->config = std::move(config);
   state->routes.add(std::make_shared<HealthRoute>(services.health));
   state->routes.add(std::make_shared<MetricsRoute>(services));
+  if (services.ledger_token)
+    state->routes.add(ledger_route(services.ledger, services.ledger_token));
+  if (services.ledger) {
+    state->socket_routes.add(std::make_shared<HealthRoute>(services.health));
+    state->socket_routes.add(std::make_shared<MetricsRoute>(services));
+    state->socket_routes.add(ledger_route(services.ledger, std::nullopt));
+  }
   for (const Hook& hook : state->config.hooks) {
+    if (services.ledger_token && is_ledger_path(hook.path))
+      throw UsageError("hook " + hook.path + " is a path of the ledger API (--ledger)");
     auto slots = slots_for(hook, previous);
     state->slots[hook.path] = slots;
     state->routes.add(std::make_shared<HookRoute>(hook, std::move(slots), services));
@@ -476,12 +495,14 @@ std::string refusal_outcome(int status) {
 // then logs and counts every answer.
 class Router final : public Handler {
  public:
-  Router(std::function<std::shared_ptr<const State>()> current, Metrics& metrics)
-      : current_(std::move(current)), metrics_(metrics) {}
+  // `socket`: the Unix socket's router, which routes through State::socket_routes.
+  Router(std::function<std::shared_ptr<const State>()> current, Metrics& metrics,
+         bool socket = false)
+      : current_(std::move(current)), metrics_(metrics), socket_(socket) {}
 
   Admission admit(const RequestHead& head) override {
     auto state = current_();
-    if (const Route* route = state->routes.find(head.path)) return route->admit(head);
+    if (const Route* route = routes(*state).find(head.path)) return route->admit(head);
     Answer a = problem(404, "No such hook", "no hook is configured at " + head.path);
     a.outcome = "not_found";
     return Admission{to_response(a), 0};
@@ -493,7 +514,7 @@ class Router final : public Handler {
     std::string hook;
     if (!head.method.empty()) {
       auto state = current_();
-      const Route* route = state->routes.find(head.path);
+      const Route* route = routes(*state).find(head.path);
       if (route && !route->hook().empty()) {
         hook = route->hook();
         a.outcome = refusal_outcome(error.status);
@@ -504,7 +525,7 @@ class Router final : public Handler {
 
   Response handle(Request& req) override {
     auto state = current_();  // kept alive while its route answers
-    if (const Route* route = state->routes.find(req.head.path)) return route->handle(req);
+    if (const Route* route = routes(*state).find(req.head.path)) return route->handle(req);
     // Reloaded away between admission and now.
     return to_response(problem(404, "No such hook", "no hook is configured at " + req.head.path));
   }
@@ -528,8 +549,12 @@ class Router final : public Handler {
   }
 
  private:
+  const RouteTable& routes(const State& state) const {
+    return socket_ ? state.socket_routes : state.routes;
+  }
   std::function<std::shared_ptr<const State>()> current_;
   Metrics& metrics_;
+  const bool socket_;
 };
 
 // Signals go to one thread (sigwait), never to a handler thread; commands get them reset. Call
@@ -571,15 +596,20 @@ class Daemon {
   int run(const std::string& host, int port) {
     const sigset_t handled = block_signals();
     Router router([this] { return current(); }, services_.metrics);
+    Router socket_router([this] { return current(); }, services_.metrics, true);
     Server server(server_options(options_), router);
     services_.shed_count = [&server] { return server.shed_count(); };
     const int bound = server.listen(host, port, options_.listen);
-    log_line({{"time", now_iso()},
-              {"event", "listening"},
-              {"address", host + ":" + std::to_string(bound)},
-              {"hooks", current()->config.hooks.size()},
-              {"proxy", current()->config.proxy ? current()->config.proxy->upstream : ""},
-              {"store", options_.store.display()}});
+    if (!options_.socket_path.empty()) server.listen_unix(options_.socket_path, socket_router);
+    nlohmann::json listening{{"time", now_iso()},
+                             {"event", "listening"},
+                             {"address", host + ":" + std::to_string(bound)},
+                             {"hooks", current()->config.hooks.size()},
+                             {"store", options_.store.display()}};
+    if (current()->config.proxy) listening["proxy"] = current()->config.proxy->upstream;
+    if (options_.ledger) listening["ledger"] = ledger_token_path(options_.store);
+    if (!options_.socket_path.empty()) listening["socket"] = options_.socket_path;
+    log_line(listening);
     write_port_file(options_.port_file, bound);
 
     std::thread signals([&] { watch_signals(handled, server); });

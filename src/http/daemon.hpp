@@ -9,8 +9,13 @@
 namespace idem::http {
 
 struct DaemonOptions {
-  std::string config_path;  // "" when there is none (--upstream alone)
+  std::string config_path;  // "" when there is none (--upstream or the ledger alone)
   std::string upstream;     // --upstream URL: a proxy section with only its upstream
+  // The ledger API (SPEC §7b) on the TCP listener, behind the bearer token of its token file.
+  bool ledger = false;
+  // If set, the ledger API (with /healthz and /metrics) also on a Unix socket there, created 0600;
+  // no token is asked for on it.
+  std::string socket_path;
   std::string listen = "127.0.0.1:8787";
   bool allow_remote = false;
   store::StoreLocation store;     // resolved (--store, IDEM_STORE, --db, IDEM_DB, default)

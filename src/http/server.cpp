@@ -7,6 +7,8 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -376,7 +378,10 @@ Server::Server(ServerOptions options, Handler& handler) : options_(options), han
   wake_write_.reset(fds[1]);
 }
 
-Server::~Server() { stop(); }
+Server::~Server() {
+  stop();
+  remove_unix_socket();  // run() was never called
+}
 
 int Server::listen(const std::string& host, int port, const std::string& shown_as) {
   addrinfo hints{};
@@ -423,19 +428,87 @@ int Server::listen(const std::string& host, int port, const std::string& shown_a
                                   : ntohs(reinterpret_cast<sockaddr_in&>(ss).sin_port);
 }
 
+namespace {
+
+// A socket file at `path` that no server accepts on any more (its daemon died).
+bool stale_socket(const std::string& path) {
+  util::Fd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return probe.valid() &&
+         ::connect(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 &&
+         errno == ECONNREFUSED;
+}
+
+}  // namespace
+
+void Server::listen_unix(const std::string& path, Handler& handler) {
+  const std::string shown = "cannot listen on " + path + ": ";
+  sockaddr_un addr{};
+  if (path.empty() || path.size() >= sizeof addr.sun_path)
+    throw ListenError(shown + "a socket path must have 1 to " +
+                      std::to_string(sizeof addr.sun_path - 1) + " bytes");
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) throw ListenError(shown + "a file that is not a socket is there");
+    if (!stale_socket(path)) throw ListenError(shown + "another process listens there");
+    ::unlink(path.c_str());
+  }
+  util::Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) throw ListenError(shown + why(errno));
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  // The socket file is made with the umask's mode: 0600 from the start, never wider even briefly
+  // (this runs before the server's threads start, so the umask is nobody else's meanwhile).
+  const mode_t old_mask = ::umask(0177);
+  const int bound = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  const int bind_errno = errno;
+  ::umask(old_mask);
+  if (bound != 0) throw ListenError(shown + why(bind_errno));
+  if (::chmod(path.c_str(), 0600) != 0 || ::listen(fd.get(), SOMAXCONN) != 0 ||
+      ::lstat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    ::unlink(path.c_str());
+    throw ListenError(shown + why(err));
+  }
+  unix_listener_ = std::move(fd);
+  unix_handler_ = &handler;
+  unix_path_ = path;
+  unix_dev_ = uint64_t(st.st_dev);
+  unix_ino_ = uint64_t(st.st_ino);
+}
+
+void Server::remove_unix_socket() {
+  if (unix_path_.empty()) return;
+  struct stat st{};
+  // Only the file this server made: a successor may have replaced it already.
+  if (::lstat(unix_path_.c_str(), &st) == 0 && uint64_t(st.st_dev) == unix_dev_ &&
+      uint64_t(st.st_ino) == unix_ino_)
+    ::unlink(unix_path_.c_str());
+  unix_path_.clear();
+}
+
 void Server::run() {
   while (!stopping_.load()) {
-    pollfd p[2] = {{listener_.get(), POLLIN, 0}, {wake_read_.get(), POLLIN, 0}};
-    int n = ::poll(p, 2, -1);
+    // poll() skips a negative fd: without listen_unix only the TCP listener is watched.
+    pollfd p[3] = {{wake_read_.get(), POLLIN, 0},
+                   {listener_.get(), POLLIN, 0},
+                   {unix_listener_.valid() ? unix_listener_.get() : -1, POLLIN, 0}};
+    int n = ::poll(p, 3, -1);
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    if ((p[1].revents & POLLIN) != 0) break;
-    if ((p[0].revents & (POLLERR | POLLNVAL)) != 0) break;  // the listener is broken: stop
-    if ((p[0].revents & POLLIN) != 0) accept_one();
+    if ((p[0].revents & POLLIN) != 0) break;
+    // A broken listener stops the server.
+    if (((p[1].revents | p[2].revents) & (POLLERR | POLLNVAL)) != 0) break;
+    if ((p[1].revents & POLLIN) != 0) accept_one(listener_.get(), handler_);
+    if ((p[2].revents & POLLIN) != 0) accept_one(unix_listener_.get(), *unix_handler_);
   }
   listener_.reset();  // from here on, new connections are refused
+  unix_listener_.reset();
+  remove_unix_socket();
   {
     std::lock_guard lock(mutex_);
     accepting_done_ = true;
@@ -446,10 +519,10 @@ void Server::run() {
   workers_.clear();
 }
 
-void Server::accept_one() {
+void Server::accept_one(int listener, Handler& handler) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  int fd = ::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len,
+  int fd = ::accept4(listener, reinterpret_cast<sockaddr*>(&ss), &len,
                      SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0) {
     // Out of descriptors: the pending connection stays in the backlog; do not spin on it.
@@ -463,9 +536,11 @@ void Server::accept_one() {
     return;
   }
   int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (ss.ss_family != AF_UNIX) ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   ++connections_;
-  waiting_.push_back(Waiting{std::move(connection), peer_address(ss)});
+  waiting_.push_back(Waiting{std::move(connection),
+                             ss.ss_family == AF_UNIX ? std::string("unix") : peer_address(ss),
+                             &handler});
   if (int(waiting_.size()) > idle_workers_ && int(workers_.size()) < options_.max_connections) {
     try {
       workers_.emplace_back([this] { work(); });
@@ -498,7 +573,7 @@ void Server::work() {
     // The deadline of the first request runs from now: a connection that waited for a worker
     // (within the cap) is not cut off for time it could not use.
     try {
-      Session(options_, handler_, connection.fd.get(), wake_read_.get(), stopping_,
+      Session(options_, *connection.handler, connection.fd.get(), wake_read_.get(), stopping_,
               std::move(connection.remote), util::monotonic_ms())
           .run();
     } catch (const std::exception&) {

@@ -93,6 +93,11 @@ class Server {
   // Binds HOST:PORT (port 0: any free one) with SO_REUSEADDR and never SO_REUSEPORT, so a port
   // another process listens on is refused. Returns the bound port; throws ListenError.
   int listen(const std::string& host, int port, const std::string& shown_as);
+  // Also listens on a Unix socket at `path`, created 0600, whose connections `handler` answers
+  // (the TCP listener's are the constructor's handler's). A socket file nobody listens on (a
+  // stale one) is replaced; any other file there, or a live socket, is refused (ListenError).
+  // The socket file is removed when run() returns. Call before run().
+  void listen_unix(const std::string& path, Handler& handler);
   // Accepts and serves until stop(); returns once every connection being served has finished.
   void run();
   // From any thread: stop accepting, close idle and waiting connections, let requests being
@@ -105,14 +110,20 @@ class Server {
   struct Waiting {
     util::Fd fd;
     std::string remote;
+    Handler* handler = nullptr;  // the listener's
   };
-  void accept_one();
+  void accept_one(int listener, Handler& handler);
+  void remove_unix_socket();
   void work();
   void serve(Waiting& connection);
 
   ServerOptions options_;
   Handler& handler_;
   util::Fd listener_;
+  util::Fd unix_listener_;  // with listen_unix
+  Handler* unix_handler_ = nullptr;
+  std::string unix_path_;
+  uint64_t unix_dev_ = 0, unix_ino_ = 0;  // the socket file made, so stop removes only it
   util::Fd wake_read_, wake_write_;  // readable once stop() is called: wakes every poll()
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> shed_{0};

@@ -1,0 +1,84 @@
+#include "core/record_json.hpp"
+
+#include <vector>
+
+#include "core/errors.hpp"
+#include "core/key.hpp"
+#include "core/output.hpp"
+#include "util/clock.hpp"
+#include "util/hex.hpp"
+
+namespace idem::core {
+
+namespace {
+
+nlohmann::json time_or_null(int64_t unix_ms) {
+  if (unix_ms == 0) return nullptr;
+  return util::iso8601_utc(unix_ms);
+}
+
+// The stored answer a duplicate request gets (its body is stdout_b64), or null: records of
+// run, each and begin/end have none.
+nlohmann::json response_json(const std::optional<Response>& response) {
+  if (!response) return nullptr;
+  nlohmann::json headers = nlohmann::json::array();
+  for (const auto& [name, value] : response->headers) headers.push_back({name, value});
+  return {{"status", response->status}, {"headers", std::move(headers)}};
+}
+
+std::string stream_bytes(const std::vector<ChunkView>& chunks, Stream stream) {
+  std::string bytes;
+  for (const auto& chunk : chunks)
+    if (chunk.stream == stream) bytes += chunk.bytes;
+  return bytes;
+}
+
+}  // namespace
+
+std::string effective_status(const Record& record, int64_t now_ms, bool owner_gone) {
+  if (record.status == Status::running && (lease_expired(record, now_ms) || owner_gone))
+    return "abandoned";
+  return std::string(display_status(record, now_ms));
+}
+
+nlohmann::json record_json(const Record& r, int64_t now_ms, bool owner_gone) {
+  nlohmann::json j;
+  j["key"] = r.key;
+  j["status"] = effective_status(r, now_ms, owner_gone);
+  j["exit_code"] = r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json(nullptr);
+  j["signal"] = r.signal ? nlohmann::json(*r.signal) : nlohmann::json(nullptr);
+  j["timed_out"] = r.timed_out;
+  j["attempt"] = r.attempt;
+  j["started_at"] = util::iso8601_utc(r.started_ms);
+  j["finished_at"] = time_or_null(r.finished_ms);
+  j["duration_ms"] =
+      r.finished_ms != 0 ? nlohmann::json(r.finished_ms - r.started_ms) : nlohmann::json(nullptr);
+  j["expires_at"] = time_or_null(r.expires_ms);
+  j["ttl_ms"] = r.ttl_ms;
+  j["fingerprint"] = r.fingerprint;
+  j["kind"] = r.kind;
+  j["output_bytes"] = r.output_bytes;
+  j["truncated"] = r.output_truncated;
+  j["owner"] = {{"host", r.owner.host}, {"pid", r.owner.pid}};
+  return j;
+}
+
+nlohmann::json record_detail_json(const Record& r, int64_t now_ms, bool owner_gone,
+                                  bool group_alive) {
+  // Views into the record's output: the stored bytes are not copied again.
+  auto output = CapturedOutput::chunks_of(r.output);
+  if (!output) throw StoreError("stored output of key '" + display_key(r.key) + "' is corrupt");
+  nlohmann::json j = record_json(r, now_ms, owner_gone);
+  j["process_group"] =
+      r.process_group.pgid ? nlohmann::json(r.process_group.pgid) : nlohmann::json(nullptr);
+  j["process_group_alive"] = group_alive;
+  j["lease_expires_at"] = time_or_null(r.lease_expires_ms);
+  j["request"] = nlohmann::json::parse(r.request, nullptr, false);
+  j["note"] = r.note;
+  j["response"] = response_json(r.response);
+  j["stdout_b64"] = util::to_base64(stream_bytes(*output, Stream::out));
+  j["stderr_b64"] = util::to_base64(stream_bytes(*output, Stream::err));
+  return j;
+}
+
+}  // namespace idem::core

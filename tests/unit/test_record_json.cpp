@@ -1,0 +1,51 @@
+// The JSON forms of a record (`ls --json`, `show --json`, the ledger's GET): status as a user
+// sees it, the detail members, and never the attempt token.
+#include <catch2/catch.hpp>
+
+#include "core/output.hpp"
+#include "core/record_json.hpp"
+#include "util/hex.hpp"
+
+using idem::core::Record;
+using idem::core::Status;
+
+namespace {
+Record running_record() {
+  Record r;
+  r.key = "k";
+  r.status = Status::running;
+  r.started_ms = 1'000'000;
+  r.lease_expires_ms = 2'000'000;
+  r.attempt_token = "0123456789abcdef0123456789abcdef";
+  r.request = R"({"api": "ledger"})";
+  return r;
+}
+}  // namespace
+
+TEST_CASE("record_json: a running record is abandoned once its lease ran out or its owner is gone") {
+  const Record r = running_record();
+  CHECK(idem::core::effective_status(r, 1'500'000, false) == "running");
+  CHECK(idem::core::effective_status(r, 2'000'000, false) == "abandoned");
+  CHECK(idem::core::effective_status(r, 1'500'000, true) == "abandoned");
+  CHECK(idem::core::record_json(r, 1'500'000, false)["status"] == "running");
+  CHECK(idem::core::record_json(r, 2'000'000, false)["status"] == "abandoned");
+}
+
+TEST_CASE("record_json: the detail form adds outputs, request, lease; never the token") {
+  Record r = running_record();
+  idem::core::CapturedOutput out;
+  out.append(idem::core::Stream::out, "hi");
+  out.append(idem::core::Stream::err, std::string("\0", 1));
+  r.output = out.encode();
+  r.response = idem::core::Response{201, {{"Content-Type", "text/plain"}}};
+  const auto j = idem::core::record_detail_json(r, 1'500'000, false, false);
+  CHECK(j["stdout_b64"] == idem::util::to_base64("hi"));
+  CHECK(j["stderr_b64"] == idem::util::to_base64(std::string("\0", 1)));
+  CHECK(j["request"]["api"] == "ledger");
+  CHECK(j["response"]["status"] == 201);
+  CHECK(j["lease_expires_at"].is_string());
+  CHECK(j["process_group"].is_null());
+  CHECK(j.dump().find(r.attempt_token) == std::string::npos);
+  r.output = "not an encoding";
+  CHECK_THROWS(idem::core::record_detail_json(r, 1'500'000, false, false));
+}
