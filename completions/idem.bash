@@ -18,7 +18,7 @@ _idem_flags() {
     status) echo "$global" ;;
     rm) echo "--force $global" ;;
     gc) echo "--dry-run --older-than $global" ;;
-    serve) echo "--config --listen --allow-remote --port-file --max-connections" \
+    serve) echo "--config --upstream --listen --allow-remote --port-file --max-connections" \
       "--request-timeout --grace --busy-timeout --lease $global" ;;
     each) echo "--key-field --ttl --lease --jobs --replay-failures -q --quiet -v --verbose $global" ;;
     begin) echo "-k --key --ttl --wait --owner-pid --print --retry-abandoned --kill-stale -q --quiet $global" ;;
@@ -39,7 +39,7 @@ _idem_takes_value() {
       run:--max-output | \
       ls:--status | ls:--prefix | ls:--limit | \
       gc:--older-than | \
-      serve:--config | serve:--listen | serve:--port-file | serve:--max-connections | \
+      serve:--config | serve:--upstream | serve:--listen | serve:--port-file | serve:--max-connections | \
       serve:--request-timeout | serve:--grace | serve:--busy-timeout | serve:--lease | \
       each:--key-field | each:--ttl | each:--lease | each:--jobs | \
       begin:-k | begin:--key | begin:--ttl | begin:--wait | begin:--owner-pid | \

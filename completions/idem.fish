@@ -157,7 +157,8 @@ complete -c idem -n "__idem_using gc" -l dry-run -d 'Count what would be deleted
 complete -c idem -n "__idem_using gc" -l older-than -x -d 'Also delete records older than DURATION'
 
 # serve
-complete -c idem -n "__idem_using serve" -l config -r -F -d 'JSON file listing the hooks'
+complete -c idem -n "__idem_using serve" -l config -r -F -d 'JSON file listing the hooks and the proxy'
+complete -c idem -n "__idem_using serve" -l upstream -x -a 'http://127.0.0.1:3000' -d 'Idempotency-Key proxy: forward to URL'
 complete -c idem -n "__idem_using serve" -l listen -x -a '127.0.0.1:8787 127.0.0.1:0' -d 'Address to listen on'
 complete -c idem -n "__idem_using serve" -l allow-remote -d 'Allow a non-loopback --listen address'
 complete -c idem -n "__idem_using serve" -l port-file -r -F -d 'Write the bound port to FILE'

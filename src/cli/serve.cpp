@@ -10,9 +10,14 @@ namespace idem::cli {
 
 CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
   auto* serve = app.add_subcommand(
-      "serve", "Receive webhooks: verify each delivery, run its handler once, replay duplicates");
-  serve->add_option("--config", o.config, "JSON file listing the hooks (SIGHUP reloads it)")
-      ->required()->type_name("FILE");
+      "serve", "Receive webhooks (run each delivery once) and proxy an HTTP app (forward each "
+      "Idempotency-Key once); replay duplicates");
+  serve->add_option("--config", o.config,
+                    "JSON file listing the hooks and the proxy (SIGHUP reloads it)")
+      ->type_name("FILE");
+  serve->add_option("--upstream", o.upstream,
+                    "Idempotency-Key proxy: forward requests to URL, POST and PATCH once per key")
+      ->type_name("URL");
   serve->add_option("--listen", o.listen, "Address to listen on; port 0 picks a free port")
       ->type_name("HOST:PORT")->capture_default_str();
   serve->add_flag("--allow-remote", o.allow_remote, "Allow a --listen address other than loopback");
@@ -34,13 +39,17 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
   add_lease_option(*serve, o.lease);
   serve->footer(
       "Example:\n"
-      "  GITHUB_WEBHOOK_SECRET=... idem serve --config examples/serve.json --listen 127.0.0.1:8787");
+      "  GITHUB_WEBHOOK_SECRET=... idem serve --config examples/serve.json --listen 127.0.0.1:8787\n"
+      "  idem serve --upstream http://127.0.0.1:3000 --listen 127.0.0.1:8787");
   return serve;
 }
 
 int run_serve(const GlobalOptions& global, const ServeOptions& o) {
+  if (o.config.empty() && o.upstream.empty())
+    throw UsageError("nothing to serve: give --config FILE or --upstream URL");
   http::DaemonOptions d;
   d.config_path = o.config;
+  d.upstream = o.upstream;
   d.listen = o.listen;
   d.allow_remote = o.allow_remote;
   d.port_file = o.port_file;

@@ -8,6 +8,7 @@ namespace idem::cli {
 
 struct ServeOptions {
   std::string config;
+  std::string upstream;
   std::string listen = "127.0.0.1:8787";
   bool allow_remote = false;
   std::string port_file;

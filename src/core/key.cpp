@@ -1,5 +1,6 @@
 #include "core/key.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/errors.hpp"
@@ -63,8 +64,29 @@ void validate_key(std::string_view key) {
   if (auto problem = key_problem(key)) throw UsageError("bad key: " + *problem);
 }
 
+namespace {
+
+// The proxy's records: "proxy#" + SCOPE ("-" or 16 lower-case hex digits) + "#" + KEY.
+std::optional<std::string> proxy_record_problem(std::string_view name,
+                                                const std::optional<std::string>& problem) {
+  std::string_view rest = name.substr(6);
+  size_t hash = rest.find('#');
+  if (hash == std::string_view::npos) return problem;
+  std::string_view scope = rest.substr(0, hash);
+  bool hex = scope.size() == 16 && std::all_of(scope.begin(), scope.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  });
+  if (scope != "-" && !hex) return problem;
+  if (auto key = key_problem(rest.substr(hash + 1)))
+    return "after proxy#" + std::string(scope) + "#: " + *key;
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::string> record_name_problem(std::string_view name) {
   auto problem = key_problem(name);
+  if (problem && name.starts_with("proxy#")) return proxy_record_problem(name, problem);
   if (!problem || !name.starts_with('/')) return problem;
   // A hook path holds no '#', so the first one ends it.
   size_t hash = name.find('#');

@@ -21,7 +21,8 @@ void validate_key(std::string_view key);
 // What the inspecting commands (show, status, rm) accept: a key, or the name of a record that
 // `idem serve` wrote, HOOKPATH#KEY, where HOOKPATH starts with '/', is at most
 // k_max_hook_path_bytes of printable ASCII without '?' or '#' (as the config requires) and KEY is
-// a valid key. Returns why the name is neither, or nullopt.
+// a valid key; or the name of a proxy's record, proxy#SCOPE#KEY (SCOPE "-" or 16 hex digits).
+// Returns why the name is none of these, or nullopt.
 std::optional<std::string> record_name_problem(std::string_view name);
 // Throws UsageError naming the problem.
 void validate_record_name(std::string_view name);

@@ -191,6 +191,10 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
     if (util::monotonic_ms() >= keeper->until_ms())
       throw lease_lost("it ran out before a renewal got through");
   }
+  if (effect.release_instead(done.outcome)) {
+    release(claimed, effect, done);
+    return done;
+  }
   try {
     done.recorded = keeper ? finish_within_lease(claimed, done.outcome, keeper->until_ms())
                            : store_.finish(claimed.key, claimed.attempt, done.outcome);
@@ -205,6 +209,16 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
   if (keeper && !done.recorded) throw lease_lost("the store refused the outcome");
   IDEM_CRASH_POINT("finish-after-commit");
   return done;
+}
+
+void Engine::release(const Claimed& claimed, const Effect& effect, Finished& done) {
+  try {
+    done.released = store_.release(claimed.key, claimed.attempt_token);
+  } catch (const StoreError& e) {
+    throw StoreError(std::string(e.what()) + "; " + effect.performed() +
+                         " but the key could not be released",
+                     e.failure());
+  }
 }
 
 // A store over a network may fail for a while (a server restarting): the outcome is written

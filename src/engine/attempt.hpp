@@ -101,11 +101,16 @@ class Effect {
   virtual core::Outcome perform(const Attempt& attempt) = 0;
   // For an error when the outcome cannot be recorded: "the command ran (exit 3)".
   virtual std::string performed() const = 0;
+  // Whether `outcome` is given up instead of recorded: the attempt is released (Store::release),
+  // so the next claim decides as if it had never been claimed. A proxy does this for an
+  // upstream that failed or answered 5xx, so the client's retry goes through.
+  virtual bool release_instead(const core::Outcome&) const { return false; }
 };
 
 struct Finished {
   core::Outcome outcome;
   bool recorded = false;  // false: another attempt took the key over meanwhile; nothing stored
+  bool released = false;  // the effect asked for a release and the store did it (not recorded)
 };
 
 class Engine {
@@ -126,6 +131,9 @@ class Engine {
   // effect, records nothing (the attempt counts as abandoned) and throws a transient StoreError;
   // so does an outcome the store refuses under a lease (it ran out while this process was
   // paused, or another attempt took over).
+  // An outcome the effect gives up (Effect::release_instead) is not recorded: the attempt is
+  // released with its token (Finished::released; false when another attempt holds the key), and
+  // a StoreError from the release is rethrown saying what was performed.
   Finished carry_out(const Claimed& claimed, Effect& effect);
 
   // The key's record as it stands (idem end checks whose attempt it is before finishing it).
@@ -152,6 +160,7 @@ class Engine {
   // (`would_run`: the attempt would run; else a dead owner's record must be marked abandoned).
   std::optional<store::ClaimResult> look(AttemptRequest& request, bool& would_run);
 
+  void release(const Claimed& claimed, const Effect& effect, Finished& done);
   bool finish_within_lease(const Claimed& claimed, const core::Outcome& outcome,
                            int64_t until_ms);
 

@@ -9,6 +9,8 @@
 
 #include "core/duration.hpp"
 #include "core/key.hpp"
+#include "core/output.hpp"
+#include "http/upstream.hpp"
 
 namespace idem::http {
 
@@ -543,8 +545,117 @@ void read_hooks(const Json& hooks, const EnvLookup& env, Config& config) {
   for (Hook& hook : config.hooks) hook.withheld_env = secrets;
 }
 
+// One method list of the proxy: keyed methods, which never include the safe ones.
+std::vector<std::string> read_keyed_methods(const Json& value, const std::string& at) {
+  std::vector<std::string> methods = read_methods(value, at);
+  for (size_t i = 0; i < methods.size(); ++i)
+    if (methods[i] == "GET" || methods[i] == "HEAD" || methods[i] == "OPTIONS")
+      fail(element(at, i), quote(methods[i]) +
+                               " is never keyed: safe methods are passed through untouched");
+  return methods;
+}
+
+// The settings a proxy route may override; absent ones keep what `out` holds.
+void read_proxy_settings(const Json& value, const std::string& at, ProxySettings& out) {
+  if (const Json* v = optional_field(value, "methods"))
+    out.methods = read_keyed_methods(*v, member(at, "methods"));
+  if (const Json* v = optional_field(value, "ttl")) {
+    out.ttl_ms = read_duration_ms(*v, member(at, "ttl"));
+    if (out.ttl_ms == 0) fail(member(at, "ttl"), "must be more than 0");
+  }
+  if (const Json* v = optional_field(value, "timeout")) {
+    out.timeout_ms = read_duration_ms(*v, member(at, "timeout"));
+    if (out.timeout_ms == 0) fail(member(at, "timeout"), "must be more than 0");
+  }
+  if (const Json* v = optional_field(value, "max_body")) {
+    out.max_body = read_size(*v, member(at, "max_body"));
+    if (out.max_body == 0) fail(member(at, "max_body"), "must be more than 0");
+    if (out.max_body > k_max_body_limit)
+      fail(member(at, "max_body"), "must be at most 1GiB, got " + core::format_size(out.max_body));
+  }
+  if (const Json* v = optional_field(value, "store_server_errors"))
+    out.store_server_errors = read_bool(*v, member(at, "store_server_errors"));
+}
+
+std::string read_prefix(const Json& route, const std::string& at) {
+  std::string where = member(at, "prefix");
+  std::string prefix = read_string(required(route, at, "prefix"), where);
+  if (!prefix.starts_with('/')) fail(where, quote(prefix) + " must start with '/'");
+  for (char c : prefix) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte <= 0x20 || byte >= 0x7f)
+      fail(where, quote(prefix) + " contains whitespace, a control or a non-ASCII character");
+    if (c == '?' || c == '#')
+      fail(where, quote(prefix) + " contains '" + std::string(1, c) +
+                      "' (routes are matched on the path alone)");
+  }
+  return prefix;
+}
+
+std::vector<ProxyRouteSettings> read_proxy_routes(const Json& value, const std::string& at,
+                                                  const ProxySettings& inherited) {
+  if (!value.is_array()) wrong_type(at, "an array of routes", value);
+  std::vector<ProxyRouteSettings> routes;
+  for (size_t i = 0; i < value.size(); ++i) {
+    std::string where = element(at, i);
+    expect_object(value[i], where);
+    check_fields(value[i], where,
+                 {"prefix", "methods", "ttl", "timeout", "store_server_errors", "max_body"});
+    ProxyRouteSettings route{read_prefix(value[i], where), inherited};
+    for (size_t j = 0; j < routes.size(); ++j)
+      if (routes[j].prefix == route.prefix)
+        fail(member(where, "prefix"), quote(route.prefix) + " is used by " + element(at, j) + " too");
+    read_proxy_settings(value[i], where, route.settings);
+    routes.push_back(std::move(route));
+  }
+  return routes;
+}
+
+// parse_upstream_url names its source; the config's message names the field once.
+void read_upstream(const Json& value, const std::string& at, ProxyConfig& out) {
+  std::string where = member(at, "upstream");
+  out.upstream = read_string(required(value, at, "upstream"), where);
+  try {
+    out.target = parse_upstream_url(where, out.upstream);
+  } catch (const UsageError& e) {
+    std::string_view why = e.what();
+    if (why.starts_with(where + ": ")) why.remove_prefix(where.size() + 2);
+    fail(where, std::string(why));
+  }
+}
+
+void read_proxy(const Json& value, const EnvLookup&, Config& config) {
+  const std::string at = "proxy";
+  expect_object(value, at);
+  check_fields(value, at,
+               {"upstream", "methods", "ttl", "timeout", "max_body", "max_response",
+                "scope_header", "store_server_errors", "routes"});
+  ProxyConfig proxy;
+  read_upstream(value, at, proxy);
+  read_proxy_settings(value, at, proxy.settings);
+  if (const Json* v = optional_field(value, "max_response")) {
+    proxy.max_response = read_size(*v, member(at, "max_response"));
+    if (proxy.max_response == 0) fail(member(at, "max_response"), "must be more than 0");
+    // The store keeps an output of up to this size (core/output.hpp).
+    if (proxy.max_response > core::k_max_output_cap)
+      fail(member(at, "max_response"), "must be at most " +
+                                           core::format_size(core::k_max_output_cap) + ", got " +
+                                           core::format_size(proxy.max_response));
+  }
+  if (const Json* v = optional_field(value, "scope_header")) {
+    std::string where = member(at, "scope_header");
+    proxy.scope_header = read_string(*v, where);
+    if (!is_token(proxy.scope_header))
+      fail(where, quote(proxy.scope_header) + " is not a valid header name");
+  }
+  // Routes inherit the section's settings, whatever the order of the fields in the file.
+  if (const Json* v = optional_field(value, "routes"))
+    proxy.routes = read_proxy_routes(*v, member(at, "routes"), proxy.settings);
+  config.proxy = std::move(proxy);
+}
+
 // A member of the top level. Each is optional, but together they must configure at least one
-// route (require_a_route). The proxy and the ledger API are to be sections beside "hooks".
+// route (require_a_route). The ledger API is to be a section beside "hooks" and "proxy".
 struct Section {
   std::string_view name;
   void (*read)(const Json& value, const EnvLookup& env, Config& config);
@@ -555,6 +666,7 @@ struct Section {
 const Section k_sections[] = {
     {"hooks", read_hooks, [](const Config& c) { return c.hooks.size(); },
      "is empty; list at least one hook"},
+    {"proxy", read_proxy, [](const Config& c) { return size_t(c.proxy ? 1 : 0); }, ""},
 };
 
 // A config that would serve nothing is refused: at the first section present (each of them

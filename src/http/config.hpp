@@ -1,7 +1,7 @@
 #pragma once
-// The configuration of `idem serve` (SPEC §6): a JSON object of sections, today only "hooks" (the
-// proxy and the ledger API are to be sections beside it). Each section is optional; together they
-// must configure at least one route. Parsing is pure: the caller reads the file and supplies the
+// The configuration of `idem serve` (SPEC §6, §7): a JSON object of sections, "hooks" and "proxy"
+// (the ledger API is to be one beside them). Each section is optional; together they must
+// configure at least one route. Parsing is pure: the caller reads the file and supplies the
 // environment lookup, so tests need neither.
 #include <cstdint>
 #include <functional>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "http/proxy.hpp"
 #include "http/signature.hpp"
 
 namespace idem::http {
@@ -49,9 +50,10 @@ struct Hook {
 };
 
 struct Config {
-  // In the file's order. Today the only routes, so at least one; empty once another section
-  // configures a route.
+  // In the file's order. At least one unless another section configures a route.
   std::vector<Hook> hooks;
+  // The "proxy" section: every request no other route takes goes to its upstream.
+  std::optional<ProxyConfig> proxy;
 };
 
 // Returns the value of an environment variable, or nullopt when it is not set.

@@ -23,7 +23,9 @@
 #include "core/errors.hpp"
 #include "http/config.hpp"
 #include "http/delivery.hpp"
+#include "http/proxy_route.hpp"
 #include "http/routes.hpp"
+#include "http/upstream.hpp"
 #include "http/server.hpp"
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
@@ -43,6 +45,22 @@ Config read_config_file(const std::string& path) {
     const char* v = std::getenv(name.c_str());
     return v ? std::optional<std::string>(v) : std::nullopt;
   });
+}
+
+// The config file's, with --upstream's proxy beside its hooks; either may be absent.
+Config load_config(const DaemonOptions& options) {
+  Config config;
+  if (!options.config_path.empty()) config = read_config_file(options.config_path);
+  if (!options.upstream.empty()) {
+    if (config.proxy)
+      throw UsageError(options.config_path +
+                       ": has a \"proxy\" section; give it or --upstream, not both");
+    ProxyConfig proxy;
+    proxy.upstream = options.upstream;
+    proxy.target = parse_upstream_url("--upstream", options.upstream);
+    config.proxy = std::move(proxy);
+  }
+  return config;
 }
 
 class Metrics {
@@ -419,6 +437,10 @@ std::shared_ptr<const State> build_state(Config config, const State* previous, S
     state->slots[hook.path] = slots;
     state->routes.add(std::make_shared<HookRoute>(hook, std::move(slots), services));
   }
+  // Last: the proxy takes every path.
+  if (state->config.proxy)
+    state->routes.add(make_proxy_route(
+        *state->config.proxy, ProxyServices{services.stores, services.owner, services.lease_ms}));
   return state;
 }
 
@@ -556,6 +578,7 @@ class Daemon {
               {"event", "listening"},
               {"address", host + ":" + std::to_string(bound)},
               {"hooks", current()->config.hooks.size()},
+              {"proxy", current()->config.proxy ? current()->config.proxy->upstream : ""},
               {"store", options_.store.display()}});
     write_port_file(options_.port_file, bound);
 
@@ -592,7 +615,7 @@ class Daemon {
   // A new table swapped in whole; a config that cannot be used keeps the one in force.
   void reload() {
     try {
-      auto next = build_state(read_config_file(options_.config_path), current().get(), services_);
+      auto next = build_state(load_config(options_), current().get(), services_);
       {
         std::lock_guard lock(state_mutex_);
         state_ = next;
@@ -632,7 +655,7 @@ class Daemon {
 
 int run_daemon(const DaemonOptions& options) {
   auto [host, port] = parse_listen(options.listen, options.allow_remote);
-  Daemon daemon(options, read_config_file(options.config_path));
+  Daemon daemon(options, load_config(options));
   return daemon.run(host, port);
 }
 

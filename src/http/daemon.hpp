@@ -9,7 +9,8 @@
 namespace idem::http {
 
 struct DaemonOptions {
-  std::string config_path;
+  std::string config_path;  // "" when there is none (--upstream alone)
+  std::string upstream;     // --upstream URL: a proxy section with only its upstream
   std::string listen = "127.0.0.1:8787";
   bool allow_remote = false;
   store::StoreLocation store;     // resolved (--store, IDEM_STORE, --db, IDEM_DB, default)

@@ -12,25 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "http/message.hpp"
+
 namespace idem::http {
-
-// Header fields in the order received; names compare case-insensitively.
-class Headers {
- public:
-  void add(std::string name, std::string value) {
-    fields_.emplace_back(std::move(name), std::move(value));
-  }
-  // The first field named `name`, if any.
-  std::optional<std::string_view> get(std::string_view name) const;
-  size_t count(std::string_view name) const;
-  const std::vector<std::pair<std::string, std::string>>& fields() const { return fields_; }
-
- private:
-  std::vector<std::pair<std::string, std::string>> fields_;
-};
-
-// ASCII case-insensitive equality, as header names and tokens compare.
-bool equals_ignore_case(std::string_view a, std::string_view b);
 
 struct RequestHead {
   std::string method;     // case-sensitive token, e.g. "POST"
@@ -89,15 +73,11 @@ class RequestParser {
   std::string take_body() { return std::move(body_); }
 
  private:
-  enum class Line { partial, done, failed };
-  Line read_line(std::string_view in, size_t& used, size_t room, int too_long_status,
-                 const char* what, size_t limit);
   size_t feed_head(std::string_view in);
   size_t feed_chunked(std::string_view in);
+  void head_line(std::string_view line);
   void finish_head();
   void parse_request_line(std::string_view line);
-  void parse_field(std::string_view line, Headers& into);
-  void parse_chunk_size(std::string_view line);
   void fail(int status, std::string reason);
 
   ParserLimits limits_;
@@ -105,15 +85,11 @@ class RequestParser {
   ParseError error_;
   RequestHead head_;
   std::string body_;
-  std::string line_;  // a head or chunk line being assembled, without its CRLF
+  syntax::LineReader line_;  // a head line being assembled
   size_t head_bytes_ = 0;
   bool started_ = false;
   bool request_line_done_ = false;
-  uint64_t max_body_ = 0;
-  // Chunked decoding.
-  enum class Chunk { size_line, data, data_crlf, trailer } chunk_ = Chunk::size_line;
-  uint64_t chunk_left_ = 0;
-  size_t trailer_bytes_ = 0;
+  syntax::ChunkedDecoder chunked_;
 };
 
 }  // namespace idem::http

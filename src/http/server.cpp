@@ -11,10 +11,12 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <system_error>
 
+#include "http/socket_io.hpp"
 #include "util/clock.hpp"
 
 namespace idem::http {
@@ -62,14 +64,6 @@ const char* reason_phrase(int status) {
   // clang-format on
 }
 
-// strerror, lower-cased at the start to read as the end of an "idem: ..." line.
-std::string why(int err) {
-  std::string s = std::strerror(err);
-  if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z' && (s.size() < 2 || !(s[1] >= 'A' && s[1] <= 'Z')))
-    s[0] = char(s[0] - 'A' + 'a');
-  return s;
-}
-
 // An IMF-fixdate for the Date header, computed once a second per thread.
 const std::string& http_date() {
   thread_local std::time_t last = 0;
@@ -84,40 +78,6 @@ const std::string& http_date() {
     last = now;
   }
   return text;
-}
-
-enum class Ready { ready, timeout, woken, error };
-
-// Waits until `fd` has `events`, the deadline passes, or (wake_fd >= 0) the server stops.
-// Readiness of `fd` wins over the stop, so a request already sent is not dropped.
-Ready wait_for(int fd, short events, int64_t deadline_ms, int wake_fd) {
-  for (;;) {
-    int64_t left = deadline_ms - util::monotonic_ms();
-    if (left <= 0) return Ready::timeout;
-    pollfd p[2] = {{fd, events, 0}, {wake_fd, POLLIN, 0}};
-    int n = ::poll(p, wake_fd >= 0 ? 2 : 1, int(std::min<int64_t>(left, INT_MAX)));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Ready::error;
-    }
-    if (n == 0) continue;
-    if (p[0].revents != 0) return Ready::ready;  // POLLHUP and POLLERR show in the read/write
-    if (wake_fd >= 0 && (p[1].revents & POLLIN) != 0) return Ready::woken;
-  }
-}
-
-bool send_all(int fd, std::string_view bytes, int64_t deadline_ms) {
-  while (!bytes.empty()) {
-    ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n >= 0) {
-      bytes.remove_prefix(size_t(n));
-      continue;
-    }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
-    if (wait_for(fd, POLLOUT, deadline_ms, -1) != Ready::ready) return false;
-  }
-  return true;
 }
 
 std::string peer_address(const sockaddr_storage& ss) {
@@ -268,10 +228,37 @@ class Session {
 
   // Writes the answer and logs it. False when the connection is closed after it.
   bool finish(const RequestHead& head, Response& response, int64_t start_ms, bool must_close) {
-    if (must_close || !head.keep_alive || stopping_.load()) response.close = true;
-    std::string out;
     const bool send_body = head.method != "HEAD";
-    out.reserve(256 + (send_body ? response.body.size() : 0));
+    const bool streamed = static_cast<bool>(response.stream);
+    // An HTTP/1.0 client knows no chunked coding: a streamed body ends with the connection.
+    if (streamed && head.minor_version == 0) response.close = true;
+    if (must_close || !head.keep_alive || stopping_.load()) response.close = true;
+    std::string out = head_text(head, response);
+    bool sent;
+    if (!streamed) {
+      if (send_body) out += response.body;
+      sent = send_all(fd_, out, util::monotonic_ms() + options_.request_timeout_ms);
+    } else {
+      sent = send_all(fd_, out, util::monotonic_ms() + options_.request_timeout_ms) &&
+             (!send_body || write_stream(head, response));
+    }
+    const int64_t now = util::monotonic_ms();
+    handler_.answered(head, remote_, response, now - start_ms);
+    if (!sent) return false;
+    if (response.close) {
+      linger();
+      return false;
+    }
+    idle_since_ = now;
+    request_start_ = now;
+    return true;
+  }
+
+  // The status line and header fields, up to the blank line. The body's framing: its length,
+  // or for a streamed one chunked (HTTP/1.1) or the connection's end (HTTP/1.0).
+  static std::string head_text(const RequestHead& head, const Response& response) {
+    std::string out;
+    out.reserve(256 + (response.stream || head.method == "HEAD" ? 0 : response.body.size()));
     out += "HTTP/1.1 ";
     out += std::to_string(response.status);
     out += ' ';
@@ -284,9 +271,13 @@ class Session {
       out += response.content_type;
       out += "\r\n";
     }
-    out += "Content-Length: ";
-    out += std::to_string(response.body.size());
-    out += "\r\n";
+    if (!response.stream) {
+      out += "Content-Length: ";
+      out += std::to_string(response.body.size());
+      out += "\r\n";
+    } else if (head.minor_version == 1 && !bodiless(response.status)) {
+      out += "Transfer-Encoding: chunked\r\n";
+    }
     for (const auto& [name, value] : response.headers) {
       out += name;
       out += ": ";
@@ -298,18 +289,51 @@ class Session {
     else if (head.minor_version == 0)
       out += "Connection: keep-alive\r\n";
     out += "\r\n";
-    if (send_body) out += response.body;
-    bool sent = send_all(fd_, out, util::monotonic_ms() + options_.request_timeout_ms);
-    const int64_t now = util::monotonic_ms();
-    handler_.answered(head, remote_, response, now - start_ms);
-    if (!sent) return false;
-    if (response.close) {
-      linger();
-      return false;
+    return out;
+  }
+
+  // Answers that never have a body (RFC 9110 §6.4.1): a stream for one is run with its pieces
+  // dropped, so that whatever it reads from is read to its end.
+  static bool bodiless(int status) { return status < 200 || status == 204 || status == 304; }
+
+  // Runs the answer's stream, each piece one chunk (or, to HTTP/1.0, the bytes as they are),
+  // each write bounded by the request timeout. False when the body did not go out whole: the
+  // connection is then closed without the last chunk, or, when the body runs to the close
+  // (HTTP/1.0), reset, so that such a client too sees it cut off rather than ended.
+  bool write_stream(const RequestHead& head, Response& response) {
+    const bool chunked = head.minor_version == 1 && !bodiless(response.status);
+    const bool drop = bodiless(response.status);
+    bool gone = false;
+    std::string out;
+    auto write = [&](std::string_view piece) {
+      if (gone) return false;
+      if (piece.empty() || drop) return true;  // an empty chunk would end the body
+      out.clear();
+      if (chunked) {
+        char size[24];
+        out.append(size, size_t(std::snprintf(size, sizeof size, "%zx\r\n", piece.size())));
+      }
+      out += piece;
+      if (chunked) out += "\r\n";
+      gone = !send_all(fd_, out, util::monotonic_ms() + options_.request_timeout_ms);
+      return !gone;
+    };
+    bool whole = false;
+    try {
+      whole = response.stream(write);
+    } catch (const std::exception&) {
+      // The head is out: the only way left to say the answer failed is to cut it off.
     }
-    idle_since_ = now;
-    request_start_ = now;
-    return true;
+    if (whole && !gone &&
+        (!chunked ||
+         send_all(fd_, "0\r\n\r\n", util::monotonic_ms() + options_.request_timeout_ms)))
+      return true;
+    if (!chunked) {
+      ::linger reset{1, 0};
+      ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    }
+    response.close = true;
+    return false;
   }
 
   void linger() {

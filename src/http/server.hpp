@@ -7,9 +7,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -32,6 +34,16 @@ struct Response {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
   bool close = false;  // close the connection after this answer
+  // When set, the body is produced after the head is written: the server sends the head
+  // (Transfer-Encoding: chunked to HTTP/1.1 clients; close-delimited to HTTP/1.0 ones) and
+  // calls stream with a writer; each call of the writer sends one piece (false: the client is
+  // gone, stop). stream returns false when the body could not be produced whole (the
+  // connection is then closed without the last chunk, so the client sees it cut off).
+  // `body` is ignored when `stream` is set. HEAD requests: head only, stream not called. An
+  // answer that has no body (1xx, 204, 304) gets no framing field; its stream is called and
+  // what it writes is dropped. Each write is bounded by the request timeout; access logging
+  // (Handler::answered) happens once the stream has ended.
+  std::function<bool(const std::function<bool(std::string_view)>& write)> stream;
   // Members of the access-log line the handler wants there (never sent).
   std::vector<std::pair<std::string, std::string>> log_fields;
 };

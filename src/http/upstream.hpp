@@ -58,7 +58,8 @@ class UpstreamError : public std::runtime_error {
   Kind kind_;
 };
 
-// One request in progress: its head is in; the body is read through read_body.
+// One request in progress: its head is in; the body is read through read_body. An exchange
+// belongs to one thread and must not outlive the pool that made it.
 class UpstreamExchange {
  public:
   virtual ~UpstreamExchange() = default;  // a connection whose answer was read whole goes back to

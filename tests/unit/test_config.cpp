@@ -343,7 +343,7 @@ TEST_CASE("config: the top level is an object with a non-empty hooks array", "[c
   CHECK(error_of(R"({"hooks": []})") == "serve.json: hooks: is empty; list at least one hook");
   CHECK(error_of(R"({"hooks": {"path": "/a"}})") ==
         "serve.json: hooks: expected an array of hooks, got an object");
-  CHECK(error_of(R"({})") == "serve.json: missing field 'hooks'");
+  CHECK(error_of(R"({})") == "serve.json: missing field 'hooks' or 'proxy'");
   CHECK(error_of(R"([])") ==
         "serve.json: expected an object with a \"hooks\" array at the top level, got an array");
   CHECK(error_of(R"({"hooks": ["/a"]})") ==
@@ -353,11 +353,11 @@ TEST_CASE("config: the top level is an object with a non-empty hooks array", "[c
 TEST_CASE("config: every section is optional, but the config must configure a route",
           "[config]") {
   // No section at all: the message names the section to add.
-  CHECK(error_of(R"({})") == "serve.json: missing field 'hooks'");
+  CHECK(error_of(R"({})") == "serve.json: missing field 'hooks' or 'proxy'");
   // Sections that are there but configure nothing: the first of them is named.
   CHECK(error_of(R"({"hooks": []})") == "serve.json: hooks: is empty; list at least one hook");
   // A member that is no section is refused before the rule: it may be a misspelt section.
-  CHECK(error_of(R"({"hooks": [], "proxy": {}})") == "serve.json: unknown field 'proxy'");
+  CHECK(error_of(R"({"hooks": [], "prox": {}})") == "serve.json: unknown field 'prox'");
   CHECK(error_of(R"({"hoks": [{"path": "/h", "command": ["true"]}]})") ==
         "serve.json: unknown field 'hoks'");
   CHECK(error_of(R"({"secret": "s", "hooks": []})").starts_with(

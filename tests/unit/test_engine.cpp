@@ -295,7 +295,11 @@ class FailingStore final : public idem::store::Store {
       throw idem::StoreError("server unreachable", idem::StoreFailure::transient);
     return real_.heartbeat(k, t, l, n);
   }
-  bool release(const std::string& k, const std::string& t) override { return real_.release(k, t); }
+  bool fail_release = false;
+  bool release(const std::string& k, const std::string& t) override {
+    if (fail_release) throw idem::StoreError("disk full", idem::StoreFailure::transient);
+    return real_.release(k, t);
+  }
   std::optional<Record> get(const std::string& k) override { return real_.get(k); }
   void list(const idem::store::ListQuery& q, const idem::store::RecordVisitor& v) override {
     real_.list(q, v);
@@ -485,4 +489,73 @@ TEST_CASE("engine: an outcome that cannot be written yet is written again within
     CommandEffect again(f.runner, {});
     CHECK_THROWS_AS(engine.carry_out(p, again), idem::StoreError);
   }
+}
+
+namespace {
+// An effect whose outcome is given up: what the proxy does with an upstream's 5xx.
+class ReleasingEffect final : public idem::engine::Effect {
+ public:
+  std::function<void()> during;
+  bool release = true;
+  idem::core::Outcome perform(const idem::engine::Attempt&) override {
+    if (during) during();
+    idem::core::Outcome o;
+    o.status = Status::succeeded;
+    o.note = "upstream answered 503";
+    return o;
+  }
+  std::string performed() const override { return "the request was forwarded"; }
+  bool release_instead(const idem::core::Outcome&) const override { return release; }
+};
+}  // namespace
+
+TEST_CASE("engine: an outcome the effect gives up releases the key instead", "[engine]") {
+  Fixture f;
+  AttemptRequest r = f.request("k");
+  Claimed c = f.engine.claim(r);
+  ReleasingEffect effect;
+  idem::engine::Finished done = f.engine.carry_out(c, effect);
+  CHECK(done.released);
+  CHECK_FALSE(done.recorded);
+  CHECK_FALSE(f.store->get("k"));  // attempt 1 released: as if never claimed
+  AttemptRequest again = f.request("k");
+  Claimed retry = f.engine.claim(again);
+  CHECK(retry.verdict == Verdict::claimed);
+  CHECK(retry.attempt == 1);
+  effect.release = false;
+  CHECK(f.engine.carry_out(retry, effect).recorded);
+  CHECK(f.store->get("k")->status == Status::succeeded);
+}
+
+TEST_CASE("engine: a release by an attempt taken over changes nothing", "[engine]") {
+  Fixture f;
+  ReleasingEffect effect;
+  effect.during = [&] {
+    f.owners_gone = true;
+    AttemptRequest thief = f.request("k", 30);
+    thief.claim.policy.retry_abandoned = true;
+    REQUIRE(f.engine.claim(thief).verdict == Verdict::claimed);
+    f.owners_gone = false;
+  };
+  AttemptRequest r = f.request("k");
+  Claimed c = f.engine.claim(r);
+  idem::engine::Finished done = f.engine.carry_out(c, effect);
+  CHECK_FALSE(done.released);
+  CHECK_FALSE(done.recorded);
+  Record rec = *f.store->get("k");
+  CHECK(rec.attempt == 2);
+  CHECK(rec.status == Status::running);
+}
+
+TEST_CASE("engine: a release the store refuses is reported with what happened", "[engine]") {
+  Fixture f;
+  FailingStore failing(*f.store);
+  Engine engine(failing, f.clock, [](const idem::core::Owner&) { return false; });
+  AttemptRequest r = f.request("k");
+  Claimed c = engine.claim(r);
+  failing.fail_release = true;
+  ReleasingEffect effect;
+  CHECK_THROWS_WITH(engine.carry_out(c, effect),
+                    "disk full; the request was forwarded but the key could not be released");
+  CHECK(f.store->get("k")->status == Status::running);
 }

@@ -219,3 +219,15 @@ TEST_CASE("record names: a key, or HOOKPATH#KEY as idem serve writes them", "[ke
   CHECK_FALSE(valid_name(""));
   CHECK_THROWS_AS(validate_record_name(std::string(600, 'k')), idem::UsageError);
 }
+
+TEST_CASE("record names: the proxy's proxy#SCOPE#KEY", "[key]") {
+  const std::string key(255, 'k');
+  CHECK_FALSE(record_name_problem("proxy#-#" + key));
+  CHECK_FALSE(record_name_problem("proxy#0123456789abcdef#" + key));
+  CHECK(*record_name_problem("proxy#-#" + key + "k") ==
+        "after proxy#-#: key is 256 bytes; the limit is 255");
+  // Not a scope: the name is judged as a key.
+  CHECK(*record_name_problem("proxy#0123#" + key) == "key is 266 bytes; the limit is 255");
+  CHECK(*record_name_problem("proxy#0123456789ABCDEF#" + key) ==
+        "key is 278 bytes; the limit is 255");
+}

@@ -11,10 +11,12 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "http/response_parser.hpp"
 #include "http/server.hpp"
 #include "util/fd.hpp"
 
@@ -42,7 +44,38 @@ class EchoHandler final : public Handler {
     }
     Response r;
     r.content_type = "text/plain";
+    if (req.head.path.rfind("/stream", 0) == 0) return streamed(req.head.path);
     r.body = req.head.method + " " + req.head.path + " " + req.body;
+    return r;
+  }
+  // /stream writes "one two three" in pieces (an empty one among them); /stream-fail fails
+  // after them; /stream-204 is an answer without a body.
+  Response streamed(const std::string& path) {
+    Response r;
+    r.content_type = "text/plain";
+    r.status = path == "/stream-204" ? 204 : 200;
+    if (path == "/stream-long") {
+      r.stream = [this](const std::function<bool(std::string_view)>& write) {
+        const std::string piece(64 * 1024, 'p');
+        for (int i = 0; i < 100000; ++i)
+          if (!write(piece)) {
+            std::lock_guard lock(mutex_);
+            writer_refused_ = true;
+            changed_.notify_all();
+            return false;
+          }
+        return true;
+      };
+      return r;
+    }
+    const bool fail = path == "/stream-fail";
+    r.stream = [this, fail](const std::function<bool(std::string_view)>& write) {
+      ++streams_;
+      for (const char* piece : {"one ", "", "two ", "three"})
+        if (!write(piece)) return false;
+      stream_ended_ = true;
+      return !fail;
+    };
     return r;
   }
   Response refused(const RequestHead&, const ParseError& error) override {
@@ -51,12 +84,18 @@ class EchoHandler final : public Handler {
     r.body = error.reason;
     return r;
   }
-  void answered(const RequestHead&, const std::string&, const Response&, int64_t) override {
+  void answered(const RequestHead&, const std::string&, const Response& response,
+                int64_t) override {
+    if (response.stream) answered_after_stream_ = stream_ended_.load();
     ++answered_;
   }
   void wait_blocked() {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return blocked_; });
+  }
+  void wait_writer_refused() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return writer_refused_; });
   }
   void release() {
     std::lock_guard lock(mutex_);
@@ -64,12 +103,16 @@ class EchoHandler final : public Handler {
     changed_.notify_all();
   }
   std::atomic<int> answered_{0};
+  std::atomic<int> streams_{0};
+  std::atomic<bool> stream_ended_{false};
+  std::atomic<bool> answered_after_stream_{false};
 
  private:
   std::mutex mutex_;
   std::condition_variable changed_;
   bool blocked_ = false;
   bool released_ = false;
+  bool writer_refused_ = false;
 };
 
 idem::util::Fd connect_to(int port) {
@@ -196,4 +239,106 @@ TEST_CASE("server: a port in use is refused", "[server]") {
     CHECK(std::string(e.what()) == "cannot listen on " + shown + ": address already in use");
     CHECK(e.code() == idem::k_exit_listen);
   }
+}
+
+namespace {
+
+// The body of the one answer in `out`, read as a client would; nullopt when it is not whole.
+std::optional<std::string> client_body(const std::string& out, bool head_request = false) {
+  ResponseParser parser(head_request);
+  parser.feed(out);
+  parser.end_of_input();
+  if (parser.state() != ResponseParser::State::complete) return std::nullopt;
+  return parser.take_body();
+}
+
+}  // namespace
+
+TEST_CASE("server: a streamed answer goes out chunked to an HTTP/1.1 client", "[server]") {
+  Running r;
+  idem::util::Fd c = connect_to(r.port);
+  REQUIRE(idem::util::write_all(c.get(),
+                                "GET /stream HTTP/1.1\r\nHost: t\r\n\r\n"
+                                "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+  std::string out = read_until_closed(c.get());
+  size_t second = out.find("HTTP/1.1 200 OK\r\n", 1);
+  REQUIRE(second != std::string::npos);
+  std::string first = out.substr(0, second);
+  CHECK(first.find("Transfer-Encoding: chunked\r\n") != std::string::npos);
+  CHECK(first.find("Content-Length") == std::string::npos);
+  CHECK(first.find("\r\n\r\n4\r\none \r\n4\r\ntwo \r\n5\r\nthree\r\n0\r\n\r\n") !=
+        std::string::npos);
+  CHECK(client_body(first) == "one two three");
+  CHECK(out.find("GET /b ") != std::string::npos);  // the connection was kept for the next one
+  CHECK(r.handler.answered_after_stream_);
+}
+
+TEST_CASE("server: a streamed answer to HEAD is its head alone", "[server]") {
+  Running r;
+  idem::util::Fd c = connect_to(r.port);
+  REQUIRE(idem::util::write_all(c.get(),
+                                "HEAD /stream HTTP/1.1\r\nHost: t\r\n\r\n"
+                                "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+  std::string out = read_until_closed(c.get());
+  CHECK(out.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+  size_t end = out.find("\r\n\r\n");
+  REQUIRE(end != std::string::npos);
+  CHECK(out.compare(end + 4, 17, "HTTP/1.1 200 OK\r\n") == 0);
+  CHECK(r.handler.streams_ == 0);
+}
+
+TEST_CASE("server: a streamed answer to HTTP/1.0 runs to the close", "[server]") {
+  Running r;
+  idem::util::Fd c = connect_to(r.port);
+  REQUIRE(idem::util::write_all(c.get(), "GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+  std::string out = read_until_closed(c.get());
+  CHECK(out.find("Transfer-Encoding") == std::string::npos);
+  CHECK(out.find("Content-Length") == std::string::npos);
+  CHECK(out.find("Connection: close\r\n") != std::string::npos);
+  CHECK(out.substr(out.find("\r\n\r\n") + 4) == "one two three");
+}
+
+TEST_CASE("server: a stream that fails cuts the answer off", "[server]") {
+  Running r;
+  idem::util::Fd c = connect_to(r.port);
+  REQUIRE(idem::util::write_all(c.get(),
+                                "GET /stream-fail HTTP/1.1\r\nHost: t\r\n\r\n"
+                                "GET /b HTTP/1.1\r\nHost: t\r\n\r\n"));
+  std::string out = read_until_closed(c.get());
+  CHECK(out.find("5\r\nthree\r\n") != std::string::npos);
+  CHECK(out.find("0\r\n\r\n") == std::string::npos);
+  CHECK(out.find("GET /b") == std::string::npos);  // closed after it
+  CHECK_FALSE(client_body(out).has_value());
+}
+
+TEST_CASE("server: a streamed answer without a body gets no framing", "[server]") {
+  Running r;
+  idem::util::Fd c = connect_to(r.port);
+  REQUIRE(idem::util::write_all(c.get(),
+                                "GET /stream-204 HTTP/1.1\r\nHost: t\r\n\r\n"
+                                "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+  std::string out = read_until_closed(c.get());
+  CHECK(out.rfind("HTTP/1.1 204 No Content\r\n", 0) == 0);
+  CHECK(out.find("Transfer-Encoding") == std::string::npos);
+  CHECK(out.find("one") == std::string::npos);
+  CHECK(out.find("GET /b ") != std::string::npos);
+  CHECK(r.handler.streams_ == 1);
+}
+
+TEST_CASE("server: a client gone in the middle of a stream stops it", "[server]") {
+  Running r;
+  {
+    idem::util::Fd c = connect_to(r.port);
+    REQUIRE(idem::util::write_all(c.get(), "GET /stream-long HTTP/1.1\r\nHost: t\r\n\r\n"));
+    char buf[4096];
+    pollfd p{c.get(), POLLIN, 0};
+    REQUIRE(::poll(&p, 1, 10000) == 1);
+    REQUIRE(::recv(c.get(), buf, sizeof buf, 0) > 0);
+  }  // closed with the answer unread: the server's next writes fail
+  r.handler.wait_writer_refused();
+  // The server goes on serving others.
+  idem::util::Fd c = connect_to(r.port);
+  REQUIRE(
+      idem::util::write_all(c.get(), "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+  CHECK(read_until_closed(c.get()).find("GET /b ") != std::string::npos);
 }

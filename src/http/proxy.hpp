@@ -1,0 +1,120 @@
+#pragma once
+// The Idempotency-Key proxy's rules (SPEC §7), pure: no I/O. Which requests are keyed, how a key
+// is read and scoped, what a request's fingerprint is, which headers go to the upstream and which
+// of its answer are stored, which answers are stored at all, and the problem answers. The route
+// that applies them (claim, forward, record or release) is proxy_route.cpp.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/response.hpp"
+#include "http/request_parser.hpp"
+#include "http/server.hpp"
+#include "http/upstream.hpp"
+
+namespace idem::http {
+
+// What applies to the requests under one prefix (or to all, at the top of the section).
+struct ProxySettings {
+  // Keyed methods: these need an Idempotency-Key and are stored; any other method is passed
+  // through. Upper-case, distinct, never GET, HEAD or OPTIONS.
+  std::vector<std::string> methods = {"POST", "PATCH"};
+  int64_t ttl_ms = 24 * 3600 * 1000;  // how long a stored answer is replayed, > 0
+  int64_t timeout_ms = 30 * 1000;     // the whole upstream exchange; past it 504, > 0
+  int64_t max_body = 1 << 20;         // request bodies, bytes; over it 413
+  bool store_server_errors = false;   // store 5xx answers too (else the key is released)
+
+  bool keyed(std::string_view method) const;
+};
+
+struct ProxyRouteSettings {
+  // Starts with '/'. Takes the path equal to it and the paths below it ("/v1/pay" takes
+  // "/v1/pay" and "/v1/pay/7", not "/v1/payments"; "/v1/" takes everything under /v1/).
+  std::string prefix;
+  ProxySettings settings;  // the section's, with the route's own fields over them
+};
+
+struct ProxyConfig {
+  std::string upstream;  // the URL as given
+  UpstreamTarget target;
+  ProxySettings settings;
+  int64_t max_response = 10 << 20;  // stored bytes of an answer's body; beyond, it is cut
+  std::string scope_header;         // "" or a header that scopes keys besides Authorization
+  std::vector<ProxyRouteSettings> routes;
+
+  // The settings of the longest route prefix that takes `path`, else the section's.
+  const ProxySettings& settings_for(std::string_view path) const;
+};
+
+// Whether `prefix` takes `path` (see ProxyRouteSettings::prefix).
+bool prefix_takes(std::string_view prefix, std::string_view path);
+
+inline constexpr std::string_view k_idempotency_key = "Idempotency-Key";
+
+// The Idempotency-Key of a request: a structured-field string (RFC 8941: "abc", with backslash
+// escapes of '"' and itself, printable ASCII) or a bare value (what most clients send: a UUID, Stripe's
+// "stripe-node-retry-<uuid>"), which must be a valid key (core/key.hpp) and not start with '"'.
+struct KeyReading {
+  enum Kind { ok, missing, malformed } kind = missing;
+  std::string key;     // ok: the key, unquoted
+  std::string reason;  // malformed: why, one line
+};
+KeyReading read_idempotency_key(const Headers& headers);
+
+// The scope of a request's key: 16 hex digits of SHA-256 over its Authorization and scope
+// header values (each framed by name and length, so which one holds a value matters), or "-"
+// when it has neither. One client can never reach another's stored answer.
+std::string key_scope(const Headers& headers, std::string_view scope_header);
+
+// The record's name: "proxy#" + scope + "#" + key.
+std::string stored_key(std::string_view scope, std::string_view key);
+
+// SHA-256 over method, path, query and body, with boundaries (core/fingerprint).
+std::string request_fingerprint(const RequestHead& head, std::string_view body);
+
+// The request as the store keeps it (for `idem show --request`): method, target, headers (the
+// credential ones, Authorization, Cookie, Proxy-Authorization, by name only) and body_b64.
+std::string proxy_stored_request(const RequestHead& head, std::string_view body);
+
+// Whether a header is hop-by-hop (RFC 9110 §7.6.1: Connection, Keep-Alive, Proxy-Connection, TE,
+// Trailer, Transfer-Encoding, Upgrade), or named by the message's Connection header.
+bool is_hop_by_hop(std::string_view name, const std::vector<std::string>& connection_names);
+
+// The names a message's Connection headers list (lower-case).
+std::vector<std::string> connection_names(
+    const std::vector<std::pair<std::string, std::string>>& headers);
+
+// The headers sent upstream: the request's in order, without hop-by-hop ones, Host,
+// Content-Length (the client sets it), Expect (the proxy answered it), X-Forwarded-Host and
+// X-Forwarded-Proto; then Host (the upstream's authority), X-Forwarded-For (a received one with
+// `remote` appended), X-Forwarded-Host (the request's Host, when it had one) and
+// X-Forwarded-Proto: http.
+std::vector<std::pair<std::string, std::string>> forwarded_headers(const RequestHead& head,
+                                                                   const std::string& remote,
+                                                                   const UpstreamTarget& target);
+
+// The upstream's answer as the proxy sends it to the client that asked: its status and headers
+// in order, without hop-by-hop ones and those the server writes itself (Content-Length, Date);
+// the first Content-Type goes to content_type. Set-Cookie is kept: this client is the one it was
+// meant for.
+Response answer_head(const UpstreamHead& head);
+
+// What a replay sends again: the answer's status and headers without Set-Cookie (a cookie is
+// given to the client that asked, never to whoever replays the key), hop-by-hop ones, Date, and
+// any header core::response_problem refuses (it is left out; so are the last headers when they
+// are over its size limit).
+core::Response stored_response(const UpstreamHead& head);
+
+// Whether an upstream's answer with `status` is stored (and replayed) or the key released so a
+// retry goes through: 5xx only with store_server_errors.
+bool stores_status(int status, const ProxySettings& settings);
+
+// RFC 9457 problem details, with the `error` member payment SDKs look for:
+// {"type", "title", "status", "detail", "error": {"type": error_type, "message": detail}}.
+Response proxy_problem(int status, const std::string& title, const std::string& detail,
+                       const std::string& error_type = "idempotency_error");
+
+}  // namespace idem::http

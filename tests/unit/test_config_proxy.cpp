@@ -1,0 +1,171 @@
+// The config's "proxy" section (http/config.hpp, http/proxy.hpp): values, defaults, and one
+// message per mistake naming the field.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "http/config.hpp"
+
+using idem::http::Config;
+using idem::http::ConfigError;
+using idem::http::parse_config;
+using idem::http::ProxyConfig;
+
+namespace {
+
+constexpr int64_t k_second = 1000;
+constexpr int64_t k_hour = 3600 * k_second;
+
+std::optional<std::string> no_env(const std::string&) { return std::nullopt; }
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_config("serve.json", text, no_env);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(parsed)";
+}
+
+// A proxy section with `fields` beside its upstream.
+std::string proxy_with(const std::string& fields) {
+  return R"({"proxy": {"upstream": "http://127.0.0.1:3000")" +
+         (fields.empty() ? std::string() : ", " + fields) + "}}";
+}
+
+std::string proxy_error(const std::string& fields) { return error_of(proxy_with(fields)); }
+
+ProxyConfig parse_proxy(const std::string& fields) {
+  Config c = parse_config("serve.json", proxy_with(fields), no_env);
+  REQUIRE(c.proxy);
+  return *c.proxy;
+}
+
+}  // namespace
+
+TEST_CASE("config proxy: every field but upstream has a default", "[config][proxy]") {
+  ProxyConfig p = parse_proxy("");
+  CHECK(p.upstream == "http://127.0.0.1:3000");
+  CHECK(p.target.port == 3000);
+  CHECK(p.target.authority == "127.0.0.1:3000");
+  CHECK(p.settings.methods == std::vector<std::string>{"POST", "PATCH"});
+  CHECK(p.settings.ttl_ms == 24 * k_hour);
+  CHECK(p.settings.timeout_ms == 30 * k_second);
+  CHECK(p.settings.max_body == 1 << 20);
+  CHECK_FALSE(p.settings.store_server_errors);
+  CHECK(p.max_response == 10 << 20);
+  CHECK(p.scope_header.empty());
+  CHECK(p.routes.empty());
+}
+
+TEST_CASE("config proxy: the fields are read as given", "[config][proxy]") {
+  ProxyConfig p = parse_proxy(
+      R"("methods": ["POST", "PUT"], "ttl": "1h", "timeout": 5, "max_body": "2KiB",
+         "max_response": 100, "scope_header": "X-Tenant", "store_server_errors": true,
+         "routes": [{"prefix": "/v1/payments", "ttl": "7d", "store_server_errors": false},
+                    {"prefix": "/v1/", "methods": ["DELETE"], "timeout": "1s", "max_body": 10}])");
+  CHECK(p.settings.methods == std::vector<std::string>{"POST", "PUT"});
+  CHECK(p.settings.ttl_ms == k_hour);
+  CHECK(p.settings.timeout_ms == 5 * k_second);
+  CHECK(p.settings.max_body == 2048);
+  CHECK(p.max_response == 100);
+  CHECK(p.scope_header == "X-Tenant");
+  CHECK(p.settings.store_server_errors);
+  REQUIRE(p.routes.size() == 2);
+  // A route inherits what it does not set.
+  CHECK(p.routes[0].prefix == "/v1/payments");
+  CHECK(p.routes[0].settings.ttl_ms == 7 * 24 * k_hour);
+  CHECK_FALSE(p.routes[0].settings.store_server_errors);
+  CHECK(p.routes[0].settings.methods == std::vector<std::string>{"POST", "PUT"});
+  CHECK(p.routes[1].settings.methods == std::vector<std::string>{"DELETE"});
+  CHECK(p.routes[1].settings.timeout_ms == k_second);
+  CHECK(p.routes[1].settings.max_body == 10);
+  CHECK(p.routes[1].settings.ttl_ms == k_hour);
+  CHECK(p.settings_for("/v1/payments/3").ttl_ms == 7 * 24 * k_hour);
+  CHECK(p.settings_for("/v1/refunds").timeout_ms == k_second);
+  CHECK(p.settings_for("/v2").timeout_ms == 5 * k_second);
+}
+
+TEST_CASE("config proxy: a proxy alone, or beside hooks, is a config", "[config][proxy]") {
+  Config alone = parse_config("serve.json", proxy_with(""), no_env);
+  CHECK(alone.hooks.empty());
+  Config both = parse_config(
+      "serve.json",
+      R"({"hooks": [{"path": "/h", "command": ["true"]}], "proxy": {"upstream": "http://u:1"}})",
+      no_env);
+  CHECK(both.hooks.size() == 1);
+  CHECK(both.proxy->target.host == "u");
+  Config empty_hooks =
+      parse_config("serve.json", R"({"hooks": [], "proxy": {"upstream": "http://u:1"}})", no_env);
+  CHECK(empty_hooks.hooks.empty());
+  CHECK_FALSE(parse_config("serve.json", R"({"hooks": [{"path": "/h", "command": ["true"]}]})",
+                           no_env)
+                  .proxy);
+}
+
+TEST_CASE("config proxy: each bad value is named", "[config][proxy]") {
+  CHECK(error_of(R"({"proxy": {}})") == "serve.json: proxy: missing field 'upstream'");
+  CHECK(error_of(R"({"proxy": []})") == "serve.json: proxy: expected an object, got an array");
+  CHECK(error_of(R"({"proxy": {"upstream": 3}})") ==
+        "serve.json: proxy.upstream: expected a string, got an integer");
+  CHECK(error_of(R"({"proxy": {"upstream": "ftp://x"}})").starts_with(
+      "serve.json: proxy.upstream: "));
+  CHECK(proxy_error(R"("upstrem": 1)") == "serve.json: proxy: unknown field 'upstrem'");
+  CHECK(proxy_error(R"("methods": ["GET"])") ==
+        "serve.json: proxy.methods[0]: 'GET' is never keyed: safe methods are passed through "
+        "untouched");
+  CHECK(proxy_error(R"("methods": ["POST", "HEAD"])").starts_with(
+      "serve.json: proxy.methods[1]: 'HEAD' is never keyed"));
+  CHECK(proxy_error(R"("methods": ["OPTIONS"])").starts_with(
+      "serve.json: proxy.methods[0]: 'OPTIONS' is never keyed"));
+  CHECK(proxy_error(R"("methods": [])") ==
+        "serve.json: proxy.methods: is empty; list at least one method, such as \"POST\"");
+  CHECK(proxy_error(R"("methods": ["post"])") ==
+        "serve.json: proxy.methods[0]: 'post' is not an upper-case HTTP method such as POST or "
+        "PUT");
+  CHECK(proxy_error(R"("ttl": "5x")") == "serve.json: proxy.ttl: bad duration '5x'");
+  CHECK(proxy_error(R"("ttl": 0)") == "serve.json: proxy.ttl: must be more than 0");
+  CHECK(proxy_error(R"("timeout": "0s")") == "serve.json: proxy.timeout: must be more than 0");
+  CHECK(proxy_error(R"("timeout": true)") ==
+        "serve.json: proxy.timeout: expected a duration such as \"30s\" or whole seconds, got "
+        "true");
+  CHECK(proxy_error(R"("max_body": "2GiB")") ==
+        "serve.json: proxy.max_body: must be at most 1GiB, got 2GiB");
+  CHECK(proxy_error(R"("max_body": 0)") == "serve.json: proxy.max_body: must be more than 0");
+  CHECK(proxy_error(R"("max_response": "lots")") ==
+        "serve.json: proxy.max_response: bad size 'lots'");
+  CHECK(proxy_error(R"("max_response": "1GiB")") ==
+        "serve.json: proxy.max_response: must be at most 900MiB, got 1GiB");
+  CHECK(proxy_error(R"("max_response": 0)") ==
+        "serve.json: proxy.max_response: must be more than 0");
+  CHECK(proxy_error(R"("scope_header": "X Tenant")") ==
+        "serve.json: proxy.scope_header: 'X Tenant' is not a valid header name");
+  CHECK(proxy_error(R"("store_server_errors": "yes")") ==
+        "serve.json: proxy.store_server_errors: expected true or false, got a string");
+}
+
+TEST_CASE("config proxy: each bad route is named", "[config][proxy]") {
+  CHECK(proxy_error(R"("routes": {})") ==
+        "serve.json: proxy.routes: expected an array of routes, got an object");
+  CHECK(proxy_error(R"("routes": [{}])") ==
+        "serve.json: proxy.routes[0]: missing field 'prefix'");
+  CHECK(proxy_error(R"("routes": [{"prefix": "v1"}])") ==
+        "serve.json: proxy.routes[0].prefix: 'v1' must start with '/'");
+  CHECK(proxy_error(R"("routes": [{"prefix": "/a?b"}])") ==
+        "serve.json: proxy.routes[0].prefix: '/a?b' contains '?' (routes are matched on the path "
+        "alone)");
+  CHECK(proxy_error(R"("routes": [{"prefix": "/a b"}])") ==
+        "serve.json: proxy.routes[0].prefix: '/a b' contains whitespace, a control or a "
+        "non-ASCII character");
+  CHECK(proxy_error(R"("routes": [{"prefix": "/a"}, {"prefix": "/a"}])") ==
+        "serve.json: proxy.routes[1].prefix: '/a' is used by proxy.routes[0] too");
+  CHECK(proxy_error(R"("routes": [{"prefix": "/a", "scope_header": "X"}])") ==
+        "serve.json: proxy.routes[0]: unknown field 'scope_header'");
+  CHECK(proxy_error(R"("routes": [{"prefix": "/a", "ttl": "x"}])") ==
+        "serve.json: proxy.routes[0].ttl: bad duration 'x'");
+  CHECK(proxy_error(R"("routes": [{"prefix": "/a", "methods": ["GET"]}])").starts_with(
+      "serve.json: proxy.routes[0].methods[0]: 'GET' is never keyed"));
+  CHECK(proxy_error(R"("routes": ["/a"])") ==
+        "serve.json: proxy.routes[0]: expected an object, got a string");
+}
