@@ -22,6 +22,7 @@
 #include "http/request_parser.hpp"
 #include "http/server.hpp"
 #include "http/upstream.hpp"
+#include "serving.hpp"
 #include "util/clock.hpp"
 #include "util/fd.hpp"
 
@@ -57,19 +58,7 @@ class EchoHandler final : public Handler {
   void answered(const RequestHead&, const std::string&, const Response&, int64_t) override {}
 };
 
-struct Running {
-  EchoHandler handler;
-  Server server;
-  int port;
-  std::thread thread;
-  Running() : server(ServerOptions{}, handler), port(server.listen("127.0.0.1", 0, "test")) {
-    thread = std::thread([this] { server.run(); });
-  }
-  ~Running() {
-    server.stop();
-    thread.join();
-  }
-};
+using Running = idem::test::Serving<EchoHandler>;
 
 // A listener whose connections are served one after another by `script(fd, index)` on its own
 // thread; `stop_fd` becomes readable when the server is destroyed, for scripts that wait.
