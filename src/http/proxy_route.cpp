@@ -40,17 +40,19 @@ UpstreamRequest upstream_request(const Request& req, const UpstreamTarget& targe
   return up;
 }
 
-Response upstream_failure(const UpstreamError& e, const ProxySettings& settings) {
+std::string failure_outcome(const UpstreamError& e) {
+  return e.kind() == UpstreamError::timeout ? "upstream_timeout" : "upstream_error";
+}
+
+// 504 past the deadline, else 502; the reason, which names the upstream, goes to the log only.
+Response upstream_problem(const UpstreamError& e, const ProxySettings& settings) {
   if (e.kind() == UpstreamError::timeout)
-    return labelled(proxy_problem(504, "Upstream timed out",
-                                  "the upstream did not answer within " +
-                                      std::to_string(settings.timeout_ms) + " ms",
-                                  "api_error"),
-                    "upstream_timeout", "", e.what());
-  return labelled(proxy_problem(502, "Upstream unavailable",
-                                "the upstream could not be reached or broke off its answer",
-                                "api_error"),
-                  "upstream_error", "", e.what());
+    return proxy_problem(504, "Upstream timed out",
+                         "the upstream did not answer within " +
+                             std::to_string(settings.timeout_ms) + " ms",
+                         "api_error");
+  return proxy_problem(502, "Upstream unavailable",
+                       "the upstream could not be reached or broke off its answer", "api_error");
 }
 
 // The effect of a keyed request: forward it once and keep the answer. An answer the policy does
@@ -88,8 +90,8 @@ class ForwardEffect final : public engine::Effect {
       o.note = "the upstream answered " + std::to_string(head.status);
     } catch (const UpstreamError& e) {
       release_ = true;
-      answer_ = upstream_failure(e, settings_);
-      outcome_ = e.kind() == UpstreamError::timeout ? "upstream_timeout" : "upstream_error";
+      answer_ = upstream_problem(e, settings_);
+      outcome_ = failure_outcome(e);
       error_ = e.what();
       o.note = std::string("upstream: ") + e.what();
     }
@@ -278,13 +280,21 @@ class ProxyRoute final : public Route {
       if (req.head.method == "HEAD")  // no body follows: the connection goes back to the pool
         exchange->read_body([](std::string_view) { return true; });
     } catch (const UpstreamError& e) {
-      return upstream_failure(e, s);
+      return labelled(upstream_problem(e, s), failure_outcome(e), "", e.what());
     }
     Response r = answer_head(exchange->head());
-    r.stream = [exchange](const std::function<bool(std::string_view)>& write) {
+    // The stream runs after handle() has returned, maybe after a reload dropped this route: it
+    // keeps the pool its exchange's connection goes back to, and gives the exchange up first.
+    struct Held {
+      std::shared_ptr<UpstreamPool> pool;
+      std::shared_ptr<UpstreamExchange> exchange;  // destroyed before the pool
+    };
+    auto held = std::make_shared<Held>(Held{pool_, std::move(exchange)});
+    r.stream = [held](const std::function<bool(std::string_view)>& write) {
       bool client_there = true;
       try {
-        exchange->read_body([&](std::string_view piece) { return client_there = write(piece); });
+        held->exchange->read_body(
+            [&](std::string_view piece) { return client_there = write(piece); });
       } catch (const UpstreamError&) {
         return false;  // cut off: the client sees the answer end early
       }

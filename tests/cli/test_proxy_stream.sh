@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Passed-through answers are streamed (SPEC §7: "streamed both ways where possible"): the first
 # piece of a chunked GET reaches the client before the upstream has sent the rest. Large answers
-# pass through whole, and a large keyed answer is replayed byte for byte.
+# pass through whole, and a large keyed answer is replayed byte for byte. A reload in the middle
+# of a stream does not cut it.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/proxy_lib.sh"
@@ -15,6 +16,10 @@ got_first() { file_has "$T/stream.out" 'piece 1'; }
 wait_until "the first piece reaches the client" got_first
 ! file_has "$T/stream.out" 'piece 2' || fail "the rest came before the upstream sent it"
 bg_running stream || fail "the answer ended before the upstream sent the rest"
+# A reload meanwhile replaces the route; the stream goes on with the connection it has.
+kill -HUP "$(bg_pid "$DAEMON")"
+reloaded() { file_has "$T/$DAEMON.err" '"event":"reloaded"'; }
+wait_until "the daemon reloads" reloaded
 release_fifo "$T/rest"
 bg_wait stream
 expect_rc 0
