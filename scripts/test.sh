@@ -2,11 +2,14 @@
 # The whole test suite: installs the packages, builds with warnings as errors, runs every unit and
 # end-to-end test through CTest and prints its summary. IDEM_SANITIZE=address (or 1) builds with
 # ASan+UBSan, IDEM_SANITIZE=thread with TSan. Arguments go to ctest (e.g. -L unit).
+# The npm packages of tests/node (scripts/npm_deps.sh) are installed first: the proxy's tests
+# drive a real Stripe SDK.
 # The PostgreSQL tests run against a throwaway cluster of their own (scripts/pg_cluster.sh),
 # stopped when this script ends however it ends; IDEM_TEST_PG_URL already set uses that server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+scripts/npm_deps.sh
 build=build
 flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDEM_WERROR=ON -DIDEM_TESTS=ON -DIDEM_TEST_HOOKS=ON)
 case "${IDEM_SANITIZE:-}" in

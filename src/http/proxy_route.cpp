@@ -284,12 +284,17 @@ class ProxyRoute final : public Route {
     }
     Response r = answer_head(exchange->head());
     // The stream runs after handle() has returned, maybe after a reload dropped this route: it
-    // keeps the pool its exchange's connection goes back to.
-    r.stream = [exchange, pool = pool_](const std::function<bool(std::string_view)>& write) {
-      (void)pool;
+    // keeps the pool its exchange's connection goes back to, and gives the exchange up first.
+    struct Held {
+      std::shared_ptr<UpstreamPool> pool;
+      std::shared_ptr<UpstreamExchange> exchange;  // destroyed before the pool
+    };
+    auto held = std::make_shared<Held>(Held{pool_, std::move(exchange)});
+    r.stream = [held](const std::function<bool(std::string_view)>& write) {
       bool client_there = true;
       try {
-        exchange->read_body([&](std::string_view piece) { return client_there = write(piece); });
+        held->exchange->read_body(
+            [&](std::string_view piece) { return client_there = write(piece); });
       } catch (const UpstreamError&) {
         return false;  // cut off: the client sees the answer end early
       }

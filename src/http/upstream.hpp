@@ -73,10 +73,11 @@ class UpstreamExchange {
 
 // Connections to one upstream, shared by every worker thread. A request goes out on an idle
 // kept-alive connection when there is one, else on a new one; at most `max_idle` are kept. An
-// idle connection is looked at before reuse (one the upstream closed, or that has unasked-for
-// bytes, is dropped). A request that fails on a reused connection before any byte of its answer
-// arrived is sent once more on a new connection only when its method is idempotent (RFC 9110
-// §9.2.2): a POST that may have arrived is never sent twice.
+// idle connection is looked at before reuse (one the upstream closed, that has unasked-for
+// bytes, or that was idle over 2 s, when servers start closing theirs, is dropped). A request
+// that fails on a reused connection before any byte of its answer arrived is sent once more on
+// a new connection only when its method is idempotent (RFC 9110 §9.2.2): a POST that may have
+// arrived is never sent twice.
 class UpstreamPool {
  public:
   UpstreamPool(UpstreamTarget target, size_t max_idle);

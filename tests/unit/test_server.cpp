@@ -18,6 +18,7 @@
 
 #include "http/response_parser.hpp"
 #include "http/server.hpp"
+#include "serving.hpp"
 #include "util/fd.hpp"
 
 using namespace idem::http;
@@ -146,20 +147,7 @@ size_t count(const std::string& s, const std::string& what) {
   return n;
 }
 
-struct Running {
-  EchoHandler handler;
-  Server server;
-  int port;
-  std::thread thread;
-  explicit Running(ServerOptions options = {})
-      : server(options, handler), port(server.listen("127.0.0.1", 0, "127.0.0.1:0")) {
-    thread = std::thread([this] { server.run(); });
-  }
-  ~Running() {
-    server.stop();
-    thread.join();
-  }
-};
+using Running = idem::test::Serving<EchoHandler>;
 
 }  // namespace
 

@@ -21,7 +21,9 @@
 #include "core/errors.hpp"
 #include "http/request_parser.hpp"
 #include "http/server.hpp"
+#include "http/socket_io.hpp"
 #include "http/upstream.hpp"
+#include "serving.hpp"
 #include "util/clock.hpp"
 #include "util/fd.hpp"
 
@@ -57,19 +59,7 @@ class EchoHandler final : public Handler {
   void answered(const RequestHead&, const std::string&, const Response&, int64_t) override {}
 };
 
-struct Running {
-  EchoHandler handler;
-  Server server;
-  int port;
-  std::thread thread;
-  Running() : server(ServerOptions{}, handler), port(server.listen("127.0.0.1", 0, "test")) {
-    thread = std::thread([this] { server.run(); });
-  }
-  ~Running() {
-    server.stop();
-    thread.join();
-  }
-};
+using Running = idem::test::Serving<EchoHandler>;
 
 // A listener whose connections are served one after another by `script(fd, index)` on its own
 // thread; `stop_fd` becomes readable when the server is destroyed, for scripts that wait.
@@ -136,14 +126,16 @@ bool read_request(int fd, RequestHead* head = nullptr) {
   return true;
 }
 
-void send_text(int fd, const std::string& text) { REQUIRE(idem::util::write_all(fd, text)); }
+int64_t in_ms(int64_t ms) { return idem::util::monotonic_ms() + ms; }
+
+// Runs on the raw server's thread, where Catch's assertions may not be used: a failed write
+// shows as the client's failure.
+void send_text(int fd, const std::string& text) { (void)send_all(fd, text, in_ms(10000)); }
 
 UpstreamPool pool_for(int port, size_t max_idle = 4) {
   return UpstreamPool(parse_upstream_url("test", "http://127.0.0.1:" + std::to_string(port)),
                       max_idle);
 }
-
-int64_t in_ms(int64_t ms) { return idem::util::monotonic_ms() + ms; }
 
 std::string read_all_body(UpstreamExchange& exchange, size_t* pieces = nullptr) {
   std::string out;
