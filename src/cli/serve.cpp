@@ -46,7 +46,7 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
       ->type_name("DURATION")->capture_default_str();
   add_lease_option(*serve, o.lease);
   serve->footer(
-      "Example:\n"
+      "Examples:\n"
       "  GITHUB_WEBHOOK_SECRET=... idem serve --config examples/serve.json --listen 127.0.0.1:8787\n"
       "  idem serve --upstream http://127.0.0.1:3000 --listen 127.0.0.1:8787\n"
       "  idem serve --ledger --socket /run/user/$UID/idem.sock");
