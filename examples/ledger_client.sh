@@ -17,7 +17,7 @@ key=$1
 shift
 url=${IDEM_URL:-http://127.0.0.1:8787}
 lease=${IDEM_LEASE:-30s}
-token=$(cat "${IDEM_TOKEN_FILE:?set IDEM_TOKEN_FILE to the daemon's token file}")
+token=$(cat "${IDEM_TOKEN_FILE:?set IDEM_TOKEN_FILE to the token file of the daemon}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -430,9 +430,10 @@ int Server::listen(const std::string& host, int port, const std::string& shown_a
 
 namespace {
 
-// A socket file at `path` that no server accepts on any more (its daemon died).
+// A socket file at `path` that no server accepts on any more (its daemon died). The probe does
+// not block: a live server with a full backlog answers EAGAIN, which counts as alive.
 bool stale_socket(const std::string& path) {
-  util::Fd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  util::Fd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
