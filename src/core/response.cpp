@@ -9,19 +9,6 @@ namespace {
 
 char lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
 
-// RFC 9110 §5.6.2: tchar.
-bool is_token(std::string_view name) {
-  if (name.empty()) return false;
-  for (char c : name) {
-    auto byte = static_cast<unsigned char>(c);
-    bool alnum = (byte >= '0' && byte <= '9') || (byte >= 'a' && byte <= 'z') ||
-                 (byte >= 'A' && byte <= 'Z');
-    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos)
-      return false;
-  }
-  return true;
-}
-
 // Written by the server that replays, or meaningful for one connection only (RFC 9110 §7.6.1).
 bool is_servers_own(std::string_view name) {
   for (std::string_view own : {"Content-Length", "Transfer-Encoding", "Date", "Connection",
@@ -49,6 +36,18 @@ bool is_utf8(const std::string& value) {
 }
 
 }  // namespace
+
+bool is_token(std::string_view text) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    bool alnum = (byte >= '0' && byte <= '9') || (byte >= 'a' && byte <= 'z') ||
+                 (byte >= 'A' && byte <= 'Z');
+    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos)
+      return false;
+  }
+  return true;
+}
 
 bool same_header_name(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;

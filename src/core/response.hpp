@@ -32,7 +32,12 @@ struct Response {
   bool operator==(const Response&) const = default;
 };
 
-// Whether two header names are the same name (ASCII case-insensitive, RFC 9110 §5.1).
+// Whether `text` is an RFC 9110 token (§5.6.2: one or more tchar), as header names and methods
+// are; the one definition the stored answer and the HTTP parsers share.
+bool is_token(std::string_view text);
+
+// Whether two header names are the same name (ASCII case-insensitive, RFC 9110 §5.1); the HTTP
+// parsers compare names and tokens with it too.
 bool same_header_name(std::string_view a, std::string_view b);
 
 // The value of the first header called `name` (ASCII case-insensitive), or nullopt.

@@ -1,5 +1,7 @@
 #include "http/message.hpp"
 
+#include "core/response.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -13,11 +15,6 @@ constexpr uint64_t k_too_big = std::numeric_limits<uint64_t>::max();
 
 char lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
 
-bool is_tchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::strchr("!#$%&'*+-.^_`|~", c) != nullptr && c != '\0';
-}
-
 bool is_control(char c) {
   auto u = static_cast<unsigned char>(c);
   return (u < 0x20 && c != '\t') || u == 0x7f;
@@ -26,10 +23,7 @@ bool is_control(char c) {
 }  // namespace
 
 bool equals_ignore_case(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i])) return false;
-  return true;
+  return core::same_header_name(a, b);
 }
 
 std::optional<std::string_view> Headers::get(std::string_view name) const {
@@ -47,9 +41,7 @@ namespace syntax {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_ows(char c) { return c == ' ' || c == '\t'; }
-bool is_token(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), is_tchar);
-}
+bool is_token(std::string_view s) { return core::is_token(s); }
 
 bool has_control(std::string_view s) { return std::any_of(s.begin(), s.end(), is_control); }
 

@@ -1,9 +1,10 @@
 #pragma once
 // The daemon's route table: the routes in the order they are tried, the first that takes a
 // request's path answers it. The daemon builds it from the config (daemon.cpp): the built-ins
-// /healthz and /metrics, then one route per hook. The ledger API's /v1/ routes belong right after
-// the built-ins (the config then refuses hook paths under /v1/, as it refuses /healthz today), and
-// a proxy's fallback, which takes every path, last. A path no route takes is answered 404.
+// /healthz and /metrics, then with --ledger the ledger API's paths (a hook at one of them is
+// refused), then one route per hook, and last the proxy's fallback, which takes every path. A
+// path no route takes is answered 404. A Unix socket (--socket) has a table of its own: the
+// built-ins and the ledger.
 #include <memory>
 #include <string>
 #include <string_view>
