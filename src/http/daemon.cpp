@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "http/config.hpp"
@@ -221,30 +223,52 @@ std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_r
   return {host, port};
 }
 
-// Work that outlives the request that started it (async handlers); the drain waits for it.
+// Work that outlives the request that started it (async handlers); the drain waits for it. Its
+// threads are joined, never detached: a thread's own exit (the thread-local state libraries such
+// as libcrypto clean up then) must be over before the process exits and runs their global
+// clean-up, or the two race.
 class Background {
  public:
   void spawn(std::function<void()> fn) {
-    {
-      std::lock_guard lock(mutex_);
-      ++running_;
-    }
-    std::thread([this, fn = std::move(fn)] {
+    std::lock_guard lock(mutex_);
+    join_finished();
+    ++running_;
+    threads_.emplace_back([this, fn = std::move(fn)] {
       fn();
-      std::lock_guard lock(mutex_);
+      std::lock_guard done(mutex_);
       --running_;
+      finished_.push_back(std::this_thread::get_id());
       done_.notify_all();
-    }).detach();
+    });
   }
   void wait() {
     std::unique_lock lock(mutex_);
     done_.wait(lock, [&] { return running_ == 0; });
+    std::list<std::thread> all = std::move(threads_);
+    threads_.clear();
+    finished_.clear();
+    lock.unlock();
+    for (auto& t : all) t.join();
   }
 
  private:
+  // Joins the threads whose work is done (they hold no lock any more: each ends within moments).
+  void join_finished() {
+    for (auto id : finished_) {
+      auto it = std::find_if(threads_.begin(), threads_.end(),
+                             [&](const std::thread& t) { return t.get_id() == id; });
+      if (it == threads_.end()) continue;
+      it->join();
+      threads_.erase(it);
+    }
+    finished_.clear();
+  }
+
   std::mutex mutex_;
   std::condition_variable done_;
   int running_ = 0;
+  std::list<std::thread> threads_;
+  std::vector<std::thread::id> finished_;  // of threads_, whose work is done
 };
 
 // What the routes use, for as long as the daemon runs; a reload keeps it.

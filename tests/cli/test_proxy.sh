@@ -103,6 +103,8 @@ for method in GET HEAD OPTIONS PUT DELETE; do
     RESP=p request "$method" /things '' 'X-Answer-Status: 203' 'X-Answer-Header: Set-Cookie: p=1'
   fi
   RESP=p expect_http 203
+  [[ $(head -n 1 "$T/p.headers") == "HTTP/1.1 203 Non-Authoritative Information" ]] ||
+    fail "$method: status line $(head -n 1 "$T/p.headers")"
   RESP=p assert_header Set-Cookie p=1
   RESP=p assert_no_header Idempotent-Replayed
 done
