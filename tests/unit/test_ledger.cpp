@@ -200,7 +200,9 @@ TEST_CASE("ledger: claim, heartbeat, finish, replay") {
   CHECK(f.body(a)["lease_ms"] == 10000);  // the claim's lease
   f.clock.advance(8000);  // past the claim's lease, within the renewed one
   CHECK(f.ledger.claim(R"({"key": "k"})").outcome == "running");
-  CHECK(f.ledger.finish(json{{"key", "k"}, {"attempt_token", "0" + token.substr(1)},
+  std::string other = token;  // the token with its first digit changed
+  other[0] = other[0] == '0' ? '1' : '0';
+  CHECK(f.ledger.finish(json{{"key", "k"}, {"attempt_token", other},
                              {"status", "succeeded"}}
                             .dump())
             .status == 409);
