@@ -43,12 +43,14 @@ class Fields {
       bad_ = BadField{"", "the body must be a JSON object"};
       return;
     }
-    for (const auto& [name, value] : doc_.items())
+    for (const auto& item : doc_.items()) {
+      const std::string& name = item.key();  // a structured binding cannot be captured (clang 14)
       if (std::find_if(known.begin(), known.end(), [&](const char* k) { return name == k; }) ==
           known.end()) {
         refuse(name, "unknown member '" + name + "'");
         return;
       }
+    }
   }
 
   const std::optional<BadField>& bad() const { return bad_; }
