@@ -1,0 +1,42 @@
+#pragma once
+// Address ranges for allow-lists: the native hooks' "allow" (config.hpp) and the ip-whitelist
+// rule of webhook hooks files. Pure.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idem::http {
+
+// One address, IPv4 or IPv6; an IPv4-mapped IPv6 address (::ffff:10.0.0.1) is its IPv4 one.
+struct IpAddress {
+  bool v4 = true;
+  std::array<uint8_t, 16> bytes{};  // v4: the first 4
+};
+
+// A numeric address ("10.0.0.1", "::1", "fe80::1"), also in brackets ("[::1]"); nullopt for
+// anything else (names are never resolved).
+std::optional<IpAddress> parse_ip(std::string_view text);
+
+// The address of a peer written as "ADDRESS", "ADDRESS:PORT" or "[ADDRESS]:PORT".
+std::optional<IpAddress> parse_peer(std::string_view text);
+
+// A CIDR block ("10.0.0.0/8", "2001:db8::/32") or one address (a /32 or /128).
+struct IpRange {
+  IpAddress base;  // with the bits past the prefix cleared
+  int prefix = 0;
+  bool contains(const IpAddress& address) const;
+};
+
+// One range; nullopt when `text` is not one (a prefix past the family's length, a name).
+std::optional<IpRange> parse_range(std::string_view text);
+
+// Ranges separated by blanks or commas ("10.0.0.0/8 192.168.1.5,::1"). Throws std::invalid_argument
+// naming the first that is not a range.
+std::vector<IpRange> parse_ranges(std::string_view text);
+
+bool any_contains(const std::vector<IpRange>& ranges, const IpAddress& address);
+
+}  // namespace idem::http

@@ -1,0 +1,77 @@
+#pragma once
+// What a hook of a webhook hooks file (webhook_file.hpp) makes of one request: the payload
+// decoded by its content type, parameter values by source, trigger rules, and the command's
+// arguments, environment and files. Pure: no I/O, no clock of its own.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "http/webhook_file.hpp"
+
+namespace idem::http::webhook {
+
+// The request as the hook sees it.
+struct Request {
+  std::string method;
+  std::string remote_addr;  // the peer's address and port as webhook shows it: "127.0.0.1:54321"
+  std::vector<std::pair<std::string, std::string>> headers;  // as received
+  std::vector<std::pair<std::string, std::string>> query;    // decoded, in order
+  std::string body;          // raw, untouched
+  std::string content_type;  // the hook's incoming-payload-content-type, else the header's
+  // The decoded payload: JSON (numbers kept as written), form-encoded (one string per field,
+  // the first of a repeated one), XML (as webhook's: elements by name, attributes as "-name",
+  // text beside attributes as "#text", repeated elements as arrays). Null when the body is not
+  // of a known type or does not parse (webhook then goes on with no payload).
+  nlohmann::json payload;
+  std::string payload_error;  // why payload is null, for the log ("" when it parsed)
+  int64_t now_unix_s = 0;     // for scalr-signature's date check
+};
+
+// Builds a Request: decodes the query string (raw, after '?'), picks the content type, decodes
+// the payload, then applies the hook's parse-parameters-as-json (a string value replaced by the
+// JSON it holds).
+Request make_request(const WebhookHook& hook, std::string method, std::string remote_addr,
+                     std::vector<std::pair<std::string, std::string>> headers,
+                     std::string_view raw_query, std::string body, int64_t now_unix_s);
+
+// The value of a parameter, as webhook renders it: strings as they are, numbers as written,
+// booleans "true"/"false", objects and arrays as JSON. nullopt when the source has no such value.
+// Header names are looked up case-insensitively.
+std::optional<std::string> value_of(const Argument& argument, const Request& request);
+
+struct RuleResult {
+  bool ok = false;
+  // A failure that is the request's fault, not a mismatch: a signature that does not verify
+  // (unless the hook allows soft failures, when it only makes its match false) or a rule that
+  // cannot be evaluated. webhook answers 500 "Error occurred while evaluating hook rules." then.
+  // A missing parameter is not an error: it only makes its match false.
+  std::optional<std::string> error;
+};
+
+// Evaluates the hook's trigger rule (none: ok) against the request. Constant-time comparisons
+// for value and signatures.
+RuleResult evaluate(const WebhookHook& hook, const Request& request);
+
+struct CommandFile {
+  std::string envname;  // the variable that names the file's path
+  std::string content;  // already base64-decoded when asked
+};
+
+// What the command gets: argv (execute-command then pass-arguments-to-command, a missing value
+// passed as an empty string, as webhook does), the environment it adds (pass-environment-to-
+// command: envname, else HOOK_ + the name; a missing value is left out), and the files to write
+// (pass-file-to-command: envname, else HOOK_ + the name upper-cased). `problems` lists each value
+// that was missing, for the log.
+struct Command {
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<CommandFile> files;
+  std::vector<std::string> problems;
+};
+Command command_for(const WebhookHook& hook, const Request& request);
+
+}  // namespace idem::http::webhook
