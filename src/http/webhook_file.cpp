@@ -454,7 +454,7 @@ void read_file(const HooksFileText& file, const HooksFileOptions& options, const
     text = std::move(expanded.text);
     for (const std::string& name : expanded.read_env) add_once(out.withheld_env, name);
     for (const std::string& name : expanded.unset_env)
-      out.warnings.push_back(file.name + ": template: environment variable " + name +
+      out.warnings.push_back(file.name + ": template: environment variable " + quote(name) +
                              " is not set; it expanded to an empty string");
     for (const std::string& path : expanded.unreadable_files)
       out.warnings.push_back(file.name + ": template: cannot read " + quote(path) +

@@ -29,6 +29,28 @@ std::string where(const YAML::Node& node) {
   return "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1);
 }
 
+// Unicode's well-formed UTF-8 (table 3-7). JSON's parser refuses anything else, and so does
+// webhook's YAML loader; yaml-cpp does not check.
+bool valid_utf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    auto lead = static_cast<unsigned char>(text[i]);
+    size_t trail = lead < 0x80 ? 0 : lead >= 0xC2 && lead <= 0xDF ? 1 : lead >= 0xE0 && lead <= 0xEF ? 2
+                 : lead >= 0xF0 && lead <= 0xF4 ? 3 : 4;
+    if (trail == 4 || i + trail >= text.size()) return false;
+    unsigned char low = 0x80, high = 0xBF;  // the range of the first trailing byte
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+    for (size_t k = 1; k <= trail; ++k) {
+      auto byte = static_cast<unsigned char>(text[i + k]);
+      if (byte < (k == 1 ? low : 0x80) || byte > (k == 1 ? high : 0xBF)) return false;
+    }
+    i += trail + 1;
+  }
+  return true;
+}
+
 bool one_of(std::string_view text, std::initializer_list<std::string_view> names) {
   for (std::string_view name : names)
     if (text == name) return true;
@@ -124,6 +146,7 @@ class Converter {
     if (depth > k_max_depth) fail(where(node), "nested more than " + std::to_string(k_max_depth) + " deep");
     switch (node.Type()) {
       case YAML::NodeType::Scalar:
+        if (!valid_utf8(node.Scalar())) fail(where(node), "not valid UTF-8");
         // Quoted and block scalars are strings, and so is anything tagged; plain ones resolve.
         return node.Tag() == "?" ? resolve_plain(node.Scalar()) : Json(node.Scalar());
       case YAML::NodeType::Sequence: {
@@ -147,6 +170,7 @@ class Converter {
       if (!pair.first.IsScalar() && !pair.first.IsNull())
         fail(where(pair.first), "a mapping key must be a plain value");
       std::string name = pair.first.IsNull() ? "" : pair.first.Scalar();
+      if (!valid_utf8(name)) fail(where(pair.first), "not valid UTF-8");
       if (object.contains(name)) fail(where(pair.first), "duplicate field " + quote(name));
       object[name] = convert(pair.second, depth + 1);
     }

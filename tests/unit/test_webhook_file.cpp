@@ -494,8 +494,8 @@ TEST_CASE("webhook file: a template is expanded first", "[webhook_file]") {
         std::vector<std::string>{"DEPLOY_SECRET", "NOT_SET", "GITHUB_WEBHOOK_SECRET"});
   CHECK(h.native.withheld_env == files.withheld_env);
   CHECK(files.warnings == std::vector<std::string>{"hooks.json: template: environment variable "
-                                                   "NOT_SET is not set; it expanded to an empty "
-                                                   "string"});
+                                                   "'NOT_SET' is not set; it expanded to an "
+                                                   "empty string"});
   // Without --template the braces are text.
   CHECK(error_of("hooks.json", R"([{"id": "{{ getenv "X" }}", "execute-command": "/x"}])") ==
         "hooks.json: not JSON: parse error at line 1, column 21: syntax error while parsing "
