@@ -19,7 +19,7 @@ _idem_flags() {
     rm) echo "--force $global" ;;
     gc) echo "--dry-run --older-than $global" ;;
     serve) echo "--config --upstream --ledger --socket --listen --allow-remote --port-file --max-connections" \
-      "--request-timeout --grace --busy-timeout --lease $global" ;;
+      "--request-timeout --grace --busy-timeout --lease --cert --key --tls-min-version --pidfile $global" ;;
     each) echo "--key-field --ttl --lease --jobs --replay-failures -q --quiet -v --verbose $global" ;;
     begin) echo "-k --key --ttl --wait --owner-pid --print --retry-abandoned --kill-stale -q --quiet $global" ;;
     end) echo "-k --key --exit --stdout-file --stderr-file --owner-pid $global" ;;
@@ -41,6 +41,7 @@ _idem_takes_value() {
       gc:--older-than | \
       serve:--config | serve:--upstream | serve:--socket | serve:--listen | serve:--port-file | serve:--max-connections | \
       serve:--request-timeout | serve:--grace | serve:--busy-timeout | serve:--lease | \
+      serve:--cert | serve:--key | serve:--tls-min-version | serve:--pidfile | \
       each:--key-field | each:--ttl | each:--lease | each:--jobs | \
       begin:-k | begin:--key | begin:--ttl | begin:--wait | begin:--owner-pid | \
       end:-k | end:--key | end:--exit | end:--stdout-file | end:--stderr-file | end:--owner-pid)
@@ -197,8 +198,9 @@ _idem() {
   if _idem_takes_value "$sub" "$prev"; then
     case $sub:$prev in
       *:--db | *:--store | serve:--config | serve:--socket | serve:--port-file | end:--stdout-file | \
-        end:--stderr-file)
+        end:--stderr-file | serve:--cert | serve:--key | serve:--pidfile)
         _idem_add_files ;;
+      serve:--tls-min-version) _idem_add 1.2 1.3 ;;
       run:-k | run:--key | begin:-k | begin:--key | end:-k | end:--key) _idem_add_keys ;;
       ls:--status) _idem_add running succeeded failed abandoned expired ;;
       serve:--listen) _idem_add 127.0.0.1:8787 127.0.0.1:0 ;;

@@ -169,6 +169,10 @@ complete -c idem -n "__idem_using serve" -l request-timeout -x -d 'Deadline for 
 complete -c idem -n "__idem_using serve" -l grace -x -d 'On SIGTERM, time for in-flight handlers (30s)'
 complete -c idem -n "__idem_using serve" -l busy-timeout -x -d 'Wait for a locked store before 503 (3s)'
 complete -c idem -n "__idem_using serve" -l lease -x -d 'PostgreSQL: how long a claim holds its key unrenewed (30s)'
+complete -c idem -n "__idem_using serve" -l cert -r -F -d 'Serve HTTPS: the certificate chain, PEM'
+complete -c idem -n "__idem_using serve" -l key -r -F -d 'The private key of --cert, PEM'
+complete -c idem -n "__idem_using serve" -l tls-min-version -x -a '1.2 1.3' -d 'The lowest TLS version accepted (1.2)'
+complete -c idem -n "__idem_using serve" -l pidfile -r -F -d 'Write the daemon pid to PATH once listening'
 
 # each
 complete -c idem -n "__idem_using each" -l key-field -x -d 'JSON Pointer to each message key, e.g. /id'

@@ -45,6 +45,25 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
                     "503 (IDEM_BUSY_TIMEOUT does not apply to serve)")
       ->type_name("DURATION")->capture_default_str();
   add_lease_option(*serve, o.lease);
+  auto* cert = serve
+                   ->add_option("--cert", o.cert,
+                                "Serve HTTPS on --listen: the certificate chain, PEM (SIGHUP "
+                                "reads it again)")
+                   ->type_name("FILE");
+  auto* key =
+      serve->add_option("--key", o.key, "The private key of --cert, PEM")->type_name("FILE");
+  cert->needs(key);
+  key->needs(cert);
+  serve->add_option("--tls-min-version", o.tls_min_version, "The lowest TLS version accepted")
+      ->type_name("1.2|1.3")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"1.2", "1.3"}))
+      ->needs(cert);
+  serve
+      ->add_option("--pidfile", o.pidfile,
+                   "Write the daemon's process id to PATH once listening, remove it at exit "
+                   "(refused while a live process's id is there)")
+      ->type_name("PATH");
   serve->footer(
       "Examples:\n"
       "  GITHUB_WEBHOOK_SECRET=... idem serve --config examples/serve.json --listen 127.0.0.1:8787\n"
@@ -71,6 +90,10 @@ int run_serve(const GlobalOptions& global, const ServeOptions& o) {
   d.busy_timeout_ms = core::duration_arg("--busy-timeout", o.busy_timeout);
   if (d.request_timeout_ms <= 0) throw UsageError("--request-timeout must be above zero");
   d.lease_ms = configured_lease_ms(o.lease);
+  d.tls_cert = o.cert;
+  d.tls_key = o.key;
+  d.tls_min_version = o.tls_min_version;
+  d.pidfile = o.pidfile;
   d.store = store_location(global);
   return http::run_daemon(d);
 }

@@ -19,6 +19,9 @@ struct ServeOptions {
   std::string grace = "30s";
   std::string busy_timeout = "3s";
   std::string lease;  // empty: $IDEM_LEASE, else 30s (stores shared by hosts only)
+  std::string cert, key;
+  std::string tls_min_version = "1.2";
+  std::string pidfile;
 };
 
 CLI::App* register_serve(CLI::App& app, ServeOptions& options);

@@ -503,6 +503,23 @@ void read_limits(const Json& hook, const std::string& at, Hook& out) {
     out.retry_abandoned = read_bool(*v, member(at, "retry_abandoned"));
 }
 
+// "allow": the peers whose requests are served; every entry an address or a CIDR block.
+std::vector<IpRange> read_allow(const Json& value, const std::string& at) {
+  if (!value.is_array()) wrong_type(at, "an array of addresses and CIDR ranges", value);
+  // An empty list would refuse everyone: surely a mistake, since dropping the field serves all.
+  if (value.empty()) fail(at, "is empty (without \"allow\", every peer is served)");
+  std::vector<IpRange> ranges;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string where = element(at, i);
+    const std::string text = read_string(value[i], where);
+    std::optional<IpRange> range = parse_range(text);
+    if (!range)
+      fail(where, quote(text) + " is not an address or a CIDR range (e.g. 10.0.0.0/8, ::1)");
+    ranges.push_back(*range);
+  }
+  return ranges;
+}
+
 }  // namespace config_fields
 
 namespace {
@@ -517,7 +534,7 @@ Hook read_hook(const Json& value, size_t index, PathOwners& owners, const EnvLoo
   expect_object(value, at);
   check_fields(value, at,
                {"path", "command", "signature", "key", "ttl", "timeout", "max_body", "async",
-                "max_concurrency", "max_queue", "retry_abandoned", "methods", "no_key"});
+                "max_concurrency", "max_queue", "retry_abandoned", "methods", "no_key", "allow"});
   Hook hook;
   hook.path = read_path(value, at);
   if (auto [it, fresh] = owners.emplace(hook.path, index); !fresh)
@@ -529,6 +546,8 @@ Hook read_hook(const Json& value, size_t index, PathOwners& owners, const EnvLoo
   if (const Json* v = optional_field(value, "key")) hook.key = read_key(*v, member(at, "key"));
   if (const Json* v = optional_field(value, "no_key"))
     hook.no_key = read_no_key(*v, member(at, "no_key"));
+  if (const Json* v = optional_field(value, "allow"))
+    hook.allow = read_allow(*v, member(at, "allow"));
   read_limits(value, at, hook);
   if (const Json* v = optional_field(value, "signature"))
     hook.signature =
@@ -632,10 +651,12 @@ void read_proxy(const Json& value, const EnvLookup&, Config& config) {
   const std::string at = "proxy";
   expect_object(value, at);
   check_fields(value, at,
-               {"upstream", "methods", "ttl", "timeout", "max_body", "max_response",
-                "scope_header", "store_server_errors", "routes"});
+               {"upstream", "methods", "ttl", "timeout", "max_body", "max_response", "scope_header",
+                "store_server_errors", "routes", "allow"});
   ProxyConfig proxy;
   read_upstream(value, at, proxy);
+  if (const Json* v = optional_field(value, "allow"))
+    proxy.allow = read_allow(*v, member(at, "allow"));
   read_proxy_settings(value, at, proxy.settings);
   if (const Json* v = optional_field(value, "max_response")) {
     proxy.max_response = read_size(*v, member(at, "max_response"));

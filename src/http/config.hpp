@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "http/ip_range.hpp"
 #include "http/proxy.hpp"
 #include "http/signature.hpp"
 
@@ -44,6 +45,9 @@ struct Hook {
   bool retry_abandoned = false;
   std::vector<std::string> methods = {"POST"};  // upper-case, distinct, at least one
   NoKey no_key = NoKey::refuse;
+  // The peers whose deliveries are served (their address in one of the ranges); others get 403
+  // before the body is read. Empty: every peer.
+  std::vector<IpRange> allow;
   // Every secret_env of the config, this hook's and the others': no handler gets them in its
   // environment, so a handler cannot read any sender's secret.
   std::vector<std::string> withheld_env;

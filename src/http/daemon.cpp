@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,6 +21,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -27,9 +29,12 @@
 #include "http/delivery.hpp"
 #include "http/proxy_route.hpp"
 #include "http/ledger.hpp"
+#include "http/pidfile.hpp"
 #include "http/routes.hpp"
 #include "http/upstream.hpp"
 #include "http/server.hpp"
+#include "http/systemd.hpp"
+#include "http/tls.hpp"
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
 #include "store/provider.hpp"
@@ -273,7 +278,8 @@ class Background {
 
 // What the routes use, for as long as the daemon runs; a reload keeps it.
 struct Services {
-  explicit Services(const DaemonOptions& options)
+  // `unix_socket`: a Unix socket was passed in (socket activation) to serve as --socket's.
+  Services(const DaemonOptions& options, bool unix_socket)
       // Deliveries lease connections from here, reused across deliveries and threads. Idle ones
       // are kept up to the connections served at once (at most 16): a burst reuses them, and a
       // quiet daemon holds only that many open.
@@ -282,7 +288,7 @@ struct Services {
             size_t(std::clamp(options.max_connections, 1, 16)))),
         owner(proc::describe_owner()),
         health(options.store, options.busy_timeout_ms) {
-    if (options.ledger || !options.socket_path.empty())
+    if (options.ledger || !options.socket_path.empty() || unix_socket)
       ledger = std::make_shared<const Ledger>(stores, Ledger::client_owner(owner.host),
                                               util::process_clock());
     // Made (or read) at start: a bad token file stops the daemon before it listens.
@@ -373,6 +379,11 @@ class HookRoute final : public Route {
   bool matches(std::string_view path) const override { return path == hook_.path; }
 
   Admission admit(const RequestHead& head) const override {
+    if (!allows(hook_.allow, head.remote)) {
+      Answer a = problem(403, "Forbidden", "hook " + hook_.path + " does not serve " + head.remote);
+      a.outcome = "forbidden";
+      return Admission{to_response(a, hook_.path), 0};
+    }
     const auto& methods = hook_.methods;
     if (std::find(methods.begin(), methods.end(), head.method) == methods.end()) {
       std::string allow;
@@ -609,10 +620,40 @@ ServerOptions server_options(const DaemonOptions& options) {
   return o;
 }
 
+std::shared_ptr<const TlsContext> load_tls(const DaemonOptions& options) {
+  if (options.tls_cert.empty()) return nullptr;
+  auto version = parse_tls_version(options.tls_min_version);
+  if (!version) throw UsageError("--tls-min-version must be 1.2 or 1.3");
+  return TlsContext::load(TlsFiles{options.tls_cert, options.tls_key, *version});
+}
+
+// Sockets passed in by socket activation: at most one TCP and one Unix listener.
+struct Passed {
+  std::optional<PassedSocket> tcp, unix_socket;
+};
+
+Passed sort_passed(std::vector<PassedSocket> sockets) {
+  Passed passed;
+  for (PassedSocket& s : sockets) {
+    auto& slot = s.family == AF_UNIX ? passed.unix_socket : passed.tcp;
+    if (slot)
+      throw UsageError("socket activation: more than one " +
+                       std::string(s.family == AF_UNIX ? "Unix" : "TCP") +
+                       " socket passed; idem serve listens on one of each");
+    slot = std::move(s);
+  }
+  return passed;
+}
+
 class Daemon {
  public:
-  // Makes sure the store can be used: a bad store fails now, not at the first delivery.
-  Daemon(const DaemonOptions& options, Config config) : options_(options), services_(options) {
+  // Makes sure the store can be used: a bad store fails now, not at the first delivery; so do
+  // bad TLS files.
+  Daemon(const DaemonOptions& options, Config config, Passed passed)
+      : options_(options),
+        passed_(std::move(passed)),
+        services_(options, passed_.unix_socket.has_value()),
+        tls_(load_tls(options)) {
     services_.lease_ms = services_.stores->lease()->spans_hosts() ? options.lease_ms : 0;
     state_ = build_state(std::move(config), nullptr, services_);
   }
@@ -623,18 +664,23 @@ class Daemon {
     Router socket_router([this] { return current(); }, services_.metrics, true);
     Server server(server_options(options_), router);
     services_.shed_count = [&server] { return server.shed_count(); };
-    const int bound = server.listen(host, port, options_.listen);
-    if (!options_.socket_path.empty()) server.listen_unix(options_.socket_path, socket_router);
+    if (tls_) server.use_tls(tls_);
+    auto [address, bound] = open_listeners(server, host, port, socket_router);
     nlohmann::json listening{{"time", now_iso()},
                              {"event", "listening"},
-                             {"address", host + ":" + std::to_string(bound)},
+                             {"address", address + ":" + std::to_string(bound)},
                              {"hooks", current()->config.hooks.size()},
                              {"store", options_.store.display()}};
     if (current()->config.proxy) listening["proxy"] = current()->config.proxy->upstream;
     if (options_.ledger) listening["ledger"] = ledger_token_path(options_.store);
     if (!options_.socket_path.empty()) listening["socket"] = options_.socket_path;
+    if (tls_) listening["tls"] = true;
+    if (passed_.tcp || passed_.unix_socket) listening["socket_activation"] = true;
     log_line(listening);
     write_port_file(options_.port_file, bound);
+    std::optional<PidFile> pidfile;
+    if (!options_.pidfile.empty()) pidfile.emplace(options_.pidfile).write();
+    notifier_.ready();
 
     std::thread signals([&] { watch_signals(handled, server); });
     server.run();
@@ -652,13 +698,31 @@ class Daemon {
     return state_;
   }
 
+  // The passed sockets, else --listen and --socket. Returns the TCP address and port.
+  std::pair<std::string, int> open_listeners(Server& server, const std::string& host, int port,
+                                             Handler& socket_router) {
+    std::pair<std::string, int> bound{host, 0};
+    if (passed_.tcp)
+      bound = server.adopt(std::move(passed_.tcp->fd));
+    else if (!passed_.unix_socket)
+      bound.second = server.listen(host, port, options_.listen);
+    if (passed_.unix_socket)
+      server.adopt_unix(std::move(passed_.unix_socket->fd), socket_router);
+    else if (!options_.socket_path.empty())
+      server.listen_unix(options_.socket_path, socket_router);
+    return bound;
+  }
+
   // The signal thread: SIGHUP reloads; SIGTERM or SIGINT starts the drain and ends it.
   void watch_signals(const sigset_t& handled, Server& server) {
     for (;;) {
       int sig = 0;
       if (sigwait(&handled, &sig) != 0) continue;
       if (sig == SIGHUP) {
+        notifier_.reloading();
         reload();
+        reload_tls(server);
+        notifier_.ready();
         continue;
       }
       drain(sig, server);
@@ -683,23 +747,42 @@ class Daemon {
     }
   }
 
+  // The certificate and key read again (a renewed certificate); unusable ones keep the old.
+  void reload_tls(Server& server) {
+    if (!tls_) return;
+    try {
+      server.use_tls(load_tls(options_));
+      log_line({{"time", now_iso()}, {"event", "tls_reloaded"}});
+    } catch (const std::exception& e) {
+      log_line({{"time", now_iso()},
+                {"event", "reload_failed"},
+                {"error", e.what()},
+                {"kept", "previous certificate"}});
+    }
+  }
+
   void drain(int sig, Server& server) {
     stopping_ = true;
+    notifier_.stopping();
     log_line({{"time", now_iso()},
               {"event", "draining"},
               {"signal", sigabbrev_np(sig)},
               {"grace_ms", options_.grace_ms}});
     // Past the grace period, leave: unfinished handlers show as abandoned, never as done.
-    std::thread([grace = options_.grace_ms] {
+    std::thread([grace = options_.grace_ms, pidfile = options_.pidfile] {
       std::this_thread::sleep_for(std::chrono::milliseconds(grace));
       log_line({{"time", now_iso()}, {"event", "grace_expired"}});
+      if (!pidfile.empty()) remove_pid_file(pidfile);
       _exit(1);
     }).detach();
     server.stop();  // stops accepting; run() returns once the requests being served are done
   }
 
   const DaemonOptions& options_;
+  Passed passed_;
   Services services_;
+  const std::shared_ptr<const TlsContext> tls_;  // the first; reloads hand the server new ones
+  const Notifier notifier_;
   std::mutex state_mutex_;
   std::shared_ptr<const State> state_;
   std::atomic<bool> stopping_{false};
@@ -708,8 +791,14 @@ class Daemon {
 }  // namespace
 
 int run_daemon(const DaemonOptions& options) {
-  auto [host, port] = parse_listen(options.listen, options.allow_remote);
-  Daemon daemon(options, load_config(options));
+  // Taken first: the passed descriptors become close-on-exec before anything could spawn.
+  Passed passed = sort_passed(take_passed_sockets());
+  std::string host;
+  int port = 0;
+  // A passed socket's address is the service manager's to choose (its unit file).
+  if (!passed.tcp) std::tie(host, port) = parse_listen(options.listen, options.allow_remote);
+  if (!options.pidfile.empty()) PidFile::check(options.pidfile);
+  Daemon daemon(options, load_config(options), std::move(passed));
   return daemon.run(host, port);
 }
 

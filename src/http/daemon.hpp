@@ -27,10 +27,18 @@ struct DaemonOptions {
   // The lease of a delivery's claim on a store shared by hosts (PostgreSQL), renewed while its
   // handler runs; ignored on a store of one host.
   int64_t lease_ms = 30000;
+  // TLS on the TCP listener (both set, PEM files; SIGHUP reads them again), and its lowest
+  // version, "1.2" or "1.3".
+  std::string tls_cert, tls_key;
+  std::string tls_min_version = "1.2";
+  std::string pidfile;  // if set, the daemon's pid is written there once listening
 };
 
 // Runs until SIGTERM or SIGINT (drains in-flight handlers within the grace period). SIGHUP reloads
-// the config; a broken reload keeps the old one. Throws UsageError for a bad config or listen
+// the config (and the TLS files); a broken reload keeps the old one. Sockets passed by systemd's
+// socket activation (LISTEN_FDS) replace --listen (a TCP one) and --socket (a Unix one); with
+// $NOTIFY_SOCKET the daemon says READY=1 once listening, RELOADING=1 and READY=1 around a reload,
+// STOPPING=1 when it drains. Throws UsageError for a bad config or listen
 // address at start, StoreError if the store cannot be opened, ListenError (exit 71) if the
 // address cannot be listened on (another process has it).
 int run_daemon(const DaemonOptions& options);

@@ -106,4 +106,10 @@ bool any_contains(const std::vector<IpRange>& ranges, const IpAddress& address) 
                      [&](const IpRange& r) { return r.contains(address); });
 }
 
+bool allows(const std::vector<IpRange>& allow, std::string_view remote) {
+  if (allow.empty()) return true;
+  std::optional<IpAddress> address = parse_peer(remote);
+  return address && any_contains(allow, *address);
+}
+
 }  // namespace idem::http

@@ -39,4 +39,8 @@ std::vector<IpRange> parse_ranges(std::string_view text);
 
 bool any_contains(const std::vector<IpRange>& ranges, const IpAddress& address);
 
+// Whether an allow-list lets the peer `remote` (Request::remote: "ADDRESS", "unix" on a Unix
+// socket) in: an empty list lets everyone in; a peer whose address cannot be read, no one.
+bool allows(const std::vector<IpRange>& allow, std::string_view remote);
+
 }  // namespace idem::http

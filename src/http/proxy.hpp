@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/response.hpp"
+#include "http/ip_range.hpp"
 #include "http/request_parser.hpp"
 #include "http/server.hpp"
 #include "http/upstream.hpp"
@@ -44,6 +45,8 @@ struct ProxyConfig {
   int64_t max_response = 10 << 20;  // stored bytes of an answer's body; beyond, it is cut
   std::string scope_header;         // "" or a header that scopes keys besides Authorization
   std::vector<ProxyRouteSettings> routes;
+  // The peers whose requests are forwarded; others get 403 before the body is read. Empty: all.
+  std::vector<IpRange> allow;
 
   // The settings of the longest route prefix that takes `path`, else the section's.
   const ProxySettings& settings_for(std::string_view path) const;

@@ -192,6 +192,11 @@ class ProxyRoute final : public Route {
   bool matches(std::string_view) const override { return true; }
 
   Admission admit(const RequestHead& head) const override {
+    if (!allows(config_.allow, head.remote))
+      return Admission{
+          labelled(proxy_problem(403, "Forbidden", "the proxy does not serve " + head.remote),
+                   "forbidden"),
+          0};
     const ProxySettings& s = config_.settings_for(head.path);
     if (!head.chunked && head.content_length > uint64_t(s.max_body))
       return Admission{too_large(head.content_length, s), 0};

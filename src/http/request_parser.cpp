@@ -20,6 +20,7 @@ void RequestParser::reset() {
   state_ = State::head;
   error_ = ParseError{};
   head_ = RequestHead{};
+  head_.remote = remote_;
   body_.clear();
   line_.clear();
   head_bytes_ = 0;

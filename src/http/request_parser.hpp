@@ -26,6 +26,9 @@ struct RequestHead {
   bool expect_continue = false;  // "Expect: 100-continue" on HTTP/1.1
   bool chunked = false;          // the body comes chunked
   uint64_t content_length = 0;   // the announced length when not chunked (0: no body)
+  // The peer's address (as Request::remote, e.g. "127.0.0.1"; "unix" on a Unix socket), from
+  // the parser's constructor: known before the body is read, so an allow-list refuses early.
+  std::string remote;
 };
 
 struct ParseError {
@@ -49,7 +52,11 @@ class RequestParser {
     failed,    // error() says why; the connection cannot be reused
   };
 
-  explicit RequestParser(ParserLimits limits = {}) : limits_(limits) {}
+  // `remote`: the peer's address every head parsed gets (RequestHead::remote).
+  explicit RequestParser(ParserLimits limits = {}, std::string remote = "")
+      : limits_(limits), remote_(std::move(remote)) {
+    head_.remote = remote_;
+  }
 
   // Consumes a prefix of `in` and returns how many bytes it used. It stops where the head ends
   // (state routing) and where the message ends (state complete), so bytes of a pipelined next
@@ -81,6 +88,7 @@ class RequestParser {
   void fail(int status, std::string reason);
 
   ParserLimits limits_;
+  std::string remote_;
   State state_ = State::head;
   ParseError error_;
   RequestHead head_;

@@ -19,6 +19,8 @@
 #include <system_error>
 
 #include "http/socket_io.hpp"
+#include "http/stream.hpp"
+#include "http/tls.hpp"
 #include "util/clock.hpp"
 
 namespace idem::http {
@@ -123,19 +125,21 @@ std::string peer_address(const sockaddr_storage& ss) {
 // One connection, from accept to close: requests read, answered and logged in order.
 class Session {
  public:
-  Session(const ServerOptions& options, Handler& handler, int fd, int wake_fd,
+  Session(const ServerOptions& options, Handler& handler, Stream& stream, int wake_fd,
           const std::atomic<bool>& stopping, std::string remote, int64_t start_ms)
       : options_(options),
         handler_(handler),
-        fd_(fd),
+        stream_(stream),
         wake_fd_(wake_fd),
         stopping_(stopping),
         remote_(std::move(remote)),
-        parser_(options.limits),
+        parser_(options.limits, remote_),
         idle_since_(start_ms),
         request_start_(start_ms) {}
 
   void run() {
+    // A TLS handshake is part of the first request: it has that request's deadline.
+    if (!stream_.open(request_start_ + options_.request_timeout_ms)) return;
     bool first = true;
     for (;;) {
       parser_.reset();
@@ -146,32 +150,23 @@ class Session {
   }
 
  private:
-  enum class Read { data, eof, timeout, woken, error };
+  using Read = Stream::Read;
 
   bool buffered() const { return pos_ < in_.size(); }
 
   Read read_more(int64_t deadline_ms, bool watch_stop) {
-    for (;;) {
-      Ready r = wait_for(fd_, POLLIN, deadline_ms, watch_stop ? wake_fd_ : -1);
-      if (r == Ready::timeout) return Read::timeout;
-      if (r == Ready::woken) return Read::woken;
-      if (r == Ready::error) return Read::error;
-      ssize_t n = ::recv(fd_, chunk_, sizeof chunk_, 0);
-      if (n == 0) return Read::eof;
-      if (n < 0) {
-        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-        return Read::error;
-      }
-      if (pos_ == in_.size()) {
-        in_.clear();
-        pos_ = 0;
-      } else if (pos_ > k_read_chunk) {
-        in_.erase(0, pos_);
-        pos_ = 0;
-      }
-      in_.append(chunk_, size_t(n));
-      return Read::data;
+    size_t n = 0;
+    Read r = stream_.read(chunk_, sizeof chunk_, n, deadline_ms, watch_stop ? wake_fd_ : -1);
+    if (r != Read::data) return r;
+    if (pos_ == in_.size()) {
+      in_.clear();
+      pos_ = 0;
+    } else if (pos_ > k_read_chunk) {
+      in_.erase(0, pos_);
+      pos_ = 0;
     }
+    in_.append(chunk_, n);
+    return Read::data;
   }
 
   void feed() { pos_ += parser_.feed(std::string_view(in_).substr(pos_)); }
@@ -225,8 +220,8 @@ class Session {
     if (parser_.state() == RequestParser::State::body && parser_.head().expect_continue &&
         !buffered()) {
       // RFC 9110 §10.1.1: the client waits for this before it sends the body.
-      if (!send_all(fd_, "HTTP/1.1 100 Continue\r\n\r\n",
-                    util::monotonic_ms() + options_.request_timeout_ms))
+      if (!stream_.write("HTTP/1.1 100 Continue\r\n\r\n",
+                         util::monotonic_ms() + options_.request_timeout_ms))
         return false;
     }
     while (parser_.state() == RequestParser::State::body) {
@@ -267,9 +262,9 @@ class Session {
     bool sent;
     if (!streamed) {
       if (send_body) out += response.body;
-      sent = send_all(fd_, out, util::monotonic_ms() + options_.request_timeout_ms);
+      sent = stream_.write(out, util::monotonic_ms() + options_.request_timeout_ms);
     } else {
-      sent = send_all(fd_, out, util::monotonic_ms() + options_.request_timeout_ms) &&
+      sent = stream_.write(out, util::monotonic_ms() + options_.request_timeout_ms) &&
              (!send_body || write_stream(head, response));
     }
     const int64_t now = util::monotonic_ms();
@@ -345,7 +340,7 @@ class Session {
       }
       out += piece;
       if (chunked) out += "\r\n";
-      gone = !send_all(fd_, out, util::monotonic_ms() + options_.request_timeout_ms);
+      gone = !stream_.write(out, util::monotonic_ms() + options_.request_timeout_ms);
       return !gone;
     };
     bool whole = false;
@@ -356,35 +351,30 @@ class Session {
     }
     if (whole && !gone &&
         (!chunked ||
-         send_all(fd_, "0\r\n\r\n", util::monotonic_ms() + options_.request_timeout_ms)))
+         stream_.write("0\r\n\r\n", util::monotonic_ms() + options_.request_timeout_ms)))
       return true;
     if (!chunked) {
       ::linger reset{1, 0};
-      ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+      ::setsockopt(stream_.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
     }
     response.close = true;
     return false;
   }
 
   void linger() {
-    ::shutdown(fd_, SHUT_WR);
     const int64_t deadline = util::monotonic_ms() + k_linger_ms;
+    stream_.close_write(deadline);
     size_t dropped = 0;
     while (dropped < k_linger_bytes) {
-      if (wait_for(fd_, POLLIN, deadline, -1) != Ready::ready) return;
-      ssize_t n = ::recv(fd_, chunk_, sizeof chunk_, 0);
-      if (n == 0) return;
-      if (n < 0) {
-        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-        return;
-      }
-      dropped += size_t(n);
+      size_t n = 0;
+      if (stream_.read(chunk_, sizeof chunk_, n, deadline, -1) != Read::data) return;
+      dropped += n;
     }
   }
 
   const ServerOptions& options_;
   Handler& handler_;
-  const int fd_;
+  Stream& stream_;
   const int wake_fd_;
   const std::atomic<bool>& stopping_;
   const std::string remote_;
@@ -508,6 +498,27 @@ void Server::listen_unix(const std::string& path, Handler& handler) {
   unix_ino_ = uint64_t(st.st_ino);
 }
 
+std::pair<std::string, int> Server::adopt(util::Fd listener) {
+  const int flags = ::fcntl(listener.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(listener.get(), F_SETFL, flags | O_NONBLOCK) != 0)
+    throw ListenError("cannot use the passed socket: " + why(errno));
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&ss), &len);
+  const int port = ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6&>(ss).sin6_port)
+                                            : ntohs(reinterpret_cast<sockaddr_in&>(ss).sin_port);
+  listener_ = std::move(listener);
+  return {peer_address(ss), port};
+}
+
+void Server::adopt_unix(util::Fd listener, Handler& handler) {
+  const int flags = ::fcntl(listener.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(listener.get(), F_SETFL, flags | O_NONBLOCK) != 0)
+    throw ListenError("cannot use the passed socket: " + why(errno));
+  unix_listener_ = std::move(listener);
+  unix_handler_ = &handler;
+}
+
 void Server::remove_unix_socket() {
   if (unix_path_.empty()) return;
   struct stat st{};
@@ -569,7 +580,7 @@ void Server::accept_one(int listener, Handler& handler) {
   ++connections_;
   waiting_.push_back(Waiting{std::move(connection),
                              ss.ss_family == AF_UNIX ? std::string("unix") : peer_address(ss),
-                             &handler});
+                             &handler, listener == listener_.get() ? tls_ : nullptr});
   if (int(waiting_.size()) > idle_workers_ && int(workers_.size()) < options_.max_connections) {
     try {
       workers_.emplace_back([this] { work(); });
@@ -602,7 +613,10 @@ void Server::work() {
     // The deadline of the first request runs from now: a connection that waited for a worker
     // (within the cap) is not cut off for time it could not use.
     try {
-      Session(options_, *connection.handler, connection.fd.get(), wake_read_.get(), stopping_,
+      std::unique_ptr<Stream> stream = connection.tls
+                                           ? connection.tls->accept(connection.fd.get())
+                                           : std::make_unique<PlainStream>(connection.fd.get());
+      Session(options_, *connection.handler, *stream, wake_read_.get(), stopping_,
               std::move(connection.remote), util::monotonic_ms())
           .run();
     } catch (const std::exception&) {
@@ -615,6 +629,11 @@ void Server::work() {
     }
     connection.fd.reset();
   }
+}
+
+void Server::use_tls(std::shared_ptr<const TlsContext> context) {
+  std::lock_guard lock(mutex_);
+  tls_ = std::move(context);
 }
 
 void Server::stop() {

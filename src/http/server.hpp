@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -21,6 +22,8 @@
 #include "util/fd.hpp"
 
 namespace idem::http {
+
+class TlsContext;
 
 struct Request {
   RequestHead head;
@@ -98,6 +101,11 @@ class Server {
   // stale one) is replaced; any other file there, or a live socket, is refused (ListenError).
   // The socket file is removed when run() returns. Call before run().
   void listen_unix(const std::string& path, Handler& handler);
+  // Listeners made by someone else (systemd's socket activation), in place of listen() and
+  // listen_unix(): a listening TCP socket, whose address (host, port) is returned, and a
+  // listening Unix socket, whose file is its maker's (never removed here). Call before run().
+  std::pair<std::string, int> adopt(util::Fd listener);
+  void adopt_unix(util::Fd listener, Handler& handler);
   // Accepts and serves until stop(); returns once every connection being served has finished.
   void run();
   // From any thread: stop accepting, close idle and waiting connections, let requests being
@@ -106,11 +114,17 @@ class Server {
 
   int64_t shed_count() const { return shed_.load(); }
 
+  // From any thread: the TCP listener's connections accepted from now on speak TLS with
+  // `context` (a reload's new certificate); those being served keep theirs. Unix socket
+  // connections are always plain.
+  void use_tls(std::shared_ptr<const TlsContext> context);
+
  private:
   struct Waiting {
     util::Fd fd;
     std::string remote;
     Handler* handler = nullptr;  // the listener's
+    std::shared_ptr<const TlsContext> tls;  // the TCP listener's when it speaks TLS
   };
   void accept_one(int listener, Handler& handler);
   void remove_unix_socket();
@@ -122,6 +136,7 @@ class Server {
   util::Fd listener_;
   util::Fd unix_listener_;  // with listen_unix
   Handler* unix_handler_ = nullptr;
+  std::shared_ptr<const TlsContext> tls_;  // guarded by mutex_
   std::string unix_path_;
   uint64_t unix_dev_ = 0, unix_ino_ = 0;  // the socket file made, so stop removes only it
   util::Fd wake_read_, wake_write_;  // readable once stop() is called: wakes every poll()

@@ -15,6 +15,8 @@ command -v openssl >/dev/null || fail "openssl is missing (scripts/deps.sh insta
 DAEMON=daemon
 PORT=
 URL=
+# Options every request and get passes to curl (e.g. --cacert FILE for a daemon serving TLS).
+CURL_EXTRA=()
 
 # start_daemon CONFIG [ARG...]: starts `idem serve --config CONFIG` as bg process $DAEMON (its
 # stderr, the JSON log, is $T/$DAEMON.err), waits until it has written its port file, and sets
@@ -63,7 +65,7 @@ request() {
   printf %s "$body" >"$r.sent"
   for h in "$@"; do args+=(-H "$h"); done
   local code=0
-  curl -sS --max-time 60 -X "$method" -H 'Content-Type:' -H 'Expect:' "${args[@]}" \
+  curl -sS --max-time 60 "${CURL_EXTRA[@]}" -X "$method" -H 'Content-Type:' -H 'Expect:' "${args[@]}" \
     --data-binary "@$r.sent" -D "$r.rawheaders" -o "$r.body" -w '%{http_code}' \
     "$URL$path" >"$r.status" 2>"$r.curlerr" || code=$?
   ((code == 0)) || fail "curl $method $path failed ($code): $(cat "$r.curlerr")"
@@ -72,7 +74,7 @@ request() {
 post() { request POST "$@"; }  # post PATH BODY [HEADER...]
 get() {  # get PATH: a GET without a body
   local r=$T/${RESP:-resp} code=0
-  curl -sS --max-time 60 -D "$r.rawheaders" -o "$r.body" -w '%{http_code}' "$URL$1" \
+  curl -sS --max-time 60 "${CURL_EXTRA[@]}" -D "$r.rawheaders" -o "$r.body" -w '%{http_code}' "$URL$1" \
     >"$r.status" 2>"$r.curlerr" || code=$?
   ((code == 0)) || fail "curl GET $1 failed ($code): $(cat "$r.curlerr")"
   tr -d '\r' <"$r.rawheaders" >"$r.headers"

@@ -551,3 +551,39 @@ TEST_CASE("config: ConfigError is a usage error", "[config]") {
     CHECK(e.code() == idem::k_exit_usage);
   }
 }
+
+TEST_CASE("config: a hook's allow-list", "[config]") {
+  CHECK(parse_hook("").allow.empty());
+  Hook hook = parse_hook(R"("allow": ["10.0.0.0/8", "::1", "192.168.1.5"])");
+  REQUIRE(hook.allow.size() == 3);
+  CHECK(idem::http::allows(hook.allow, "10.1.2.3"));
+  CHECK(idem::http::allows(hook.allow, "::1"));
+  CHECK(idem::http::allows(hook.allow, "192.168.1.5"));
+  CHECK_FALSE(idem::http::allows(hook.allow, "192.168.1.6"));
+  CHECK_FALSE(idem::http::allows(hook.allow, "unix"));
+  CHECK(hook_error(R"("allow": ["10.0.0.0/8", "10.0.0.0/33"])") ==
+        "serve.json: hooks[0].allow[1]: '10.0.0.0/33' is not an address or a CIDR range (e.g. "
+        "10.0.0.0/8, ::1)");
+  CHECK(hook_error(R"("allow": ["localhost"])") ==
+        "serve.json: hooks[0].allow[0]: 'localhost' is not an address or a CIDR range (e.g. "
+        "10.0.0.0/8, ::1)");
+  CHECK(hook_error(R"("allow": [])") ==
+        "serve.json: hooks[0].allow: is empty (without \"allow\", every peer is served)");
+  CHECK(hook_error(R"("allow": "10.0.0.0/8")") ==
+        "serve.json: hooks[0].allow: expected an array of addresses and CIDR ranges, got a string");
+  CHECK(hook_error(R"("allow": [8])") ==
+        "serve.json: hooks[0].allow[0]: expected a string, got an integer");
+}
+
+TEST_CASE("config: the proxy's allow-list", "[config]") {
+  Config config = parse_config(
+      "serve.json", R"({"proxy": {"upstream": "http://127.0.0.1:1", "allow": ["fd00::/8"]}})",
+      k_env);
+  REQUIRE(config.proxy);
+  REQUIRE(config.proxy->allow.size() == 1);
+  CHECK(idem::http::allows(config.proxy->allow, "fd00::1"));
+  CHECK_FALSE(idem::http::allows(config.proxy->allow, "127.0.0.1"));
+  CHECK(
+      error_of(R"({"proxy": {"upstream": "http://127.0.0.1:1", "allow": ["10.0.0.0/8", "x"]}})") ==
+      "serve.json: proxy.allow[1]: 'x' is not an address or a CIDR range (e.g. 10.0.0.0/8, ::1)");
+}
