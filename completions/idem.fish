@@ -184,6 +184,8 @@ complete -c idem -n "__idem_using begin" -s k -l key -x -a '(__idem_keys)' -d 'I
 complete -c idem -n "__idem_using begin" -l ttl -x -d 'How long a finished outcome counts as done (24h)'
 complete -c idem -n "__idem_using begin" -l wait -x -d 'Wait up to DURATION for a running key'
 complete -c idem -n "__idem_using begin" -l owner-pid -x -a '(__fish_complete_pids)' -d 'The process that owns the claim'
+complete -c idem -n "__idem_using begin" -l fingerprint -x -d 'What the work is about: another STRING is a conflict'
+complete -c idem -n "__idem_using begin" -l hash-stdin -d 'Add stdin SHA-256 to the fingerprint'
 complete -c idem -n "__idem_using begin" -l print -d 'When already done, write the stored stdout'
 complete -c idem -n "__idem_using begin" -l retry-abandoned -d 'Claim again after an owner died mid-run'
 complete -c idem -n "__idem_using begin" -l kill-stale -d 'With --retry-abandoned: end what the dead owner left running'
