@@ -175,7 +175,11 @@ complete -c idem -n "__idem_using each" -l key-field -x -d 'JSON Pointer to each
 complete -c idem -n "__idem_using each" -l ttl -x -d 'How long a handled key stays done (24h)'
 complete -c idem -n "__idem_using each" -l jobs -x -d 'Handlers running at once (1)'
 complete -c idem -n "__idem_using each" -l lease -x -d 'PostgreSQL: how long a claim holds its key unrenewed (30s)'
+complete -c idem -n "__idem_using each" -l timeout -x -d 'Stop a handler after DURATION'
+complete -c idem -n "__idem_using each" -l kill-after -x -d 'Grace between TERM and KILL for --timeout (10s)'
+complete -c idem -n "__idem_using each" -l max-output -x -d 'Stored output cap per message (16MiB)'
 complete -c idem -n "__idem_using each" -l replay-failures -d 'A failed message counts as done'
+complete -c idem -n "__idem_using each" -l retry-abandoned -d 'Run again a message whose owner died mid-run'
 complete -c idem -n "__idem_using each" -s q -l quiet -d 'Report only malformed lines and the summary'
 complete -c idem -n "__idem_using each" -s v -l verbose -d 'Also report every skipped message'
 
