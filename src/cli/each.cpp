@@ -246,7 +246,8 @@ CLI::App* register_each(CLI::App& app, EachOptions& o) {
                    "Stored output cap per message; the handler's output is still written whole")
       ->type_name("SIZE")->capture_default_str();
   each->add_flag("--replay-failures", o.replay_failures,
-                 "A failed message counts as done (default: it runs again next time)");
+                 "A failed message counts as done, for later runs without this flag too "
+                 "(default: it runs again next time)");
   each->add_flag("--retry-abandoned", o.retry_abandoned,
                  "Run a message again whose earlier handler's owner died mid-run (default: "
                  "refuse it); refused while processes of that attempt are still alive");

@@ -115,6 +115,12 @@ each_from f2b "$T/f2.jsonl" --key-field /id --replay-failures -- "${f2handler[@]
 expect_rc 0
 assert_bytes "$T/f2b.err" 'idem each: 1 message: 0 ran, 0 failed, 1 skipped (already done), 0 refused, 0 malformed\n'
 assert_bytes "$T/attempts2" 'f2 1\n'
+# The policy is recorded with the outcome: a later run without the flag skips it too.
+each_from f2c "$T/f2.jsonl" --key-field /id -- "${f2handler[@]}"
+expect_rc 0
+assert_bytes "$T/f2c.err" 'idem each: 1 message: 0 ran, 0 failed, 1 skipped (already done), 0 refused, 0 malformed\n'
+assert_bytes "$T/attempts2" 'f2 1\n'
+assert_eq "failed true" "$(idem show f2 --json | jsonq /status /replay_failures | tr '\t' ' ')" "record of f2"
 # -q: no per-message reports, still the handler's own stderr, malformed lines and the summary.
 printf '%s\n' '{"id":"q1"}' '{oops' >"$T/q.jsonl"
 each_from q "$T/q.jsonl" --key-field /id -q -- sh -c 'echo "q says no" >&2; exit 2'
