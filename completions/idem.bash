@@ -20,8 +20,8 @@ _idem_flags() {
     gc) echo "--dry-run --older-than $global" ;;
     serve) echo "--config --upstream --ledger --socket --listen --allow-remote --port-file --max-connections" \
       "--request-timeout --grace --busy-timeout --lease --cert --key --tls-min-version --pidfile $global" ;;
-    each) echo "--key-field --ttl --lease --jobs --replay-failures -q --quiet -v --verbose $global" ;;
-    begin) echo "-k --key --ttl --wait --owner-pid --print --retry-abandoned --kill-stale -q --quiet $global" ;;
+    each) echo "--key-field --ttl --lease --jobs --timeout --kill-after --max-output --replay-failures --retry-abandoned -q --quiet -v --verbose $global" ;;
+    begin) echo "-k --key --ttl --wait --owner-pid --fingerprint --hash-stdin --print --retry-abandoned --kill-stale -q --quiet $global" ;;
     end) echo "-k --key --exit --stdout-file --stderr-file --owner-pid $global" ;;
     "") echo "$global --version" ;;
     *)
@@ -42,8 +42,9 @@ _idem_takes_value() {
       serve:--config | serve:--upstream | serve:--socket | serve:--listen | serve:--port-file | serve:--max-connections | \
       serve:--request-timeout | serve:--grace | serve:--busy-timeout | serve:--lease | \
       serve:--cert | serve:--key | serve:--tls-min-version | serve:--pidfile | \
-      each:--key-field | each:--ttl | each:--lease | each:--jobs | \
-      begin:-k | begin:--key | begin:--ttl | begin:--wait | begin:--owner-pid | \
+      each:--key-field | each:--ttl | each:--lease | each:--jobs | each:--timeout | each:--kill-after | \
+      each:--max-output | \
+      begin:-k | begin:--key | begin:--ttl | begin:--wait | begin:--owner-pid | begin:--fingerprint | \
       end:-k | end:--key | end:--exit | end:--stdout-file | end:--stderr-file | end:--owner-pid)
       return 0 ;;
   esac

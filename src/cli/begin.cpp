@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 
 #include "core/duration.hpp"
@@ -14,6 +16,8 @@
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
 #include "util/fd.hpp"
+#include "util/hex.hpp"
+#include "util/sha256.hpp"
 
 namespace idem::cli {
 
@@ -42,6 +46,12 @@ CLI::App* register_begin(CLI::App& app, BeginOptions& o) {
   o.owner_pid_option = begin->add_option("--owner-pid", o.owner_pid,
                     "The process that owns the claim (default: the caller, idem's parent)")
       ->type_name("PID");
+  o.fingerprint_option = begin->add_option(
+      "--fingerprint", o.fingerprint,
+      "What the work is about (an amount, a payload's digest): the same key with another "
+      "STRING is a conflict (65)")->type_name("STRING");
+  begin->add_flag("--hash-stdin", o.hash_stdin,
+                  "Read stdin fully and add its SHA-256 to the fingerprint");
   begin->add_flag("--print", o.print, "When the key already succeeded, write its stored stdout");
   begin->add_flag("--retry-abandoned", o.retry_abandoned,
                   "Claim again after an owner that died mid-run (default: refuse, 69); refused "
@@ -54,7 +64,7 @@ CLI::App* register_begin(CLI::App& app, BeginOptions& o) {
       "Exit: 0 the caller owns the key and must do the work; 1 the key already succeeded;\n"
       "65 conflict; 69 abandoned; 74 store; 75 running.\n"
       "Example:\n"
-      "  if idem begin -k order-42; then\n"
+      "  if idem begin -k order-42 --fingerprint \"amount=$amount\"; then\n"
       "    if charge_card; then idem end -k order-42; else idem end -k order-42 --exit $?; fi\n"
       "  fi");
   return begin;
@@ -72,6 +82,31 @@ core::ProcessGroup owned_group(const core::Owner& owner) {
 }
 
 constexpr int64_t k_kill_stale_grace_ms = 10000;
+
+// --hash-stdin: stdin's SHA-256 in hex, read to its end (begin runs nothing to feed it to).
+std::string hash_stdin() {
+  util::Sha256 hash;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(0, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      throw UsageError(std::string("cannot read stdin for --hash-stdin: ") + std::strerror(errno));
+    if (n == 0) return util::to_hex(hash.finish());
+    hash.update(std::string_view(buf, size_t(n)));
+  }
+}
+
+// --fingerprint and --hash-stdin: what the work is about, so the same key asked for other work
+// is a conflict rather than "already done".
+std::string fingerprint_of(const BeginOptions& o) {
+  const bool given = o.fingerprint_option != nullptr && o.fingerprint_option->count() > 0;
+  if (given && o.fingerprint.empty())
+    throw UsageError("--fingerprint must not be empty (an unset variable?)");
+  const std::string stdin_sha256 = o.hash_stdin ? hash_stdin() : std::string();
+  return core::begin_fingerprint(given ? &o.fingerprint : nullptr,
+                                 o.hash_stdin ? &stdin_sha256 : nullptr);
+}
 
 // As `idem run --retry-abandoned`: never claim over a dead owner whose group still runs.
 void clear_abandoned(const core::Record& r, const BeginOptions& o, const std::string& shown) {
@@ -108,7 +143,9 @@ int answer_without_claim(const engine::Claimed& claimed, const BeginOptions& o,
       }
       return k_exit_already_done;
     case engine::Verdict::conflict:
-      throw Error(k_exit_conflict, shown + " was used by another command; nothing to do here");
+      throw Error(k_exit_conflict, shown +
+                                       " was used by another command or with another "
+                                       "fingerprint; nothing to do here");
     case engine::Verdict::abandoned:
       throw Error(k_exit_abandoned, shown + ": an earlier owner (pid " +
                                         std::to_string(r.owner.pid) +
@@ -131,14 +168,13 @@ int run_begin(const GlobalOptions& global, const BeginOptions& o) {
   if (o.kill_stale && !o.retry_abandoned) throw UsageError("--kill-stale needs --retry-abandoned");
   const int64_t ttl_ms = core::duration_arg("--ttl", o.ttl);
   const int64_t wait_ms = o.wait.empty() ? 0 : core::duration_arg("--wait", o.wait);
+  const std::string fingerprint = fingerprint_of(o);
   auto store = open_store(global);
   engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
   const std::string shown = "key '" + core::display_key(o.key) + "'";
   engine::AttemptRequest req;
   req.claim.key = o.key;
-  core::Fingerprinter f;
-  f.add_field("kind", "begin");
-  req.claim.fingerprint = f.hex();
+  req.claim.fingerprint = fingerprint;
   req.claim.kind = "begin";
   req.claim.owner = script_owner(o.owner_pid_option, o.owner_pid);
   req.claim.ttl_ms = ttl_ms;

@@ -13,6 +13,9 @@ struct BeginOptions {
   std::string wait;
   int64_t owner_pid = 0;
   const CLI::Option* owner_pid_option = nullptr;  // tells a given --owner-pid from none
+  std::string fingerprint;
+  const CLI::Option* fingerprint_option = nullptr;  // tells a given --fingerprint from none
+  bool hash_stdin = false;
   bool print = false;
   bool retry_abandoned = false;
   bool kill_stale = false;

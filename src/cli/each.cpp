@@ -19,6 +19,7 @@
 #include "core/fingerprint.hpp"
 #include "core/json_key.hpp"
 #include "core/key.hpp"
+#include "core/output.hpp"
 #include "engine/attempt.hpp"
 #include "engine/command_effect.hpp"
 #include "proc/liveness.hpp"
@@ -34,6 +35,15 @@ struct Message {
   int64_t line = 0;
   std::string key;
   std::string text;  // the line as read, without its newline
+};
+
+// The limits of one handler, parsed once from the options.
+struct Limits {
+  int64_t ttl_ms = 0;
+  int64_t lease_ms = 0;
+  int64_t timeout_ms = 0;  // 0: none
+  int64_t kill_after_ms = 0;
+  int64_t max_output = 0;
 };
 
 struct Tally {
@@ -53,8 +63,8 @@ void report(const std::string& line) {
 
 class Consumer {
  public:
-  Consumer(const EachOptions& o, int64_t ttl_ms, int64_t lease_ms)
-      : o_(o), ttl_ms_(ttl_ms), lease_ms_(lease_ms), owner_(proc::describe_owner()) {}
+  Consumer(const EachOptions& o, const Limits& limits)
+      : o_(o), limits_(limits), owner_(proc::describe_owner()) {}
 
   // `store` is the calling worker's own connection (SQLite handles are not shared by threads).
   void handle(const Message& m, store::Store& store) {
@@ -75,7 +85,11 @@ class Consumer {
         refuse(where + ": the key was used with another message or command");
         return;
       case engine::Verdict::abandoned:
-        refuse(where + ": an earlier attempt was abandoned mid-run; not run");
+        refuse(where + (o_.retry_abandoned
+                            ? ": an earlier attempt was abandoned mid-run and processes of it "
+                              "are still alive; not run"
+                            : ": an earlier attempt was abandoned mid-run; not run (see "
+                              "--retry-abandoned)"));
         return;
       case engine::Verdict::running:
       case engine::Verdict::declined:
@@ -97,12 +111,17 @@ class Consumer {
     req.claim.fingerprint = f.hex();
     req.claim.kind = "each";
     req.claim.owner = owner_;
-    req.claim.ttl_ms = ttl_ms_;
-    req.claim.lease_ms = lease_ms_;
+    req.claim.ttl_ms = limits_.ttl_ms;
+    req.claim.lease_ms = limits_.lease_ms;
     req.claim.request =
         nlohmann::json{{"argv", o_.command}, {"line", m.line}, {"message", m.text}}.dump(
             -1, ' ', false, nlohmann::json::error_handler_t::replace);
-    req.claim.policy = core::Policy{o_.replay_failures, false};
+    req.claim.policy = core::Policy{o_.replay_failures, o_.retry_abandoned};
+    // --retry-abandoned: never overlap what is left of the abandoned attempt; while its process
+    // group lives the message is refused, as `idem run` refuses (it has no --kill-stale here).
+    req.clear_abandoned = [](const core::Record& r) {
+      return engine::clear_leftovers(r, false, 0) == engine::Leftovers::none;
+    };
     // The same key earlier in this stream, still running in another job: wait for it (per-key
     // exclusion), then skip or run as its outcome says. Another process's: refused at once.
     req.wait.waits_without_limit = [pid = owner_.pid](const core::Record& holder) {
@@ -128,7 +147,11 @@ class Consumer {
     spec.live_stdout_fd = -1;
     spec.live_stderr_fd = -1;
     spec.extra_env = {{"IDEM_KEY", m.key}, {"IDEM_LINE", std::to_string(m.line)}};
-    engine::CommandEffect effect(proc::spawning_runner(), std::move(spec));
+    spec.timeout_ms = limits_.timeout_ms;
+    spec.kill_after_ms = limits_.kill_after_ms;
+    // The whole output is written out below; only what is stored is capped.
+    engine::CommandEffect effect(proc::spawning_runner(), std::move(spec),
+                                 engine::CommandEffect::Capture::kept, limits_.max_output);
     const engine::Finished done = engine.carry_out(claimed, effect);
     const proc::RunResult& result = effect.result();
     {
@@ -141,15 +164,19 @@ class Consumer {
       return;
     }
     ++tally_.failed;
-    if (!o_.quiet)
-      report(where + ": handler " +
-             (result.started ? "exited " + std::to_string(effect.exit_code())
-                             : std::string("could not start: ") + strerror(result.exec_errno)));
+    if (!o_.quiet) report(where + ": handler " + failure_text(effect));
+  }
+
+  std::string failure_text(const engine::CommandEffect& effect) const {
+    const proc::RunResult& result = effect.result();
+    if (!result.started) return std::string("could not start: ") + strerror(result.exec_errno);
+    if (result.timed_out)
+      return "timed out after " + o_.timeout + " (exit " + std::to_string(effect.exit_code()) + ")";
+    return "exited " + std::to_string(effect.exit_code());
   }
 
   const EachOptions& o_;
-  int64_t ttl_ms_;
-  int64_t lease_ms_;
+  Limits limits_;
   core::Owner owner_;
   Tally tally_;
 };
@@ -209,8 +236,21 @@ CLI::App* register_each(CLI::App& app, EachOptions& o) {
   add_lease_option(*each, o.lease);
   each->add_option("--jobs", o.jobs, "Handlers running at once (one key never runs twice at once)")
       ->type_name("N")->capture_default_str()->check(CLI::Range(1, 256));
+  each->add_option("--timeout", o.timeout,
+                   "Stop a handler after DURATION: TERM to its process group, KILL after "
+                   "--kill-after; the message failed, exit 124 (default: none)")
+      ->type_name("DURATION");
+  each->add_option("--kill-after", o.kill_after, "Grace between TERM and KILL for --timeout")
+      ->type_name("DURATION")->capture_default_str();
+  each->add_option("--max-output", o.max_output,
+                   "Stored output cap per message; the handler's output is still written whole")
+      ->type_name("SIZE")->capture_default_str();
   each->add_flag("--replay-failures", o.replay_failures,
-                 "A failed message counts as done (default: it runs again next time)");
+                 "A failed message counts as done, for later runs without this flag too "
+                 "(default: it runs again next time)");
+  each->add_flag("--retry-abandoned", o.retry_abandoned,
+                 "Run a message again whose earlier handler's owner died mid-run (default: "
+                 "refuse it); refused while processes of that attempt are still alive");
   each->add_flag("-q,--quiet", o.quiet, "Report only malformed lines and the summary");
   each->add_flag("-v,--verbose", o.verbose, "Also report every skipped message");
   each->add_option("command", o.command, "The handler and its arguments, after --")
@@ -311,6 +351,18 @@ std::optional<std::string> line_key(const std::string& line, const std::string& 
   return key;
 }
 
+// Every limit checked before the store is opened or a line read: a usage error (64) up front.
+Limits parse_limits(const EachOptions& o) {
+  Limits l;
+  l.ttl_ms = core::duration_arg("--ttl", o.ttl);
+  l.lease_ms = configured_lease_ms(o.lease);
+  l.timeout_ms = o.timeout.empty() ? 0 : core::duration_arg("--timeout", o.timeout);
+  if (!o.timeout.empty() && l.timeout_ms == 0) throw UsageError("--timeout must be above zero");
+  l.kill_after_ms = core::duration_arg("--kill-after", o.kill_after);
+  l.max_output = core::output_cap_arg("--max-output", o.max_output);
+  return l;
+}
+
 void print_summary(int64_t total, const Tally& tally) {
   std::cerr << "idem each: " << total << (total == 1 ? " message: " : " messages: ") << tally.ran
             << " ran, " << tally.failed << " failed, " << tally.skipped
@@ -325,14 +377,13 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
     throw UsageError("missing command: idem each --key-field POINTER -- COMMAND [ARG...]");
   if (!o.key_field.empty() && o.key_field[0] != '/')
     throw UsageError("bad --key-field '" + o.key_field + "': a JSON Pointer starts with '/'");
-  const int64_t ttl_ms = core::duration_arg("--ttl", o.ttl);
-  const int64_t lease_ms = configured_lease_ms(o.lease);
+  Limits limits = parse_limits(o);
   // A store problem is one error up front, not one per message.
-  const bool leased = open_store(global)->spans_hosts();
+  if (!open_store(global)->spans_hosts()) limits.lease_ms = 0;
   proc::install_child_handlers();
   LineReader reader(watch_stop_signals());
 
-  Consumer consumer(o, ttl_ms, leased ? lease_ms : 0);
+  Consumer consumer(o, limits);
   Queue queue(size_t(o.jobs) * 4);
   std::atomic<bool> broken{false};
   std::mutex error_mutex;

@@ -12,7 +12,11 @@ struct EachOptions {
   std::string ttl = "24h";
   int jobs = 1;
   std::string lease;  // empty: $IDEM_LEASE, else 30s (stores shared by hosts only)
+  std::string timeout;  // empty: none
+  std::string kill_after = "10s";
+  std::string max_output = "16MiB";
   bool replay_failures = false;
+  bool retry_abandoned = false;
   bool quiet = false;
   bool verbose = false;
   std::vector<std::string> command;

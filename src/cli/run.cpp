@@ -150,7 +150,8 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
       ->type_name("DURATION")->capture_default_str();
   add_lease_option(*run, o.lease);
   run->add_flag("--replay-failures", o.replay_failures,
-                "A failed outcome is final and replayed (default: the next attempt runs again)");
+                "A failed outcome is final and replayed, to later attempts without this flag too "
+                "(default: the next attempt runs again)");
   run->add_flag("--retry-abandoned", o.retry_abandoned,
                 "Run again when the previous attempt's owner died mid-run (default: refuse, 69); "
                 "refused with 75 while processes of that attempt are still alive");

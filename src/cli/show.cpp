@@ -50,6 +50,10 @@ void print_record(const core::Record& r, const nlohmann::json& j, const Chunks& 
   line("status", colour_status(j["status"].get<std::string>(), use_colour(1)));
   line("exit", exit_summary(r));
   line("attempt", std::to_string(r.attempt));
+  // The policy recorded with the attempt, which decides what a later attempt does with a failure.
+  line("failures", r.replay_failures
+                       ? "final: a failure is replayed to every later attempt (--replay-failures)"
+                       : "a failure runs again at the next attempt");
   line("started", j["started_at"].get<std::string>());
   line("finished", or_dash(j["finished_at"]));
   line("duration", r.finished_ms ? util::human_duration(r.finished_ms - r.started_ms) : "-");

@@ -40,7 +40,9 @@ Decision decide(const Record* existing, std::string_view fingerprint, int64_t no
     case Status::succeeded:
       return {Verdict::replay, false, next};
     case Status::failed:
-      return {policy.replay_failures ? Verdict::replay : Verdict::claim, false, next};
+      // Final when this attempt says so, or when the failed one was claimed saying so.
+      return {policy.replay_failures || existing->replay_failures ? Verdict::replay : Verdict::claim,
+              false, next};
   }
   return {Verdict::running, false, next};
 }

@@ -9,7 +9,9 @@
 namespace idem::core {
 
 struct Policy {
-  bool replay_failures = false;  // a failed outcome is final and replayed
+  // A failed outcome is final and replayed. The store records it with the attempt claimed
+  // (Record::replay_failures), so a failure recorded so stays final for later attempts too.
+  bool replay_failures = false;
   bool retry_abandoned = false;  // an abandoned attempt may be run again
   // With retry_abandoned: only the abandoned attempt with this number may be run again (the one
   // the caller has checked has no live processes left); 0: any. Another abandoned attempt gets

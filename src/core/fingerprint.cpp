@@ -27,4 +27,12 @@ std::string run_fingerprint(const std::vector<std::string>& argv, const std::str
   return f.hex();
 }
 
+std::string begin_fingerprint(const std::string* given, const std::string* stdin_sha256) {
+  Fingerprinter f;
+  f.add_field("kind", "begin");
+  if (given != nullptr) f.add_field("fingerprint", *given);
+  if (stdin_sha256 != nullptr) f.add_field("stdin-sha256", *stdin_sha256);
+  return f.hex();
+}
+
 }  // namespace idem::core

@@ -25,4 +25,9 @@ class Fingerprinter {
 // The fingerprint of `idem run`: argv, plus stdin's SHA-256 when --hash-stdin is given.
 std::string run_fingerprint(const std::vector<std::string>& argv, const std::string* stdin_sha256);
 
+// The fingerprint of `idem begin`: the kind alone, plus --fingerprint's string and stdin's SHA-256
+// (--hash-stdin) when given. Without either it is the one every begin had before they existed,
+// so a key claimed by an older idem is still the same attempt.
+std::string begin_fingerprint(const std::string* given, const std::string* stdin_sha256);
+
 }  // namespace idem::core

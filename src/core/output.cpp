@@ -23,6 +23,16 @@ int64_t output_cap_arg(std::string_view flag, std::string_view text) {
   return cap;
 }
 
+CapturedOutput CapturedOutput::head(int64_t cap_bytes) const {
+  CapturedOutput kept(cap_bytes, max_encoded_);
+  for (const Chunk& chunk : chunks_) {
+    kept.append(chunk.stream, chunk.bytes);
+    if (kept.truncated_) break;
+  }
+  kept.truncated_ = kept.truncated_ || truncated_;
+  return kept;
+}
+
 void CapturedOutput::append(Stream stream, std::string_view bytes) {
   if (bytes.empty()) return;
   const bool new_frame = chunks_.empty() || chunks_.back().stream != stream;

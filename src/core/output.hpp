@@ -53,6 +53,9 @@ class CapturedOutput {
   bool truncated() const { return truncated_; }
   int64_t stored_bytes() const { return stored_; }
   std::string stream_bytes(Stream stream) const;
+  // A capture of what this one would have kept under `cap_bytes`: its first bytes, in order,
+  // marked truncated when this one is or when bytes were left out.
+  CapturedOutput head(int64_t cap_bytes) const;
 
   std::string encode() const;
   // The same bytes as encode(), made from the chunks' own memory: the first chunk becomes the

@@ -38,6 +38,10 @@ struct Record {
   std::string kind = "run";
   Status status = Status::running;
   int64_t attempt = 1;  // times the command has been started for this key
+  // The replay policy the current attempt was claimed under (--replay-failures): its failure is
+  // final, replayed to every later attempt whatever that one asks. Kept with the attempt, so a
+  // later attempt that claims over a failure (which it may only without this) records its own.
+  bool replay_failures = false;
   Owner owner;
   // The current attempt's capability: 128 random bits as 32 lower-case hex digits, handed to the
   // claimer alone. heartbeat and release need it, so an owner on any host can prove it holds the

@@ -69,6 +69,7 @@ nlohmann::json record_detail_json(const Record& r, int64_t now_ms, bool owner_go
   auto output = CapturedOutput::chunks_of(r.output);
   if (!output) throw StoreError("stored output of key '" + display_key(r.key) + "' is corrupt");
   nlohmann::json j = record_json(r, now_ms, owner_gone);
+  j["replay_failures"] = r.replay_failures;
   j["process_group"] =
       r.process_group.pgid ? nlohmann::json(r.process_group.pgid) : nlohmann::json(nullptr);
   j["process_group_alive"] = group_alive;

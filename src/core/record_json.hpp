@@ -18,7 +18,8 @@ std::string effective_status(const Record& record, int64_t now_ms, bool owner_go
 // The object of `ls --json`: no output, request or response.
 nlohmann::json record_json(const Record& record, int64_t now_ms, bool owner_gone);
 
-// The object of `show --json`: record_json plus the process group (`group_alive`: it still has
+// The object of `show --json`: record_json plus the replay policy of the attempt
+// (`replay_failures`: its failure is final), the process group (`group_alive`: it still has
 // live processes), the lease (never the attempt token: it is the owner's capability), the request,
 // the note, the stored response, and both streams as base64. Throws StoreError for a corrupt
 // stored output.

@@ -7,8 +7,9 @@
 
 namespace idem::engine {
 
-CommandEffect::CommandEffect(proc::CommandRunner& runner, proc::RunSpec spec, Capture capture)
-    : runner_(runner), spec_(std::move(spec)), capture_(capture) {}
+CommandEffect::CommandEffect(proc::CommandRunner& runner, proc::RunSpec spec, Capture capture,
+                             int64_t stored_cap)
+    : runner_(runner), spec_(std::move(spec)), capture_(capture), stored_cap_(stored_cap) {}
 
 core::Outcome CommandEffect::perform(const Attempt& attempt) {
   if (int sig = proc::pending_signal()) {
@@ -27,7 +28,12 @@ core::Outcome CommandEffect::perform(const Attempt& attempt) {
   spec.stop_fd = attempt.lease_lost_fd;
   result_ = runner_.run(spec);
   if (capture_ == Capture::handed_to_outcome) return proc::outcome_taking_output(result_, 0);
-  return proc::outcome_of(result_, 0);
+  // The outcome takes a copy of the head; result() keeps the whole capture.
+  core::CapturedOutput whole = std::move(result_.output);
+  result_.output = whole.head(stored_cap_);
+  core::Outcome outcome = proc::outcome_taking_output(result_, 0);
+  result_.output = std::move(whole);
+  return outcome;
 }
 
 std::string CommandEffect::performed() const {

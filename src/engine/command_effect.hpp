@@ -1,5 +1,6 @@
 #pragma once
 // The effect of `run`, `each` and serve's hooks: run a command once for the attempt.
+#include <cstdint>
 #include <string>
 
 #include "engine/attempt.hpp"
@@ -14,8 +15,12 @@ class CommandEffect final : public Effect {
   enum class Capture { kept, handed_to_outcome };
 
   // `spec` as the front wants the command run; perform() adds IDEM_ATTEMPT and records the
-  // command's process group before it starts.
-  CommandEffect(proc::CommandRunner& runner, proc::RunSpec spec, Capture capture = Capture::kept);
+  // command's process group before it starts. With Capture::kept, the outcome stores only the
+  // first `stored_cap` bytes of the capture, marked truncated if more were captured: `each`
+  // writes a handler's whole output once it ends, so its capture is not capped by --max-output,
+  // only what is stored.
+  CommandEffect(proc::CommandRunner& runner, proc::RunSpec spec, Capture capture = Capture::kept,
+                int64_t stored_cap = INT64_MAX);
 
   // Runs the command, unless idem already received a signal it forwards (INT, TERM, HUP: `run`
   // installs those handlers) since the claim: then nothing starts, and the outcome says why.
@@ -33,6 +38,7 @@ class CommandEffect final : public Effect {
   proc::CommandRunner& runner_;
   proc::RunSpec spec_;
   Capture capture_;
+  int64_t stored_cap_;
   proc::RunResult result_;
   int interrupted_by_ = 0;
 };

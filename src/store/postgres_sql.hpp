@@ -11,7 +11,7 @@
 namespace idem::store::postgres_sql {
 
 // The schema version this build creates and understands.
-inline constexpr int k_schema_version = 1;
+inline constexpr int k_schema_version = 2;
 
 // Creates the version table if absent; run in the migration's transaction.
 inline constexpr const char* k_create_schema_table = R"sql(
@@ -62,6 +62,13 @@ inline constexpr const char* k_migrations[] = {
       WHERE status <> 'running';
     CREATE INDEX idem_records_by_recent ON idem_records (started_at DESC, key);
     )sql",
+    // 1 -> 2: the replay policy the attempt was claimed under (true: --replay-failures, its
+    // failure is final for every later attempt); false for the records from before, whose
+    // failures ran again at every later attempt without the flag. A column with a constant
+    // default is added without rewriting the table (PostgreSQL 11+).
+    R"sql(
+    ALTER TABLE idem_records ADD COLUMN replay_failures boolean NOT NULL DEFAULT false;
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -69,12 +76,14 @@ static_assert(std::size(k_migrations) == k_schema_version);
 inline constexpr const char* k_record_columns =
     "key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, owner_start, "
     "started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, output_bytes, "
-    "output_truncated, request, note, response, pgid, pgid_start, attempt_token, lease_expires";
+    "output_truncated, request, note, response, pgid, pgid_start, attempt_token, lease_expires, "
+    "replay_failures";
 // The same for ls: no request, response or token (never listed).
 inline constexpr const char* k_list_columns =
     "key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, owner_start, "
     "started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, output_bytes, "
-    "output_truncated, '', note, NULL, pgid, pgid_start, '', lease_expires, NULL::bytea";
+    "output_truncated, '', note, NULL, pgid, pgid_start, '', lease_expires, replay_failures, "
+    "NULL::bytea";
 
 // The LIKE pattern matching exactly the keys that start with `prefix` (\, % and _ escaped).
 std::string like_prefix(const std::string& prefix);

@@ -193,7 +193,8 @@ Record read_record(const Result& r, int row) {
   rec.process_group = core::ProcessGroup{r.int_at(row, 21), r.int_at(row, 22)};
   rec.attempt_token = r.bytes_at(row, 23);
   rec.lease_expires_ms = r.int_at(row, 24);
-  rec.output = r.bytes_at(row, 25);
+  rec.replay_failures = r.int_at(row, 25) != 0;
+  rec.output = r.bytes_at(row, 26);
   return rec;
 }
 
@@ -623,8 +624,8 @@ class PostgresStore final : public Store {
     if (conn().exec(R"sql(
           INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
                                     owner_boot_id, owner_pid, owner_start, started_at, ttl_ms,
-                                    request, attempt_token, lease_expires)
-          VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                                    request, attempt_token, lease_expires, replay_failures)
+          VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0)
           ON CONFLICT (key) DO NOTHING RETURNING attempt)sql", insert).rows() == 1)
       return claimed(tx, req, 1, token);
     std::optional<Record> existing = select_record(req.key, false, true);
@@ -654,8 +655,8 @@ class PostgresStore final : public Store {
                  expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = false,
                  output = NULL, output_bytes = 0, output_truncated = false, note = '',
                  response = NULL, pgid = NULL, pgid_start = NULL, attempt_token = $12,
-                 lease_expires = $13
-          WHERE key = $1 AND attempt = $14)sql", update).changed() != 1)
+                 lease_expires = $13, replay_failures = $14 <> 0
+          WHERE key = $1 AND attempt = $15)sql", update).changed() != 1)
       throw StoreError("store " + where_.display() + ": claim of '" +
                        core::display_key(req.key) + "' lost a race it should not have");
     return claimed(tx, req, d.next_attempt, token);
@@ -675,6 +676,7 @@ class PostgresStore final : public Store {
     p.text(req.owner.host).text(req.owner.boot_id).integer(req.owner.pid);
     p.integer(req.owner.start_ticks).integer(req.now_ms).integer(req.ttl_ms).text(req.request);
     p.text(token).integer_or_null(lease_end(req.now_ms, req.lease_ms));
+    p.integer(req.policy.replay_failures);
     return p;
   }
 

@@ -54,7 +54,7 @@ namespace {
 using core::Record;
 using core::Status;
 
-constexpr int k_schema_version = 6;
+constexpr int k_schema_version = 7;
 // Every process that opens the store alone (the usual case for `idem run`) rebuilds the WAL's
 // index by reading the whole WAL, so it is kept small: a run adds about 20 KiB.
 constexpr int64_t k_checkpoint_wal_bytes = 256 * 1024;
@@ -210,6 +210,12 @@ constexpr const char* k_migrations[] = {
       BEGIN DELETE FROM outputs WHERE key = old.key; END;
     CREATE TRIGGER outputs_of_replaced AFTER UPDATE OF status ON records
       WHEN new.status = 'running' BEGIN DELETE FROM outputs WHERE key = old.key; END;
+    )sql",
+    // 6 -> 7: the replay policy the attempt was claimed under (1: --replay-failures, its failure
+    // is final for every later attempt). Records from before were claimed without a recorded
+    // policy: 0, a failure runs again, as every later attempt without the flag did then.
+    R"sql(
+    ALTER TABLE records ADD COLUMN replay_failures INTEGER NOT NULL DEFAULT 0;
     )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
@@ -723,8 +729,8 @@ class SqliteStore final : public Store {
       Statement insert(db, R"sql(
         INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
                              owner_pid, owner_start, started_at, ttl_ms, request, attempt_token,
-                             lease_expires)
-        VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13))sql", path_);
+                             lease_expires, replay_failures)
+        VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14))sql", path_);
       bind_claim(insert, req, d.next_attempt, token).run();
     } else {
       // Replaces the previous attempt; conditioned on it, so two retries cannot both win.
@@ -734,9 +740,10 @@ class SqliteStore final : public Store {
                started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
                expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0,
                output_bytes = 0, output_truncated = 0, note = '', response = NULL, pgid = NULL,
-               pgid_start = NULL, attempt_token = ?12, lease_expires = ?13
-        WHERE key = ?1 AND attempt = ?14)sql", path_);
-      bind_claim(update, req, d.next_attempt, token).bind(14, existing->attempt).run();
+               pgid_start = NULL, attempt_token = ?12, lease_expires = ?13,
+               replay_failures = ?14
+        WHERE key = ?1 AND attempt = ?15)sql", path_);
+      bind_claim(update, req, d.next_attempt, token).bind(15, existing->attempt).run();
       if (sqlite3_changes(db) != 1)
         throw StoreError("store " + path_ + ": claim of '" + core::display_key(req.key) +
                          "' lost a race it should not have");
@@ -908,12 +915,12 @@ class SqliteStore final : public Store {
       "SELECT key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, "
       "owner_start, started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, "
       "output_bytes, output_truncated, request, note, response, pgid, pgid_start, "
-      "attempt_token, lease_expires";
+      "attempt_token, lease_expires, replay_failures";
   // The rowid of the record's output in `outputs`, NULL when it has none (one index lookup).
   static constexpr const char* k_output_rowid =
       ", (SELECT rowid FROM outputs WHERE outputs.key = records.key"
       " AND outputs.attempt = records.attempt)";
-  static constexpr int k_output_column = 25;
+  static constexpr int k_output_column = 26;
 
   // The outcome's output, written in place into a zeroblob of its size: SQLite keeps a zeroblob
   // that ends a row as a count rather than bytes, so neither the insert nor the writes hold a
@@ -1107,6 +1114,7 @@ class SqliteStore final : public Store {
     s.bind(8, req.owner.start_ticks).bind(9, req.now_ms).bind(10, req.ttl_ms);
     s.bind(11, req.request).bind(12, token);
     s.bind_null_if_zero(13, lease_end(req.now_ms, req.lease_ms));
+    s.bind(14, int64_t(req.policy.replay_failures));
     return s;
   }
 
@@ -1154,6 +1162,7 @@ class SqliteStore final : public Store {
     r.process_group = core::ProcessGroup{s.int_at(21), s.int_at(22)};
     r.attempt_token = s.text_at(23);
     r.lease_expires_ms = s.int_at(24);
+    r.replay_failures = s.int_at(25) != 0;
     return r;
   }
 
@@ -1249,7 +1258,7 @@ std::string list(const ListQuery& q, bool by_key) {
                           "owner_boot_id, owner_pid, owner_start, started_at, finished_at, ttl_ms, "
                           "expires_at, exit_code, signal, timed_out, output_bytes, "
                           "output_truncated, '', note, NULL, pgid, pgid_start, '', "
-                          "lease_expires, NULL";
+                          "lease_expires, replay_failures, NULL";
   // Newest first straight from records_by_recent, whose order is the listing's, stopping at the
   // limit; or a prefix's range of the key index, then sorted.
   sql += by_key ? " FROM records INDEXED BY sqlite_autoindex_records_1 WHERE 1"

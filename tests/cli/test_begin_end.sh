@@ -272,6 +272,69 @@ capture t4 idem begin -k order-8 --ttl 1s
 expect_rc 0
 assert_status order-8 running
 
+# --- --fingerprint and --hash-stdin: the same key for other work is a conflict -----------------
+capture p1 idem begin -k order-20 --fingerprint amount=42
+expect_rc 0
+capture p2 idem end -k order-20
+expect_rc 0
+capture p3 idem begin -k order-20 --fingerprint amount=42
+expect_rc 1
+capture p4 idem begin -k order-20 --fingerprint amount=43
+expect_rc 65
+assert_bytes "$T/p4.err" "idem: key 'order-20' was used by another command or with another fingerprint; nothing to do here\n"
+capture p5 idem begin -k order-20
+expect_rc 65
+assert_idem_error
+capture p6 idem begin -k order-20 --fingerprint amount=43 -q
+expect_rc 65
+assert_empty "$T/p6.err"
+# A conflict leaves the record as it was.
+assert_eq "succeeded 1" "$(field order-20 /status /attempt)" "order-20 after conflicts"
+# A begin without a fingerprint is the same attempt as before the option existed.
+capture p7 idem begin -k order-1 --fingerprint amount=42
+expect_rc 65
+# stdin's bytes: the same payload is done, another one conflicts.
+printf 'amount=42\0EUR' >"$T/payload"
+capture h1 idem begin -k order-21 --hash-stdin <"$T/payload"
+expect_rc 0
+capture h2 idem end -k order-21
+expect_rc 0
+capture h3 idem begin -k order-21 --hash-stdin --print <"$T/payload"
+expect_rc 1
+printf 'amount=43\0EUR' >"$T/payload2"
+capture h4 idem begin -k order-21 --hash-stdin <"$T/payload2"
+expect_rc 65
+capture h5 idem begin -k order-21 </dev/null
+expect_rc 65
+# Both together differ from either alone.
+capture h6 idem begin -k order-21 --hash-stdin --fingerprint x <"$T/payload"
+expect_rc 65
+# The fingerprint holds across attempts: a failure is claimed again for the same work only.
+capture h7 idem begin -k order-22 --fingerprint a
+expect_rc 0
+capture h8 idem end -k order-22 --exit 2
+expect_rc 0
+capture h9 idem begin -k order-22 --fingerprint b
+expect_rc 65
+capture h10 idem begin -k order-22 --fingerprint a
+expect_rc 0
+assert_eq "running 2" "$(field order-22 /status /attempt)" "order-22 claimed again"
+# Bad input: an empty or missing value, stdin that cannot be read; nothing claimed.
+capture pu1 idem begin -k order-23 --fingerprint ''
+expect_rc 64
+assert_idem_error
+assert_bytes "$T/pu1.err" "idem: --fingerprint must not be empty (an unset variable?)\n"
+capture pu2 idem begin -k order-23 --fingerprint
+expect_rc 64
+assert_idem_error
+capture pu3 idem begin -k order-23 --hash-stdin <&-
+expect_rc 64
+assert_idem_error
+capture pu4 idem begin -k order-23 --hash-stdin <"$T"
+expect_rc 64
+assert_idem_error
+assert_status order-23 none
+
 # --- Errors ------------------------------------------------------------------------------------
 capture n1 idem end -k never-begun
 expect_rc 1
@@ -284,7 +347,7 @@ expect_rc 0
 capture r2 idem begin -k by-run
 expect_rc 65
 assert_idem_error
-assert_bytes "$T/r2.err" "idem: key 'by-run' was used by another command; nothing to do here\n"
+assert_bytes "$T/r2.err" "idem: key 'by-run' was used by another command or with another fingerprint; nothing to do here\n"
 capture r3 idem end -k by-run
 expect_rc 77
 assert_status by-run succeeded

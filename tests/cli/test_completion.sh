@@ -63,8 +63,10 @@ offers "--dry-run" "idem gc --dr" idem gc --dr
 offers "--stderr${nl}--stdout" "idem show --std" idem show --std
 offers "--db${nl}--help${nl}--store${nl}--version" "idem --" idem --
 offers "failed" "idem ls --status f" idem ls --status f
-offers "--key-field" "idem each --k" idem each --k
+offers "--key-field${nl}--kill-after" "idem each --k" idem each --k
+offers "--max-output" "idem each --m" idem each --m
 offers "--owner-pid" "idem end --o" idem end --o
+offers "--fingerprint" "idem begin --f" idem begin --f
 
 # The subcommands are asked of the binary: exactly those of `idem --list-commands`.
 offers "$(idem --list-commands | cut -f1 | LC_ALL=C sort)" "idem " idem ""

@@ -115,6 +115,12 @@ each_from f2b "$T/f2.jsonl" --key-field /id --replay-failures -- "${f2handler[@]
 expect_rc 0
 assert_bytes "$T/f2b.err" 'idem each: 1 message: 0 ran, 0 failed, 1 skipped (already done), 0 refused, 0 malformed\n'
 assert_bytes "$T/attempts2" 'f2 1\n'
+# The policy is recorded with the outcome: a later run without the flag skips it too.
+each_from f2c "$T/f2.jsonl" --key-field /id -- "${f2handler[@]}"
+expect_rc 0
+assert_bytes "$T/f2c.err" 'idem each: 1 message: 0 ran, 0 failed, 1 skipped (already done), 0 refused, 0 malformed\n'
+assert_bytes "$T/attempts2" 'f2 1\n'
+assert_eq "failed true" "$(idem show f2 --json | jsonq /status /replay_failures | tr '\t' ' ')" "record of f2"
 # -q: no per-message reports, still the handler's own stderr, malformed lines and the summary.
 printf '%s\n' '{"id":"q1"}' '{oops' >"$T/q.jsonl"
 each_from q "$T/q.jsonl" --key-field /id -q -- sh -c 'echo "q says no" >&2; exit 2'
@@ -252,18 +258,80 @@ assert_status c5 none
 # Restart: the abandoned message is refused and not run, the finished ones skipped, the rest run.
 each_from restart "$T/crash.jsonl" --key-field /id -- "${chandler[@]}"
 expect_rc 1
-assert_bytes "$T/restart.err" "idem: line 3, key 'block': an earlier attempt was abandoned mid-run; not run\nidem each: 5 messages: 2 ran, 0 failed, 2 skipped (already done), 1 refused, 0 malformed\n"
+assert_bytes "$T/restart.err" "idem: line 3, key 'block': an earlier attempt was abandoned mid-run; not run (see --retry-abandoned)\nidem each: 5 messages: 2 ran, 0 failed, 2 skipped (already done), 1 refused, 0 malformed\n"
 assert_bytes "$T/crash.log" 'c1 1\nc2 1\nblock 1\nc4 1\nc5 1\n'
 each_from restart2 "$T/crash.jsonl" --key-field /id -- "${chandler[@]}"
 expect_rc 1
 assert_summary restart2 5 0 0 4 1 0
-# idem rm is the way out: the message runs again.
-idem rm block >/dev/null
-each_from restart3 "$T/crash.jsonl" --key-field /id -- "${chandler[@]}"
+# --retry-abandoned runs it again, as attempt 2.
+each_from restart3 "$T/crash.jsonl" --key-field /id --retry-abandoned -- "${chandler[@]}"
 expect_rc 0
 assert_summary restart3 5 1 0 4 0 0
-assert_bytes "$T/crash.log" 'c1 1\nc2 1\nblock 1\nc4 1\nc5 1\nblock 1\n'
+assert_bytes "$T/crash.log" 'c1 1\nc2 1\nblock 1\nc4 1\nc5 1\nblock 2\n'
+assert_eq "succeeded 2" "$(idem show block --json | jsonq /status /attempt | tr '\t' ' ')" "record of block"
+# idem rm is the other way out: the message runs again, as a new key.
+idem rm block >/dev/null
+each_from restart4 "$T/crash.jsonl" --key-field /id -- "${chandler[@]}"
+expect_rc 0
+assert_summary restart4 5 1 0 4 0 0
+assert_bytes "$T/crash.log" 'c1 1\nc2 1\nblock 1\nc4 1\nc5 1\nblock 2\nblock 1\n'
 integrity_ok
+
+# --retry-abandoned never overlaps what the abandoned handler left running in its process group.
+printf '%s\n' '{"id":"left"}' >"$T/left.jsonl"
+mkfifo "$T/left-gate"
+lhandler=(sh -c 'if [ -p "$1/left-gate" ]; then sleep 1000 & echo $! > "$1/left-child.pid"
+  echo $$ > "$1/left.pid"; read x < "$1/left-gate"; fi; echo "left $IDEM_ATTEMPT"' sh "$T")
+track_pid_file "$T/left-child.pid"
+track_pid_file "$T/left.pid"
+bg left sh -c 'exec "$@" < "$0"' "$T/left.jsonl" "$IDEM_BIN" each --key-field /id -- "${lhandler[@]}"
+wait_until "the handler of 'left' waits" test -s "$T/left.pid"
+kill -KILL "$(bg_pid left)"
+bg_wait left
+wait_until "the handler dies with idem each" pid_gone "$(cat "$T/left.pid")"
+rm "$T/left-gate"
+pid_gone "$(cat "$T/left-child.pid")" && fail "the handler's background child should outlive it"
+each_from left2 "$T/left.jsonl" --key-field /id --retry-abandoned -- "${lhandler[@]}"
+expect_rc 1
+assert_bytes "$T/left2.err" "idem: line 1, key 'left': an earlier attempt was abandoned mid-run and processes of it are still alive; not run\nidem each: 1 message: 0 ran, 0 failed, 0 skipped (already done), 1 refused, 0 malformed\n"
+pid_gone "$(cat "$T/left-child.pid")" && fail "a refused retry must not touch the child"
+assert_status left abandoned
+kill -KILL "$(cat "$T/left-child.pid")"
+wait_until "the child is gone" pid_gone "$(cat "$T/left-child.pid")"
+each_from left3 "$T/left.jsonl" --key-field /id --retry-abandoned -- "${lhandler[@]}"
+expect_rc 0
+assert_bytes "$T/left3.out" 'left 2\n'
+assert_status left succeeded
+
+# --- --timeout, --kill-after, --max-output: as for idem run, per message -------------------------
+printf '%s\n' '{"id":"slow"}' '{"id":"quick"}' >"$T/slow.jsonl"
+shandler=(sh -c '[ "$IDEM_KEY" = quick ] || exec sleep 1000; echo quick' sh)
+each_from slow "$T/slow.jsonl" --key-field /id --timeout 300ms -- "${shandler[@]}"
+expect_rc 1
+assert_bytes "$T/slow.out" 'quick\n'
+assert_bytes "$T/slow.err" "idem: line 1, key 'slow': handler timed out after 300ms (exit 124)\nidem each: 2 messages: 1 ran, 1 failed, 0 skipped (already done), 0 refused, 0 malformed\n"
+assert_eq "failed true stopped by its timeout" \
+  "$(idem show slow --json | jsonq /status /timed_out /note | tr '\t' ' ')" "record of slow"
+# A handler that ignores TERM is killed --kill-after later; the message failed by its timeout.
+printf '%s\n' '{"id":"stubborn"}' >"$T/stubborn.jsonl"
+each_from stubborn "$T/stubborn.jsonl" --key-field /id --timeout 200ms --kill-after 100ms -- \
+  sh -c 'trap "" TERM; while :; do sleep 1; done'
+expect_rc 1
+assert_bytes "$T/stubborn.err" "idem: line 1, key 'stubborn': handler timed out after 200ms (exit 124)\nidem each: 1 message: 0 ran, 1 failed, 0 skipped (already done), 0 refused, 0 malformed\n"
+assert_eq "failed true" "$(idem show stubborn --json | jsonq /status /timed_out | tr '\t' ' ')" "record of stubborn"
+# --max-output caps what is stored; the handler's output is still written whole.
+printf '%s\n' '{"id":"big"}' >"$T/big.jsonl"
+each_from big "$T/big.jsonl" --key-field /id --max-output 10 -- sh -c 'printf 0123456789abcdef; printf xyz >&2'
+expect_rc 0
+assert_bytes "$T/big.out" '0123456789abcdef'
+assert_bytes "$T/big.err" 'xyzidem each: 1 message: 1 ran, 0 failed, 0 skipped (already done), 0 refused, 0 malformed\n'
+assert_eq "true 10" "$(idem show big --json | jsonq /truncated /output_bytes | tr '\t' ' ')" "record of big"
+idem show big --stdout >"$T/big.stored"
+assert_bytes "$T/big.stored" '0123456789'
+# The default cap is run's, 16MiB: a smaller output is stored whole.
+printf '%s\n' '{"id":"small"}' >"$T/small.jsonl"
+each_from small "$T/small.jsonl" --key-field /id -- sh -c 'printf 0123456789abcdef'
+assert_eq "false 16" "$(idem show small --json | jsonq /truncated /output_bytes | tr '\t' ' ')" "record of small"
 
 # --- Usage and store errors: one "idem:" line, nothing runs --------------------------------------
 usage() {  # usage NAME WANT_MESSAGE ARG...
@@ -281,6 +349,16 @@ usage u-nocmd2 "idem: missing command: idem each --key-field POINTER -- COMMAND 
 usage u-nofield "idem: --key-field is required (see idem --help)" -- "${ran[@]}"
 usage u-jobs "idem: --jobs: Value 0 not in range 1 to 256 (see idem --help)" --key-field /id --jobs 0 -- "${ran[@]}"
 usage u-ttl "idem: bad duration for --ttl: 'soon' (use e.g. 90s, 15m, 24h, 7d or seconds)" --key-field /id --ttl soon -- "${ran[@]}"
+usage u-timeout "idem: bad duration for --timeout: 'soon' (use e.g. 90s, 15m, 24h, 7d or seconds)" --key-field /id --timeout soon -- "${ran[@]}"
+usage u-timeout0 "idem: --timeout must be above zero" --key-field /id --timeout 0 -- "${ran[@]}"
+usage u-kill "idem: bad duration for --kill-after: 'x' (use e.g. 90s, 15m, 24h, 7d or seconds)" --key-field /id --kill-after x -- "${ran[@]}"
+[[ ! -e $T/usage-ran ]] || fail "a usage error ran the handler"
+each_from u-max "$T/clean.jsonl" --key-field /id --max-output lots -- "${ran[@]}"
+expect_rc 64
+assert_idem_error
+each_from u-max2 "$T/clean.jsonl" --key-field /id --max-output 2GiB -- "${ran[@]}"
+expect_rc 64
+assert_idem_error
 [[ ! -e $T/usage-ran ]] || fail "a usage error ran the handler"
 printf 'not a directory' >"$T/plain"
 # A store that cannot be opened: a file for a folder, or on PostgreSQL a server nobody listens on.

@@ -46,6 +46,39 @@ expect_rc 3
 assert_same "$T/f2.out" "$T/f3.out"
 assert_same "$T/f2.err" "$T/f3.err"
 assert_bytes "$T/attempts" '1\n2\n'
+# That failure was recorded without the flag: it is not final, the next plain attempt runs it.
+assert_eq "false" "$(idem show failing --json | jsonq /replay_failures)" "policy of failing"
+assert_eq "failures: a failure runs again at the next attempt" "$(idem show failing | grep '^failures:')" "show of failing"
+
+# A failure recorded under --replay-failures is final for every later attempt, flag or not.
+pcmd=(sh -c 'echo run >> "$1/policy-runs"; echo "out $IDEM_ATTEMPT"; echo err >&2; exit 4' sh "$T")
+capture p1 idem run -k final-failure --replay-failures -- "${pcmd[@]}"
+expect_rc 4
+assert_eq "failed true" "$(idem show final-failure --json | jsonq /status /replay_failures | tr '\t' ' ')" "policy of final-failure"
+assert_eq "failures: final: a failure is replayed to every later attempt (--replay-failures)" \
+  "$(idem show final-failure | grep '^failures:')" "show of final-failure"
+capture p2 idem run -k final-failure -- "${pcmd[@]}"
+expect_rc 4
+assert_same "$T/p1.out" "$T/p2.out"
+assert_same "$T/p1.err" "$T/p2.err"
+capture p3 idem run -k final-failure --wait 5s -- "${pcmd[@]}"
+expect_rc 4
+assert_same "$T/p1.out" "$T/p3.out"
+assert_bytes "$T/policy-runs" 'run\n'
+assert_eq "1" "$(idem show final-failure --json | jsonq /attempt)" "attempt of final-failure"
+# idem rm is the way out: the key runs again, under the policy of the attempt that claims it.
+idem rm final-failure >/dev/null
+capture p4 idem run -k final-failure -- "${pcmd[@]}"
+expect_rc 4
+assert_bytes "$T/policy-runs" 'run\nrun\n'
+assert_eq "false" "$(idem show final-failure --json | jsonq /replay_failures)" "policy after rm"
+capture p5 idem run -k final-failure -- "${pcmd[@]}"
+expect_rc 4
+assert_bytes "$T/policy-runs" 'run\nrun\nrun\n'
+# A success says which policy its attempt ran under too.
+capture p6 idem run -k final-success --replay-failures -- true
+expect_rc 0
+assert_eq "succeeded true" "$(idem show final-success --json | jsonq /status /replay_failures | tr '\t' ' ')" "policy of final-success"
 
 # The command sees its key.
 key='my key/é:1'

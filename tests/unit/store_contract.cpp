@@ -421,6 +421,62 @@ TEMPLATE_TEST_CASE("store contract: failed outcomes run again unless replay_fail
   CHECK(r->note.empty());
 }
 
+TEMPLATE_TEST_CASE("store contract: the replay policy is kept with the attempt it was claimed under",
+                   "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  // Claimed with replay_failures: its failure is final for later attempts without it.
+  ClaimRequest final_claim = request("final");
+  final_claim.policy.replay_failures = true;
+  ClaimResult c = store->claim(final_claim, k_alive);
+  REQUIRE(c.verdict == Verdict::claim);
+  CHECK(store->get("final")->replay_failures);
+  REQUIRE(store->finish("final", c.attempt, outcome(Status::failed, 3, k_t0 + 100)));
+  auto stored = store->get("final");
+  REQUIRE(stored);
+  CHECK(stored->replay_failures);
+  ClaimResult later = store->claim(request("final", k_t0 + 200, 500), k_alive);
+  CHECK(later.verdict == Verdict::replay);
+  REQUIRE(later.existing);
+  CHECK(later.existing->replay_failures);
+  CHECK(later.existing->exit_code == 3);
+  CHECK(store->get("final")->attempt == 1);
+  ListQuery q;
+  q.now_ms = k_t0 + 300;
+  q.prefix = "final";
+  auto rows = listed(*store, q);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].replay_failures);
+
+  // Claimed without it: the failure runs again, and the new attempt records its own policy.
+  ClaimResult first = store->claim(request("plain"), k_alive);
+  CHECK_FALSE(store->get("plain")->replay_failures);
+  REQUIRE(store->finish("plain", first.attempt, outcome(Status::failed, 4, k_t0 + 100)));
+  CHECK_FALSE(store->get("plain")->replay_failures);
+  ClaimRequest retry = request("plain", k_t0 + 200);
+  retry.policy.replay_failures = false;
+  ClaimResult second = store->claim(retry, k_alive);
+  REQUIRE(second.verdict == Verdict::claim);
+  REQUIRE(store->finish("plain", second.attempt, outcome(Status::failed, 5, k_t0 + 300)));
+  // A later attempt with replay_failures replays it (the failure was not final, but this one
+  // asks for failures to be replayed), and changes nothing.
+  ClaimRequest replaying = request("plain", k_t0 + 400);
+  replaying.policy.replay_failures = true;
+  CHECK(store->claim(replaying, k_alive).verdict == Verdict::replay);
+  CHECK_FALSE(store->get("plain")->replay_failures);
+  // An abandoned attempt retried with replay_failures records it for its own failure.
+  ClaimResult third = store->claim(request("plain", k_t0 + 500), k_alive);
+  REQUIRE(third.verdict == Verdict::claim);
+  REQUIRE(store->mark_abandoned("plain", third.attempt));
+  ClaimRequest over_abandoned = request("plain", k_t0 + 600);
+  over_abandoned.policy = {true, true};
+  ClaimResult fourth = store->claim(over_abandoned, k_alive);
+  REQUIRE(fourth.verdict == Verdict::claim);
+  CHECK(store->get("plain")->replay_failures);
+  REQUIRE(store->finish("plain", fourth.attempt, outcome(Status::failed, 6, k_t0 + 700)));
+  CHECK(store->claim(request("plain", k_t0 + 800), k_alive).verdict == Verdict::replay);
+}
+
 TEMPLATE_TEST_CASE("store contract: an expired record behaves as absent", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();

@@ -160,6 +160,33 @@ TEST_CASE("decide: failed runs again unless replay_failures", "[decision]") {
   CHECK(decide(&fifth, k_fp, k_now, false, k_default).next_attempt == 6);
 }
 
+TEST_CASE("decide: a failure recorded under replay_failures is final for every later attempt",
+          "[decision]") {
+  Record r = make(Status::failed, 1, k_now + 1000);
+  r.replay_failures = true;
+  for (const Policy& p : {k_default, policy(true, false), policy(false, true), k_all}) {
+    INFO("replay_failures=" << p.replay_failures << " retry_abandoned=" << p.retry_abandoned);
+    Decision d = decide(&r, k_fp, k_now, false, p);
+    CHECK(d.verdict == Verdict::replay);
+    CHECK_FALSE(d.mark_abandoned);
+  }
+  // It stays a conflict for another fingerprint, and expires like any outcome.
+  CHECK(decide(&r, k_other_fp, k_now, false, k_default).verdict == Verdict::conflict);
+  CHECK(decide(&r, k_fp, k_now + 1000, false, k_default).verdict == Verdict::claim);
+  // The policy only speaks of failures: others decide as they always did.
+  for (Status s : {Status::succeeded, Status::abandoned}) {
+    Record other = make(s, 1, s == Status::abandoned ? 0 : k_now + 1000);
+    other.replay_failures = true;
+    Record plain = make(s, 1, s == Status::abandoned ? 0 : k_now + 1000);
+    for (const Policy& p : {k_default, k_all})
+      CHECK(decide(&other, k_fp, k_now, false, p).verdict ==
+            decide(&plain, k_fp, k_now, false, p).verdict);
+  }
+  Record running = make(Status::running);
+  running.replay_failures = true;
+  CHECK(decide(&running, k_fp, k_now, false, k_default).verdict == Verdict::running);
+}
+
 TEST_CASE("decide: owner_gone only matters for a running record", "[decision]") {
   for (Status s : {Status::succeeded, Status::failed, Status::abandoned}) {
     Record r = make(s, 1, s == Status::abandoned ? 0 : k_now + 1000);

@@ -242,6 +242,27 @@ TEST_CASE("engine: a timed-out command is recorded as such and exits 124", "[eng
   CHECK(idem::core::replay_exit_code(r) == 124);
 }
 
+TEST_CASE("engine: a stored cap keeps the head in the record and the whole capture in result()",
+          "[engine]") {
+  Fixture f;
+  f.runner.script.push_back(FakeRunner::exited(0, "0123456789"));
+  AttemptRequest r = f.request("k");
+  Claimed c = f.engine.claim(r);
+  REQUIRE(c.verdict == Verdict::claimed);
+  idem::proc::RunSpec spec;
+  spec.argv = {"job"};
+  CommandEffect effect(f.runner, spec, CommandEffect::Capture::kept, 4);
+  f.engine.carry_out(c, effect);
+  CHECK(effect.result().output.stream_bytes(idem::core::Stream::out) == "0123456789");
+  CHECK_FALSE(effect.result().output.truncated());
+  Record stored = *f.store->get("k");
+  CHECK(stored.output_truncated);
+  CHECK(stored.output_bytes == 4);
+  auto kept = idem::core::CapturedOutput::decode(stored.output);
+  REQUIRE(kept);
+  CHECK(kept->stream_bytes(idem::core::Stream::out) == "0123");
+}
+
 TEST_CASE("engine: an attempt taken over while it ran records nothing", "[engine]") {
   Fixture f;
   f.runner.during = [&] {

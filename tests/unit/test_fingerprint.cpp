@@ -85,3 +85,24 @@ TEST_CASE("Fingerprinter: fields are framed by length", "[fingerprint]") {
   moved.add_field("b", "yz");
   CHECK(split.hex() != moved.hex());
 }
+
+TEST_CASE("fingerprint: begin's, with and without what the caller gives", "[fingerprint]") {
+  using idem::core::begin_fingerprint;
+  const std::string plain = begin_fingerprint(nullptr, nullptr);
+  // Pinned: the fingerprint of every begin before --fingerprint existed (its kind alone).
+  CHECK(plain == sha256_hex("kind=5:begin"));
+  const std::string amount = "amount=42";
+  CHECK(begin_fingerprint(&amount, nullptr) == sha256_hex("kind=5:beginfingerprint=9:amount=42"));
+  const std::string other = "amount=43";
+  CHECK(begin_fingerprint(&other, nullptr) != begin_fingerprint(&amount, nullptr));
+  const std::string empty;
+  CHECK(begin_fingerprint(&empty, nullptr) != plain);
+  const std::string stdin_hash = sha256_hex("payload");
+  CHECK(begin_fingerprint(nullptr, &stdin_hash) ==
+        sha256_hex("kind=5:beginstdin-sha256=64:" + stdin_hash));
+  CHECK(begin_fingerprint(&amount, &stdin_hash) != begin_fingerprint(nullptr, &stdin_hash));
+  // A string and a stdin hash are told apart even when their bytes are the same.
+  CHECK(begin_fingerprint(&stdin_hash, nullptr) != begin_fingerprint(nullptr, &stdin_hash));
+  // Never equal to a run's: a begin and a run of one key conflict.
+  CHECK(plain != run_fingerprint({}, nullptr));
+}

@@ -396,3 +396,25 @@ TEST_CASE("output: growing to its cap, a capture never moves more than half the 
     CHECK(out.stored_bytes() == k_cap);
   }
 }
+
+TEST_CASE("output: head keeps what a capture with that cap would have kept", "[output]") {
+  CapturedOutput whole;
+  whole.append(Stream::out, "abc");
+  whole.append(Stream::err, "de");
+  whole.append(Stream::out, "fgh");
+  for (int64_t cap = 0; cap <= 9; ++cap) {
+    CapturedOutput capped(cap);
+    for (const auto& chunk : whole.chunks()) capped.append(chunk.stream, chunk.bytes);
+    CapturedOutput head = whole.head(cap);
+    CHECK(head.encode() == capped.encode());
+    CHECK(head.truncated() == (cap < 8));
+    CHECK(head.stored_bytes() == std::min<int64_t>(cap, 8));
+  }
+  CHECK(whole.head(INT64_MAX).encode() == whole.encode());
+  CHECK(whole.stored_bytes() == 8);  // left as it was
+  // A capture truncated already stays so in every head.
+  CapturedOutput cut(2);
+  cut.append(Stream::out, "xyz");
+  CHECK(cut.head(100).truncated());
+  CHECK(cut.head(100).stream_bytes(Stream::out) == "xy");
+}

@@ -102,7 +102,7 @@ TEST_CASE("postgres store: concurrent first opens create the schema once", "[sto
   INFO(errors);
   CHECK(opened.load() == k_threads);
   Admin admin(backend.url());
-  CHECK(admin.query("SELECT version FROM idem_schema") == "1\n");
+  CHECK(admin.query("SELECT version FROM idem_schema") == "2\n");
   CHECK(admin.query("SELECT count(*) FROM idem_records") == "1\n");
 }
 
@@ -140,6 +140,50 @@ TEST_CASE("postgres store: a connection the server dropped is made again, and on
   CHECK(store->finish("b", 1, done));
   CHECK_FALSE(store->finish("b", 1, outcome(core::Status::failed, 1, k_t0 + 6)));
   CHECK(store->get("b")->exit_code == 0);
+}
+
+TEST_CASE("postgres store: a version 1 schema is migrated, its records kept, no failure final",
+          "[store][postgres]") {
+  PostgresBackend backend;
+  {
+    // The version 1 schema as it was published (its step is never edited), with records.
+    PGconn* conn = PQconnectdb(backend.url().c_str());
+    REQUIRE(PQstatus(conn) == CONNECTION_OK);
+    std::string script = std::string(store::postgres_sql::k_create_schema_table) +
+                         "; INSERT INTO idem_schema (id, version) VALUES (1, 1);" +
+                         store::postgres_sql::k_migrations[0] + R"sql(;
+      INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
+                                owner_boot_id, owner_pid, owner_start, started_at, finished_at,
+                                ttl_ms, expires_at, exit_code, output, output_bytes)
+      VALUES ('failed', 'fp', 'run', 'failed', 2, 'h', 'b', 1, 1, 1000, 2000, 86400000,
+              4000000000000, 3, NULL, 0),
+             ('done', 'fp', 'run', 'succeeded', 1, 'h', 'b', 1, 1, 1100, 2100, 86400000,
+              4000000000000, 0, '\x0101030000006f6b0a'::bytea, 3))sql";
+    PGresult* r = PQexec(conn, script.c_str());
+    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    std::string error = ok ? "" : PQresultErrorMessage(r);
+    PQclear(r);
+    PQfinish(conn);
+    REQUIRE(error.empty());
+  }
+  auto store = backend.open();
+  Admin admin(backend.url());
+  CHECK(admin.query("SELECT version FROM idem_schema") == "2\n");
+  CHECK(admin.query("SELECT key || ' ' || replay_failures FROM idem_records ORDER BY key") ==
+        "done false\nfailed false\n");
+  auto failed = store->get("failed");
+  REQUIRE(failed);
+  CHECK_FALSE(failed->replay_failures);
+  CHECK(failed->exit_code == 3);
+  auto done = store->get("done");
+  REQUIRE(done);
+  CHECK(done->output == std::string("\x01\x01\x03\0\0\0ok\n", 9));
+  store::ClaimRequest retry = request("failed", 3000);
+  retry.fingerprint = "fp";
+  store::ClaimResult again = store->claim(retry, k_alive);
+  REQUIRE(again.verdict == core::Verdict::claim);
+  CHECK(again.attempt == 3);
+  CHECK(admin.query("SELECT replay_failures FROM idem_records WHERE key = 'failed'") == "f\n");
 }
 
 TEST_CASE("postgres store: a newer schema is refused, permanently", "[store][postgres]") {

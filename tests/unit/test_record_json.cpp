@@ -45,7 +45,12 @@ TEST_CASE("record_json: the detail form adds outputs, request, lease; never the 
   CHECK(j["response"]["status"] == 201);
   CHECK(j["lease_expires_at"].is_string());
   CHECK(j["process_group"].is_null());
+  CHECK(j["replay_failures"] == false);
   CHECK(j.dump().find(r.attempt_token) == std::string::npos);
+  r.replay_failures = true;
+  CHECK(idem::core::record_detail_json(r, 1'500'000, false, false)["replay_failures"] == true);
+  // ls's form leaves the policy out, as it leaves out everything but what ls lists.
+  CHECK_FALSE(idem::core::record_json(r, 1'500'000, false).contains("replay_failures"));
   r.output = "not an encoding";
   CHECK_THROWS(idem::core::record_detail_json(r, 1'500'000, false, false));
 }

@@ -270,7 +270,7 @@ TEST_CASE("store: an older (empty, version 0) database is migrated in place", "[
   auto store = open_sqlite_store(path);
   REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "6");
+  CHECK(raw.text("PRAGMA user_version") == "7");
 }
 
 TEST_CASE("store: a version 1 store keeps its records when migrated to version 2", "[store][files]") {
@@ -302,7 +302,7 @@ TEST_CASE("store: a version 1 store keeps its records when migrated to version 2
   CHECK(old->exit_code == 7);
   CHECK_FALSE(old->response);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "6");
+  CHECK(raw.text("PRAGMA user_version") == "7");
 }
 
 TEST_CASE("store: a corrupt file is a StoreError, not a crash", "[store][files]") {
@@ -594,7 +594,7 @@ TEST_CASE("store: a version 2 store keeps its records when migrated to version 3
   CHECK(kept->response->headers.empty());  // it had no content type
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "6");
+    CHECK(raw.text("PRAGMA user_version") == "7");
     CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
                    "type = 'index' AND name LIKE 'records%' ORDER BY name)") ==
           "records_by_end records_by_recent records_expiring");
@@ -730,7 +730,7 @@ TEST_CASE("store: a version 3 store keeps its records when migrated to version 4
   CHECK(store->claim(again, k_alive).verdict == Verdict::running);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "6");
+    CHECK(raw.text("PRAGMA user_version") == "7");
     CHECK(raw.text("SELECT count(*) FROM records WHERE attempt_token = '' AND lease_expires IS "
                    "NULL") == "2");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
@@ -824,7 +824,7 @@ TEST_CASE("store: a version 4 store's HTTP status and content type become its re
   CHECK(json->output_bytes == 12);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "6");
+    CHECK(raw.text("PRAGMA user_version") == "7");
     CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name IN "
                    "('http_status', 'content_type')") == "0");
     // The migration writes the very text the store does.
@@ -916,7 +916,7 @@ TEST_CASE("store: a version 5 store's outputs move to their own table", "[store]
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "6");
+    CHECK(raw.text("PRAGMA user_version") == "7");
     CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name = 'output'") ==
           "0");
     // Only outputs with bytes get a row, under the attempt that wrote them.
@@ -986,19 +986,116 @@ TEST_CASE("store: a schema one newer than this binary's is refused, its outputs 
   {
     RawDb raw(path);
     raw.exec(k_version_5);
-    raw.exec("PRAGMA user_version = 7;");
+    raw.exec("PRAGMA user_version = 8;");
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   try {
     open_sqlite_store(path);
-    FAIL("a version 7 store was opened");
+    FAIL("a version 8 store was opened");
   } catch (const StoreError& e) {
-    CHECK(std::string(e.what()).find("schema version 7, newer than this idem understands (6)") !=
+    CHECK(std::string(e.what()).find("schema version 8, newer than this idem understands (7)") !=
           std::string::npos);
   }
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "7");
+  CHECK(raw.text("PRAGMA user_version") == "8");
   CHECK(raw.text("SELECT count(*) FROM sqlite_master WHERE name = 'outputs'") == "0");
+}
+
+namespace {
+
+// The version 6 schema, frozen here as it was published (version 5's table without its output,
+// the outputs table and its triggers), with a failure, a success with output, and a running key.
+constexpr const char* k_version_6 = R"sql(
+  CREATE TABLE records (
+    key TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, kind TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned')),
+    attempt INTEGER NOT NULL, owner_host TEXT NOT NULL, owner_boot_id TEXT NOT NULL,
+    owner_pid INTEGER NOT NULL, owner_start INTEGER NOT NULL, started_at INTEGER NOT NULL,
+    finished_at INTEGER, ttl_ms INTEGER NOT NULL, expires_at INTEGER, exit_code INTEGER,
+    signal INTEGER, timed_out INTEGER NOT NULL DEFAULT 0,
+    output_bytes INTEGER NOT NULL DEFAULT 0, output_truncated INTEGER NOT NULL DEFAULT 0,
+    request TEXT NOT NULL DEFAULT '{}', note TEXT NOT NULL DEFAULT '', pgid INTEGER,
+    pgid_start INTEGER, attempt_token TEXT NOT NULL DEFAULT '', lease_expires INTEGER,
+    response TEXT);
+  CREATE INDEX records_expiring ON records (expires_at) WHERE status <> 'running';
+  CREATE INDEX records_by_end ON records (coalesce(finished_at, started_at), expires_at)
+    WHERE status <> 'running';
+  CREATE INDEX records_by_recent ON records (started_at DESC, key);
+  CREATE TABLE outputs (key TEXT NOT NULL, attempt INTEGER NOT NULL, output BLOB NOT NULL,
+                        PRIMARY KEY (key, attempt));
+  CREATE TRIGGER outputs_of_deleted AFTER DELETE ON records
+    BEGIN DELETE FROM outputs WHERE key = old.key; END;
+  CREATE TRIGGER outputs_of_replaced AFTER UPDATE OF status ON records
+    WHEN new.status = 'running' BEGIN DELETE FROM outputs WHERE key = old.key; END;
+  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                       owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
+                       exit_code, output_bytes)
+  VALUES ('failed', 'fp', 'run', 'failed', 2, 'h', 'b', 1, 1, 1000, 2000, 86400000,
+          4000000000000, 3, 0),
+         ('done', 'fp', 'each', 'succeeded', 1, 'h', 'b', 1, 1, 1100, 2100, 86400000,
+          4000000000000, 0, 3);
+  INSERT INTO outputs (key, attempt, output) VALUES ('done', 1, X'0101030000006F6B0A');
+  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                       owner_pid, owner_start, started_at, ttl_ms, attempt_token)
+  VALUES ('running', 'fp', 'begin', 'running', 1, 'h', 'b', 1, 1, 1400, 86400000, 'tok');
+  PRAGMA user_version = 6;)sql";
+
+}  // namespace
+
+TEST_CASE("store: a version 6 store's records get the replay policy of a failure that runs again",
+          "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    RawDb raw(path);
+    raw.exec(k_version_6);
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  auto store = open_sqlite_store(path);
+  {
+    RawDb raw(path);
+    CHECK(raw.text("PRAGMA user_version") == "7");
+    CHECK(raw.text("SELECT group_concat(key || ' ' || replay_failures, ',') FROM "
+                   "(SELECT * FROM records ORDER BY key)") == "done 0,failed 0,running 0");
+    CHECK(raw.text("PRAGMA integrity_check") == "ok");
+  }
+  // Every record reads as it did; none holds the policy, so its failure runs again.
+  auto failed = store->get("failed");
+  REQUIRE(failed);
+  CHECK_FALSE(failed->replay_failures);
+  CHECK(failed->exit_code == 3);
+  CHECK(failed->attempt == 2);
+  auto done = store->get("done");
+  REQUIRE(done);
+  CHECK(done->output == std::string("\x01\x01\x03\0\0\0ok\n", 9));
+  CHECK(store->get("running")->status == Status::running);
+  ClaimRequest retry = request("failed");
+  retry.fingerprint = "fp";
+  retry.policy.replay_failures = true;
+  retry.now_ms = 3000;
+  // With the flag a later attempt still replays it; without, it runs again under its own policy.
+  CHECK(store->claim(retry, k_alive).verdict == Verdict::replay);
+  retry.policy.replay_failures = false;
+  ClaimResult again = store->claim(retry, k_alive);
+  REQUIRE(again.verdict == Verdict::claim);
+  CHECK(again.attempt == 3);
+}
+
+TEST_CASE("store: a migration that fails leaves the version 6 store as it was", "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    RawDb raw(path);
+    raw.exec(k_version_6);
+    // A column of the step's name already there makes its ALTER TABLE fail.
+    raw.exec("ALTER TABLE records ADD COLUMN replay_failures TEXT;");
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  CHECK_THROWS_AS(open_sqlite_store(path), StoreError);
+  RawDb raw(path);
+  CHECK(raw.text("PRAGMA user_version") == "6");
+  CHECK(raw.text("SELECT count(*) FROM records") == "3");
+  CHECK(raw.text("PRAGMA integrity_check") == "ok");
 }
 
 TEST_CASE("store: an output lives as long as the attempt that wrote it", "[store]") {
