@@ -8,6 +8,7 @@ packages=(
   sqlite3 procps scdoc man-db groff-base bash-completion libpq-dev postgresql pgbouncer
   nodejs  # tests/helpers/upstream_server.js, the proxy tests' upstream
   python3 jq
+  systemd  # systemd-socket-activate, the socket activation test's service manager
   "$@"
 )
 missing=()
