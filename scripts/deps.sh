@@ -9,6 +9,7 @@ packages=(
   libexpat1-dev  # XML payloads of webhook hooks
   nodejs  # tests/helpers/upstream_server.js, the proxy tests' upstream
   python3 jq
+  systemd  # systemd-socket-activate, the socket activation test's service manager
   "$@"
 )
 missing=()

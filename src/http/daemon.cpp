@@ -668,16 +668,17 @@ class Daemon {
     auto [address, bound] = open_listeners(server, host, port, socket_router);
     nlohmann::json listening{{"time", now_iso()},
                              {"event", "listening"},
-                             {"address", address + ":" + std::to_string(bound)},
                              {"hooks", current()->config.hooks.size()},
                              {"store", options_.store.display()}};
+    // No TCP listener when socket activation passed a Unix socket alone.
+    if (bound != 0) listening["address"] = address + ":" + std::to_string(bound);
     if (current()->config.proxy) listening["proxy"] = current()->config.proxy->upstream;
     if (options_.ledger) listening["ledger"] = ledger_token_path(options_.store);
     if (!options_.socket_path.empty()) listening["socket"] = options_.socket_path;
     if (tls_) listening["tls"] = true;
     if (passed_.tcp || passed_.unix_socket) listening["socket_activation"] = true;
     log_line(listening);
-    write_port_file(options_.port_file, bound);
+    if (bound != 0) write_port_file(options_.port_file, bound);
     std::optional<PidFile> pidfile;
     if (!options_.pidfile.empty()) pidfile.emplace(options_.pidfile).write();
     notifier_.ready();

@@ -32,15 +32,20 @@ wait_until "the notify listener is up" test -e "$T/notify.log.ready"
 
 # A free port: one the kernel just gave out; systemd-socket-activate binds it again at once.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-PORT=$(free_port)
-URL=http://127.0.0.1:$PORT
 # systemd-socket-activate passes on only the variables named with -E; it execs idem in its own
 # process once the first connection comes, so its pid is the daemon's.
-bg daemon systemd-socket-activate -l "127.0.0.1:$PORT" -l "$T/ledger.sock" \
-  -E PATH -E IDEM_DB -E IDEM_TEST_DIR -E "NOTIFY_SOCKET=$T/notify.sock" \
-  "$IDEM_BIN" serve --config "$T/serve.json" --listen 127.0.0.1:1 --pidfile "$T/idem.pid"
-wait_until "systemd-socket-activate listens" file_has "$T/daemon.err" "Listening on 127.0.0.1:$PORT"
-wait_until "systemd-socket-activate listens on the Unix socket" test -S "$T/ledger.sock"
+listening_or_gone() { file_has "$T/daemon.err" "Listening on $T/ledger.sock" || bg_exited daemon; }
+for _ in 1 2 3 4 5; do  # another process may take the free port first: then pick another
+  PORT=$(free_port)
+  rm -f "$T/ledger.sock"
+  bg daemon systemd-socket-activate -l "127.0.0.1:$PORT" -l "$T/ledger.sock" \
+    -E PATH -E IDEM_DB -E IDEM_TEST_DIR -E "NOTIFY_SOCKET=$T/notify.sock" \
+    "$IDEM_BIN" serve --config "$T/serve.json" --listen 127.0.0.1:1 --pidfile "$T/idem.pid"
+  wait_until "systemd-socket-activate listens or fails" listening_or_gone
+  bg_running daemon && break
+done
+bg_running daemon || fail "systemd-socket-activate did not start: $(cat "$T/daemon.err")"
+URL=http://127.0.0.1:$PORT
 
 # The first connection starts the daemon; it is answered on the passed socket (--listen's port
 # 1 is never bound).

@@ -29,7 +29,7 @@ using idem::http::TlsVersion;
 namespace {
 
 // A self-signed P-256 certificate and its key, written as PEM to PREFIX.pem and PREFIX.key.
-TlsFiles make_pair(const std::string& prefix) {
+TlsFiles make_cert_files(const std::string& prefix) {
   EVP_PKEY* key = EVP_EC_gen("P-256");
   X509* cert = X509_new();
   ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
@@ -94,8 +94,8 @@ TEST_CASE("tls: versions", "[tls]") {
 
 TEST_CASE("tls: unusable files are refused with one line", "[tls]") {
   idem::test::TempDir dir;
-  const TlsFiles first = make_pair(dir.path() + "/first");
-  const TlsFiles second = make_pair(dir.path() + "/second");
+  const TlsFiles first = make_cert_files(dir.path() + "/first");
+  const TlsFiles second = make_cert_files(dir.path() + "/second");
   CHECK(error_of(first) == "(loaded)");
   CHECK(error_of({dir.path() + "/none.pem", first.key}) ==
         "--cert " + dir.path() + "/none.pem: cannot read it: no such file or directory");
@@ -113,7 +113,7 @@ TEST_CASE("tls: unusable files are refused with one line", "[tls]") {
 
 TEST_CASE("tls: a handshake, a request and its answer, the close", "[tls]") {
   idem::test::TempDir dir;
-  auto context = TlsContext::load(make_pair(dir.path() + "/cert"));
+  auto context = TlsContext::load(make_cert_files(dir.path() + "/cert"));
   int fds[2];
   REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
   idem::util::Fd server_fd(fds[0]), client_fd(fds[1]);
@@ -137,7 +137,7 @@ TEST_CASE("tls: a handshake, a request and its answer, the close", "[tls]") {
 
 TEST_CASE("tls: a peer that never says hello is given up at the deadline", "[tls]") {
   idem::test::TempDir dir;
-  auto context = TlsContext::load(make_pair(dir.path() + "/cert"));
+  auto context = TlsContext::load(make_cert_files(dir.path() + "/cert"));
   int fds[2];
   REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) == 0);
   idem::util::Fd server_fd(fds[0]), client_fd(fds[1]);
@@ -149,7 +149,7 @@ TEST_CASE("tls: a peer that never says hello is given up at the deadline", "[tls
 
 TEST_CASE("tls: plain HTTP is not a handshake", "[tls]") {
   idem::test::TempDir dir;
-  auto context = TlsContext::load(make_pair(dir.path() + "/cert"));
+  auto context = TlsContext::load(make_cert_files(dir.path() + "/cert"));
   int fds[2];
   REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) == 0);
   idem::util::Fd server_fd(fds[0]), client_fd(fds[1]);
