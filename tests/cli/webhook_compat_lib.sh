@@ -8,6 +8,7 @@ COMPAT=${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/webhook
 ECHO=$(cd "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/helpers" && pwd)/hook_echo.sh
 [[ -x $ECHO ]] || fail "$ECHO is not executable"
 mkdir -p "$T/work"
+cp "$ECHO" "$T/work/echo.sh"  # for the hooks with a relative execute-command
 
 # hooks_file SRC DEST: SRC (under webhook/) with the handler's path and the work directory
 # filled in. Both servers read DEST as it is.
