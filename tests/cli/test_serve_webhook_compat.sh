@@ -37,3 +37,51 @@ hooks_file hooks.tmpl.json hooks.tmpl.json
 start_webhook webhook-template "$T/hooks.tmpl.json" -template
 run_scenarios webhook-template template-scenarios.txt
 stop_server webhook-template
+
+# --- Loading and reloading ------------------------------------------------------------------------
+# status_of URL_PATH: the status a POST without a body gets from $URL.
+status_of() { curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary '' "$URL$1"; }
+status_is_not() { [[ $(status_of "$1") != "$2" ]]; }
+
+# SIGHUP re-reads the hooks file: a new hook is served; a broken file keeps the previous set.
+hook_json() {  # hook_json ID...: a hooks file of hooks running the echo handler
+  local id sep=
+  printf '['
+  for id in "$@"; do
+    printf '%s{"id": "%s", "execute-command": "%s"}' "$sep" "$id" "$ECHO"
+    sep=,
+  done
+  printf ']\n'
+}
+reload_check() {  # reload_check SERVER BROKEN_LOG_LINE
+  hook_json first >"$T/$1-reload.json.new"
+  mv "$T/$1-reload.json.new" "$T/$1-reload.json"
+  assert_eq 404 "$(status_of /hooks/second)" "$1: a hook not loaded yet"
+  hook_json first second >"$T/$1-reload.json.new"
+  mv "$T/$1-reload.json.new" "$T/$1-reload.json"
+  kill -HUP "$(bg_pid "$1")"
+  wait_until "$1 serves the hook added before SIGHUP" status_is_not /hooks/second 404
+  assert_eq 200 "$(status_of /hooks/second)" "$1: the added hook"
+  printf '[{"id": "first",' >"$T/$1-reload.json"
+  kill -HUP "$(bg_pid "$1")"
+  wait_until "$1 logs the broken reload" file_has "$T/$1.err" "$2"
+  assert_eq 200 "$(status_of /hooks/second)" "$1: the hook of the set kept after a broken reload"
+}
+hook_json first >"$T/webhook-reload-reload.json"
+start_webhook webhook-reload "$T/webhook-reload-reload.json"
+reload_check webhook-reload "couldn't load hooks from file"
+stop_server webhook-reload
+
+# What webhook loads without a word and idem refuses: a misspelt property (here the trigger rule:
+# webhook then runs the command for anyone) and a response code HTTP does not have (webhook
+# answers 200 instead).
+printf '[{"id": "typo", "execute-command": "%s", "trigger-rules": {"match": {"type": "value",
+  "value": "s3cret", "parameter": {"source": "header", "name": "X-Token"}}}}]\n' "$ECHO" >"$T/typo.json"
+printf '[{"id": "code", "execute-command": "%s", "trigger-rule-mismatch-http-response-code": 999,
+  "trigger-rule": {"match": {"type": "value", "value": "x", "parameter": {"source": "url",
+  "name": "x"}}}}]\n' "$ECHO" >"$T/code.json"
+start_webhook webhook-lenient "$T/typo.json" -hooks "$T/code.json"
+assert_eq 200 "$(status_of /hooks/typo)" "webhook: the hook with a misspelt trigger-rule, without its token"
+collect webhook-lenient typo 1
+assert_eq 200 "$(status_of /hooks/code)" "webhook: a mismatch code HTTP does not have"
+stop_server webhook-lenient
