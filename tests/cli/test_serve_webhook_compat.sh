@@ -85,3 +85,25 @@ assert_eq 200 "$(status_of /hooks/typo)" "webhook: the hook with a misspelt trig
 collect webhook-lenient typo 1
 assert_eq 200 "$(status_of /hooks/code)" "webhook: a mismatch code HTTP does not have"
 stop_server webhook-lenient
+
+# examples/webhook/hooks.yaml, idem object included, is still a hooks file webhook serves.
+example=$(cd "$COMPAT/../../../examples/webhook" && pwd)
+example_push() {  # example_push SERVER DELIVERY: a signed push to the example's hook
+  local body='{"ref": "refs/heads/main", "head_commit": {"id": "4b1d"}, "pusher": {"name": "ana"},
+  "repository": {"full_name": "acme/site"}}' sig
+  sig=$(printf %s "$body" | openssl dgst -sha256 -hmac "$GITHUB_SECRET" -binary | to_hex)
+  curl -sS --max-time 30 -o "$T/$1.push.body" -w '%{http_code}' -H 'Content-Type: application/json' \
+    -H "X-Hub-Signature-256: sha256=$sig" -H "X-GitHub-Delivery: $2" --data-binary "$body" \
+    "$URL/hooks/github-push" >"$T/$1.push.status"
+}
+mkdir -p "$T/example/examples"
+ln -s "$example" "$T/example/examples/webhook"  # its command is relative to the daemon's directory
+# shellcheck disable=SC2016  # expanded by deploy.sh
+export GITHUB_SECRET='example secret' DEPLOY_CMD='echo "checkout $COMMIT of $REPOSITORY"'
+cd "$T/example" || fail "no $T/example"
+start_webhook webhook-example "$example/hooks.yaml" -template
+cd "$T" || fail "no $T"
+example_push webhook-example d-1
+stop_server webhook-example
+assert_eq 200 "$(<"$T/webhook-example.push.status")" "webhook: the example's push"
+assert_bytes "$T/webhook-example.push.body" 'checkout 4b1d of acme/site\ndeployed acme/site at 4b1d (pushed by ana)\n'
