@@ -4,8 +4,7 @@
 # field of JSON, GitLab, XML, raw bodies, a JSON array body, a slash in an id, request sources,
 # methods, mismatch codes, output capture, content types, files, entire payloads) is sent to
 # Debian's Go `webhook` 2.8, the reference, with webhook/hooks.json: webhook must answer as the
-# table says. (webhook reads JSON and YAML through one YAML loader; webhook/hooks.yaml holds the
-# same hooks.)
+# table says, and the same with webhook/hooks.yaml (the same hooks).
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/webhook_compat_lib.sh"
@@ -25,9 +24,14 @@ same_answers() {
 }
 
 hooks_file hooks.json hooks.json
+hooks_file hooks.yaml hooks.yaml
 start_webhook webhook "$T/hooks.json" -header X-Served-By=compat
 run_scenarios webhook
 stop_server webhook
+start_webhook webhook-yaml "$T/hooks.yaml" -header X-Served-By=compat
+run_scenarios webhook-yaml
+stop_server webhook-yaml
+same_answers webhook webhook-yaml
 
 # The hooks file as a template: getenv (piped into js), print, raw strings, comments, trim
 # markers; an unset variable expands to nothing.
