@@ -35,7 +35,8 @@ same_answers webhook webhook-yaml
 
 # The hooks file as a template: getenv (piped into js), print, raw strings, comments, trim
 # markers; an unset variable expands to nothing.
-export COMPAT_HANDLER=templated COMPAT_QUOTED='say "hi" <b> & \back' EV_TEMPLATE_SECRET='from the environment'
+export COMPAT_HANDLER=templated COMPAT_QUOTED='say "hi" <b> & a=b \back' COMPAT_HTML="<a href=\"x\">Tom & Jerry's</a>"
+export EV_TEMPLATE_SECRET='from the environment'
 unset COMPAT_UNSET
 hooks_file hooks.tmpl.json hooks.tmpl.json
 start_webhook webhook-template "$T/hooks.tmpl.json" -template
