@@ -32,6 +32,10 @@ start_webhook webhook-yaml "$T/hooks.yaml" -header X-Served-By=compat
 run_scenarios webhook-yaml
 stop_server webhook-yaml
 same_answers webhook webhook-yaml
+# Default methods for the hooks that have none of their own.
+start_webhook webhook-methods "$T/hooks.json" -http-methods 'post, Put'
+run_scenarios webhook-methods methods-scenarios.txt
+stop_server webhook-methods
 
 # The hooks file as a template: getenv (piped into js), print, raw strings, comments, trim
 # markers; an unset variable expands to nothing.

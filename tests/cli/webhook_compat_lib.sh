@@ -153,7 +153,8 @@ collect() {
 }
 
 # run_scenarios SERVER [TABLE]: every scenario of TABLE (default scenarios.txt) against $URL;
-# checks webhook's own answers (status and expected/NAME) when SERVER is a webhook.
+# checks webhook's own answers (status and expected/NAME) when SERVER is a webhook (or
+# CHECK_STATUS is set: for idem's own scenarios).
 run_scenarios() {
   local server=$1 table=${2:-scenarios.txt} name mp method path type headers body status runs
   while IFS='|' read -r name mp type headers body status runs; do
@@ -163,9 +164,30 @@ run_scenarios() {
     TZ=UTC printf -v SCALR_DATE '%(%a %d %b %Y %H:%M:%S UTC)T' -1
     send "$server" "$name" "$method" "$path" "$type" "$headers" "$body"
     collect "$server" "$name" "$runs"
-    if [[ $server == webhook* ]]; then
+    if [[ $server == webhook* || -n ${CHECK_STATUS:-} ]]; then
       assert_eq "$status" "$(<"$T/$server/$name.status")" "webhook's status for $name"
       [[ ! -e $COMPAT/expected/$name ]] || assert_same "$COMPAT/expected/$name" "$T/$server/$name.body"
     fi
   done <"$COMPAT/$table"
+}
+
+# compare_with SERVER REFERENCE: SERVER answered every scenario REFERENCE did, as REFERENCE did
+# (status, body, compared headers, handler runs), except where webhook/idem/NAME.WHAT holds what
+# idem answers instead: a deliberate difference, explained in webhook/idem/README. Lists every
+# difference, then fails if there was one.
+compare_with() {
+  local f what want differences=0
+  for f in "$T/$2"/*.status; do
+    f=${f%.status}
+    f=${f##*/}
+    for what in status body headers runs; do
+      want=$T/$2/$f.$what
+      [[ ! -e $COMPAT/idem/$f.$what ]] || want=$COMPAT/idem/$f.$what
+      cmp -s "$want" "$T/$1/$f.$what" && continue
+      differences=$((differences + 1))
+      echo "DIFFERENCE: $f: the $what of $1 differs from ${want#"$T/"}:" >&2
+      diff "$want" "$T/$1/$f.$what" | head -20 | cat -v >&2 || true
+    done
+  done
+  ((differences == 0)) || fail "$1: $differences difference(s) from $2 (DIFFERENCE lines above)"
 }
