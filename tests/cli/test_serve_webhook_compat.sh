@@ -32,6 +32,11 @@ start_webhook webhook-yaml "$T/hooks.yaml" -header X-Served-By=compat
 run_scenarios webhook-yaml
 stop_server webhook-yaml
 same_answers webhook webhook-yaml
+# Plain YAML scalars where a string is wanted, as webhook's YAML 1.1 loader reads them.
+hooks_file yaml-scalars.yaml yaml-scalars.yaml
+start_webhook webhook-scalars "$T/yaml-scalars.yaml"
+run_scenarios webhook-scalars yaml-scalars-scenarios.txt
+stop_server webhook-scalars
 # Default methods for the hooks that have none of their own.
 start_webhook webhook-methods "$T/hooks.json" -http-methods 'post, Put'
 run_scenarios webhook-methods methods-scenarios.txt

@@ -92,7 +92,7 @@ _expand() {
 }
 
 # The headers an answer is compared by (the rest are transport: Date, Content-Length ...).
-COMPARED_HEADERS='^(content-type|x-handled-by|x-served-by|access-control-allow-origin):'
+COMPARED_HEADERS='^(content-type|x-handled-by|x-served-by|access-control-allow-origin|idempotent-replayed):'
 
 # send SERVER NAME METHOD PATH TYPE HEADERS BODY: one request to $URL; the answer lands in
 # $T/SERVER/NAME.{status,headers,body} (addresses with their port normalised).
