@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   cmake make g++ pkg-config curl openssl
-  libcli11-dev nlohmann-json3-dev catch2 libssl-dev libsqlite3-dev
+  libcli11-dev nlohmann-json3-dev catch2 libssl-dev libsqlite3-dev libyaml-cpp-dev
   sqlite3 procps scdoc man-db groff-base bash-completion libpq-dev postgresql pgbouncer
   nodejs  # tests/helpers/upstream_server.js, the proxy tests' upstream
   python3 jq

@@ -1,5 +1,7 @@
 #include "http/config.hpp"
 
+#include "http/config_fields.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -14,21 +16,13 @@
 
 namespace idem::http {
 
-namespace {
-
-using Json = nlohmann::json;
+// The readers config_fields.hpp declares, and the helpers they share with this file.
+namespace config_fields {
 
 constexpr int64_t k_max_body_limit = int64_t(1) << 30;  // 1 GiB
 constexpr size_t k_max_quoted_bytes = 100;              // of a user's value in a message
 constexpr size_t k_max_reason_bytes = 300;              // of nlohmann's parse error
 constexpr size_t k_max_path_bytes = 200;                // of a field path in a message
-
-// What is wrong and where (a field path such as "hooks[1].signature.scheme", empty for the
-// top level); parse_config adds the file name.
-struct Problem {
-  std::string at;
-  std::string what;
-};
 
 [[noreturn]] void fail(const std::string& at, std::string what) {
   throw Problem{at, std::move(what)};
@@ -302,9 +296,7 @@ bool is_token(const std::string& name) {
   });
 }
 
-std::string read_path(const Json& hook, const std::string& at) {
-  std::string where = member(at, "path");
-  std::string path = read_string(required(hook, at, "path"), where);
+void check_hook_path(const std::string& path, const std::string& where) {
   if (!path.starts_with('/')) fail(where, quote(path) + " must start with '/'");
   for (char c : path) {
     auto byte = static_cast<unsigned char>(c);
@@ -323,6 +315,12 @@ std::string read_path(const Json& hook, const std::string& at) {
   // The daemon answers these itself (SPEC §6); a hook there would be unreachable or shadow them.
   if (path == "/healthz" || path == "/metrics")
     fail(where, quote(path) + " is the daemon's own endpoint");
+}
+
+std::string read_path(const Json& hook, const std::string& at) {
+  std::string where = member(at, "path");
+  std::string path = read_string(required(hook, at, "path"), where);
+  check_hook_path(path, where);
   return path;
 }
 
@@ -504,6 +502,12 @@ void read_limits(const Json& hook, const std::string& at, Hook& out) {
   if (const Json* v = optional_field(hook, "retry_abandoned"))
     out.retry_abandoned = read_bool(*v, member(at, "retry_abandoned"));
 }
+
+}  // namespace config_fields
+
+namespace {
+
+using namespace config_fields;
 
 // Paths seen so far, each with the index of the hook that has it.
 using PathOwners = std::map<std::string, size_t>;
@@ -700,8 +704,8 @@ Config read_config(const Json& doc, const EnvLookup& env) {
 
 Config parse_config(const std::string& file_name, const std::string& text, const EnvLookup& env) {
   try {
-    return read_config(parse_json(text), env);
-  } catch (const Problem& p) {
+    return read_config(config_fields::parse_json(text), env);
+  } catch (const config_fields::Problem& p) {
     throw ConfigError(file_name + ": " + (p.at.empty() ? "" : p.at + ": ") + p.what);
   }
 }

@@ -4,6 +4,7 @@
 // the environment and file lookups, so tests need neither. What a hook does with a request is
 // webhook_request.hpp's; how it is served, the daemon's.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <regex>
@@ -110,6 +111,10 @@ struct HooksFiles {
   // Every environment variable the templates read with getenv and every secret_env of an idem
   // signature: no handler gets them in its environment.
   std::vector<std::string> withheld_env;
+  // What deserves a warning in the log but does not stop the load, one line each naming the
+  // file: a variable a template read that is unset (it expanded to ""), a file cat or credential
+  // could not read, a deprecated match type (payload-hash-*: payload-hmac-* under its old name).
+  std::vector<std::string> warnings;
 };
 
 // One file's name and text.

@@ -1,0 +1,172 @@
+#include "http/webhook_yaml.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <set>
+#include <string_view>
+
+namespace idem::http::webhook {
+
+namespace {
+
+using config_fields::fail;
+using config_fields::Json;
+using config_fields::printable;
+using config_fields::quote;
+
+// Aliases share nodes, so a small file can stand for an exponential document ("billion laughs").
+constexpr size_t k_max_values = 1'000'000;
+constexpr int k_max_depth = 200;
+
+std::string where(const YAML::Node& node) {
+  YAML::Mark mark = node.Mark();
+  if (mark.line < 0) return "";
+  return "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1);
+}
+
+bool one_of(std::string_view text, std::initializer_list<std::string_view> names) {
+  for (std::string_view name : names)
+    if (text == name) return true;
+  return false;
+}
+
+// An integer as YAML 1.1 writes one (underscores allowed): sign, then 0x, 0o or 0b, a leading 0
+// for octal, or decimal. nullopt when `text` is not one or does not fit 64 bits.
+std::optional<Json> resolve_int(std::string text) {
+  std::erase(text, '_');
+  std::string_view digits = text;
+  bool negative = false;
+  if (!digits.empty() && (digits[0] == '+' || digits[0] == '-')) {
+    negative = digits[0] == '-';
+    digits.remove_prefix(1);
+  }
+  int base = 10;
+  if (digits.size() > 2 && digits[0] == '0' && std::string_view("xXoObB").find(digits[1]) != std::string_view::npos) {
+    char kind = char(digits[1] | 0x20);
+    base = kind == 'x' ? 16 : kind == 'o' ? 8 : 2;
+    digits.remove_prefix(2);
+  } else if (digits.size() > 1 && digits[0] == '0') {
+    base = 8;
+    digits.remove_prefix(1);
+  }
+  if (digits.empty()) return std::nullopt;
+  for (char c : digits) {
+    int value = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 99;
+    if (value >= base) return std::nullopt;
+  }
+  errno = 0;
+  std::string clean(digits);
+  unsigned long long magnitude = std::strtoull(clean.c_str(), nullptr, base);
+  if (errno == ERANGE) return std::nullopt;
+  if (!negative) {
+    if (magnitude <= uint64_t(INT64_MAX)) return Json(int64_t(magnitude));
+    return Json(uint64_t(magnitude));
+  }
+  if (magnitude > uint64_t(INT64_MAX) + 1) return std::nullopt;
+  return Json(magnitude == uint64_t(INT64_MAX) + 1 ? INT64_MIN : -int64_t(magnitude));
+}
+
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?, the floats YAML's resolver accepts.
+bool is_float_text(std::string_view text) {
+  size_t i = 0;
+  auto digits = [&] {
+    size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i > start;
+  };
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  } else {
+    if (!digits()) return false;
+    if (i < text.size() && text[i] == '.') {
+      ++i;
+      digits();
+    }
+  }
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == text.size();
+}
+
+Json resolve_plain(const std::string& text) {
+  if (one_of(text, {"", "~", "null", "Null", "NULL"})) return nullptr;
+  if (one_of(text, {"y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "true", "True", "TRUE"}))
+    return true;
+  if (one_of(text, {"n", "N", "no", "No", "NO", "off", "Off", "OFF", "false", "False", "FALSE"}))
+    return false;
+  if (one_of(text, {".nan", ".NaN", ".NAN"})) return std::nan("");
+  if (one_of(text, {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"})) return HUGE_VAL;
+  if (one_of(text, {"-.inf", "-.Inf", "-.INF"})) return -HUGE_VAL;
+  char first = text[0];
+  if ((first >= '0' && first <= '9') || first == '+' || first == '-' || first == '.') {
+    if (auto number = resolve_int(text)) return *number;
+    if (is_float_text(text)) return std::strtod(text.c_str(), nullptr);
+  }
+  return text;
+}
+
+class Converter {
+ public:
+  Json convert(const YAML::Node& node, int depth) {
+    if (++values_ > k_max_values)
+      fail("", "aliases expand to more than " + std::to_string(k_max_values) + " values");
+    if (depth > k_max_depth) fail(where(node), "nested more than " + std::to_string(k_max_depth) + " deep");
+    switch (node.Type()) {
+      case YAML::NodeType::Scalar:
+        // Quoted and block scalars are strings, and so is anything tagged; plain ones resolve.
+        return node.Tag() == "?" ? resolve_plain(node.Scalar()) : Json(node.Scalar());
+      case YAML::NodeType::Sequence: {
+        Json array = Json::array();
+        for (const YAML::Node& item : node) array.push_back(convert(item, depth + 1));
+        return array;
+      }
+      case YAML::NodeType::Map:
+        return convert_map(node, depth);
+      default:
+        return nullptr;
+    }
+  }
+
+ private:
+  size_t values_ = 0;
+
+  Json convert_map(const YAML::Node& node, int depth) {
+    Json object = Json::object();
+    for (const auto& pair : node) {
+      if (!pair.first.IsScalar() && !pair.first.IsNull())
+        fail(where(pair.first), "a mapping key must be a plain value");
+      std::string name = pair.first.IsNull() ? "" : pair.first.Scalar();
+      if (object.contains(name)) fail(where(pair.first), "duplicate field " + quote(name));
+      object[name] = convert(pair.second, depth + 1);
+    }
+    return object;
+  }
+};
+
+}  // namespace
+
+Json parse_yaml(const std::string& text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    fail("", "not YAML: line " + std::to_string(e.mark.line + 1) + ", column " +
+                 std::to_string(e.mark.column + 1) + ": " + printable(e.msg, 300, true));
+  } catch (const YAML::Exception& e) {
+    fail("", "not YAML: " + printable(e.msg, 300, true));
+  }
+  return Converter().convert(root, 0);
+}
+
+}  // namespace idem::http::webhook
