@@ -6,6 +6,7 @@ packages=(
   cmake make g++ pkg-config curl openssl
   libcli11-dev nlohmann-json3-dev catch2 libssl-dev libsqlite3-dev libyaml-cpp-dev
   sqlite3 procps scdoc man-db groff-base bash-completion libpq-dev postgresql pgbouncer
+  libexpat1-dev  # XML payloads of webhook hooks
   nodejs  # tests/helpers/upstream_server.js, the proxy tests' upstream
   python3 jq
   "$@"

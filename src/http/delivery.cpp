@@ -13,6 +13,7 @@
 #include "core/output.hpp"
 #include "engine/attempt.hpp"
 #include "engine/command_effect.hpp"
+#include "http/message.hpp"
 #include "http/signature.hpp"
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
@@ -36,33 +37,6 @@ struct NoKeyFound {
 
 NoKeyFound no_key_found(const std::string& detail) {
   return NoKeyFound{problem(400, "No idempotency key", detail)};
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// One name or value of a form: '+' is a space, %XX the byte XX, any other '%' itself.
-std::string form_decode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    int high = 0, low = 0;
-    if (c == '+') {
-      out.push_back(' ');
-    } else if (c == '%' && i + 2 < text.size() && (high = hex_value(text[i + 1])) >= 0 &&
-               (low = hex_value(text[i + 2])) >= 0) {
-      out.push_back(char((high << 4) | low));
-      i += 2;
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
 }
 
 // The delivery's key; NoKeyFound when it carries none; or the 400 answer for a key that is there
@@ -544,16 +518,8 @@ std::string stored_request(const Hook& hook, const Delivery& d) {
 
 std::vector<std::string> form_values(std::string_view body, std::string_view name) {
   std::vector<std::string> values;
-  while (!body.empty()) {
-    size_t amp = body.find('&');
-    std::string_view pair = body.substr(0, amp);
-    body.remove_prefix(amp == std::string_view::npos ? body.size() : amp + 1);
-    if (pair.empty()) continue;
-    size_t equals = pair.find('=');
-    std::string_view field = pair.substr(0, equals);
-    std::string_view value =
-        equals == std::string_view::npos ? std::string_view() : pair.substr(equals + 1);
-    if (form_decode(field) == name) values.push_back(form_decode(value));
+  for (auto& [field, value] : form_fields(body)) {
+    if (field == name) values.push_back(std::move(value));
   }
   return values;
 }

@@ -37,6 +37,83 @@ size_t Headers::count(std::string_view name) const {
                               [&](const auto& f) { return equals_ignore_case(f.first, name); }));
 }
 
+namespace {
+
+int hex_digit_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// One name or value of a form. `strict`: a '%' without two hex digits is an error (nullopt);
+// otherwise it stays as it is.
+std::optional<std::string> form_decode(std::string_view text, bool strict) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    int high = 0, low = 0;
+    if (c == '+') {
+      out.push_back(' ');
+    } else if (c == '%' && i + 2 < text.size() && (high = hex_digit_value(text[i + 1])) >= 0 &&
+               (low = hex_digit_value(text[i + 2])) >= 0) {
+      out.push_back(char((high << 4) | low));
+      i += 2;
+    } else if (c == '%' && strict) {
+      return std::nullopt;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// Calls `field(pair, name, value)` for each non-empty '&'-separated field of `text`, undecoded.
+template <typename Field>
+void each_form_field(std::string_view text, Field field) {
+  while (!text.empty()) {
+    size_t amp = text.find('&');
+    std::string_view pair = text.substr(0, amp);
+    text.remove_prefix(amp == std::string_view::npos ? text.size() : amp + 1);
+    if (pair.empty()) continue;
+    size_t equals = pair.find('=');
+    std::string_view value =
+        equals == std::string_view::npos ? std::string_view() : pair.substr(equals + 1);
+    field(pair, pair.substr(0, equals), value);
+  }
+}
+
+}  // namespace
+
+FormFields form_fields(std::string_view text) {
+  FormFields fields;
+  each_form_field(text, [&](std::string_view, std::string_view name, std::string_view value) {
+    fields.emplace_back(*form_decode(name, false), *form_decode(value, false));
+  });
+  return fields;
+}
+
+GoFormFields go_form_fields(std::string_view text) {
+  GoFormFields form;
+  each_form_field(text, [&](std::string_view pair, std::string_view name, std::string_view value) {
+    if (pair.find(';') != std::string_view::npos) {
+      if (form.error.empty()) form.error = "invalid semicolon separator in query";
+      return;
+    }
+    std::optional<std::string> decoded_name = form_decode(name, true);
+    std::optional<std::string> decoded_value = form_decode(value, true);
+    if (!decoded_name || !decoded_value) {
+      if (form.error.empty())
+        form.error =
+            "invalid URL escape in '" + syntax::excerpt(decoded_name ? value : name) + "'";
+      return;
+    }
+    form.fields.emplace_back(std::move(*decoded_name), std::move(*decoded_value));
+  });
+  return form;
+}
+
 namespace syntax {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }

@@ -31,6 +31,23 @@ class Headers {
 // ASCII case-insensitive equality, as header names and tokens compare.
 bool equals_ignore_case(std::string_view a, std::string_view b);
 
+// application/x-www-form-urlencoded, also the syntax of query strings: fields split on '&', the
+// name and the value at the first '=', '+' read as a space and %XX as the byte XX.
+using FormFields = std::vector<std::pair<std::string, std::string>>;
+
+// As the WHATWG URL standard parses forms: every non-empty field, in order; a '%' not followed by
+// two hex digits stays as it is.
+FormFields form_fields(std::string_view text);
+
+// As Go's url.ParseQuery (Go 1.17 and later), which webhook decodes queries and form bodies with:
+// a field whose name or value holds a bad escape ('%' without two hex digits), or that holds a
+// ';', is left out, and `error` says why for the first such field ("" when there is none).
+struct GoFormFields {
+  FormFields fields;
+  std::string error;
+};
+GoFormFields go_form_fields(std::string_view text);
+
 namespace syntax {
 
 bool is_digit(char c);

@@ -96,4 +96,11 @@ bool constant_time_equal(std::string_view a, std::string_view b);
 // HMAC-SHA256 of `data` keyed by `key`: 32 raw bytes.
 std::string hmac_sha256(std::string_view key, std::string_view data);
 
+// The digests of webhook hooks files' payload-hmac-* rules and scalr-signature.
+enum class Digest { sha1, sha256, sha512 };
+// HMAC of `data` keyed by `key`: 20, 32 or 64 raw bytes.
+std::string hmac(Digest digest, std::string_view key, std::string_view data);
+// The same in lower-case hex, as webhook's senders write it.
+std::string hmac_hex(Digest digest, std::string_view key, std::string_view data);
+
 }  // namespace idem::http

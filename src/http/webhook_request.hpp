@@ -22,13 +22,23 @@ struct Request {
   std::vector<std::pair<std::string, std::string>> query;    // decoded, in order
   std::string body;          // raw, untouched
   std::string content_type;  // the hook's incoming-payload-content-type, else the header's
-  // The decoded payload: JSON (numbers kept as written), form-encoded (one string per field,
-  // the first of a repeated one), XML (as webhook's: elements by name, attributes as "-name",
-  // text beside attributes as "#text", repeated elements as arrays). Null when the body is not
-  // of a known type or does not parse (webhook then goes on with no payload).
+  // The decoded payload (webhook_payload.hpp): JSON when the content type contains "json" (an
+  // object; a top-level array is the payload's member "root", as webhook has it: "root.0.id"),
+  // with numbers kept as written (json_number values); form-encoded when it contains
+  // "x-www-form-urlencoded" (one string per field, the first of a repeated one); XML when it
+  // contains "xml" (as mxj maps it: elements by name, attributes as "-name", text beside
+  // attributes as "#text", repeated elements as arrays). Null when the body is of no such type or
+  // does not parse (webhook then goes on with no payload). Render it with go_json.
   nlohmann::json payload;
   std::string payload_error;  // why payload is null, for the log ("" when it parsed)
-  int64_t now_unix_s = 0;     // for scalr-signature's date check
+  // The parameters of the header and url sources as webhook keeps them: an object of the first
+  // value of each header by its canonical name ("X-Hub-Signature"; Host and Transfer-Encoding
+  // are not among them, as in Go's net/http) and of each query field by its name.
+  nlohmann::json header_values;
+  nlohmann::json query_values;
+  // For the log: each parse-parameters-as-json value that was missing or not a JSON object.
+  std::vector<std::string> problems;
+  int64_t now_unix_s = 0;  // for scalr-signature's date check
 };
 
 // Builds a Request: decodes the query string (raw, after '?'), picks the content type, decodes
