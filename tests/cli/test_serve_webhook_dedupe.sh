@@ -131,4 +131,12 @@ post '/hooks/plain?mode=fail' ''
 expect_http 500
 assert_body 'args: fail\nstderr line\nevent:  key: \n'
 
+# Metrics and the log count them by hook, as native hooks.
+get /metrics
+for line in 'hook="/hooks/github",outcome="ran"} 1' 'hook="/hooks/github",outcome="replayed"} 1' \
+  'hook="/hooks/github",outcome="mismatch"} 1' 'hook="/hooks/github",outcome="conflict"} 1' \
+  'hook="/hooks/plain",outcome="unkeyed"} 2' 'hook="/hooks/plain",outcome="failed"} 1'; do
+  grep -qF "idem_deliveries_total{$line" "$T/resp.body" || fail "/metrics lacks $line"
+done
+
 stop_daemon
