@@ -267,7 +267,9 @@ Rule read_rule(const Json& value, const std::string& at, const Reader& reader, i
   if (depth > k_max_rule_depth)
     fail(at, "rules nested more than " + std::to_string(k_max_rule_depth) + " deep");
   Rule rule;
-  const auto& [name, inner] = *value.items().begin();
+  auto only = value.begin();
+  const std::string& name = only.key();
+  const Json& inner = only.value();
   std::string where = member(at, name);
   if (name == "match") {
     rule.kind = Rule::Kind::match;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <vector>
 
 namespace idem::http::webhook {
 
@@ -164,17 +165,38 @@ class Converter {
  private:
   size_t values_ = 0;
 
+  // Keys given in the mapping itself win over those a merge key ("<<: *defaults", or a list of
+  // aliases, the first winning) brings in, wherever it stands.
   Json convert_map(const YAML::Node& node, int depth) {
     Json object = Json::object();
+    std::vector<Json> merged;
     for (const auto& pair : node) {
       if (!pair.first.IsScalar() && !pair.first.IsNull())
         fail(where(pair.first), "a mapping key must be a plain value");
       std::string name = pair.first.IsNull() ? "" : pair.first.Scalar();
       if (!valid_utf8(name)) fail(where(pair.first), "not valid UTF-8");
+      if (name == "<<" && pair.first.Tag() == "?") {
+        merge_sources(pair.second, depth, merged);
+        continue;
+      }
       if (object.contains(name)) fail(where(pair.first), "duplicate field " + quote(name));
       object[name] = convert(pair.second, depth + 1);
     }
+    for (const Json& source : merged)
+      for (const auto& [name, value] : source.items())
+        if (!object.contains(name)) object[name] = value;
     return object;
+  }
+
+  void merge_sources(const YAML::Node& value, int depth, std::vector<Json>& merged) {
+    auto one = [&](const YAML::Node& source) {
+      if (!source.IsMap()) fail(where(source), "a merge key (<<) takes a mapping or a list of mappings");
+      merged.push_back(convert(source, depth + 1));
+    };
+    if (value.IsSequence())
+      for (const YAML::Node& source : value) one(source);
+    else
+      one(value);
   }
 };
 

@@ -417,6 +417,30 @@ TEST_CASE("webhook file: YAML scalars stand for text as webhook's loader reads t
   CHECK(files.hooks[2].response_message == "1e+07");
 }
 
+TEST_CASE("webhook file: YAML's anchors, aliases and merge keys", "[webhook_file]") {
+  HooksFiles files = parse_one("hooks.yaml", R"(
+- id: one
+  execute-command: /bin/one
+  trigger-rule: &token
+    match: {type: value, value: t0k3n, parameter: {source: url, name: token}}
+  idem: &limits
+    max_concurrency: 2
+    ttl: 1h
+- id: two
+  execute-command: /bin/two
+  trigger-rule: *token
+  idem:
+    <<: *limits
+    max_concurrency: 3
+)");
+  REQUIRE(files.hooks.size() == 2);
+  CHECK(files.hooks[1].trigger_rule->match.value == "t0k3n");
+  CHECK(files.hooks[1].native.max_concurrency == 3);  // its own key wins over the merged one
+  CHECK(files.hooks[1].native.ttl_ms == 3600 * 1000);
+  CHECK(error_of("hooks.yaml", "- id: a\n  <<: [x]\n") ==
+        "hooks.yaml: line 2, column 8: a merge key (<<) takes a mapping or a list of mappings");
+}
+
 TEST_CASE("webhook file: JSON keeps to JSON's types", "[webhook_file]") {
   CHECK(hook_error(R"("response-message": 5)") ==
         "hooks.json: hooks[0] (h): response-message: expected a string, got an integer");
