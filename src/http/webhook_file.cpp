@@ -124,7 +124,8 @@ void check_argument_name(Argument& argument, const std::string& at) {
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return char(std::tolower(c)); });
     if (lower != "method" && lower != "remote-addr")
-      fail(at, "unknown request attribute " + quote(argument.name) + " (use method or remote-addr)");
+      fail(at,
+           "unknown request attribute " + quote(argument.name) + " (use method or remote-addr)");
     argument.name = lower;
   }
 }
@@ -353,8 +354,9 @@ void read_idem(const Json& value, const Reader& reader, WebhookHook& hook) {
     hook.key = read_argument(*key, member(at, "key"), reader, true);
     // A constant would make every delivery after the first a replay of it.
     if (hook.key->source == Argument::Source::string)
-      fail(member(at, "key.source"), "a constant cannot tell deliveries apart; use a header, "
-                                     "the query or the payload");
+      fail(member(at, "key.source"),
+           "a constant cannot tell deliveries apart; use a header, "
+           "the query or the payload");
   }
   read_limits(value, at, hook.native);
   if (const Json* signature = present(value, "signature"))
@@ -400,13 +402,24 @@ void fill_native(const Json& value, const HooksFileOptions& options, const Reade
   if (const Json* idem = present(value, "idem")) read_idem(*idem, reader, hook);
 }
 
-const std::vector<std::string_view> k_hook_fields = {
-    "id", "execute-command", "command-working-directory", "response-message", "response-headers",
-    "include-command-output-in-response", "include-command-output-in-response-on-error",
-    "pass-environment-to-command", "pass-arguments-to-command", "pass-file-to-command",
-    "parse-parameters-as-json", "trigger-rule", "trigger-rule-mismatch-http-response-code",
-    "trigger-signature-soft-failures", "incoming-payload-content-type",
-    "success-http-response-code", "http-methods", "idem"};
+const std::vector<std::string_view> k_hook_fields = {"id",
+                                                     "execute-command",
+                                                     "command-working-directory",
+                                                     "response-message",
+                                                     "response-headers",
+                                                     "include-command-output-in-response",
+                                                     "include-command-output-in-response-on-error",
+                                                     "pass-environment-to-command",
+                                                     "pass-arguments-to-command",
+                                                     "pass-file-to-command",
+                                                     "parse-parameters-as-json",
+                                                     "trigger-rule",
+                                                     "trigger-rule-mismatch-http-response-code",
+                                                     "trigger-signature-soft-failures",
+                                                     "incoming-payload-content-type",
+                                                     "success-http-response-code",
+                                                     "http-methods",
+                                                     "idem"};
 
 // Where each id was first seen: its file and index.
 using IdOwners = std::map<std::string, std::pair<std::string, size_t>>;
@@ -423,7 +436,8 @@ WebhookHook read_hook(const Json& value, const std::string& file, size_t index,
     label += " (" + printable(hook.id, 100, false) + ")";
     check_fields(value, "", k_hook_fields);
     if (auto [it, fresh] = owners.try_emplace(hook.id, file, index); !fresh)
-      fail("id", quote(hook.id) + " is used by " + (it->second.first == file ? "" : it->second.first + ": ") +
+      fail("id", quote(hook.id) + " is used by " +
+                     (it->second.first == file ? "" : it->second.first + ": ") +
                      element("hooks", it->second.second) + " too");
     read_behaviour(value, reader, hook);
     fill_native(value, options, reader, hook);
