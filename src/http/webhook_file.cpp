@@ -452,6 +452,27 @@ bool looks_like_json(std::string_view text) {
   return first != std::string_view::npos && (text[first] == '[' || text[first] == '{');
 }
 
+// webhook reads its JSON files with a YAML parser, which takes \' in a double-quoted string for
+// an apostrophe, and Go's js template function writes one that way: a file such as
+// "secret": "{{ getenv "S" | js }}" loads there whatever the secret holds. JSON has no such
+// escape, so it becomes the apostrophe itself before the JSON parser sees it.
+std::string with_plain_apostrophes(const std::string& text) {
+  if (text.find("\\'") == std::string::npos) return text;
+  std::string out;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string && c == '\\' && i + 1 < text.size()) {
+      if (text[i + 1] != '\'') out += c;
+      out += text[++i];
+      continue;
+    }
+    if (c == '"') in_string = !in_string;
+    out += c;
+  }
+  return out;
+}
+
 void add_once(std::vector<std::string>& list, const std::string& name) {
   if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
 }
@@ -477,7 +498,7 @@ void read_file(const HooksFileText& file, const HooksFileOptions& options, const
                              "; it expanded to an empty string");
   }
   Reader reader{!looks_like_json(text), env, out.warnings};
-  Json doc = reader.yaml ? parse_yaml(text) : parse_json(text);
+  Json doc = reader.yaml ? parse_yaml(text) : parse_json(with_plain_apostrophes(text));
   if (doc.is_null() || (doc.is_array() && doc.empty())) fail("", "lists no hooks");
   if (!doc.is_array()) wrong_type("", "an array of hooks", doc);
   size_t first_warning = out.warnings.size();

@@ -549,6 +549,30 @@ TEST_CASE("webhook file: a template is expanded first", "[webhook_file]") {
         "credential, js, html, urlquery or print)");
 }
 
+TEST_CASE("webhook file: a template's js output loads whatever the variable holds",
+          "[webhook_file]") {
+  // As webhook (Go's js, then a YAML parser that takes \' for an apostrophe) loads it.
+  HooksFileOptions options;
+  options.as_template = true;
+  const char* text = R"([{"id": "t", "execute-command": "/bin/echo",
+    "response-message": "{{ getenv "V" | js }}|{{ getenv "V" | html | js }}|{{ getenv "V" | urlquery | js }}|{{ print "a" "b" }}|{{- "  x  " -}}  |  {{ "\u00e9\x41\101" }}"}])";
+  std::string value = "a\"b'c\\d<e>f&g=h\ti\x01j\xc2\xa0k\xc3\xa9 /~";
+  HooksFiles files = parse_hooks_files(
+      {{"t.json", text}}, options,
+      [&](const std::string& name) -> std::optional<std::string> {
+        if (name == "V") return value;
+        return std::nullopt;
+      },
+      fake_file);
+  // What webhook 2.8 answered with this file and V.
+  CHECK(files.hooks[0].response_message ==
+        value +
+            "|a&#34;b&#39;c\\d&lt;e&gt;f&amp;g=h\ti\x01j\xc2\xa0k\xc3\xa9 /~|"
+            "a%22b%27c%5Cd%3Ce%3Ef%26g%3Dh%09i%01j%C2%A0k%C3%A9+%2F~|ab|  x  |  \xc3\xa9" "AA");
+  // Outside strings, and in YAML, the text is left alone.
+  CHECK(parse_one("t.yaml", "- {id: \"a\\'b\", execute-command: /x}").hooks[0].id == "a'b");
+}
+
 TEST_CASE("webhook file: mistakes in the file, one line each", "[webhook_file]") {
   const std::map<std::string, std::string> cases = {
       {R"("colour": 1)", "hooks[0] (h): unknown field 'colour'"},
