@@ -477,6 +477,30 @@ void add_once(std::vector<std::string>& list, const std::string& name) {
   if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
 }
 
+// Go's JSON decoder, which webhook reads its files with, matches a member to a property whatever
+// the case of its letters ("Secret" in webhook's own template example): every member name is
+// lower-cased, and two that differ in case alone are a duplicate.
+Json with_folded_names(const Json& value, const std::string& at, int depth = 0) {
+  if (depth > 256) fail(at, "nested too deeply");
+  if (value.is_array()) {
+    Json out = Json::array();
+    for (size_t i = 0; i < value.size(); ++i)
+      out.push_back(with_folded_names(value[i], element(at.empty() ? "hooks" : at, i), depth + 1));
+    return out;
+  }
+  if (!value.is_object()) return value;
+  Json out = Json::object();
+  for (const auto& [name, member_value] : value.items()) {
+    std::string folded = name;
+    std::transform(folded.begin(), folded.end(), folded.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
+    if (out.contains(folded))
+      fail(at, "duplicate field " + quote(folded) + " (names are matched ignoring case)");
+    out[folded] = with_folded_names(member_value, member(at, folded), depth + 1);
+  }
+  return out;
+}
+
 // One file: expanded when it is a template, parsed, every hook read.
 void read_file(const HooksFileText& file, const HooksFileOptions& options, const EnvLookup& env,
                const FileLookup& lookup, IdOwners& owners, HooksFiles& out) {
@@ -500,6 +524,7 @@ void read_file(const HooksFileText& file, const HooksFileOptions& options, const
   Reader reader{!looks_like_json(text), env, out.warnings};
   Json doc = reader.yaml ? parse_yaml(text) : parse_json(with_plain_apostrophes(text));
   if (doc.is_null() || (doc.is_array() && doc.empty())) fail("", "lists no hooks");
+  doc = with_folded_names(doc, "");
   if (!doc.is_array()) wrong_type("", "an array of hooks", doc);
   size_t first_warning = out.warnings.size();
   for (size_t i = 0; i < doc.size(); ++i) {

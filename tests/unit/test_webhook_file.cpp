@@ -568,9 +568,27 @@ TEST_CASE("webhook file: a template's js output loads whatever the variable hold
   CHECK(files.hooks[0].response_message ==
         value +
             "|a&#34;b&#39;c\\d&lt;e&gt;f&amp;g=h\ti\x01j\xc2\xa0k\xc3\xa9 /~|"
-            "a%22b%27c%5Cd%3Ce%3Ef%26g%3Dh%09i%01j%C2%A0k%C3%A9+%2F~|ab|  x  |  \xc3\xa9" "AA");
+            "a%22b%27c%5Cd%3Ce%3Ef%26g%3Dh%09i%01j%C2%A0k%C3%A9+%2F~|ab|  x  |  \xc3\xa9"
+            "AA");
   // Outside strings, and in YAML, the text is left alone.
   CHECK(parse_one("t.yaml", "- {id: \"a\\'b\", execute-command: /x}").hooks[0].id == "a'b");
+}
+
+TEST_CASE("webhook file: property names are matched ignoring case, as Go's decoder does",
+          "[webhook_file]") {
+  HooksFiles files = parse_one("hooks.json", R"([{"ID": "h", "Execute-Command": "/bin/true",
+    "trigger-rule": {"Match": {"type": "payload-hmac-sha1", "Secret": "k",
+                               "parameter": {"Source": "header", "Name": "X-Hub-Signature"}}}}])");
+  CHECK(files.hooks[0].id == "h");
+  CHECK(files.hooks[0].trigger_rule->match.secret == "k");
+  CHECK(files.hooks[0].trigger_rule->match.parameter.name == "X-Hub-Signature");
+  CHECK(error_of("hooks.json", R"([{"id": "h", "ID": "i", "execute-command": "/x"}])") ==
+        "hooks.json: hooks[0]: duplicate field 'id' (names are matched ignoring case)");
+  CHECK(error_of("hooks.yaml",
+                 "- id: h\n  execute-command: /x\n  trigger-rule:\n    match:\n"
+                 "      type: value\n      Value: a\n      value: b\n") ==
+        "hooks.yaml: hooks[0].trigger-rule.match: duplicate field 'value' (names are matched "
+        "ignoring case)");
 }
 
 TEST_CASE("webhook file: mistakes in the file, one line each", "[webhook_file]") {
