@@ -49,6 +49,12 @@ cat >"$T/hooks.json" <<EOF
     "idem": {"key": {"source": "payload", "name": "id"}}
   },
   {
+    "id": "quiet",
+    "execute-command": "true",
+    "include-command-output-in-response": true,
+    "idem": {"key": {"source": "url", "name": "id"}}
+  },
+  {
     "id": "plain",
     "execute-command": "$T/handler.sh",
     "include-command-output-in-response": true,
@@ -120,6 +126,15 @@ post /hooks/later '{"id":"job-1","mode":"gate"}' 'Content-Type: application/json
 expect_http 201
 assert_body 'queued\n'
 assert_eq 1 "$(grep -c job-1 "$T/runs")" "runs of job-1"
+
+# An empty output has no Content-Type, as Go sends it, first and replayed.
+post '/hooks/quiet?id=q1' ''
+expect_http 200
+assert_no_header Content-Type
+post '/hooks/quiet?id=q1' ''
+assert_header Idempotent-Replayed true
+assert_no_header Content-Type
+assert_empty "$T/resp.body"
 
 # --- Without a key every delivery runs; a failure with its output (on-error capture) -------------
 post '/hooks/plain?mode=once' ''
