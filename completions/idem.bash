@@ -19,6 +19,7 @@ _idem_flags() {
     rm) echo "--force $global" ;;
     gc) echo "--dry-run --older-than $global" ;;
     serve) echo "--config --upstream --ledger --socket --listen --allow-remote --port-file --max-connections" \
+      "--hooks --urlprefix --template --response-header --http-methods" \
       "--request-timeout --grace --busy-timeout --lease --cert --key --tls-min-version --pidfile $global" ;;
     each) echo "--key-field --ttl --lease --jobs --timeout --kill-after --max-output --replay-failures --retry-abandoned -q --quiet -v --verbose $global" ;;
     begin) echo "-k --key --ttl --wait --owner-pid --fingerprint --hash-stdin --print --retry-abandoned --kill-stale -q --quiet $global" ;;
@@ -41,6 +42,7 @@ _idem_takes_value() {
       gc:--older-than | \
       serve:--config | serve:--upstream | serve:--socket | serve:--listen | serve:--port-file | serve:--max-connections | \
       serve:--request-timeout | serve:--grace | serve:--busy-timeout | serve:--lease | \
+      serve:--hooks | serve:--urlprefix | serve:--response-header | serve:--http-methods | \
       serve:--cert | serve:--key | serve:--tls-min-version | serve:--pidfile | \
       each:--key-field | each:--ttl | each:--lease | each:--jobs | each:--timeout | each:--kill-after | \
       each:--max-output | \

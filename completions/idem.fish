@@ -159,6 +159,11 @@ complete -c idem -n "__idem_using gc" -l older-than -x -d 'Also delete records o
 # serve
 complete -c idem -n "__idem_using serve" -l config -r -F -d 'JSON file listing the hooks and the proxy'
 complete -c idem -n "__idem_using serve" -l upstream -x -a 'http://127.0.0.1:3000' -d 'Idempotency-Key proxy: forward to URL'
+complete -c idem -n "__idem_using serve" -l hooks -r -F -d 'Serve the hooks of a webhook hooks file'
+complete -c idem -n "__idem_using serve" -l urlprefix -x -d 'Prefix of the hooks files\' hooks (hooks)'
+complete -c idem -n "__idem_using serve" -l template -d 'Expand the hooks files as templates first'
+complete -c idem -n "__idem_using serve" -l response-header -x -d 'A header on every answer of the hooks files\' hooks'
+complete -c idem -n "__idem_using serve" -l http-methods -x -d 'Methods of hooks that name none (any)'
 complete -c idem -n "__idem_using serve" -l ledger -d 'Serve the ledger API behind the token file'
 complete -c idem -n "__idem_using serve" -l socket -r -F -d 'Also serve the ledger API on a Unix socket'
 complete -c idem -n "__idem_using serve" -l listen -x -a '127.0.0.1:8787 127.0.0.1:0' -d 'Address to listen on'

@@ -11,11 +11,11 @@
 #include <string>
 #include <string_view>
 
-#include "fuzz_check.hpp"
-#include "utf8_oracle.hpp"
 #include "core/key.hpp"
+#include "fuzz_check.hpp"
 #include "http/ip_range.hpp"
 #include "http/webhook_file.hpp"
+#include "utf8_oracle.hpp"
 
 namespace {
 
@@ -80,8 +80,7 @@ void check_argument(const Argument& argument) {
   Source s = argument.source;
   if (s == Source::header || s == Source::url || s == Source::payload || s == Source::request)
     FUZZ_CHECK(!argument.name.empty());
-  if (s == Source::request)
-    FUZZ_CHECK(argument.name == "method" || argument.name == "remote-addr");
+  if (s == Source::request) FUZZ_CHECK(argument.name == "method" || argument.name == "remote-addr");
   FUZZ_CHECK(argument.envname.empty() || is_env_name(argument.envname));
 }
 
@@ -126,7 +125,8 @@ void check_hook(const WebhookHook& hook, const HooksFiles& files) {
   std::set<std::string> methods;
   for (const std::string& method : hook.http_methods) {
     FUZZ_CHECK(!method.empty());
-    for (char c : method) FUZZ_CHECK(!(c >= 'a' && c <= 'z') && uint8_t(c) > 0x20 && uint8_t(c) < 0x7f);
+    for (char c : method)
+      FUZZ_CHECK(!(c >= 'a' && c <= 'z') && uint8_t(c) > 0x20 && uint8_t(c) < 0x7f);
     FUZZ_CHECK(methods.insert(method).second);
   }
   for (int code : {hook.success_code, hook.mismatch_code})
@@ -135,8 +135,8 @@ void check_hook(const WebhookHook& hook, const HooksFiles& files) {
     FUZZ_CHECK(!name.empty());
     FUZZ_CHECK(value.find_first_of(std::string("\r\n\0", 3)) == std::string::npos);
   }
-  for (const auto* list : {&hook.pass_environment, &hook.pass_arguments, &hook.pass_file,
-                           &hook.parse_as_json})
+  for (const auto* list :
+       {&hook.pass_environment, &hook.pass_arguments, &hook.pass_file, &hook.parse_as_json})
     for (const Argument& argument : *list) check_argument(argument);
   if (hook.trigger_rule) check_rule(*hook.trigger_rule, 0);
   if (hook.key) {

@@ -8,6 +8,7 @@ packages=(
   sqlite3 procps scdoc man-db groff-base bash-completion libpq-dev postgresql pgbouncer
   libexpat1-dev  # XML payloads of webhook hooks
   nodejs  # tests/helpers/upstream_server.js, the proxy tests' upstream
+  webhook  # Debian's Go webhook 2.8: the reference of the hooks-file compatibility tests
   python3 jq
   systemd  # systemd-socket-activate, the socket activation test's service manager
   "$@"

@@ -15,6 +15,21 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
   serve->add_option("--config", o.config,
                     "JSON file listing the hooks and the proxy (SIGHUP reloads it)")
       ->type_name("FILE");
+  serve->add_option("--hooks", o.hooks,
+                    "Serve the hooks of a hooks file of webhook (JSON or YAML) at "
+                    "/PREFIX/ID; repeatable (SIGHUP reloads them)")
+      ->type_name("FILE")->allow_extra_args(false);
+  serve->add_option("--urlprefix", o.urlprefix,
+                    "The prefix of the hooks files' hooks (empty: /ID)")
+      ->type_name("PREFIX")->capture_default_str();
+  serve->add_flag("--template", o.hooks_template,
+                  "Expand the hooks files as templates first (getenv, cat, credential)");
+  serve->add_option("--response-header", o.response_headers,
+                    "A header on every answer of the hooks files' hooks; repeatable")
+      ->type_name("NAME=VALUE")->allow_extra_args(false);
+  serve->add_option("--http-methods", o.http_methods,
+                    "Methods of the hooks files' hooks that name none (default: any method)")
+      ->type_name("LIST");
   serve->add_option("--upstream", o.upstream,
                     "Idempotency-Key proxy: forward requests to URL, POST and PATCH once per key")
       ->type_name("URL");
@@ -67,18 +82,28 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
   serve->footer(
       "Examples:\n"
       "  GITHUB_WEBHOOK_SECRET=... idem serve --config examples/serve.json --listen 127.0.0.1:8787\n"
+      "  idem serve --hooks hooks.json --listen 127.0.0.1:9000\n"
       "  idem serve --upstream http://127.0.0.1:3000 --listen 127.0.0.1:8787\n"
       "  idem serve --ledger --socket /run/user/$UID/idem.sock");
   return serve;
 }
 
 int run_serve(const GlobalOptions& global, const ServeOptions& o) {
-  if (o.config.empty() && o.upstream.empty() && !o.ledger && o.socket.empty())
-    throw UsageError(
-        "nothing to serve: give --config FILE, --upstream URL, --ledger or --socket PATH");
+  if (o.config.empty() && o.hooks.empty() && o.upstream.empty() && !o.ledger && o.socket.empty())
+    throw UsageError("nothing to serve: give --config FILE, --hooks FILE, --upstream URL, "
+                     "--ledger or --socket PATH");
+  if (o.hooks.empty() && (o.hooks_template || o.urlprefix != "hooks" ||
+                         !o.response_headers.empty() || !o.http_methods.empty()))
+    throw UsageError("--urlprefix, --template, --response-header and --http-methods need --hooks");
   http::DaemonOptions d;
   d.config_path = o.config;
   d.upstream = o.upstream;
+  d.hooks.files = o.hooks;
+  d.hooks.file_options.urlprefix = o.urlprefix;
+  d.hooks.file_options.as_template = o.hooks_template;
+  for (const auto& header : o.response_headers)
+    d.hooks.response_headers.push_back(http::webhook::parse_response_header(header));
+  if (!o.http_methods.empty()) d.hooks.http_methods = http::webhook::parse_http_methods(o.http_methods);
   d.ledger = o.ledger;
   d.socket_path = o.socket;
   d.listen = o.listen;

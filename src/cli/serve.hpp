@@ -1,6 +1,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "cli/common.hpp"
 
@@ -9,6 +10,11 @@ namespace idem::cli {
 struct ServeOptions {
   std::string config;
   std::string upstream;
+  std::vector<std::string> hooks;  // webhook hooks files
+  std::string urlprefix = "hooks";
+  bool hooks_template = false;
+  std::vector<std::string> response_headers;  // NAME=VALUE
+  std::string http_methods;
   bool ledger = false;
   std::string socket;
   std::string listen = "127.0.0.1:8787";

@@ -32,6 +32,7 @@
 #include "http/pidfile.hpp"
 #include "http/routes.hpp"
 #include "http/upstream.hpp"
+#include "http/webhook_route.hpp"
 #include "http/server.hpp"
 #include "http/systemd.hpp"
 #include "http/tls.hpp"
@@ -69,6 +70,18 @@ Config load_config(const DaemonOptions& options) {
     config.proxy = std::move(proxy);
   }
   return config;
+}
+
+// What the daemon serves: the config, and the hooks of its hooks files.
+struct Loaded {
+  Config config;
+  webhook::HooksFiles webhooks;
+};
+
+Loaded load_all(const DaemonOptions& options) {
+  Loaded loaded{load_config(options), {}};
+  if (!options.hooks.files.empty()) loaded.webhooks = webhook::load_hooks_files(options.hooks);
+  return loaded;
 }
 
 class Metrics {
@@ -308,6 +321,24 @@ struct Services {
 
 const std::string k_not_a_hook;
 
+// What a hook's deliveries use of the daemon. Background work counts as in flight for its hook,
+// and keeps the slots it runs in: a reload may drop the hook's route meanwhile.
+DeliveryServices delivery_services(Services& all, const std::string& path,
+                                   std::shared_ptr<HookSlots> slots) {
+  DeliveryServices services;
+  services.stores = all.stores;
+  services.owner = all.owner;
+  services.lease_ms = all.lease_ms;
+  services.spawn = [&all, path, slots](std::function<void()> fn) {
+    all.metrics.in_flight(path, 1);
+    all.background.spawn([&all, path, slots, fn = std::move(fn)] {
+      fn();
+      all.metrics.in_flight(path, -1);
+    });
+  };
+  return services;
+}
+
 // /healthz and /metrics: GET or HEAD only; a body is read and ignored.
 class BuiltinRoute : public Route {
  public:
@@ -410,7 +441,7 @@ class HookRoute final : public Route {
     d.headers = req.head.headers.fields();
     d.body = std::move(req.body);
     services_.metrics.in_flight(hook_.path, 1);
-    Answer a = deliver(hook_, *slots_, d, delivery_services());
+    Answer a = deliver(hook_, *slots_, d, delivery_services(services_, hook_.path, slots_));
     services_.metrics.in_flight(hook_.path, -1);
     return to_response(std::move(a), hook_.path);
   }
@@ -418,23 +449,6 @@ class HookRoute final : public Route {
   const std::string& hook() const override { return hook_.path; }
 
  private:
-  DeliveryServices delivery_services() const {
-    DeliveryServices services;
-    services.stores = services_.stores;
-    services.owner = services_.owner;
-    services.lease_ms = services_.lease_ms;
-    // Background work counts as in flight for its hook, and keeps the slots it runs in: a reload
-    // may drop this route meanwhile.
-    services.spawn = [&all = services_, path = hook_.path,
-                      slots = slots_](std::function<void()> fn) {
-      all.metrics.in_flight(path, 1);
-      all.background.spawn([&all, path, slots, fn = std::move(fn)] {
-        fn();
-        all.metrics.in_flight(path, -1);
-      });
-    };
-    return services;
-  }
 
   Response too_large(const std::string& size) const {
     Answer a = problem(413, "Body too large",
@@ -453,6 +467,7 @@ class HookRoute final : public Route {
 // flight keep the state they started with.
 struct State {
   Config config;
+  webhook::HooksFiles webhooks;
   std::map<std::string, std::shared_ptr<HookSlots>> slots;  // by hook path
   RouteTable routes;
   RouteTable socket_routes;  // the Unix socket's: the built-ins and the ledger
@@ -462,19 +477,43 @@ struct State {
 std::shared_ptr<HookSlots> slots_for(const Hook& hook, const State* previous) {
   if (previous) {
     auto it = previous->slots.find(hook.path);
-    auto old = std::find_if(previous->config.hooks.begin(), previous->config.hooks.end(),
-                            [&](const Hook& h) { return h.path == hook.path; });
-    if (it != previous->slots.end() && old != previous->config.hooks.end() &&
-        old->max_concurrency == hook.max_concurrency && old->max_queue == hook.max_queue)
+    if (it != previous->slots.end() && it->second->max_running() == hook.max_concurrency &&
+        it->second->max_waiting() == hook.max_queue)
       return it->second;
   }
   return std::make_shared<HookSlots>(hook.max_concurrency, hook.max_queue);
 }
 
-// The table, in the order routes.hpp describes: the built-ins, then the hooks in config order.
-std::shared_ptr<const State> build_state(Config config, const State* previous, Services& services) {
+// Every secret of every hook, native or webhook's, is kept from every handler; a hooks file's
+// hook may not take a path the config's hooks or the ledger have.
+void join_hooks(State& state, bool ledger) {
+  std::vector<std::string> withheld = state.webhooks.withheld_env;
+  for (const Hook& hook : state.config.hooks)
+    withheld.insert(withheld.end(), hook.withheld_env.begin(), hook.withheld_env.end());
+  std::sort(withheld.begin(), withheld.end());
+  withheld.erase(std::unique(withheld.begin(), withheld.end()), withheld.end());
+  for (Hook& hook : state.config.hooks) hook.withheld_env = withheld;
+  for (webhook::WebhookHook& hook : state.webhooks.hooks) {
+    hook.native.withheld_env = withheld;
+    const std::string& path = hook.native.path;
+    if (ledger && is_ledger_path(path))
+      throw UsageError(hook.file + ": hook " + hook.id + " is served at " + path +
+                       ", a path of the ledger API (--ledger)");
+    for (const Hook& native : state.config.hooks)
+      if (native.path == path)
+        throw UsageError(hook.file + ": hook " + hook.id + " is served at " + path +
+                         ", which a hook of the config has too");
+  }
+}
+
+// The table, in the order routes.hpp describes: the built-ins, then the hooks in config order,
+// then the hooks files' in theirs.
+std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, Services& services,
+                                         const DaemonOptions& options) {
   auto state = std::make_shared<State>();
-  state->config = std::move(config);
+  state->config = std::move(loaded.config);
+  state->webhooks = std::move(loaded.webhooks);
+  join_hooks(*state, services.ledger_token.has_value());
   state->routes.add(std::make_shared<HealthRoute>(services.health));
   state->routes.add(std::make_shared<MetricsRoute>(services));
   if (services.ledger_token)
@@ -491,10 +530,22 @@ std::shared_ptr<const State> build_state(Config config, const State* previous, S
     state->slots[hook.path] = slots;
     state->routes.add(std::make_shared<HookRoute>(hook, std::move(slots), services));
   }
-  // Last: the proxy takes every path.
+  for (const webhook::WebhookHook& hook : state->webhooks.hooks) {
+    const std::string& path = hook.native.path;
+    auto slots = slots_for(hook.native, previous);
+    state->slots[path] = slots;
+    webhook::RouteServices route_services{
+        delivery_services(services, path, slots),
+        [&metrics = services.metrics, path](int delta) { metrics.in_flight(path, delta); }};
+    state->routes.add(webhook::hook_route(hook, options.hooks, std::move(slots),
+                                          std::move(route_services)));
+  }
+  // Last: the proxy takes every path; without one, webhook's prefix answers its own 404s.
   if (state->config.proxy)
     state->routes.add(make_proxy_route(
         *state->config.proxy, ProxyServices{services.stores, services.owner, services.lease_ms}));
+  else if (!options.hooks.files.empty())
+    state->routes.add(webhook::not_found_route(options.hooks.file_options.urlprefix));
   return state;
 }
 
@@ -649,13 +700,14 @@ class Daemon {
  public:
   // Makes sure the store can be used: a bad store fails now, not at the first delivery; so do
   // bad TLS files.
-  Daemon(const DaemonOptions& options, Config config, Passed passed)
+  Daemon(const DaemonOptions& options, Loaded loaded, Passed passed)
       : options_(options),
         passed_(std::move(passed)),
         services_(options, passed_.unix_socket.has_value()),
         tls_(load_tls(options)) {
     services_.lease_ms = services_.stores->lease()->spans_hosts() ? options.lease_ms : 0;
-    state_ = build_state(std::move(config), nullptr, services_);
+    state_ = build_state(std::move(loaded), nullptr, services_, options);
+    log_warnings(*state_);
   }
 
   int run(const std::string& host, int port) {
@@ -669,6 +721,7 @@ class Daemon {
     nlohmann::json listening{{"time", now_iso()},
                              {"event", "listening"},
                              {"hooks", current()->config.hooks.size()},
+                             {"webhook_hooks", current()->webhooks.hooks.size()},
                              {"store", options_.store.display()}};
     // No TCP listener when socket activation passed a Unix socket alone.
     if (bound != 0) listening["address"] = address + ":" + std::to_string(bound);
@@ -694,6 +747,12 @@ class Daemon {
   }
 
  private:
+  // What a hooks file's load found worth saying (an unset variable a template read, ...).
+  static void log_warnings(const State& state) {
+    for (const auto& warning : state.webhooks.warnings)
+      log_line({{"time", now_iso()}, {"event", "warning"}, {"warning", warning}});
+  }
+
   std::shared_ptr<const State> current() {
     std::lock_guard lock(state_mutex_);
     return state_;
@@ -734,12 +793,16 @@ class Daemon {
   // A new table swapped in whole; a config that cannot be used keeps the one in force.
   void reload() {
     try {
-      auto next = build_state(load_config(options_), current().get(), services_);
+      auto next = build_state(load_all(options_), current().get(), services_, options_);
+      log_warnings(*next);
       {
         std::lock_guard lock(state_mutex_);
         state_ = next;
       }
-      log_line({{"time", now_iso()}, {"event", "reloaded"}, {"hooks", next->config.hooks.size()}});
+      log_line({{"time", now_iso()},
+                {"event", "reloaded"},
+                {"hooks", next->config.hooks.size()},
+                {"webhook_hooks", next->webhooks.hooks.size()}});
     } catch (const std::exception& e) {
       log_line({{"time", now_iso()},
                 {"event", "reload_failed"},
@@ -799,7 +862,7 @@ int run_daemon(const DaemonOptions& options) {
   // A passed socket's address is the service manager's to choose (its unit file).
   if (!passed.tcp) std::tie(host, port) = parse_listen(options.listen, options.allow_remote);
   if (!options.pidfile.empty()) PidFile::check(options.pidfile);
-  Daemon daemon(options, load_config(options), std::move(passed));
+  Daemon daemon(options, load_all(options), std::move(passed));
   return daemon.run(host, port);
 }
 

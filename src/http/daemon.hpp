@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "http/webhook_route.hpp"
 #include "store/store.hpp"
 
 namespace idem::http {
@@ -11,6 +12,9 @@ namespace idem::http {
 struct DaemonOptions {
   std::string config_path;  // "" when there is none (--upstream or the ledger alone)
   std::string upstream;     // --upstream URL: a proxy section with only its upstream
+  // --hooks FILE...: hooks files of webhook (SPEC §6b), with --urlprefix, --template,
+  // --response-header and --http-methods; no files: none.
+  webhook::ServeOptions hooks;
   // The ledger API (SPEC §7b) on the TCP listener, behind the bearer token of its token file.
   bool ledger = false;
   // If set, the ledger API (with /healthz and /metrics) also on a Unix socket there, created 0600;
@@ -35,10 +39,10 @@ struct DaemonOptions {
 };
 
 // Runs until SIGTERM or SIGINT (drains in-flight handlers within the grace period). SIGHUP reloads
-// the config (and the TLS files); a broken reload keeps the old one. Sockets passed by systemd's
-// socket activation (LISTEN_FDS) replace --listen (a TCP one) and --socket (a Unix one); with
-// $NOTIFY_SOCKET the daemon says READY=1 once listening, RELOADING=1 and READY=1 around a reload,
-// STOPPING=1 when it drains. Throws UsageError for a bad config or listen
+// the config, the hooks files and the TLS files; a broken reload keeps the old set. Sockets passed
+// by systemd's socket activation (LISTEN_FDS) replace --listen (a TCP one) and --socket (a Unix
+// one); with $NOTIFY_SOCKET the daemon says READY=1 once listening, RELOADING=1 and READY=1 around
+// a reload, STOPPING=1 when it drains. Throws UsageError for a bad config or listen
 // address at start, StoreError if the store cannot be opened, ListenError (exit 71) if the
 // address cannot be listened on (another process has it).
 int run_daemon(const DaemonOptions& options);

@@ -107,7 +107,8 @@ core::Response stored_answer(const Answer& a) {
 
 // A duplicate's answer from the record: the stored status and headers in order (the first
 // Content-Type goes where the server writes it), the body its stdout. A record without a
-// response (none was stored) answers 200 as text.
+// response (none was stored) answers 200 as text; a stored one without a Content-Type (a webhook
+// hook's empty output) has none.
 Answer replayed(const core::Record& r) {
   Answer a;
   const core::Response stored = r.response.value_or(core::Response{});
@@ -118,7 +119,7 @@ Answer replayed(const core::Record& r) {
     else
       a.headers.emplace_back(name, value);
   }
-  if (a.content_type.empty()) a.content_type = "text/plain; charset=utf-8";
+  if (a.content_type.empty() && !r.response) a.content_type = "text/plain; charset=utf-8";
   auto out = core::CapturedOutput::decode(r.output);
   a.body = out ? out->stream_bytes(core::Stream::out) : std::string();
   a.headers.emplace_back("Idempotent-Replayed", "true");
@@ -142,7 +143,7 @@ Answer accepted(const std::string& key, const std::string& outcome) {
 
 // The effect of a hook: its command, with the body on stdin and the request in the environment;
 // the answer follows from how the command ended (SPEC §6).
-class HookEffect final : public engine::Effect {
+class HookEffect final : public DeliveryEffect {
  public:
   HookEffect(const Hook& hook, const Delivery& d, const std::string& key)
       : hook_(hook), delivery_(d), key_(key) {}
@@ -157,7 +158,7 @@ class HookEffect final : public engine::Effect {
     return o;
   }
   std::string performed() const override { return "the handler ran"; }
-  Answer& answer() { return answer_; }
+  Answer& answer() override { return answer_; }
 
  private:
   proc::RunSpec spec(int stdin_fd) const {
@@ -223,29 +224,31 @@ Answer overloaded(const Hook& hook, const std::string& key) {
   return a;
 }
 
-// A delivery without a key under "no_key": "run": the handler runs with IDEM_KEY empty and
-// nothing is stored, so every such delivery runs (SPEC §6: "without dedupe").
-Answer run_unkeyed(const Hook& hook, HookSlots& slots, const Delivery& d,
-                   const DeliveryServices& services) {
+}  // namespace
+
+// A delivery without a key (a native hook's under "no_key": "run"): the handler runs with
+// IDEM_KEY empty and nothing is stored, so every such delivery runs (SPEC §6: "without dedupe").
+Answer deliver_unkeyed(const Hook& hook, HookSlots& slots, const DeliveryServices& services,
+                       const DeliveryPolicy& policy) {
   if (!slots.reserve()) return overloaded(hook, "");
   const engine::Attempt unstored{"", 1, "", nullptr};
   if (hook.async) {
-    services.spawn([hook, d, &slots, unstored] {
+    services.spawn([make = policy.effect, &slots, unstored] {
       slots.acquire();
       try {
-        HookEffect(hook, d, "").perform(unstored);
+        make("")->perform(unstored);
       } catch (const std::exception&) {
       }
       slots.release();
     });
-    return accepted("", "unkeyed");
+    return policy.early_answer("", "unkeyed");
   }
   slots.acquire();
   Answer a;
   try {
-    HookEffect effect(hook, d, "");
-    effect.perform(unstored);
-    a = std::move(effect.answer());
+    auto effect = policy.effect("");
+    effect->perform(unstored);
+    a = std::move(effect->answer());
   } catch (const std::exception& e) {
     slots.release();
     a = problem(500, "Delivery failed", e.what());
@@ -256,6 +259,8 @@ Answer run_unkeyed(const Hook& hook, HookSlots& slots, const Delivery& d,
   if (a.outcome == "ran") a.outcome = "unkeyed";
   return a;
 }
+
+namespace {
 
 // The failure recorded for a claimed delivery the daemon could not carry out, so that a retry
 // runs it again rather than find it running for good.
@@ -315,7 +320,7 @@ engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d,
 
 // The answer to a delivery that does not run: a replay or a refusal (SPEC §6's table).
 Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
-                              const std::string& key) {
+                              const std::string& key, const DeliveryPolicy& policy) {
   const std::string shown = "key '" + core::display_key(key) + "'";
   Answer a;
   switch (claimed.verdict) {
@@ -325,7 +330,7 @@ Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
       a.outcome = "conflict";
       break;
     case engine::Verdict::running:
-      if (hook.async) return accepted(key, "running");
+      if (hook.async) return policy.early_answer(key, "running");
       a = problem(409, "Delivery in progress", shown + " is being handled now");
       a.headers.emplace_back("Retry-After", k_retry_after_running);
       a.outcome = "running";
@@ -344,7 +349,7 @@ Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
       a.outcome = "abandoned";
       break;
     case engine::Verdict::replay:
-      if (hook.async) return accepted(key, "replayed");
+      if (hook.async) return policy.early_answer(key, "replayed");
       a = replayed(*claimed.existing);
       break;
     case engine::Verdict::declined:
@@ -358,17 +363,16 @@ Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
 
 // Runs a claimed delivery in the background, on a store connection of its own, and records its
 // outcome; the answer (202) has gone already.
-void run_in_background(const Hook& hook, const Delivery& d, const std::string& key,
-                       const engine::Claimed& claimed, HookSlots& slots,
-                       const DeliveryServices& services) {
-  services.spawn([hook, d, key, claimed, &slots, stores = services.stores] {
+void run_in_background(const std::string& key, const engine::Claimed& claimed, HookSlots& slots,
+                       const DeliveryServices& services, const DeliveryPolicy& policy) {
+  services.spawn([make = policy.effect, key, claimed, &slots, stores = services.stores] {
     slots.acquire();
     try {
       auto store = stores->lease();
       engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
-      HookEffect effect(hook, d, key);
+      auto effect = make(key);
       try {
-        engine.carry_out(claimed, effect);
+        engine.carry_out(claimed, *effect);
       } catch (const std::exception& e) {
         engine.record_failure(claimed, daemon_error(e));
       }
@@ -379,12 +383,13 @@ void run_in_background(const Hook& hook, const Delivery& d, const std::string& k
 }
 
 // Runs a claimed delivery now and answers with its outcome.
-Answer run_now(const Hook& hook, const Delivery& d, const std::string& key,
-               const engine::Claimed& claimed, HookSlots& slots, engine::Engine& engine) {
+Answer run_now(const std::string& key, const engine::Claimed& claimed, HookSlots& slots,
+               engine::Engine& engine, const DeliveryPolicy& policy) {
   slots.acquire();
-  HookEffect effect(hook, d, key);
+  std::unique_ptr<DeliveryEffect> effect;
   try {
-    engine.carry_out(claimed, effect);
+    effect = policy.effect(key);
+    engine.carry_out(claimed, *effect);
   } catch (const std::exception& e) {
     slots.release();
     engine.record_failure(claimed, daemon_error(e));
@@ -395,7 +400,7 @@ Answer run_now(const Hook& hook, const Delivery& d, const std::string& key,
     return a;
   }
   slots.release();
-  return std::move(effect.answer());
+  return std::move(effect->answer());
 }
 
 // The answer when the store fails: the reason names the store's path, so it goes to the log, not
@@ -413,9 +418,11 @@ Answer store_failure(const std::exception& e, const std::string& key) {
   return a;
 }
 
-// A delivery with a key: decided by the attempt engine, run at most once per key.
+}  // namespace
+
 Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& d,
-                     const DeliveryServices& services, const std::string& key) {
+                     const DeliveryServices& services, const std::string& key,
+                     const DeliveryPolicy& policy) {
   // Keys are scoped per hook. When the hook has no place for one more handler, a delivery that
   // would not run (a duplicate, a conflict) is still answered as the table says; only one that
   // would run gets 503.
@@ -430,20 +437,18 @@ Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& d,
     const engine::Claimed claimed = engine.claim(req);
     if (claimed.verdict != engine::Verdict::claimed) {
       reservation.cancel();
-      return answer_without_running(hook, claimed, key);
+      return answer_without_running(hook, claimed, key, policy);
     }
     reservation.hand_to_run();
-    if (!hook.async) return run_now(hook, d, key, claimed, slots, engine);
+    if (!hook.async) return run_now(key, claimed, slots, engine, policy);
     // The claim is durable: answer now, run in the background.
-    run_in_background(hook, d, key, claimed, slots, services);
-    return accepted(key, "accepted");
+    run_in_background(key, claimed, slots, services, policy);
+    return policy.early_answer(key, "accepted");
   } catch (const std::exception& e) {
     reservation.cancel();
     return store_failure(e, key);
   }
 }
-
-}  // namespace
 
 std::string header_variable(std::string_view name) {
   std::string var = "IDEM_HEADER_";
@@ -575,9 +580,22 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
       return a;
     }
   }
+  DeliveryPolicy policy;
+  if (hook.async) {
+    // The run outlives this call: its effects keep copies of the hook and the delivery.
+    auto kept = std::make_shared<const std::pair<Hook, Delivery>>(hook, d);
+    policy.effect = [kept](const std::string& key) -> std::unique_ptr<DeliveryEffect> {
+      return std::make_unique<HookEffect>(kept->first, kept->second, key);
+    };
+  } else {
+    policy.effect = [&hook, &d](const std::string& key) -> std::unique_ptr<DeliveryEffect> {
+      return std::make_unique<HookEffect>(hook, d, key);
+    };
+  }
+  policy.early_answer = accepted;
   auto found = find_key(hook, d);
   if (auto* none = std::get_if<NoKeyFound>(&found)) {
-    if (hook.no_key == NoKey::run) return run_unkeyed(hook, slots, d, services);
+    if (hook.no_key == NoKey::run) return deliver_unkeyed(hook, slots, services, policy);
     none->refusal.outcome = "no_key";
     return none->refusal;
   }
@@ -585,7 +603,7 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
     refusal->outcome = "no_key";
     return *refusal;
   }
-  return deliver_keyed(hook, slots, d, services, std::get<std::string>(found));
+  return deliver_keyed(hook, slots, d, services, std::get<std::string>(found), policy);
 }
 
 }  // namespace idem::http

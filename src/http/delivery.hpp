@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/attempt.hpp"
 #include "http/config.hpp"
 #include "store/provider.hpp"
 #include "store/store.hpp"
@@ -82,6 +83,9 @@ class HookSlots {
   // Reserves a place (running or waiting); false when both are full (answer 503).
   bool reserve();
   void force_reserve();  // a reservation past the limits, for a claim that must run
+  // The limits it was made with (a reload keeps slots whose limits did not change).
+  int max_running() const { return max_running_; }
+  int max_waiting() const { return max_waiting_; }
   // Waits for a running slot for a reservation.
   void acquire();
   void release();           // after acquire()
@@ -89,8 +93,8 @@ class HookSlots {
  private:
   std::mutex mutex_;
   std::condition_variable free_;
-  int max_running_;
-  int max_waiting_;
+  const int max_running_;
+  const int max_waiting_;
   int running_ = 0;
   int reserved_ = 0;  // running + waiting
 };
@@ -109,5 +113,35 @@ struct DeliveryServices {
 // hook's limit). May block while the handler runs, unless the hook is async.
 Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& delivery,
                const DeliveryServices& services);
+
+// What an attempt at a delivery carries out, and the answer it makes of it.
+class DeliveryEffect : public engine::Effect {
+ public:
+  // The answer to the delivery, once perform() has returned.
+  virtual Answer& answer() = 0;
+};
+
+// How the steps below run and answer a delivery: deliver() runs a native hook's command (SPEC
+// §6); a webhook hook (webhook_route.hpp) runs its own and answers as webhook does.
+struct DeliveryPolicy {
+  // A new effect for one attempt at `key` ("" when unkeyed). With `hook.async` it is called on a
+  // background thread after the request has been answered: what it refers to must outlive that.
+  std::function<std::unique_ptr<DeliveryEffect>(const std::string& key)> effect;
+  // With `hook.async`: the answer to the delivery that starts a run, and to each duplicate of a
+  // running or succeeded one; `outcome` is the log's (accepted, running, replayed, unkeyed).
+  std::function<Answer(const std::string& key, const std::string& outcome)> early_answer;
+};
+
+// A delivery with a usable key (core::key_problem passed), decided by the attempt engine under
+// "{hook.path}#{key}" and run at most once per key: SPEC §6's table from "same key, different
+// body" on. The fingerprint is the body.
+Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& delivery,
+                     const DeliveryServices& services, const std::string& key,
+                     const DeliveryPolicy& policy);
+
+// A delivery run without a key: nothing is stored, every one runs; the slots still cap it (503
+// when they and the queue are full).
+Answer deliver_unkeyed(const Hook& hook, HookSlots& slots, const DeliveryServices& services,
+                       const DeliveryPolicy& policy);
 
 }  // namespace idem::http

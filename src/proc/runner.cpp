@@ -132,7 +132,12 @@ ExecPlan make_plan(const RunSpec& spec) {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   if (spec.stdin_fd != 0) ::dup2(spec.stdin_fd, 0);
   ::dup2(out_fd, 1);
-  ::dup2(err_fd, 2);
+  ::dup2(spec.stderr_to_stdout ? out_fd : err_fd, 2);
+  if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
+    int err = errno;
+    [[maybe_unused]] ssize_t n = ::write(status_fd, &err, sizeof err);
+    _exit(127);
+  }
   ::execvpe(plan.argv[0], plan.argv.data(), plan.envp.data());
   int err = errno;
   [[maybe_unused]] ssize_t n = ::write(status_fd, &err, sizeof err);
@@ -242,9 +247,13 @@ struct HelperAttributes {
     posix_spawn_file_actions_init(&actions);
     if (spec.stdin_fd != 0) posix_spawn_file_actions_adddup2(&actions, spec.stdin_fd, 0);
     posix_spawn_file_actions_adddup2(&actions, pipes.out.write.get(), 1);
-    posix_spawn_file_actions_adddup2(&actions, pipes.err.write.get(), 2);
+    posix_spawn_file_actions_adddup2(
+        &actions, spec.stderr_to_stdout ? pipes.out.write.get() : pipes.err.write.get(), 2);
     posix_spawn_file_actions_adddup2(&actions, pipes.go.read.get(), 3);
     posix_spawn_file_actions_adddup2(&actions, pipes.status.write.get(), 4);
+    // The helper is found by an absolute path, so entering the directory first changes only
+    // where the command runs (and where a relative PATH entry points, as with fork).
+    if (!spec.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, spec.cwd.c_str());
     posix_spawnattr_init(&attr);
     posix_spawnattr_setflags(&attr,
                              POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
@@ -281,6 +290,7 @@ std::optional<Child> spawn_with_helper(const RunSpec& spec, RunResult& result,
   pid_t pid = 0;
   int rc = ::posix_spawn(&pid, helper.c_str(), &attributes.actions, &attributes.attr, argv.data(),
                          plan.envp.data());
+  // A directory that cannot be entered fails the spawn too: the forked child then reports it.
   if (rc != 0) return spawn_forked(spec, result);
   return start(spec, pid, pipes, result);
 }

@@ -17,6 +17,12 @@ struct RunSpec {
   std::vector<std::pair<std::string, std::string>> extra_env;  // added to idem's environment
   std::vector<std::string> unset_env;  // names removed from idem's environment (not extra_env)
   int stdin_fd = 0;        // the command's stdin (idem's own by default)
+  // The command's working directory; empty: idem's. One that cannot be entered is an exec
+  // failure (started false, exec_errno chdir's errno): nothing of the command runs.
+  std::string cwd;
+  // stderr goes down stdout's pipe: the capture holds both in the exact order they were written
+  // (webhook's "combined output"), all of it as stdout. Live output then goes to live_stdout_fd.
+  bool stderr_to_stdout = false;
   int live_stdout_fd = 1;  // where live output goes; -1 to only capture
   int live_stderr_fd = 2;
   int64_t max_output = INT64_MAX;  // capture cap; live output always passes whole

@@ -24,9 +24,14 @@ CURL_EXTRA=()
 start_daemon() {
   local config=$1
   shift
+  start_serve --config "$config" "$@"
+}
+
+# start_serve ARG...: the same for `idem serve ARG...` (--hooks FILE, --upstream URL, ...).
+start_serve() {
   local port_file=$T/$DAEMON.port
   rm -f -- "$port_file"
-  bg "$DAEMON" idem serve --config "$config" --listen 127.0.0.1:0 --port-file "$port_file" "$@"
+  bg "$DAEMON" idem serve --listen 127.0.0.1:0 --port-file "$port_file" "$@"
   _daemon_up_or_gone() { [[ -s $port_file ]] || bg_exited "$DAEMON"; }
   wait_until "daemon '$DAEMON' writes its port file" _daemon_up_or_gone
   [[ -s $port_file ]] ||

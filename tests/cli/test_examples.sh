@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The examples work as documented: examples/cron (crontab + backup-wrapper.sh), examples/queue
-# (consume.sh + orders.jsonl) and examples/payment/charge.sh, each with its real work replaced by
+# (consume.sh + orders.jsonl), examples/payment/charge.sh and examples/webhook (hooks.yaml +
+# deploy.sh, served by `idem serve --hooks`), each with its real work replaced by
 # a harmless command through the environment variable it documents, against a store in $T.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 root=$(cd "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/.." && pwd)
@@ -353,3 +354,44 @@ kill -TERM "$(bg_pid provider)"
 bg_wait provider
 expect_rc 0
 integrity_ok
+
+# === examples/webhook ===========================================================================
+# The hooks file of the Go webhook with idem's key: a GitHub push deploys once per delivery; a
+# redelivery is answered from the store; the secret the template reads never reaches deploy.sh.
+[[ -x $ex/webhook/deploy.sh ]] || fail "$ex/webhook/deploy.sh is not executable"
+sh -n "$ex/webhook/deploy.sh" || fail "$ex/webhook/deploy.sh: syntax error"
+mkdir -p "$T/site/examples"
+ln -s "$ex/webhook" "$T/site/examples/webhook"  # its command is relative to the daemon's directory
+export GITHUB_SECRET='push secret' DEPLOY_LOG=$T/deploys
+# shellcheck disable=SC2016  # expanded by deploy.sh
+export DEPLOY_CMD='echo "$COMMIT secret=${GITHUB_SECRET:-withheld}" >>"$DEPLOY_LOG"; echo "checked out $COMMIT"'
+cd "$T/site" || fail "no $T/site"
+bg hooks idem serve --db "$T/hooks.db" --hooks "$ex/webhook/hooks.yaml" --template \
+  --listen 127.0.0.1:0 --port-file "$T/hooks.port"
+cd "$T" || fail "no $T"
+hooks_up() { [[ -s $T/hooks.port ]] || bg_exited hooks; }
+wait_until "the hooks daemon listens" hooks_up
+[[ -s $T/hooks.port ]] || fail "idem serve --hooks exited: $(cat "$T/hooks.err")"
+push() {  # push NAME DELIVERY SECRET: a signed push of commit 4b1d to main
+  local body='{"ref": "refs/heads/main", "head_commit": {"id": "4b1d"}, "pusher": {"name": "ana"},
+  "repository": {"full_name": "acme/site"}}' sig
+  sig=$(printf %s "$body" | openssl dgst -sha256 -hmac "$3" | sed 's/^.* //')
+  curl -sS --max-time 30 -D "$T/$1.headers" -o "$T/$1.body" -w '%{http_code}' \
+    -H 'Content-Type: application/json' -H "X-Hub-Signature-256: sha256=$sig" \
+    -H "X-GitHub-Delivery: $2" --data-binary "$body" \
+    "http://127.0.0.1:$(<"$T/hooks.port")/hooks/github-push" >"$T/$1.status"
+}
+push h1 delivery-1 "$GITHUB_SECRET"
+assert_eq 200 "$(<"$T/h1.status")" "status of the first push"
+assert_bytes "$T/h1.body" 'checked out 4b1d\ndeployed acme/site at 4b1d (pushed by ana)\n'
+push h2 delivery-1 "$GITHUB_SECRET"
+assert_eq 200 "$(<"$T/h2.status")" "status of the redelivery"
+assert_same "$T/h1.body" "$T/h2.body"
+grep -qi '^Idempotent-Replayed: true' "$T/h2.headers" || fail "the redelivery is no replay: $(cat "$T/h2.headers")"
+push h3 delivery-2 "$GITHUB_SECRET"
+push h4 delivery-3 'not the secret'
+assert_eq 500 "$(<"$T/h4.status")" "status of a push signed with another secret"
+assert_bytes "$DEPLOY_LOG" '4b1d secret=withheld\n4b1d secret=withheld\n'
+kill -TERM "$(bg_pid hooks)"
+bg_wait hooks
+expect_rc 0

@@ -344,3 +344,39 @@ TEST_CASE("runner: the command dies with the thread that started it (PDEATHSIG),
   }
   CHECK(gone);
 }
+
+TEST_CASE("runner: the command runs in its working directory, either way", "[runner]") {
+  const Way way = each_way();
+  INFO(way.name);
+  TempDir dir;
+  RunSpec spec = quiet({"sh", "-c", "pwd -P"});
+  spec.cwd = dir.path();
+  auto result = run_command(spec, way.helper);
+  REQUIRE(result.exit_code == 0);
+  char real[4096];
+  REQUIRE(::realpath(dir.path().c_str(), real) != nullptr);
+  CHECK(result.output.stream_bytes(idem::core::Stream::out) == std::string(real) + "\n");
+
+  // A directory that is not there: nothing runs, and exec_errno says why.
+  const std::string marker = dir / "ran";
+  RunSpec missing = quiet({"sh", "-c", ": > \"$0\"", marker});
+  missing.cwd = dir / "no-such-directory";
+  auto failed = run_command(missing, way.helper);
+  CHECK_FALSE(failed.started);
+  CHECK(failed.exec_errno == ENOENT);
+  CHECK_FALSE(exists(marker));
+}
+
+TEST_CASE("runner: stderr_to_stdout captures both streams in the order written, either way",
+          "[runner]") {
+  const Way way = each_way();
+  INFO(way.name);
+  RunSpec spec = quiet({"sh", "-c",
+                        "for i in 1 2 3 4 5; do echo out$i; echo err$i >&2; done"});
+  spec.stderr_to_stdout = true;
+  auto result = run_command(spec, way.helper);
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.output.stream_bytes(idem::core::Stream::out) ==
+        "out1\nerr1\nout2\nerr2\nout3\nerr3\nout4\nerr4\nout5\nerr5\n");
+  CHECK(result.output.stream_bytes(idem::core::Stream::err).empty());
+}

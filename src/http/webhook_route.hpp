@@ -1,0 +1,71 @@
+#pragma once
+// Serving the hooks of webhook hooks files (SPEC §6b): one route per hook at /{urlprefix}/{id},
+// answering as webhook 2.8's hook handler does and in its order (404, 405, rules, command), with
+// idem's extra properties on top: its signature check (401), body limit (413), key (400 without
+// one), dedupe through the attempt engine (delivery.hpp's keyed run), timeout and concurrency cap.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "http/delivery.hpp"
+#include "http/routes.hpp"
+#include "http/webhook_file.hpp"
+
+namespace idem::http::webhook {
+
+// What the command line says about serving hooks files.
+struct ServeOptions {
+  std::vector<std::string> files;  // --hooks, in order
+  HooksFileOptions file_options;   // --urlprefix, --template
+  // --response-header NAME=VALUE: on every answer of a hook past its method check, as webhook's
+  // -header (a hook's own response-headers of the same name win on a triggered answer).
+  std::vector<std::pair<std::string, std::string>> response_headers;
+  // --http-methods: the methods of a hook that names none; empty: every method.
+  std::vector<std::string> http_methods;
+};
+
+// Parses --response-header's NAME=VALUE (a token name, a value without CR, LF or NUL); throws
+// UsageError naming the flag.
+std::pair<std::string, std::string> parse_response_header(std::string_view text);
+// Parses --http-methods' comma-separated list: trimmed, upper-cased, none empty.
+std::vector<std::string> parse_http_methods(std::string_view text);
+
+// Reads every file of `options.files` and parses them as one set (a template's getenv, cat and
+// credential from this process's environment and files). Throws ConfigError naming the file.
+HooksFiles load_hooks_files(const ServeOptions& options);
+
+// What a hook's route uses of the daemon.
+struct RouteServices {
+  DeliveryServices delivery;  // its spawn keeps the hook's slots and counts the run in flight
+  std::function<void(int delta)> in_flight;  // a delivery being answered: +1, then -1
+};
+
+// The route of one hook, at hook.native.path. The hook's native.withheld_env is what its command
+// never inherits (the daemon sets every secret of every hook there).
+std::shared_ptr<const Route> hook_route(WebhookHook hook, const ServeOptions& options,
+                                        std::shared_ptr<HookSlots> slots, RouteServices services);
+
+// Every other path under /{urlprefix}/ (every path with an empty prefix): 404 "Hook not found.",
+// as webhook answers an id it has not loaded. Put last, when no proxy takes those paths.
+std::shared_ptr<const Route> not_found_route(const std::string& urlprefix);
+
+// The Content-Type Go's net/http gives a body written without one (http.DetectContentType, what
+// webhook's answers carry): text/html, text/xml, a few binary formats by their magic numbers,
+// "text/plain; charset=utf-8" for text, "application/octet-stream" for other bytes; "" for an
+// empty body, which gets none.
+std::string sniffed_content_type(std::string_view body);
+
+// Whether Go's http.StatusText knows `status`: webhook answers 200 in place of a configured
+// success or mismatch code it does not know.
+bool known_status(int status);
+
+// The executable webhook runs for `command` in `directory` (command-working-directory): the
+// command itself when it is absolute or there is no directory (a bare name is looked up on
+// PATH), else the directory joined with it, made absolute, since the command starts inside it.
+std::string executable(const std::string& command, const std::string& directory);
+
+}  // namespace idem::http::webhook
