@@ -49,7 +49,7 @@ WebhookHook make_hook(uint8_t options, const std::string& path) {
   hook.signature_soft_failures = (options & 0x08) != 0;
   Rule regex = match(MatchRule::Type::regex, arg(Source::payload, path));
   regex.match.regex_text = "^[a-z]+/[0-9]+$";
-  regex.match.regex = std::make_shared<const std::regex>(regex.match.regex_text);
+  regex.match.regex = compile_regex(regex.match.regex_text);
   Rule value = match(MatchRule::Type::value, arg(Source::url, path));
   value.match.value = "x";
   Rule whitelist = match(MatchRule::Type::ip_whitelist, {});

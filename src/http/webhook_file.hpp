@@ -127,7 +127,11 @@ struct HooksFileText {
 // set: an id twice, in one file or across files, is an error. Throws ConfigError with one line
 // naming the file, the hook (by index and id) and the property, e.g.
 // "hooks.yaml: hooks[2] (deploy): trigger-rule.match.type: unknown type 'hmac-sha384'". Unknown
-// properties are errors, as in idem's own config.
+// properties are errors, as in idem's own config. As webhook reads them: property names match
+// whatever the case of their letters, null is absent, YAML scalars stand for text where a string
+// is expected (`value: 42` is "42"), and \' in a JSON string is an apostrophe. Hooks with no
+// "idem" object get timeout 0 (none), max_body 10 MiB and idem's other defaults; `native.async`
+// stays false (a hook without include-command-output-in-response answers at once all the same).
 HooksFiles parse_hooks_files(const std::vector<HooksFileText>& files,
                              const HooksFileOptions& options, const EnvLookup& env,
                              const FileLookup& read_file);

@@ -178,7 +178,12 @@ class XmlBuilder {
   bool done = false;
   std::string error;
 
+  // After XML_StopParser expat may still deliver an event or two (the end of an empty element
+  // stopped at its start): they are ignored.
+  bool stopped() const { return done || !error.empty(); }
+
   void start(const char* name, const char** attributes) {
+    if (stopped()) return;
     flush();
     if (open_.size() >= k_max_payload_depth) {
       abort("nested deeper than " + std::to_string(k_max_payload_depth) + " levels");
@@ -191,6 +196,7 @@ class XmlBuilder {
   }
 
   void end() {
+    if (stopped() || open_.empty()) return;
     flush();
     Element element = std::move(open_.back());
     open_.pop_back();
@@ -215,7 +221,7 @@ class XmlBuilder {
   }
 
   void text(const char* data, int size) {
-    if (!open_.empty()) pending_.append(data, size_t(size));
+    if (!stopped() && !open_.empty()) pending_.append(data, size_t(size));
   }
 
   // Ends a run of character data.

@@ -3,7 +3,9 @@
 // decoded by its content type, parameter values by source, trigger rules, and the command's
 // arguments, environment and files. Pure: no I/O, no clock of its own.
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +67,13 @@ struct RuleResult {
 // Evaluates the hook's trigger rule (none: ok) against the request. Constant-time comparisons
 // for value and signatures.
 RuleResult evaluate(const WebhookHook& hook, const Request& request);
+
+// How a regex rule's pattern is compiled (MatchRule::regex; the loader should use this): as
+// ECMAScript, for libstdc++'s breadth-first executor (regex_constants::__polynomial), whose stack
+// does not grow with the text matched. The default depth-first one recurses once per character
+// and overflows the stack on a value of some 20,000 characters, which any sender could send.
+// Back-references are refused (as Go's regexp has none). Throws std::regex_error.
+std::shared_ptr<const std::regex> compile_regex(const std::string& pattern);
 
 struct CommandFile {
   std::string envname;  // the variable that names the file's path

@@ -56,6 +56,10 @@ TEST_CASE("webhook payload: nesting is bounded", "[webhook]") {
   std::string deep_xml;
   for (size_t i = 0; i <= k_max_payload_depth; ++i) deep_xml += "<a>";
   CHECK(decode_xml(deep_xml).error.find("nested deeper") != std::string::npos);
+  // Stopped at the start of an empty element, which expat may still end.
+  std::string deep_empty;
+  for (size_t i = 0; i < k_max_payload_depth; ++i) deep_empty += "<a>";
+  CHECK(decode_xml(deep_empty + "<b/>").error.find("nested deeper") != std::string::npos);
 }
 
 TEST_CASE("webhook payload: JSON numbers keep their text", "[webhook]") {

@@ -32,7 +32,7 @@ Rule match(MatchRule::Type type, Argument parameter, std::string value = "") {
   if (type == MatchRule::Type::value) rule.match.value = value;
   if (type == MatchRule::Type::regex) {
     rule.match.regex_text = value;
-    rule.match.regex = std::make_shared<const std::regex>(value, std::regex::ECMAScript);
+    rule.match.regex = compile_regex(value);
   }
   if (type == MatchRule::Type::ip_whitelist) rule.match.ip_range = value;
   if (type != MatchRule::Type::value && type != MatchRule::Type::regex &&
@@ -488,4 +488,24 @@ TEST_CASE("webhook request: the command's arguments, environment and files", "[w
   Command partial = command_for(hook, post(hook, bad, k_github_push));
   REQUIRE(partial.files.size() == 2);
   CHECK(partial.files[1].content == "hel");
+}
+
+TEST_CASE("webhook request: a regex rule on a long value neither overflows nor errs",
+          "[webhook]") {
+  // libstdc++'s depth-first executor recurses once per character: 1 MB of "a" would overflow
+  // any thread's stack. compile_regex's breadth-first one does not.
+  Rule rule = match(MatchRule::Type::regex, arg(Source::raw_request_body), "^(.)*$");
+  WebhookHook hook = hook_with(rule);
+  std::string long_body(1 << 20, 'a');
+  CHECK(evaluate(hook, post(hook, {}, long_body)).ok);
+  // A regex compiled elsewhere (depth-first) is compiled again before it meets the value.
+  hook.trigger_rule->match.regex = std::make_shared<const std::regex>("^(.)*$");
+  CHECK(evaluate(hook, post(hook, {}, long_body)).ok);
+  // Back-references are no part of Go's syntax, and refused.
+  CHECK_THROWS_AS(compile_regex("(a)\\1"), std::regex_error);
+  hook.trigger_rule->match.regex = nullptr;
+  hook.trigger_rule->match.regex_text = "(a)\\1";
+  RuleResult refused = evaluate(hook, post(hook, {}, "aa"));
+  CHECK_FALSE(refused.ok);
+  CHECK(refused.error);
 }
