@@ -73,6 +73,9 @@ int run_serve(const GlobalOptions& global, const ServeOptions& o) {
   if (o.config.empty() && o.hooks.empty() && o.upstream.empty() && !o.ledger && o.socket.empty())
     throw UsageError("nothing to serve: give --config FILE, --hooks FILE, --upstream URL, "
                      "--ledger or --socket PATH");
+  if (o.hooks.empty() && (o.hooks_template || o.urlprefix != "hooks" ||
+                         !o.response_headers.empty() || !o.http_methods.empty()))
+    throw UsageError("--urlprefix, --template, --response-header and --http-methods need --hooks");
   http::DaemonOptions d;
   d.config_path = o.config;
   d.upstream = o.upstream;

@@ -4,11 +4,10 @@
 // read, checked and explained the same way wherever it is written. Each throws Problem: what is
 // wrong and where; the caller adds the file name (and, for a hooks file, the hook).
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "http/config.hpp"
 

@@ -107,7 +107,8 @@ core::Response stored_answer(const Answer& a) {
 
 // A duplicate's answer from the record: the stored status and headers in order (the first
 // Content-Type goes where the server writes it), the body its stdout. A record without a
-// response (none was stored) answers 200 as text.
+// response (none was stored) answers 200 as text; a stored one without a Content-Type (a webhook
+// hook's empty output) has none.
 Answer replayed(const core::Record& r) {
   Answer a;
   const core::Response stored = r.response.value_or(core::Response{});
@@ -118,7 +119,7 @@ Answer replayed(const core::Record& r) {
     else
       a.headers.emplace_back(name, value);
   }
-  if (a.content_type.empty()) a.content_type = "text/plain; charset=utf-8";
+  if (a.content_type.empty() && !r.response) a.content_type = "text/plain; charset=utf-8";
   auto out = core::CapturedOutput::decode(r.output);
   a.body = out ? out->stream_bytes(core::Stream::out) : std::string();
   a.headers.emplace_back("Idempotent-Replayed", "true");

@@ -2,7 +2,8 @@
 // The daemon's route table: the routes in the order they are tried, the first that takes a
 // request's path answers it. The daemon builds it from the config (daemon.cpp): the built-ins
 // /healthz and /metrics, then with --ledger the ledger API's paths (a hook at one of them is
-// refused), then one route per hook, and last the proxy's fallback, which takes every path. A
+// refused), then one route per hook, then one per hook of the --hooks files, and last the
+// proxy's fallback, which takes every path (without one, the files' 404 under their prefix). A
 // path no route takes is answered 404. A Unix socket (--socket) has a table of its own: the
 // built-ins and the ledger.
 #include <memory>

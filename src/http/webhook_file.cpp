@@ -124,7 +124,8 @@ void check_argument_name(Argument& argument, const std::string& at) {
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return char(std::tolower(c)); });
     if (lower != "method" && lower != "remote-addr")
-      fail(at, "unknown request attribute " + quote(argument.name) + " (use method or remote-addr)");
+      fail(at,
+           "unknown request attribute " + quote(argument.name) + " (use method or remote-addr)");
     argument.name = lower;
   }
 }
@@ -267,7 +268,9 @@ Rule read_rule(const Json& value, const std::string& at, const Reader& reader, i
   if (depth > k_max_rule_depth)
     fail(at, "rules nested more than " + std::to_string(k_max_rule_depth) + " deep");
   Rule rule;
-  const auto& [name, inner] = *value.items().begin();
+  auto only = value.begin();
+  const std::string& name = only.key();
+  const Json& inner = only.value();
   std::string where = member(at, name);
   if (name == "match") {
     rule.kind = Rule::Kind::match;
@@ -351,8 +354,9 @@ void read_idem(const Json& value, const Reader& reader, WebhookHook& hook) {
     hook.key = read_argument(*key, member(at, "key"), reader, true);
     // A constant would make every delivery after the first a replay of it.
     if (hook.key->source == Argument::Source::string)
-      fail(member(at, "key.source"), "a constant cannot tell deliveries apart; use a header, "
-                                     "the query or the payload");
+      fail(member(at, "key.source"),
+           "a constant cannot tell deliveries apart; use a header, "
+           "the query or the payload");
   }
   read_limits(value, at, hook.native);
   if (const Json* signature = present(value, "signature"))
@@ -398,13 +402,24 @@ void fill_native(const Json& value, const HooksFileOptions& options, const Reade
   if (const Json* idem = present(value, "idem")) read_idem(*idem, reader, hook);
 }
 
-const std::vector<std::string_view> k_hook_fields = {
-    "id", "execute-command", "command-working-directory", "response-message", "response-headers",
-    "include-command-output-in-response", "include-command-output-in-response-on-error",
-    "pass-environment-to-command", "pass-arguments-to-command", "pass-file-to-command",
-    "parse-parameters-as-json", "trigger-rule", "trigger-rule-mismatch-http-response-code",
-    "trigger-signature-soft-failures", "incoming-payload-content-type",
-    "success-http-response-code", "http-methods", "idem"};
+const std::vector<std::string_view> k_hook_fields = {"id",
+                                                     "execute-command",
+                                                     "command-working-directory",
+                                                     "response-message",
+                                                     "response-headers",
+                                                     "include-command-output-in-response",
+                                                     "include-command-output-in-response-on-error",
+                                                     "pass-environment-to-command",
+                                                     "pass-arguments-to-command",
+                                                     "pass-file-to-command",
+                                                     "parse-parameters-as-json",
+                                                     "trigger-rule",
+                                                     "trigger-rule-mismatch-http-response-code",
+                                                     "trigger-signature-soft-failures",
+                                                     "incoming-payload-content-type",
+                                                     "success-http-response-code",
+                                                     "http-methods",
+                                                     "idem"};
 
 // Where each id was first seen: its file and index.
 using IdOwners = std::map<std::string, std::pair<std::string, size_t>>;
@@ -421,7 +436,8 @@ WebhookHook read_hook(const Json& value, const std::string& file, size_t index,
     label += " (" + printable(hook.id, 100, false) + ")";
     check_fields(value, "", k_hook_fields);
     if (auto [it, fresh] = owners.try_emplace(hook.id, file, index); !fresh)
-      fail("id", quote(hook.id) + " is used by " + (it->second.first == file ? "" : it->second.first + ": ") +
+      fail("id", quote(hook.id) + " is used by " +
+                     (it->second.first == file ? "" : it->second.first + ": ") +
                      element("hooks", it->second.second) + " too");
     read_behaviour(value, reader, hook);
     fill_native(value, options, reader, hook);
@@ -436,8 +452,53 @@ bool looks_like_json(std::string_view text) {
   return first != std::string_view::npos && (text[first] == '[' || text[first] == '{');
 }
 
+// webhook reads its JSON files with a YAML parser, which takes \' in a double-quoted string for
+// an apostrophe, and Go's js template function writes one that way: a file such as
+// "secret": "{{ getenv "S" | js }}" loads there whatever the secret holds. JSON has no such
+// escape, so it becomes the apostrophe itself before the JSON parser sees it.
+std::string with_plain_apostrophes(const std::string& text) {
+  if (text.find("\\'") == std::string::npos) return text;
+  std::string out;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string && c == '\\' && i + 1 < text.size()) {
+      if (text[i + 1] != '\'') out += c;
+      out += text[++i];
+      continue;
+    }
+    if (c == '"') in_string = !in_string;
+    out += c;
+  }
+  return out;
+}
+
 void add_once(std::vector<std::string>& list, const std::string& name) {
   if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
+}
+
+// Go's JSON decoder, which webhook reads its files with, matches a member to a property whatever
+// the case of its letters ("Secret" in webhook's own template example): every member name is
+// lower-cased, and two that differ in case alone are a duplicate.
+Json with_folded_names(const Json& value, const std::string& at, int depth = 0) {
+  if (depth > 256) fail(at, "nested too deeply");
+  if (value.is_array()) {
+    Json out = Json::array();
+    for (size_t i = 0; i < value.size(); ++i)
+      out.push_back(with_folded_names(value[i], element(at.empty() ? "hooks" : at, i), depth + 1));
+    return out;
+  }
+  if (!value.is_object()) return value;
+  Json out = Json::object();
+  for (const auto& [name, member_value] : value.items()) {
+    std::string folded = name;
+    std::transform(folded.begin(), folded.end(), folded.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
+    if (out.contains(folded))
+      fail(at, "duplicate field " + quote(folded) + " (names are matched ignoring case)");
+    out[folded] = with_folded_names(member_value, member(at, folded), depth + 1);
+  }
+  return out;
 }
 
 // One file: expanded when it is a template, parsed, every hook read.
@@ -454,15 +515,16 @@ void read_file(const HooksFileText& file, const HooksFileOptions& options, const
     text = std::move(expanded.text);
     for (const std::string& name : expanded.read_env) add_once(out.withheld_env, name);
     for (const std::string& name : expanded.unset_env)
-      out.warnings.push_back(file.name + ": template: environment variable " + name +
+      out.warnings.push_back(file.name + ": template: environment variable " + quote(name) +
                              " is not set; it expanded to an empty string");
     for (const std::string& path : expanded.unreadable_files)
       out.warnings.push_back(file.name + ": template: cannot read " + quote(path) +
                              "; it expanded to an empty string");
   }
   Reader reader{!looks_like_json(text), env, out.warnings};
-  Json doc = reader.yaml ? parse_yaml(text) : parse_json(text);
+  Json doc = reader.yaml ? parse_yaml(text) : parse_json(with_plain_apostrophes(text));
   if (doc.is_null() || (doc.is_array() && doc.empty())) fail("", "lists no hooks");
+  doc = with_folded_names(doc, "");
   if (!doc.is_array()) wrong_type("", "an array of hooks", doc);
   size_t first_warning = out.warnings.size();
   for (size_t i = 0; i < doc.size(); ++i) {

@@ -23,6 +23,39 @@ const std::vector<std::uint8_t>* number_text(const json& value) {
 
 namespace {
 
+// The length of the valid UTF-8 sequence at the start of `s` (as Go's utf8.DecodeRuneInString
+// accepts: no overlong forms, no surrogates, nothing past U+10FFFF), or 0.
+size_t utf8_sequence(std::string_view s) {
+  auto byte = [&](size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
+  auto continuation = [&](size_t i, unsigned low = 0x80, unsigned high = 0xbf) {
+    return byte(i) >= low && byte(i) <= high;
+  };
+  unsigned lead = byte(0);
+  if (lead >= 0xc2 && lead <= 0xdf) return continuation(1) ? 2 : 0;
+  if (lead == 0xe0) return continuation(1, 0xa0) && continuation(2) ? 3 : 0;
+  if (lead == 0xed) return continuation(1, 0x80, 0x9f) && continuation(2) ? 3 : 0;
+  if (lead >= 0xe1 && lead <= 0xef) return continuation(1) && continuation(2) ? 3 : 0;
+  if (lead == 0xf0) return continuation(1, 0x90) && continuation(2) && continuation(3) ? 4 : 0;
+  if (lead >= 0xf1 && lead <= 0xf3)
+    return continuation(1) && continuation(2) && continuation(3) ? 4 : 0;
+  if (lead == 0xf4)
+    return continuation(1, 0x80, 0x8f) && continuation(2) && continuation(3) ? 4 : 0;
+  return 0;
+}
+
+// `text` with each byte that starts no valid UTF-8 sequence replaced by U+FFFD, as Go's JSON
+// decoder reads strings (nlohmann's refuses them); nullopt when all of it is valid.
+std::optional<std::string> replace_invalid_utf8(std::string_view text) {
+  std::optional<std::string> out;
+  for (size_t i = 0; i < text.size();) {
+    size_t size = static_cast<unsigned char>(text[i]) < 0x80 ? 1 : utf8_sequence(text.substr(i));
+    if (size == 0 && !out) out = std::string(text.substr(0, i));
+    if (out) out->append(size == 0 ? std::string_view("\xef\xbf\xbd") : text.substr(i, size));
+    i += size == 0 ? 1 : size;
+  }
+  return out;
+}
+
 // Builds the tree of one JSON value from nlohmann's SAX events, so that numbers keep their text.
 class JsonBuilder final : public nlohmann::json_sax<json> {
  public:
@@ -92,6 +125,8 @@ class JsonBuilder final : public nlohmann::json_sax<json> {
 }  // namespace
 
 Decoded decode_json(std::string_view text) {
+  std::optional<std::string> replaced = replace_invalid_utf8(text);
+  if (replaced) text = *replaced;
   JsonBuilder builder;
   // Not strict: like Go's json.Decoder, whatever follows the first value is left unread.
   bool ok = json::sax_parse(text.begin(), text.end(), &builder, json::input_format_t::json,
@@ -225,11 +260,11 @@ void set_xml_handlers(XML_Parser parser) {
   XML_SetCdataSectionHandler(
       parser, [](void* data) { builder_of(data).flush(); },
       [](void* data) { builder_of(data).flush(); });
-  // Entities a DTD declares are refused rather than expanded (no entity expansion bombs).
-  XML_SetEntityDeclHandler(parser, [](void* data, const XML_Char*, int, const XML_Char*, int,
-                                      const XML_Char*, const XML_Char*, const XML_Char*,
-                                      const XML_Char*) {
-    builder_of(data).abort("entity declarations are not supported");
+  // Setting a default handler leaves references to entities a DTD declares unexpanded and hands
+  // them here: refused, as Go's decoder refuses any entity but XML's own (and so no entity
+  // expansion bomb goes off). Everything else the default handler gets (the prolog) is ignored.
+  XML_SetDefaultHandler(parser, [](void* data, const XML_Char* text, int size) {
+    if (size > 0 && text[0] == '&') builder_of(data).abort("invalid character entity");
   });
 }
 
@@ -242,7 +277,9 @@ Decoded decode_xml(std::string_view text) {
   XmlBuilder builder(parser.get());
   XML_SetUserData(parser.get(), &builder);
   set_xml_handlers(parser.get());
-  std::string problem;
+  // Go's decoder passes over text before the first tag (mxj ignores it); expat would refuse it.
+  size_t first_tag = text.find('<');
+  text.remove_prefix(first_tag == std::string_view::npos ? text.size() : first_tag);
   // Fed in pieces: XML_Parse takes an int length.
   constexpr size_t k_piece = 1 << 20;
   do {
@@ -265,26 +302,6 @@ Decoded decode_xml(std::string_view text) {
 namespace {
 
 constexpr char k_hex_digits[] = "0123456789abcdef";
-
-// The length of the valid UTF-8 sequence at the start of `s` (as Go's utf8.DecodeRuneInString
-// accepts: no overlong forms, no surrogates, nothing past U+10FFFF), or 0.
-size_t utf8_sequence(std::string_view s) {
-  auto byte = [&](size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
-  auto continuation = [&](size_t i, unsigned low = 0x80, unsigned high = 0xbf) {
-    return byte(i) >= low && byte(i) <= high;
-  };
-  unsigned lead = byte(0);
-  if (lead >= 0xc2 && lead <= 0xdf) return continuation(1) ? 2 : 0;
-  if (lead == 0xe0) return continuation(1, 0xa0) && continuation(2) ? 3 : 0;
-  if (lead == 0xed) return continuation(1, 0x80, 0x9f) && continuation(2) ? 3 : 0;
-  if (lead >= 0xe1 && lead <= 0xef) return continuation(1) && continuation(2) ? 3 : 0;
-  if (lead == 0xf0) return continuation(1, 0x90) && continuation(2) && continuation(3) ? 4 : 0;
-  if (lead >= 0xf1 && lead <= 0xf3)
-    return continuation(1) && continuation(2) && continuation(3) ? 4 : 0;
-  if (lead == 0xf4)
-    return continuation(1, 0x80, 0x8f) && continuation(2) && continuation(3) ? 4 : 0;
-  return 0;
-}
 
 void quote_ascii(unsigned char c, std::string& out) {
   switch (c) {

@@ -36,8 +36,8 @@ Decoded decode_json(std::string_view text);
 // An XML document as mxj's NewMapXmlReader maps it: {root: value}, where an element's value is
 // its text when it has neither attributes nor child elements (trimmed; "" when empty), else an
 // object of its attributes ("-" + local name), its child elements by local name (repeated ones
-// as arrays) and its text as "#text". What follows the root element is never looked at. DTD
-// entity declarations are refused (Go's decoder expands none).
+// as arrays) and its text as "#text". What follows the root element is never looked at. A
+// reference to an entity a DTD declares is an error (Go's decoder expands none).
 Decoded decode_xml(std::string_view text);
 
 // `value` as Go's json.Marshal writes it: compact, object members sorted by name, json_number

@@ -346,26 +346,25 @@ std::optional<int> take_number(std::string_view& text, size_t width) {
 }
 
 // A zone as Go's time.Parse reads "MST": UTC, GMT with an optional hour offset, or three to
-// five upper-case letters (four or five ending in T), taken as UTC. Seconds east of UTC.
-std::optional<int64_t> take_zone(std::string_view& text) {
+// five upper-case letters (four or five ending in T). Go then keeps the clock time as UTC's
+// whatever the zone (an abbreviation it does not know gets offset 0, and even GMT+3's offset
+// only labels the time), so the zone is only checked and skipped.
+bool skip_zone(std::string_view& text) {
   if (text.substr(0, 3) == "GMT" || text.substr(0, 3) == "UTC") {
     bool gmt = text.substr(0, 3) == "GMT";
     text.remove_prefix(3);
-    if (!gmt || text.empty() || (text[0] != '+' && text[0] != '-')) return 0;
-    int sign = text[0] == '-' ? -1 : 1;
+    if (!gmt || text.empty() || (text[0] != '+' && text[0] != '-')) return true;
     std::string_view digits = text.substr(1);
     std::optional<int> hours = take_number(digits, 0);
-    if (!hours || *hours > 23) return 0;  // Go then takes "GMT" alone, and the rest is extra
-    text = digits;
-    return int64_t(sign) * *hours * 3600;
+    if (hours && *hours <= 23) text = digits;  // else Go takes "GMT" alone, and the rest is extra
+    return true;
   }
   size_t upper = 0;
   while (upper < 6 && upper < text.size() && text[upper] >= 'A' && text[upper] <= 'Z') ++upper;
   bool ok = upper == 3 || (upper == 4 && (text[3] == 'T' || text.substr(0, 4) == "WITA")) ||
             (upper == 5 && text[4] == 'T');
-  if (!ok) return std::nullopt;
-  text.remove_prefix(upper);
-  return 0;
+  if (ok) text.remove_prefix(upper);
+  return ok;
 }
 
 // Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
@@ -391,7 +390,6 @@ std::optional<int64_t> parse_scalr_date(std::string_view text) {
   static const char* const k_months[12] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
   std::optional<int> day, month, year, hour, minute, second;
-  std::optional<int64_t> zone;
   if (!take_name(text, k_days, 7) || !skip_spaces(text) || !(day = take_number(text, 2)) ||
       !skip_spaces(text) || !(month = take_name(text, k_months, 12)) || !skip_spaces(text) ||
       !(year = take_number(text, 4)) || !skip_spaces(text) || !(hour = take_number(text, 0)) ||
@@ -403,12 +401,12 @@ std::optional<int64_t> parse_scalr_date(std::string_view text) {
     text.remove_prefix(1);
     while (!text.empty() && syntax::is_digit(text.front())) text.remove_prefix(1);
   }
-  if (!skip_spaces(text) || !(zone = take_zone(text)) || !text.empty()) return std::nullopt;
+  if (!skip_spaces(text) || !skip_zone(text) || !text.empty()) return std::nullopt;
   if (*hour > 23 || *minute > 59 || *second > 59 || *day < 1 ||
       *day > days_in_month(*year, *month + 1))
     return std::nullopt;
   int64_t days = days_from_civil(*year, *month + 1, *day);
-  return days * 86400 + *hour * 3600 + *minute * 60 + *second - *zone;
+  return days * 86400 + *hour * 3600 + *minute * 60 + *second;
 }
 
 // webhook's CheckScalrSignature: the hex HMAC-SHA1 of the body followed by the Date header, in

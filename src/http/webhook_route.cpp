@@ -71,8 +71,8 @@ class CommandFiles {
   explicit CommandFiles(const std::vector<CommandFile>& files) {
     if (files.empty()) return;
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                          "/idem-hook-XXXXXX";
+    std::string pattern =
+        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/idem-hook-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr)
       throw std::runtime_error("cannot make a directory for the hook's files: " +
                                std::string(strerror(errno)));
@@ -112,6 +112,14 @@ class CommandFiles {
   std::vector<std::string> paths_;
   std::vector<std::pair<std::string, std::string>> env_;
 };
+
+// Why a command failed, for the log.
+std::string why_failed(const proc::RunResult& result) {
+  if (!result.started) return std::string("could not start: ") + strerror(result.exec_errno);
+  if (result.timed_out) return "stopped by the hook's timeout";
+  if (result.signal) return "command killed by signal " + std::to_string(*result.signal);
+  return "command exited " + std::to_string(result.exit_code.value_or(0));
+}
 
 // What one delivery's command is, prepared before it runs (command_for is pure), and how its
 // answer reads; shared with a run that outlives the request.
@@ -195,10 +203,7 @@ class WebhookEffect final : public DeliveryEffect {
         a.outcome = "timeout";
         o.note = "stopped by the hook's timeout";
       }
-      a.error = !result.started ? std::string("could not start: ") + strerror(result.exec_errno)
-                : result.timed_out ? "stopped by the hook's timeout"
-                : result.signal    ? "command killed by signal " + std::to_string(*result.signal)
-                                   : "command exited " + std::to_string(result.exit_code.value_or(0));
+      a.error = why_failed(result);
     }
     a.key = key_;
     return a;
@@ -272,8 +277,8 @@ class WebhookRoute final : public Route {
     d.headers = req.head.headers.fields();
     if (native_.signature) {  // nothing is run or stored before it passes (SPEC §8.5)
       auto lookup = [&](std::string_view name) { return d.header(name); };
-      Verdict v = verify(*native_.signature, lookup, req.body,
-                         util::process_clock().now_ms() / 1000);
+      Verdict v =
+          verify(*native_.signature, lookup, req.body, util::process_clock().now_ms() / 1000);
       if (!v.ok) {
         Answer a = problem(401, "Signature check failed", v.problem);
         a.outcome = "unauthorized";
@@ -282,10 +287,11 @@ class WebhookRoute final : public Route {
     }
     const std::string& target = req.head.target;
     const size_t question = target.find('?');
-    Request request = make_request(
-        hook_, req.head.method, remote_address(req.remote), d.headers,
-        question == std::string::npos ? std::string_view() : std::string_view(target).substr(question + 1),
-        std::move(req.body), util::process_clock().now_ms() / 1000);
+    Request request =
+        make_request(hook_, req.head.method, remote_address(req.remote), d.headers,
+                     question == std::string::npos ? std::string_view()
+                                                   : std::string_view(target).substr(question + 1),
+                     std::move(req.body), util::process_clock().now_ms() / 1000);
     RuleResult rules = evaluate(hook_, request);
     if (rules.error) {
       Answer a = text_answer(500, "Error occurred while evaluating hook rules.", "rules_error");
@@ -307,9 +313,9 @@ class WebhookRoute final : public Route {
     if (hook_.key) {
       key = value_of(*hook_.key, request);
       if (!key || key->empty()) {
-        Answer a = problem(400, "No idempotency key",
-                           "hook " + native_.path + " takes its key from a value this delivery "
-                           "does not carry");
+        Answer a = problem(
+            400, "No idempotency key",
+            "hook " + native_.path + " takes its key from a value this delivery does not carry");
         a.outcome = "no_key";
         return a;
       }
@@ -364,7 +370,9 @@ class NotFoundRoute final : public Route {
  public:
   explicit NotFoundRoute(const std::string& urlprefix)
       : base_(urlprefix.empty() ? "/" : "/" + urlprefix + "/") {}
-  bool matches(std::string_view path) const override { return path.substr(0, base_.size()) == base_; }
+  bool matches(std::string_view path) const override {
+    return path.substr(0, base_.size()) == base_;
+  }
   Admission admit(const RequestHead&) const override {
     Answer a = text_answer(404, "Hook not found.", "not_found");
     Response r;
@@ -390,9 +398,11 @@ bool starts_with_ci(std::string_view text, std::string_view prefix) {
 
 // Go's htmlSig: the tag, case-insensitive, then a space or '>'.
 bool html_like(std::string_view text) {
+  // clang-format off
   static const char* const tags[] = {"<!DOCTYPE HTML", "<HTML", "<HEAD", "<SCRIPT", "<IFRAME",
-                                     "<H1",  "<DIV",   "<FONT",   "<TABLE",  "<A",     "<STYLE",
-                                     "<TITLE", "<B",   "<BODY",   "<BR",     "<P",     "<!--"};
+                                     "<H1", "<DIV", "<FONT", "<TABLE", "<A", "<STYLE", "<TITLE",
+                                     "<B", "<BODY", "<BR", "<P", "<!--"};
+  // clang-format on
   for (std::string_view tag : tags) {
     if (!starts_with_ci(text, tag) || text.size() == tag.size()) continue;
     char next = text[tag.size()];

@@ -9,7 +9,7 @@ namespace idem::http::webhook {
 namespace {
 
 constexpr size_t k_max_output_bytes = size_t(64) << 20;  // an expanded hooks file, 64 MiB
-constexpr int k_max_nesting = 32;                         // parenthesised pipelines
+constexpr int k_max_nesting = 32;                        // parenthesised pipelines
 
 [[noreturn]] void error_at(int line, const std::string& what) {
   throw TemplateError("line " + std::to_string(line) + ": " + what);
@@ -90,14 +90,29 @@ std::string js_escape(std::string_view text) {
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     switch (c) {
-      case '\\': out += "\\\\"; continue;
-      case '\'': out += "\\'"; continue;
-      case '"': out += "\\\""; continue;
-      case '<': out += "\\u003C"; continue;
-      case '>': out += "\\u003E"; continue;
-      case '&': out += "\\u0026"; continue;
-      case '=': out += "\\u003D"; continue;
-      default: break;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\'':
+        out += "\\'";
+        continue;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '<':
+        out += "\\u003C";
+        continue;
+      case '>':
+        out += "\\u003E";
+        continue;
+      case '&':
+        out += "\\u0026";
+        continue;
+      case '=':
+        out += "\\u003D";
+        continue;
+      default:
+        break;
     }
     auto byte = static_cast<unsigned char>(c);
     if (byte < 0x20) {
@@ -122,13 +137,26 @@ std::string html_escape(std::string_view text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '\0': out += "\xEF\xBF\xBD"; break;  // U+FFFD
-      default: out += c;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '\0':
+        out += "\xEF\xBF\xBD";
+        break;  // U+FFFD
+      default:
+        out += c;
     }
   }
   return out;
@@ -138,8 +166,8 @@ std::string query_escape(std::string_view text) {
   std::string out;
   const char* digits = "0123456789ABCDEF";
   for (char c : text) {
-    bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                      (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
+    bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_' || c == '.' || c == '~';
     if (unreserved) {
       out += c;
     } else if (c == ' ') {
@@ -272,7 +300,8 @@ std::string Action::getenv(const std::string& name) {
   if (std::find(out_.read_env.begin(), out_.read_env.end(), name) == out_.read_env.end())
     out_.read_env.push_back(name);
   std::optional<std::string> value = env_(name);
-  if (!value && std::find(out_.unset_env.begin(), out_.unset_env.end(), name) == out_.unset_env.end())
+  if (!value &&
+      std::find(out_.unset_env.begin(), out_.unset_env.end(), name) == out_.unset_env.end())
     out_.unset_env.push_back(name);
   return value.value_or("");
 }
@@ -329,8 +358,10 @@ void Action::escape(std::string& out) {
     uint32_t value = 0;
     for (size_t k = 0; k < count; ++k) {
       char d = body_[pos_++];
-      int v = d >= '0' && d <= '9' ? d - '0' : d >= 'a' && d <= 'f' ? d - 'a' + 10
-              : d >= 'A' && d <= 'F' ? d - 'A' + 10 : 99;
+      int v = d >= '0' && d <= '9'   ? d - '0'
+              : d >= 'a' && d <= 'f' ? d - 'a' + 10
+              : d >= 'A' && d <= 'F' ? d - 'A' + 10
+                                     : 99;
       if (v >= base) error("bad escape in string");
       value = value * uint32_t(base) + uint32_t(v);
     }
@@ -382,7 +413,8 @@ Delimited delimit(std::string_view text, size_t start, int line) {
       action.trim_after = true;
       after += 2;
     }
-    if (!text.substr(after).starts_with("}}")) error_at(line, "comment ends before closing delimiter");
+    if (!text.substr(after).starts_with("}}"))
+      error_at(line, "comment ends before closing delimiter");
     action.end = after + 2;
     return action;
   }
@@ -417,7 +449,8 @@ TemplateOutput expand_template(std::string_view text, const EnvLookup& env,
   bool trim_next = false;
   while (pos <= text.size()) {
     size_t open = text.find("{{", pos);
-    std::string_view literal = text.substr(pos, open == std::string_view::npos ? text.npos : open - pos);
+    std::string_view literal =
+        text.substr(pos, open == std::string_view::npos ? text.npos : open - pos);
     if (trim_next)
       while (!literal.empty() && is_blank(literal.front())) literal.remove_prefix(1);
     if (open == std::string_view::npos) {

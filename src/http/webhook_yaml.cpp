@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <vector>
 
 namespace idem::http::webhook {
 
@@ -20,13 +21,38 @@ using config_fields::printable;
 using config_fields::quote;
 
 // Aliases share nodes, so a small file can stand for an exponential document ("billion laughs").
-constexpr size_t k_max_values = 1'000'000;
+constexpr size_t k_max_values = 200'000;
 constexpr int k_max_depth = 200;
 
 std::string where(const YAML::Node& node) {
   YAML::Mark mark = node.Mark();
   if (mark.line < 0) return "";
   return "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1);
+}
+
+// Unicode's well-formed UTF-8 (table 3-7). JSON's parser refuses anything else, and so does
+// webhook's YAML loader; yaml-cpp does not check.
+bool valid_utf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    auto lead = static_cast<unsigned char>(text[i]);
+    size_t trail = lead < 0x80                    ? 0
+                   : lead >= 0xC2 && lead <= 0xDF ? 1
+                   : lead >= 0xE0 && lead <= 0xEF ? 2
+                   : lead >= 0xF0 && lead <= 0xF4 ? 3
+                                                  : 4;
+    if (trail == 4 || i + trail >= text.size()) return false;
+    unsigned char low = 0x80, high = 0xBF;  // the range of the first trailing byte
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+    for (size_t k = 1; k <= trail; ++k) {
+      auto byte = static_cast<unsigned char>(text[i + k]);
+      if (byte < (k == 1 ? low : 0x80) || byte > (k == 1 ? high : 0xBF)) return false;
+    }
+    i += trail + 1;
+  }
+  return true;
 }
 
 bool one_of(std::string_view text, std::initializer_list<std::string_view> names) {
@@ -46,7 +72,8 @@ std::optional<Json> resolve_int(std::string text) {
     digits.remove_prefix(1);
   }
   int base = 10;
-  if (digits.size() > 2 && digits[0] == '0' && std::string_view("xXoObB").find(digits[1]) != std::string_view::npos) {
+  if (digits.size() > 2 && digits[0] == '0' &&
+      std::string_view("xXoObB").find(digits[1]) != std::string_view::npos) {
     char kind = char(digits[1] | 0x20);
     base = kind == 'x' ? 16 : kind == 'o' ? 8 : 2;
     digits.remove_prefix(2);
@@ -56,8 +83,10 @@ std::optional<Json> resolve_int(std::string text) {
   }
   if (digits.empty()) return std::nullopt;
   for (char c : digits) {
-    int value = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 99;
+    int value = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : 99;
     if (value >= base) return std::nullopt;
   }
   errno = 0;
@@ -72,29 +101,30 @@ std::optional<Json> resolve_int(std::string text) {
   return Json(magnitude == uint64_t(INT64_MAX) + 1 ? INT64_MIN : -int64_t(magnitude));
 }
 
-// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?, the floats YAML's resolver accepts.
+// The floats webhook's YAML library takes a plain scalar for: [-+]?[0-9]*\.?[0-9]+([eE][-+][0-9]+)?
+// (the exponent's sign is required: 1e7 stays a string), or, starting with '.', what Go's
+// ParseFloat reads (.5, .5e3).
 bool is_float_text(std::string_view text) {
   size_t i = 0;
   auto digits = [&] {
     size_t start = i;
     while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
-    return i > start;
+    return i - start;
   };
-  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  bool leading_dot = text.starts_with('.');
+  if (!leading_dot && i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  size_t whole = digits();
   if (i < text.size() && text[i] == '.') {
     ++i;
-    if (!digits()) return false;
-  } else {
-    if (!digits()) return false;
-    if (i < text.size() && text[i] == '.') {
-      ++i;
-      digits();
-    }
+    if (digits() == 0) return false;
+  } else if (whole == 0) {
+    return false;
   }
   if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
     ++i;
-    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
-    if (!digits()) return false;
+    bool sign = i < text.size() && (text[i] == '+' || text[i] == '-');
+    if (sign) ++i;
+    if ((!sign && !leading_dot) || digits() == 0) return false;
   }
   return i == text.size();
 }
@@ -111,7 +141,9 @@ Json resolve_plain(const std::string& text) {
   char first = text[0];
   if ((first >= '0' && first <= '9') || first == '+' || first == '-' || first == '.') {
     if (auto number = resolve_int(text)) return *number;
-    if (is_float_text(text)) return std::strtod(text.c_str(), nullptr);
+    std::string plain = text;
+    if (first != '.') std::erase(plain, '_');
+    if (is_float_text(plain)) return std::strtod(plain.c_str(), nullptr);
   }
   return text;
 }
@@ -121,9 +153,11 @@ class Converter {
   Json convert(const YAML::Node& node, int depth) {
     if (++values_ > k_max_values)
       fail("", "aliases expand to more than " + std::to_string(k_max_values) + " values");
-    if (depth > k_max_depth) fail(where(node), "nested more than " + std::to_string(k_max_depth) + " deep");
+    if (depth > k_max_depth)
+      fail(where(node), "nested more than " + std::to_string(k_max_depth) + " deep");
     switch (node.Type()) {
       case YAML::NodeType::Scalar:
+        if (!valid_utf8(node.Scalar())) fail(where(node), "not valid UTF-8");
         // Quoted and block scalars are strings, and so is anything tagged; plain ones resolve.
         return node.Tag() == "?" ? resolve_plain(node.Scalar()) : Json(node.Scalar());
       case YAML::NodeType::Sequence: {
@@ -141,16 +175,39 @@ class Converter {
  private:
   size_t values_ = 0;
 
+  // Keys given in the mapping itself win over those a merge key ("<<: *defaults", or a list of
+  // aliases, the first winning) brings in, wherever it stands.
   Json convert_map(const YAML::Node& node, int depth) {
     Json object = Json::object();
+    std::vector<Json> merged;
     for (const auto& pair : node) {
       if (!pair.first.IsScalar() && !pair.first.IsNull())
         fail(where(pair.first), "a mapping key must be a plain value");
       std::string name = pair.first.IsNull() ? "" : pair.first.Scalar();
+      if (!valid_utf8(name)) fail(where(pair.first), "not valid UTF-8");
+      if (name == "<<" && pair.first.Tag() == "?") {
+        merge_sources(pair.second, depth, merged);
+        continue;
+      }
       if (object.contains(name)) fail(where(pair.first), "duplicate field " + quote(name));
       object[name] = convert(pair.second, depth + 1);
     }
+    for (const Json& source : merged)
+      for (const auto& [name, value] : source.items())
+        if (!object.contains(name)) object[name] = value;
     return object;
+  }
+
+  void merge_sources(const YAML::Node& value, int depth, std::vector<Json>& merged) {
+    auto one = [&](const YAML::Node& source) {
+      if (!source.IsMap())
+        fail(where(source), "a merge key (<<) takes a mapping or a list of mappings");
+      merged.push_back(convert(source, depth + 1));
+    };
+    if (value.IsSequence())
+      for (const YAML::Node& source : value) one(source);
+    else
+      one(value);
   }
 };
 

@@ -11,7 +11,8 @@ source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/proxy_lib.sh"
 capture none idem serve --listen 127.0.0.1:0
 expect_rc 64
 assert_idem_error none
-file_has "$T/none.err" 'nothing to serve: give --config FILE, --upstream URL, --ledger or --socket PATH' ||
+file_has "$T/none.err" \
+  'nothing to serve: give --config FILE, --hooks FILE, --upstream URL, --ledger or --socket PATH' ||
   fail "$(cat "$T/none.err")"
 capture badurl idem serve --upstream ftp://example --listen 127.0.0.1:0
 expect_rc 64

@@ -49,6 +49,12 @@ cat >"$T/hooks.json" <<EOF
     "idem": {"key": {"source": "payload", "name": "id"}}
   },
   {
+    "id": "quiet",
+    "execute-command": "true",
+    "include-command-output-in-response": true,
+    "idem": {"key": {"source": "url", "name": "id"}}
+  },
+  {
     "id": "plain",
     "execute-command": "$T/handler.sh",
     "include-command-output-in-response": true,
@@ -121,6 +127,15 @@ expect_http 201
 assert_body 'queued\n'
 assert_eq 1 "$(grep -c job-1 "$T/runs")" "runs of job-1"
 
+# An empty output has no Content-Type, as Go sends it, first and replayed.
+post '/hooks/quiet?id=q1' ''
+expect_http 200
+assert_no_header Content-Type
+post '/hooks/quiet?id=q1' ''
+assert_header Idempotent-Replayed true
+assert_no_header Content-Type
+assert_empty "$T/resp.body"
+
 # --- Without a key every delivery runs; a failure with its output (on-error capture) -------------
 post '/hooks/plain?mode=once' ''
 expect_http 200
@@ -130,5 +145,13 @@ assert_eq 2 "$(grep -cx '' "$T/runs")" "unkeyed runs"
 post '/hooks/plain?mode=fail' ''
 expect_http 500
 assert_body 'args: fail\nstderr line\nevent:  key: \n'
+
+# Metrics and the log count them by hook, as native hooks.
+get /metrics
+for line in 'hook="/hooks/github",outcome="ran"} 1' 'hook="/hooks/github",outcome="replayed"} 1' \
+  'hook="/hooks/github",outcome="mismatch"} 1' 'hook="/hooks/github",outcome="conflict"} 1' \
+  'hook="/hooks/plain",outcome="unkeyed"} 2' 'hook="/hooks/plain",outcome="failed"} 1'; do
+  grep -qF "idem_deliveries_total{$line" "$T/resp.body" || fail "/metrics lacks $line"
+done
 
 stop_daemon

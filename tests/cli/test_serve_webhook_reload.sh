@@ -83,6 +83,10 @@ assert_idem_error
 capture header idem serve --hooks "$T/hooks.json" --response-header 'no equals' --listen 127.0.0.1:0
 expect_rc 64
 assert_idem_error
+capture alone idem serve --config "$T/serve.json" --template --listen 127.0.0.1:0
+expect_rc 64
+assert_idem_error
+file_has "$T/alone.err" 'need --hooks' || fail "the refusal does not say what is missing"
 capture methods idem serve --hooks "$T/hooks.json" --http-methods 'POST,,PUT' --listen 127.0.0.1:0
 expect_rc 64
 assert_idem_error

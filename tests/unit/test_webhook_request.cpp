@@ -436,7 +436,19 @@ TEST_CASE("webhook request: scalr-signature", "[webhook]") {
   CHECK(at(signed_at - 300, signature, date).ok);
   RuleResult forged = at(signed_at, "0145f0f59209742fe03196828bc73e2d2f3ba1d3", date);
   CHECK(forged.error);
-  // A date that does not parse: an error; a header missing: just false.
+  // Go keeps the clock time as UTC's whatever the zone says; names are read in any case.
+  CHECK(at(signed_at, "a2b6c8d41e9c631406e3e83088431f16aa3a8332", "Fri 08 Sep 2017 11:24:32 GMT+1")
+            .ok);
+  CHECK(at(signed_at, "a19c5ddcd8dd1a47f1a58a1f6a3beb654092f91b", "fri 08 sep 2017 11:24:32 PST")
+            .ok);
+  // A date that does not parse (one digit for the day, no 31 September): an error.
+  RuleResult short_day =
+      at(signed_at, "4cff135fb9b57ea05fdab692b28fa4463ed00b0e", "Fri 8 Sep 2017 11:24:32 UTC");
+  REQUIRE(short_day.error);
+  CHECK(short_day.error->find("Date") != std::string::npos);
+  CHECK(at(signed_at, "def7c629e4ae424508a215676114f3ae832c205f", "Fri 31 Sep 2017 11:24:32 UTC")
+            .error);
+  // A header missing: just false.
   Request no_date = make_request(hook, "POST", "127.0.0.1:1", {{"X-Signature", signature}}, "",
                                  body, signed_at);
   RuleResult missing = evaluate(hook, no_date);

@@ -56,8 +56,9 @@ TEST_CASE("webhook template: text without actions is unchanged", "[webhook_templ
 }
 
 TEST_CASE("webhook template: getenv", "[webhook_template]") {
-  TemplateOutput out = run(R"(s: {{ getenv "SECRET" }}, t: {{getenv "UNSET"}}, u: {{ getenv "SECRET" }})",
-                           {{"SECRET", "hunter2"}});
+  TemplateOutput out =
+      run(R"(s: {{ getenv "SECRET" }}, t: {{getenv "UNSET"}}, u: {{ getenv "SECRET" }})",
+          {{"SECRET", "hunter2"}});
   CHECK(out.text == "s: hunter2, t: , u: hunter2");
   CHECK(out.read_env == std::vector<std::string>{"SECRET", "UNSET"});
   CHECK(out.unset_env == std::vector<std::string>{"UNSET"});
@@ -78,7 +79,8 @@ TEST_CASE("webhook template: cat trims one trailing newline, as webhook does",
 
 TEST_CASE("webhook template: credential reads systemd's credentials directory",
           "[webhook_template]") {
-  TemplateOutput out = run(R"({{ credential "api-token" }})", {{"CREDENTIALS_DIRECTORY", "/creds"}});
+  TemplateOutput out =
+      run(R"({{ credential "api-token" }})", {{"CREDENTIALS_DIRECTORY", "/creds"}});
   CHECK(out.text == "tok-123");
   CHECK(out.unset_env.empty());
   // Without the directory, the variable of that name.
@@ -136,7 +138,8 @@ TEST_CASE("webhook template: what is not supported is an error naming its line",
       {"x\n{{ if \"a\" }}y{{ end }}",
        "line 2: function 'if' is not supported (use getenv, cat, credential, js, html, urlquery "
        "or print)"},
-      {"{{ .Secret }}", "line 1: '.Secret': data and variables are not supported in hooks templates"},
+      {"{{ .Secret }}",
+       "line 1: '.Secret': data and variables are not supported in hooks templates"},
       {"{{ $x }}", "line 1: '$x': data and variables are not supported in hooks templates"},
       {"{{ 42 }}",
        "line 1: function '42' is not supported (use getenv, cat, credential, js, html, urlquery "
