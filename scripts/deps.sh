@@ -9,6 +9,7 @@ packages=(
   libexpat1-dev  # XML payloads of webhook hooks
   nodejs  # tests/helpers/upstream_server.js, the proxy tests' upstream
   python3 jq
+  dpkg-dev  # dpkg-shlibdeps: the runtime dependencies of the Debian package (tests/cli/test_package.sh)
   "$@"
 )
 missing=()
