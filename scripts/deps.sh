@@ -11,6 +11,7 @@ packages=(
   webhook  # Debian's Go webhook 2.8: the reference of the hooks-file compatibility tests
   python3 jq
   systemd  # systemd-socket-activate, the socket activation test's service manager
+  dpkg-dev  # dpkg-shlibdeps: the runtime dependencies of the Debian package (tests/cli/test_package.sh)
   "$@"
 )
 missing=()
