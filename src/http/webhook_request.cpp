@@ -561,7 +561,13 @@ std::optional<std::string> value_of(const Argument& argument, const Request& req
 
 
 std::shared_ptr<const std::regex> compile_regex(const std::string& pattern) {
-  return std::make_shared<const std::regex>(pattern, k_regex_flags);
+  std::string_view text = pattern;
+  auto flags = k_regex_flags;
+  if (text.substr(0, 4) == "(?i)") {  // Go's flag, which ECMAScript lacks
+    flags |= std::regex::icase;
+    text.remove_prefix(4);
+  }
+  return std::make_shared<const std::regex>(text.begin(), text.end(), flags);
 }
 
 RuleResult evaluate(const WebhookHook& hook, const Request& request) {

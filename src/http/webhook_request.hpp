@@ -72,7 +72,8 @@ RuleResult evaluate(const WebhookHook& hook, const Request& request);
 // ECMAScript, for libstdc++'s breadth-first executor (regex_constants::__polynomial), whose stack
 // does not grow with the text matched. The default depth-first one recurses once per character
 // and overflows the stack on a value of some 20,000 characters, which any sender could send.
-// Back-references are refused (as Go's regexp has none). Throws std::regex_error.
+// A leading "(?i)", Go's flag that ECMAScript lacks, makes it case-insensitive. Back-references
+// are refused (as Go's regexp has none). Throws std::regex_error.
 std::shared_ptr<const std::regex> compile_regex(const std::string& pattern);
 
 struct CommandFile {

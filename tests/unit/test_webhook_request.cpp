@@ -501,6 +501,10 @@ TEST_CASE("webhook request: a regex rule on a long value neither overflows nor e
   // A regex compiled elsewhere (depth-first) is compiled again before it meets the value.
   hook.trigger_rule->match.regex = std::make_shared<const std::regex>("^(.)*$");
   CHECK(evaluate(hook, post(hook, {}, long_body)).ok);
+  // Go's (?i) prefix, also when a regex compiled elsewhere is compiled again.
+  CHECK(std::regex_search("Refs/Heads/MAIN", *compile_regex("(?i)^refs/heads/main$")));
+  hook.trigger_rule->match.regex_text = "(?i)^A+$";
+  CHECK(evaluate(hook, post(hook, {}, long_body)).ok);
   // Back-references are no part of Go's syntax, and refused.
   CHECK_THROWS_AS(compile_regex("(a)\\1"), std::regex_error);
   hook.trigger_rule->match.regex = nullptr;
