@@ -18,6 +18,8 @@ _idem_flags() {
     status) echo "$global" ;;
     rm) echo "--force $global" ;;
     gc) echo "--dry-run --older-than $global" ;;
+    export) echo "--status --prefix --limit --all $global" ;;
+    import) echo "--replace $global" ;;
     serve) echo "--config --upstream --ledger --socket --listen --allow-remote --port-file --max-connections" \
       "--hooks --urlprefix --template --response-header --http-methods" \
       "--request-timeout --grace --busy-timeout --lease --cert --key --tls-min-version --pidfile $global" ;;
@@ -38,7 +40,7 @@ _idem_takes_value() {
     *:--db | *:--store | \
       run:-k | run:--key | run:--ttl | run:--wait | run:--timeout | run:--kill-after | run:--lease | \
       run:--max-output | \
-      ls:--status | ls:--prefix | ls:--limit | \
+      ls:--status | ls:--prefix | ls:--limit | export:--status | export:--prefix | export:--limit | \
       gc:--older-than | \
       serve:--config | serve:--upstream | serve:--socket | serve:--listen | serve:--port-file | serve:--max-connections | \
       serve:--request-timeout | serve:--grace | serve:--busy-timeout | serve:--lease | \
@@ -205,7 +207,7 @@ _idem() {
         _idem_add_files ;;
       serve:--tls-min-version) _idem_add 1.2 1.3 ;;
       run:-k | run:--key | begin:-k | begin:--key | end:-k | end:--key) _idem_add_keys ;;
-      ls:--status) _idem_add running succeeded failed abandoned expired ;;
+      ls:--status | export:--status) _idem_add running succeeded failed abandoned expired ;;
       serve:--listen) _idem_add 127.0.0.1:8787 127.0.0.1:0 ;;
       begin:--owner-pid | end:--owner-pid)
         local -a pids=()
@@ -233,6 +235,7 @@ _idem() {
       show | status) ((npos == 0)) && _idem_add_keys ;;
       rm) _idem_add_keys ;;
       run | each) _idem_add -- ;;  # the command comes after `--`
+      import) ((npos == 0)) && _idem_add_files ;;
     esac
   fi
   return 0

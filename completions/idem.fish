@@ -156,6 +156,14 @@ complete -c idem -n "__idem_using rm" -a '(__idem_keys)' -d 'Record key'
 complete -c idem -n "__idem_using gc" -l dry-run -d 'Count what would be deleted, delete nothing'
 complete -c idem -n "__idem_using gc" -l older-than -x -d 'Also delete records older than DURATION'
 
+# export, import
+complete -c idem -n "__idem_using export" -l status -x -a 'running succeeded failed abandoned expired' -d 'Only records in STATUS'
+complete -c idem -n "__idem_using export" -l prefix -x -d 'Only keys starting with PREFIX'
+complete -c idem -n "__idem_using export" -l limit -x -d 'At most N records'
+complete -c idem -n "__idem_using export" -l all -d 'Include expired records'
+complete -c idem -n "__idem_using import" -l replace -d 'Overwrite a key that holds another record'
+complete -c idem -n "__idem_using import" -F -d 'Export file'
+
 # serve
 complete -c idem -n "__idem_using serve" -l config -r -F -d 'JSON file listing the hooks and the proxy'
 complete -c idem -n "__idem_using serve" -l upstream -x -a 'http://127.0.0.1:3000' -d 'Idempotency-Key proxy: forward to URL'

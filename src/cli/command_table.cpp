@@ -50,6 +50,8 @@ constexpr std::array k_subcommands = {
     Subcommand{"each", bind<EachOptions, register_each, run_each>},
     Subcommand{"begin", bind<BeginOptions, register_begin, run_begin, &BeginOptions::quiet>},
     Subcommand{"end", bind<EndOptions, register_end, run_end>},
+    Subcommand{"export", bind<ExportOptions, register_export, run_export>},
+    Subcommand{"import", bind<ImportOptions, register_import, run_import>},
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
 #pragma once
-// The inspecting and cleaning subcommands: ls, show, status, rm, gc.
+// The inspecting and cleaning subcommands: ls, show, status, rm, gc; export and import.
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
@@ -18,6 +18,14 @@ struct LsOptions {
 };
 CLI::App* register_ls(CLI::App& app, LsOptions& options);
 int run_ls(const GlobalOptions& global, const LsOptions& options);
+// What ls and export share: --limit's value (UsageError for a bad one), --status's values
+// checked, and the filters in the store's terms. A running record whose owner is gone shows as
+// abandoned, which only the caller can tell: `check_here` then says the caller checks each
+// record's shown status against --status, and counts the limit itself.
+int64_t limit_arg(const std::string& text);
+void check_statuses(const std::vector<std::string>& statuses);
+store::ListQuery list_query(const LsOptions& options, int64_t limit, int64_t now_ms,
+                            bool& check_here);
 
 struct ShowOptions {
   std::string key;
@@ -48,5 +56,19 @@ struct GcOptions {
 };
 CLI::App* register_gc(CLI::App& app, GcOptions& options);
 int run_gc(const GlobalOptions& global, const GcOptions& options);
+
+// export takes ls's filters (json and keys unused).
+struct ExportOptions {
+  LsOptions filter;
+};
+CLI::App* register_export(CLI::App& app, ExportOptions& options);
+int run_export(const GlobalOptions& global, const ExportOptions& options);
+
+struct ImportOptions {
+  std::string file = "-";
+  bool replace = false;
+};
+CLI::App* register_import(CLI::App& app, ImportOptions& options);
+int run_import(const GlobalOptions& global, const ImportOptions& options);
 
 }  // namespace idem::cli

@@ -39,8 +39,6 @@ CLI::App* register_ls(CLI::App& app, LsOptions& o) {
   return ls;
 }
 
-namespace {
-
 // A count of records: digits only (no sign, no exponent), at most 18 of them so it fits.
 int64_t limit_arg(const std::string& text) {
   bool ok = !text.empty() && text.size() <= 18;
@@ -50,6 +48,15 @@ int64_t limit_arg(const std::string& text) {
                      "': use a number of records, such as 20 (0 means no limit)");
   return std::stoll(text);
 }
+
+void check_statuses(const std::vector<std::string>& statuses) {
+  for (const auto& s : statuses)
+    if (!core::status_from_string(s) && s != "expired")
+      throw UsageError("bad --status '" + s +
+                       "': use running, succeeded, failed, abandoned or expired");
+}
+
+namespace {
 
 // The table, printed as rows come: buffered a page at a time, each page aligned with the widest
 // cells seen so far (columns only grow), so memory stays bounded on any store size.
@@ -89,8 +96,6 @@ class TablePrinter {
 
 }  // namespace
 
-namespace {
-
 // The filters in the store's terms. A running record whose owner is gone shows as abandoned,
 // which only this side can tell: so --status running or abandoned asks the store for running
 // records too, and `check_here` says the shown status is checked here and the limit counted here.
@@ -120,14 +125,9 @@ store::ListQuery list_query(const LsOptions& o, int64_t limit, int64_t now, bool
   return q;
 }
 
-}  // namespace
-
 int run_ls(const GlobalOptions& global, const LsOptions& o) {
   const int64_t limit = limit_arg(o.limit);
-  for (const auto& s : o.statuses)
-    if (!core::status_from_string(s) && s != "expired")
-      throw UsageError("bad --status '" + s +
-                       "': use running, succeeded, failed, abandoned or expired");
+  check_statuses(o.statuses);
   auto store = open_store(global);
   const int64_t now = util::process_clock().now_ms();
   bool check_here = false;

@@ -1050,3 +1050,63 @@ TEMPLATE_TEST_CASE("store contract: concurrent releases and claims: the release 
   CHECK(r->status == Status::running);
   CHECK(r->owner.pid >= 500);
 }
+
+TEMPLATE_TEST_CASE("store contract: put writes a record as given, replaces only when told", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  Record r;
+  r.key = "imported";
+  r.fingerprint = k_fp;
+  r.kind = "run";
+  r.status = Status::succeeded;
+  r.attempt = 4;
+  r.replay_failures = true;
+  r.owner = Owner{"elsewhere", "boot", 77, 88};
+  r.attempt_token = "0123456789abcdef0123456789abcdef";
+  r.process_group = {99, 100};
+  r.started_ms = k_t0;
+  r.finished_ms = k_t0 + 10;
+  r.ttl_ms = k_day;
+  r.expires_ms = k_t0 + 10 + k_day;
+  r.exit_code = 0;
+  idem::core::CapturedOutput captured;
+  captured.append(idem::core::Stream::out, std::string("a\0b", 3));
+  captured.append(idem::core::Stream::err, "e");
+  r.output = captured.encode();
+  r.output_bytes = captured.stored_bytes();
+  r.request = R"({"argv":["x"]})";
+  r.note = "n";
+  r.response = idem::core::Response{201, {{"Location", "/x"}}};
+  REQUIRE(store->put(r, false));
+
+  auto back = store->get("imported");
+  REQUIRE(back.has_value());
+  CHECK(back->attempt_token.empty());  // never imported: an owner's capability
+  r.attempt_token.clear();
+  CHECK(back->output == r.output);
+  CHECK(back->response == r.response);
+  CHECK(back->attempt == 4);
+  CHECK(back->replay_failures);
+  CHECK(back->owner.host == "elsewhere");
+  CHECK(back->owner.start_ticks == 88);
+  CHECK(back->process_group.pgid == 99);
+  CHECK(back->process_group.leader_start_ticks == 100);
+  CHECK(back->expires_ms == r.expires_ms);
+  CHECK(back->exit_code == 0);
+  CHECK(back->request == r.request);
+  CHECK(back->note == "n");
+
+  // A later claim replays it.
+  ClaimResult c = store->claim(request("imported"), k_alive);
+  CHECK(c.verdict == Verdict::replay);
+
+  Record other = r;
+  other.note = "other";
+  other.output.clear();
+  CHECK_FALSE(store->put(other, false));
+  CHECK(store->get("imported")->note == "n");
+  CHECK(store->put(other, true));
+  auto replaced = store->get("imported");
+  CHECK(replaced->note == "other");
+  CHECK(replaced->output.empty());
+}

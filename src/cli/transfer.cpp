@@ -1,0 +1,118 @@
+// `idem export` and `idem import`: records as JSON Lines (core/record_export.hpp), from one store
+// to another of either backend. Both stream: export holds one record at a time, import one line.
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+#include "cli/inspect.hpp"
+#include "core/errors.hpp"
+#include "core/key.hpp"
+#include "core/record_export.hpp"
+#include "util/clock.hpp"
+
+namespace idem::cli {
+
+CLI::App* register_export(CLI::App& app, ExportOptions& o) {
+  auto* ex = app.add_subcommand("export", "Write records as JSON Lines, outputs included");
+  ex->add_option("--status", o.filter.statuses,
+                 "Only records in this status: running, succeeded, failed, abandoned, expired "
+                 "(repeatable)")
+      ->type_name("STATUS")->allow_extra_args(false);
+  ex->add_option("--prefix", o.filter.prefix, "Only keys starting with PREFIX")->type_name("PREFIX");
+  ex->add_option("--limit", o.filter.limit, "At most N records (default, or 0: all)")->type_name("N");
+  ex->add_flag("--all", o.filter.all, "Include expired records");
+  ex->footer("Examples:\n  idem export > records.jsonl\n  idem export --all | idem --store postgres://db/idem import");
+  return ex;
+}
+
+CLI::App* register_import(CLI::App& app, ImportOptions& o) {
+  auto* im = app.add_subcommand("import", "Read records that idem export wrote into this store");
+  im->add_option("file", o.file, "The export to read (default, or -: standard input)")->type_name("FILE");
+  im->add_flag("--replace", o.replace, "Overwrite a key that holds another record (else refused)");
+  im->footer("Examples:\n  idem import records.jsonl\n  idem --db old.db export --all | idem --store postgres://db/idem import");
+  return im;
+}
+
+int run_export(const GlobalOptions& global, const ExportOptions& o) {
+  const int64_t limit = limit_arg(o.filter.limit);
+  check_statuses(o.filter.statuses);
+  // Two connections: one walks the listing, the other reads each listed record whole, so that
+  // neither the listing nor the records are ever held beyond the current one.
+  auto listing = open_store(global);
+  auto reader = open_store(global);
+  const int64_t now = util::process_clock().now_ms();
+  bool check_here = false;
+  const store::ListQuery q = list_query(o.filter, limit, now, check_here);
+  int64_t written = 0;
+  listing->list(q, [&](const core::Record& listed) {
+    if (check_here &&
+        std::find(o.filter.statuses.begin(), o.filter.statuses.end(),
+                  effective_status(listed, now)) ==
+            o.filter.statuses.end())
+      return true;
+    std::optional<core::Record> r = reader->get(listed.key);
+    if (!r) return true;  // removed since it was listed
+    std::cout << core::export_json(*r).dump(-1, ' ', false,
+                                            nlohmann::json::error_handler_t::replace)
+              << "\n";
+    return limit == 0 || ++written < limit;
+  });
+  std::cout.flush();
+  if (!std::cout) throw Error(k_exit_store, "export: cannot write standard output");
+  return 0;
+}
+
+namespace {
+
+struct ImportCounts {
+  int64_t imported = 0, unchanged = 0, conflicts = 0;
+};
+
+// One line: written, found already there, or (another record under its key) refused.
+void import_line(store::Store& store, const std::string& line, int64_t number, bool replace,
+                 ImportCounts& counts) {
+  core::Record r;
+  try {
+    r = core::record_from_export(nlohmann::json::parse(line));
+  } catch (const std::exception& e) {
+    throw Error(k_exit_conflict, "import: line " + std::to_string(number) + ": " + e.what());
+  }
+  if (store.put(r, false)) {
+    ++counts.imported;
+    return;
+  }
+  std::optional<core::Record> there = store.get(r.key);
+  if (there && core::export_json(*there) == core::export_json(r)) {
+    ++counts.unchanged;
+  } else if (replace) {
+    store.put(r, true);
+    ++counts.imported;
+  } else {
+    ++counts.conflicts;
+    std::cerr << "idem: import: line " << number << ": key '" << core::display_key(r.key)
+              << "' holds another record here (--replace overwrites it)\n";
+  }
+}
+
+}  // namespace
+
+int run_import(const GlobalOptions& global, const ImportOptions& o) {
+  std::ifstream file;
+  if (o.file != "-") {
+    file.open(o.file, std::ios::binary);
+    if (!file) throw UsageError("import: cannot read '" + o.file + "'");
+  }
+  std::istream& in = o.file == "-" ? std::cin : file;
+  auto store = open_store(global);
+  ImportCounts counts;
+  std::string line;
+  for (int64_t number = 1; std::getline(in, line); ++number)
+    if (!line.empty()) import_line(*store, line, number, o.replace, counts);
+  if (in.bad()) throw Error(k_exit_store, "import: cannot read '" + o.file + "'");
+  std::cerr << "idem: import: " << counts.imported << " imported, " << counts.unchanged
+            << " already there, " << counts.conflicts << " refused\n";
+  return counts.conflicts > 0 ? k_exit_conflict : 0;
+}
+
+}  // namespace idem::cli

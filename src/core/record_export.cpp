@@ -1,0 +1,144 @@
+#include "core/record_export.hpp"
+
+#include <stdexcept>
+
+#include "core/key.hpp"
+#include "core/output.hpp"
+#include "util/hex.hpp"
+
+namespace idem::core {
+
+namespace {
+
+using nlohmann::json;
+
+json optional_int(const std::optional<int>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+[[noreturn]] void bad(const std::string& member, const std::string& why) {
+  throw std::invalid_argument("member \"" + member + "\" " + why);
+}
+
+const json& member(const json& object, const std::string& name) {
+  auto it = object.find(name);
+  if (it == object.end()) bad(name, "is missing");
+  return *it;
+}
+
+std::string text(const json& object, const std::string& name) {
+  const json& value = member(object, name);
+  if (!value.is_string()) bad(name, "is not a string");
+  return value.get<std::string>();
+}
+
+int64_t integer(const json& object, const std::string& name, int64_t min = 0) {
+  const json& value = member(object, name);
+  if (!value.is_number_integer()) bad(name, "is not an integer");
+  const int64_t n = value.get<int64_t>();
+  if (n < min) bad(name, "is below " + std::to_string(min));
+  return n;
+}
+
+bool boolean(const json& object, const std::string& name) {
+  const json& value = member(object, name);
+  if (!value.is_boolean()) bad(name, "is not true or false");
+  return value.get<bool>();
+}
+
+std::optional<int> optional_int(const json& object, const std::string& name) {
+  const json& value = member(object, name);
+  if (value.is_null()) return std::nullopt;
+  if (!value.is_number_integer() || value.get<int64_t>() < INT32_MIN ||
+      value.get<int64_t>() > INT32_MAX)
+    bad(name, "is not null or a 32-bit integer");
+  return int(value.get<int64_t>());
+}
+
+std::optional<Response> response_of(const json& object) {
+  const json& value = member(object, "response");
+  if (value.is_null()) return std::nullopt;
+  auto response = decode_response(value.dump());
+  if (!response) bad("response", "is not a stored answer (status, headers)");
+  return response;
+}
+
+std::string output_of(const json& object) {
+  auto bytes = util::from_base64(text(object, "output_b64"));
+  if (!bytes) bad("output_b64", "is not base64");
+  if (!bytes->empty() && !CapturedOutput::chunks_of(*bytes))
+    bad("output_b64", "is not captured output");
+  return *bytes;
+}
+
+}  // namespace
+
+json export_json(const Record& r) {
+  json j;
+  j["format"] = k_export_format;
+  j["key"] = r.key;
+  j["fingerprint"] = r.fingerprint;
+  j["kind"] = r.kind;
+  j["status"] = std::string(to_string(r.status));
+  j["attempt"] = r.attempt;
+  j["replay_failures"] = r.replay_failures;
+  j["owner"] = {{"host", r.owner.host}, {"boot_id", r.owner.boot_id}, {"pid", r.owner.pid},
+                {"start_ticks", r.owner.start_ticks}};
+  j["lease_expires_ms"] = r.lease_expires_ms;
+  j["process_group"] = {{"pgid", r.process_group.pgid},
+                        {"leader_start_ticks", r.process_group.leader_start_ticks}};
+  j["started_ms"] = r.started_ms;
+  j["finished_ms"] = r.finished_ms;
+  j["ttl_ms"] = r.ttl_ms;
+  j["expires_ms"] = r.expires_ms;
+  j["exit_code"] = optional_int(r.exit_code);
+  j["signal"] = optional_int(r.signal);
+  j["timed_out"] = r.timed_out;
+  j["output_bytes"] = r.output_bytes;
+  j["output_truncated"] = r.output_truncated;
+  j["output_b64"] = util::to_base64(r.output);
+  j["request"] = r.request;
+  j["note"] = r.note;
+  j["response"] = r.response ? json::parse(encode_response(*r.response)) : json(nullptr);
+  return j;
+}
+
+Record record_from_export(const json& line) {
+  if (!line.is_object()) throw std::invalid_argument("the line is not a JSON object");
+  if (integer(line, "format") != k_export_format)
+    bad("format", "is not " + std::to_string(k_export_format) + " (another idem's export?)");
+  Record r;
+  r.key = text(line, "key");
+  if (auto problem = record_name_problem(r.key)) bad("key", *problem);
+  r.fingerprint = text(line, "fingerprint");
+  r.kind = text(line, "kind");
+  auto status = status_from_string(text(line, "status"));
+  if (!status) bad("status", "is not running, succeeded, failed or abandoned");
+  r.status = *status;
+  r.attempt = integer(line, "attempt", 1);
+  r.replay_failures = boolean(line, "replay_failures");
+  const json& owner = member(line, "owner");
+  if (!owner.is_object()) bad("owner", "is not an object");
+  r.owner = Owner{text(owner, "host"), text(owner, "boot_id"), integer(owner, "pid"),
+                  integer(owner, "start_ticks")};
+  r.lease_expires_ms = integer(line, "lease_expires_ms");
+  const json& group = member(line, "process_group");
+  if (!group.is_object()) bad("process_group", "is not an object");
+  r.process_group = ProcessGroup{integer(group, "pgid"), integer(group, "leader_start_ticks")};
+  r.started_ms = integer(line, "started_ms");
+  r.finished_ms = integer(line, "finished_ms");
+  r.ttl_ms = integer(line, "ttl_ms");
+  r.expires_ms = integer(line, "expires_ms");
+  r.exit_code = optional_int(line, "exit_code");
+  r.signal = optional_int(line, "signal");
+  r.timed_out = boolean(line, "timed_out");
+  r.output_bytes = integer(line, "output_bytes");
+  r.output_truncated = boolean(line, "output_truncated");
+  r.output = output_of(line);
+  r.request = text(line, "request");
+  r.note = text(line, "note");
+  r.response = response_of(line);
+  return r;
+}
+
+}  // namespace idem::core
