@@ -205,7 +205,9 @@ std::shared_ptr<const std::regex> compile_regex(const std::string& text, const s
   if (text.size() > k_max_regex_bytes)
     fail(at, "is " + std::to_string(text.size()) + " bytes; the limit is " +
                  std::to_string(k_max_regex_bytes));
-  auto flags = std::regex::ECMAScript;
+  // Breadth-first matching: its stack does not grow with the value matched (a long value would
+  // overflow the depth-first one), as the request side compiles them (webhook_request.cpp).
+  auto flags = std::regex::ECMAScript | std::regex_constants::__polynomial;
   std::string_view pattern = text;
   if (pattern.starts_with("(?i)")) {
     flags |= std::regex::icase;
