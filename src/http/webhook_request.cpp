@@ -9,6 +9,7 @@
 #include "http/message.hpp"
 #include "http/signature.hpp"
 #include "http/webhook_payload.hpp"
+#include "util/hex.hpp"
 
 namespace idem::http::webhook {
 
@@ -490,15 +491,6 @@ Eval evaluate_rule(const Rule& rule, const Request& request, bool soft_failures)
   return result(false);
 }
 
-int base64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
 // Go's base64.StdEncoding.DecodeString as webhook uses it: line breaks are skipped, and on bad
 // input the bytes of the groups before the bad one are kept (webhook writes them and logs).
 // `ok` is false when the input was not all valid.
@@ -513,7 +505,7 @@ std::string go_base64_decode(std::string_view text, bool& ok) {
     std::string_view group = std::string_view(clean).substr(i, 4);
     uint32_t bits = 0;
     size_t data = 0;
-    for (int value = 0; data < group.size() && (value = base64_value(group[data])) >= 0; ++data)
+    for (int value = 0; data < group.size() && (value = util::base64_digit(group[data])) >= 0; ++data)
       bits |= uint32_t(value) << (18 - 6 * data);
     size_t pad = 0;
     while (data + pad < group.size() && group[data + pad] == '=') ++pad;

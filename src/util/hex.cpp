@@ -19,7 +19,9 @@ std::string to_hex(std::string_view bytes) {
 namespace {
 constexpr char k_b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-int b64_value(char c) {
+}  // namespace
+
+int base64_digit(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
   if (c >= 'a' && c <= 'z') return c - 'a' + 26;
   if (c >= '0' && c <= '9') return c - '0' + 52;
@@ -27,7 +29,6 @@ int b64_value(char c) {
   if (c == '/') return 63;
   return -1;
 }
-}  // namespace
 
 std::string to_base64(std::string_view bytes) {
   std::string out;
@@ -73,7 +74,7 @@ std::optional<std::string> from_base64(std::string_view text) {
         v[j] = 0;
       } else {
         if (pad > 0) return std::nullopt;
-        v[j] = b64_value(c);
+        v[j] = base64_digit(c);
         if (v[j] < 0) return std::nullopt;
       }
     }

@@ -10,5 +10,7 @@ std::string to_hex(std::string_view bytes);
 std::string to_base64(std::string_view bytes);
 // Standard alphabet with padding; returns nullopt on any malformed input.
 std::optional<std::string> from_base64(std::string_view text);
+// The value (0..63) of one digit of the standard base64 alphabet, or -1 for any other byte.
+int base64_digit(char c);
 
 }  // namespace idem::util
