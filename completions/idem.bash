@@ -20,6 +20,7 @@ _idem_flags() {
     gc) echo "--dry-run --older-than $global" ;;
     export) echo "--status --prefix --limit --all $global" ;;
     import) echo "--replace $global" ;;
+    doctor) echo "--json --config --hooks --template $global" ;;
     serve) echo "--config --upstream --ledger --socket --listen --allow-remote --port-file --max-connections" \
       "--hooks --urlprefix --template --response-header --http-methods" \
       "--request-timeout --grace --busy-timeout --lease --cert --key --tls-min-version --pidfile $global" ;;
@@ -41,7 +42,7 @@ _idem_takes_value() {
       run:-k | run:--key | run:--ttl | run:--wait | run:--timeout | run:--kill-after | run:--lease | \
       run:--max-output | \
       ls:--status | ls:--prefix | ls:--limit | export:--status | export:--prefix | export:--limit | \
-      gc:--older-than | \
+      gc:--older-than | doctor:--config | doctor:--hooks | \
       serve:--config | serve:--upstream | serve:--socket | serve:--listen | serve:--port-file | serve:--max-connections | \
       serve:--request-timeout | serve:--grace | serve:--busy-timeout | serve:--lease | \
       serve:--hooks | serve:--urlprefix | serve:--response-header | serve:--http-methods | \
@@ -203,7 +204,8 @@ _idem() {
   if _idem_takes_value "$sub" "$prev"; then
     case $sub:$prev in
       *:--db | *:--store | serve:--config | serve:--socket | serve:--port-file | end:--stdout-file | \
-        end:--stderr-file | serve:--cert | serve:--key | serve:--pidfile)
+        end:--stderr-file | serve:--cert | serve:--key | serve:--pidfile | serve:--hooks | \
+        doctor:--config | doctor:--hooks)
         _idem_add_files ;;
       serve:--tls-min-version) _idem_add 1.2 1.3 ;;
       run:-k | run:--key | begin:-k | begin:--key | end:-k | end:--key) _idem_add_keys ;;

@@ -164,6 +164,12 @@ complete -c idem -n "__idem_using export" -l all -d 'Include expired records'
 complete -c idem -n "__idem_using import" -l replace -d 'Overwrite a key that holds another record'
 complete -c idem -n "__idem_using import" -F -d 'Export file'
 
+# doctor
+complete -c idem -n "__idem_using doctor" -l json -d 'Print one JSON object: facts and findings'
+complete -c idem -n "__idem_using doctor" -l config -r -F -d 'Also check this idem serve config'
+complete -c idem -n "__idem_using doctor" -l hooks -r -F -d 'Also check this webhook hooks file'
+complete -c idem -n "__idem_using doctor" -l template -d 'Expand the hooks files as templates first'
+
 # serve
 complete -c idem -n "__idem_using serve" -l config -r -F -d 'JSON file listing the hooks and the proxy'
 complete -c idem -n "__idem_using serve" -l upstream -x -a 'http://127.0.0.1:3000' -d 'Idempotency-Key proxy: forward to URL'

@@ -52,6 +52,7 @@ constexpr std::array k_subcommands = {
     Subcommand{"end", bind<EndOptions, register_end, run_end>},
     Subcommand{"export", bind<ExportOptions, register_export, run_export>},
     Subcommand{"import", bind<ImportOptions, register_import, run_import>},
+    Subcommand{"doctor", bind<DoctorOptions, register_doctor, run_doctor>},
 };
 
 }  // namespace

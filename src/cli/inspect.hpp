@@ -1,5 +1,5 @@
 #pragma once
-// The inspecting and cleaning subcommands: ls, show, status, rm, gc; export and import.
+// The inspecting and cleaning subcommands: ls, show, status, rm, gc; export and import; doctor.
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
@@ -70,5 +70,14 @@ struct ImportOptions {
 };
 CLI::App* register_import(CLI::App& app, ImportOptions& options);
 int run_import(const GlobalOptions& global, const ImportOptions& options);
+
+struct DoctorOptions {
+  bool json = false;
+  std::string config;               // a daemon config to check, as idem serve --config reads it
+  std::vector<std::string> hooks;   // hooks files, as idem serve --hooks reads them
+  bool hooks_template = false;      // --template
+};
+CLI::App* register_doctor(CLI::App& app, DoctorOptions& options);
+int run_doctor(const GlobalOptions& global, const DoctorOptions& options);
 
 }  // namespace idem::cli

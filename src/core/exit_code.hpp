@@ -7,6 +7,7 @@ enum ExitCode : int {
   k_exit_ok = 0,
   k_exit_already_done = 1,   // begin: the key already succeeded; rm/show: no such record
   k_exit_messages_failed = 1,  // each: a message failed, was refused or was malformed
+  k_exit_findings = 1,       // doctor: something needs doing (each finding says what)
   k_exit_usage = 64,         // EX_USAGE: bad flag, key, duration or size
   k_exit_conflict = 65,      // EX_DATAERR: key reused with another fingerprint
   k_exit_abandoned = 69,     // EX_UNAVAILABLE: previous attempt's owner died mid-run

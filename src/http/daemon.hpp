@@ -3,6 +3,7 @@
 // store, and run once; duplicates get the stored answer.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "http/webhook_route.hpp"
 #include "store/store.hpp"
@@ -46,5 +47,17 @@ struct DaemonOptions {
 // address at start, StoreError if the store cannot be opened, ListenError (exit 71) if the
 // address cannot be listened on (another process has it).
 int run_daemon(const DaemonOptions& options);
+
+// What `idem doctor` learns of a daemon's configuration: whether its config file and hooks files
+// (DaemonOptions::config_path, hooks; nothing else is read) load as `idem serve` loads them, with
+// the variables of the process's environment.
+struct ConfigReport {
+  std::vector<std::string> errors;    // one line each: what keeps serve from starting
+  std::vector<std::string> warnings;  // one line each: it loads, but deserves a look
+  // The config's secret_env variables that are unset or empty (each once, in the file's order):
+  // serve refuses to start without them. Its other problems are found as if they were set.
+  std::vector<std::string> unset_secrets;
+};
+ConfigReport check_config(const DaemonOptions& options);
 
 }  // namespace idem::http

@@ -496,6 +496,18 @@ class PostgresStore final : public Store {
     });
   }
 
+  StoreHealth health() override {
+    return guarded("check", [&] {
+      StoreHealth h;
+      Result r = conn().exec("SELECT current_setting('server_version')");
+      h.engine = "PostgreSQL " + r.bytes_at(0, 0);
+      h.schema_version = schema_version(false);
+      h.opened_schema_version = opened_version_;
+      h.clock_offset_ms = clock_offset_ms_;
+      return h;
+    });
+  }
+
   bool spans_hosts() const override { return true; }
 
  private:
@@ -571,7 +583,8 @@ class PostgresStore final : public Store {
   // number of processes migrate once (the losers of a race to create the table retry).
   void migrate() {
     try {
-      if (schema_version(false) == postgres_sql::k_schema_version) return;
+      opened_version_ = schema_version(false);
+      if (opened_version_ == postgres_sql::k_schema_version) return;
     } catch (const PgError& e) {
       if (e.sqlstate != "42P01") throw;  // undefined_table: a new database
     }
@@ -768,6 +781,7 @@ class PostgresStore final : public Store {
   std::optional<Connection> conn_;
   int64_t lock_timeout_ms_;
   int64_t clock_offset_ms_ = 0;
+  int opened_version_ = 0;  // the schema version found at connect (0: none yet)
 };
 
 }  // namespace

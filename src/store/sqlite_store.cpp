@@ -768,6 +768,22 @@ class SqliteStore final : public Store {
     batched(false, [](Connection) {});  // BEGIN IMMEDIATE takes the lock
   }
 
+  StoreHealth health() override {
+    StoreHealth h;
+    h.engine = std::string("SQLite ") + sqlite3_libversion();
+    h.schema_version = user_version();
+    h.opened_schema_version = opened_version_;
+    // A damaged page may also fail the check itself: that is damage too.
+    try {
+      Statement check(db_, "PRAGMA quick_check(5)", path_);
+      while (check.step())
+        if (std::string line = check.text_at(0); line != "ok") h.damage.push_back(line);
+    } catch (const StoreError& e) {
+      h.damage.push_back(e.what());
+    }
+    return h;
+  }
+
   bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) override {
     const std::optional<std::string> response = stored_response(outcome);
     bool changed = false;

@@ -72,6 +72,19 @@ using RecordVisitor = std::function<bool(const core::Record&)>;
 
 enum class RemoveResult { removed, not_found, running };
 
+// What `idem doctor` learns of a store beyond its records (Store::health).
+struct StoreHealth {
+  std::string engine;             // "SQLite 3.40.1", "PostgreSQL 15.8"
+  int schema_version = 0;         // the schema the store holds now
+  int opened_schema_version = 0;  // the one it held when this connection opened it (older:
+                                  // migrated then)
+  // What the backend's integrity check found, a line each, a few at most; empty: nothing.
+  std::vector<std::string> damage;
+  // The server's clock minus this host's, in ms, when they differ by more than the backend
+  // tolerates (PostgreSQL measures leases and TTLs on the server's clock); 0: in step.
+  int64_t clock_offset_ms = 0;
+};
+
 struct GcQuery {
   int64_t now_ms = 0;
   int64_t older_than_ms = 0;  // 0: only expired records; else also finished before now - this
@@ -146,6 +159,10 @@ class Store {
   // Takes the writer lock and lets it go, changing nothing: throws StoreError when the store
   // cannot be written within the busy timeout (a health check).
   virtual void check_writable() = 0;
+  // The store's schema, engine and integrity (see StoreHealth). SQLite runs PRAGMA quick_check,
+  // which reads every page of the file (about a second per GiB) without taking the writer lock;
+  // PostgreSQL checks its own pages, so it reports no damage of its own.
+  virtual StoreHealth health() = 0;
   // Whether owners on other hosts share this store, so that a running record's owner cannot
   // always be checked by pid and boot id: its claims then carry a lease (ClaimRequest::lease_ms)
   // renewed while the attempt runs. SQLite: no (see ClaimRequest::lease_ms); PostgreSQL: yes.

@@ -331,6 +331,7 @@ class FailingStore final : public idem::store::Store {
   }
   int64_t gc(const idem::store::GcQuery& q) override { return real_.gc(q); }
   void check_writable() override { real_.check_writable(); }
+  idem::store::StoreHealth health() override { return real_.health(); }
   bool put(const idem::core::Record& record, bool replace) override {
     return real_.put(record, replace);
   }

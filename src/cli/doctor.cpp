@@ -1,0 +1,238 @@
+// `idem doctor`: checks the store (its files, schema, integrity, the records that need a human)
+// and a daemon's config, and says of each finding what to do. It changes nothing but what
+// opening a store does anyway (an older schema is migrated, as by any command).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "cli/inspect.hpp"
+#include "core/errors.hpp"
+#include "core/health.hpp"
+#include "http/daemon.hpp"
+#include "util/clock.hpp"
+
+namespace idem::cli {
+
+namespace {
+
+// Records of one kind shown one line each; the rest are counted in one line.
+constexpr int64_t k_records_shown = 20;
+
+core::PathFacts path_facts(const std::string& path) {
+  core::PathFacts f;
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) return f;
+  f.exists = true;
+  f.is_symlink = S_ISLNK(st.st_mode);
+  f.is_dir = S_ISDIR(st.st_mode);
+  f.is_regular = S_ISREG(st.st_mode);
+  f.mode = st.st_mode & 07777;
+  f.uid = st.st_uid;
+  f.size = st.st_size;
+  return f;
+}
+
+std::string folder_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+struct Report {
+  std::vector<core::Finding> findings;
+  bool store_unusable = false;  // not opened, or damaged: exit 74
+  nlohmann::json store = nlohmann::json::object();
+  int64_t abandoned = 0;
+  int64_t owner_gone = 0;
+
+  void add(core::Finding f) { findings.push_back(std::move(f)); }
+  void add(std::vector<core::Finding> fs) {
+    for (auto& f : fs) add(std::move(f));
+  }
+};
+
+// The SQLite files, before the store is opened (opening takes group and other access away from
+// the database file: its mode as found is what the user left). Returns whether there is a file.
+bool check_files(const std::string& path, Report& report) {
+  const uint32_t euid = ::geteuid();
+  const std::string folder = folder_of(path);
+  const core::PathFacts folder_facts = path_facts(folder);
+  const core::PathFacts db = path_facts(path);
+  report.add(core::folder_findings(folder, folder_facts, euid));
+  report.add(core::file_findings(path, "store", db, euid));
+  report.add(core::file_findings(path + "-wal", "WAL", path_facts(path + "-wal"), euid));
+  report.add(core::file_findings(path + "-shm", "shared-memory file", path_facts(path + "-shm"),
+                                 euid));
+  // The ledger API's token file (http/ledger.hpp): the store's path + ".token".
+  report.add(core::file_findings(path + ".token", "ledger token file",
+                                 path_facts(path + ".token"), euid));
+  if (auto wal = core::wal_finding(path + "-wal", path_facts(path + "-wal")))
+    report.add(std::move(*wal));
+  report.store["wal_bytes"] = path_facts(path + "-wal").size;
+  if (db.exists) return true;
+  report.add(core::Finding{
+      core::Severity::warning, "store-missing", path,
+      "there is no store at " + path + " yet (the first idem command creates it)",
+      "if records were expected here, check --store, --db, IDEM_STORE and IDEM_DB"});
+  return false;
+}
+
+void check_store(store::Store& store, const std::string& where, Report& report) {
+  const store::StoreHealth health = store.health();
+  report.store["engine"] = health.engine;
+  report.store["schema_version"] = health.schema_version;
+  report.store["opened_schema_version"] = health.opened_schema_version;
+  report.store["damage"] = health.damage;
+  for (const std::string& line : health.damage) {
+    report.store_unusable = true;
+    report.add(core::Finding{core::Severity::error, "integrity", where,
+                             "store " + where + " is damaged: " + line,
+                             "stop what uses it, keep a copy, then idem export what can still be "
+                             "read into a new store (idem import)"});
+  }
+  if (health.clock_offset_ms != 0)
+    report.add(core::Finding{
+        core::Severity::warning, "clock", where,
+        "this host's clock is " + std::to_string(-health.clock_offset_ms) +
+            " ms off the database server's (idem measures leases and TTLs on the server's)",
+        "keep the hosts' clocks in step (NTP)"});
+  try {
+    store.check_writable();
+  } catch (const StoreError& e) {
+    report.add(core::Finding{core::Severity::error, "store-writable", where, e.what(),
+                             "find the process that holds the store's writer lock (fuser), or "
+                             "give idem a store it may write"});
+  }
+}
+
+// The records a human must look at: abandoned ones, and running ones that are abandoned in fact.
+void check_records(store::Store& store, Report& report) {
+  const int64_t now = util::process_clock().now_ms();
+  store::ListQuery q;
+  q.statuses = {core::Status::running, core::Status::abandoned};
+  q.now_ms = now;
+  std::vector<core::Finding> shown;
+  store.list(q, [&](const core::Record& r) {
+    std::optional<core::Finding> f = core::record_finding(r, effective_status(r, now), now);
+    if (!f) return true;
+    int64_t& count = f->check == "abandoned" ? report.abandoned : report.owner_gone;
+    if (++count <= k_records_shown) shown.push_back(std::move(*f));
+    return true;
+  });
+  report.add(std::move(shown));
+  auto more = [&](int64_t count, const char* check, const char* what) {
+    if (count <= k_records_shown) return;
+    report.add(core::Finding{core::Severity::warning, check, "",
+                             std::to_string(count - k_records_shown) + " more " + what,
+                             "see them all with idem ls --status abandoned"});
+  };
+  more(report.abandoned, "abandoned", "abandoned records");
+  more(report.owner_gone, "owner-gone", "running records whose owner is gone");
+}
+
+void check_config(const DoctorOptions& o, Report& report) {
+  if (o.config.empty() && o.hooks.empty()) return;
+  http::DaemonOptions d;
+  d.config_path = o.config;
+  d.hooks.files = o.hooks;
+  d.hooks.file_options.as_template = o.hooks_template;
+  const http::ConfigReport config = http::check_config(d);
+  const std::string subject = o.config.empty() ? o.hooks.front() : o.config;
+  for (const std::string& name : config.unset_secrets)
+    report.add(core::Finding{core::Severity::error, "secret-unset", name,
+                             o.config + ": secret variable " + name + " is not set (or empty): " +
+                                 "idem serve refuses to start without it",
+                             "set it in the daemon's environment (idem-serve.service reads "
+                             "/etc/idem/serve.env)"});
+  for (const std::string& line : config.errors)
+    report.add(core::Finding{core::Severity::error, "config", subject, line,
+                             "fix the file: idem serve refuses to start with it"});
+  for (const std::string& line : config.warnings)
+    report.add(core::Finding{core::Severity::warning, "config-warning", subject, line,
+                             "idem serve starts, but check that this is meant"});
+}
+
+int exit_code(const Report& report) {
+  if (report.store_unusable) return k_exit_store;
+  return report.findings.empty() ? k_exit_ok : k_exit_findings;
+}
+
+void print(const Report& report, const store::StoreLocation& where, bool json) {
+  const int code = exit_code(report);
+  if (json) {
+    nlohmann::json out = {{"healthy", code == k_exit_ok}, {"exit", code}};
+    nlohmann::json store = report.store;
+    store["backend"] = where.scheme;
+    store["location"] = where.display();
+    store["abandoned"] = report.abandoned;
+    store["owner_gone"] = report.owner_gone;
+    out["store"] = store;
+    out["findings"] = nlohmann::json::array();
+    for (const auto& f : report.findings) out["findings"].push_back(core::finding_json(f));
+    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return;
+  }
+  for (const auto& f : report.findings) std::cout << core::finding_line(f) << "\n";
+  int64_t errors = 0;
+  for (const auto& f : report.findings) errors += f.severity == core::Severity::error;
+  std::string about = "store " + where.display();
+  if (report.store.contains("engine"))
+    about += " (" + report.store["engine"].get<std::string>() + ", schema " +
+             std::to_string(report.store["schema_version"].get<int>()) + ")";
+  if (report.findings.empty())
+    std::cout << "healthy: " << about << "\n";
+  else
+    std::cout << errors << (errors == 1 ? " error, " : " errors, ")
+              << int64_t(report.findings.size()) - errors
+              << (int64_t(report.findings.size()) - errors == 1 ? " warning: " : " warnings: ")
+              << about << "\n";
+}
+
+}  // namespace
+
+CLI::App* register_doctor(CLI::App& app, DoctorOptions& o) {
+  auto* doctor = app.add_subcommand(
+      "doctor", "Check the store and a daemon's config; say what to do about each finding");
+  doctor->add_flag("--json", o.json, "Print one JSON object: the store's facts and the findings");
+  doctor->add_option("--config", o.config,
+                     "Also check this idem serve config: it loads, its secret variables are set")
+      ->type_name("FILE");
+  doctor->add_option("--hooks", o.hooks,
+                     "Also check this hooks file of webhook, as idem serve --hooks loads it; "
+                     "repeatable")
+      ->type_name("FILE")->allow_extra_args(false);
+  doctor->add_flag("--template", o.hooks_template,
+                   "Expand the hooks files as templates first, as idem serve --template");
+  doctor->footer(
+      "Exit status: 0 healthy, 1 findings (each printed with what to do), 74 the store cannot be "
+      "opened or is damaged.\n"
+      "Examples:\n"
+      "  idem doctor\n"
+      "  idem doctor --config /etc/idem/serve.json --json | jq .findings");
+  return doctor;
+}
+
+int run_doctor(const GlobalOptions& global, const DoctorOptions& o) {
+  if (o.hooks_template && o.hooks.empty()) throw UsageError("--template needs --hooks");
+  const store::StoreLocation where = store_location(global);
+  Report report;
+  const bool present = where.scheme != "sqlite" || check_files(where.target, report);
+  if (present) {
+    try {
+      std::unique_ptr<store::Store> store = store::open_store(where);
+      check_store(*store, where.display(), report);
+      check_records(*store, report);
+    } catch (const StoreError& e) {
+      report.store_unusable = true;
+      report.add(core::Finding{core::Severity::error, "store-open", where.display(), e.what(),
+                               "mend what it names: until then every idem command on this store "
+                               "fails (exit 74)"});
+    }
+  }
+  check_config(o, report);
+  print(report, where, o.json);
+  return exit_code(report);
+}
+
+}  // namespace idem::cli

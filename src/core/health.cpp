@@ -1,0 +1,150 @@
+#include "core/health.hpp"
+
+#include "core/key.hpp"
+#include "util/clock.hpp"
+
+namespace idem::core {
+
+namespace {
+
+std::string octal(uint32_t mode) {
+  std::string digits;
+  for (int shift = 9; shift >= 0; shift -= 3) digits += char('0' + ((mode >> shift) & 7));
+  return digits;
+}
+
+Finding finding(Severity severity, std::string check, std::string subject, std::string problem,
+                std::string fix) {
+  return Finding{severity, std::move(check), std::move(subject), std::move(problem),
+                 std::move(fix)};
+}
+
+std::string owner_text(const Owner& owner) {
+  return "pid " + std::to_string(owner.pid) + " on " + (owner.host.empty() ? "?" : owner.host);
+}
+
+}  // namespace
+
+std::string_view to_string(Severity severity) {
+  return severity == Severity::error ? "error" : "warning";
+}
+
+std::string finding_line(const Finding& f) {
+  return std::string(to_string(f.severity)) + ": " + f.problem + "; " + f.fix;
+}
+
+nlohmann::json finding_json(const Finding& f) {
+  return {{"severity", to_string(f.severity)},
+          {"check", f.check},
+          {"subject", f.subject},
+          {"problem", f.problem},
+          {"fix", f.fix}};
+}
+
+std::vector<Finding> folder_findings(const std::string& path, const PathFacts& facts,
+                                     uint32_t euid) {
+  std::vector<Finding> out;
+  if (!facts.exists) return out;
+  if (!facts.is_dir) {
+    out.push_back(finding(Severity::error, "folder-type", path,
+                          "store folder " + path + " is not a directory",
+                          "give the store a path in a folder of its own"));
+    return out;
+  }
+  const uint32_t others = facts.mode & 0077;
+  if ((facts.mode & 0002) != 0)
+    out.push_back(finding(Severity::error, "folder-world-writable", path,
+                          "store folder " + path + " is mode " + octal(facts.mode) +
+                              ": anyone can put files beside the store or swap it for their own",
+                          "move the store to a private folder, or chmod 700 " + path));
+  else if (others != 0)
+    out.push_back(finding(Severity::warning, "folder-mode", path,
+                          "store folder " + path + " is mode " + octal(facts.mode) +
+                              ": others can see or change what is in it",
+                          "chmod 700 " + path));
+  if (facts.uid != euid)
+    out.push_back(finding(Severity::warning, "folder-owner", path,
+                          "store folder " + path + " is owned by uid " + std::to_string(facts.uid) +
+                              ", not by you (uid " + std::to_string(euid) + ")",
+                          "keep the store in a folder of the user that runs idem"));
+  return out;
+}
+
+std::vector<Finding> file_findings(const std::string& path, std::string_view what,
+                                   const PathFacts& facts, uint32_t euid) {
+  std::vector<Finding> out;
+  if (!facts.exists) return out;
+  const std::string name = std::string(what) + " " + path;
+  if (facts.is_symlink) {
+    out.push_back(finding(Severity::error, "file-symlink", path,
+                          name + " is a symlink: idem refuses to follow it",
+                          "replace the link with the file itself"));
+    return out;
+  }
+  if (!facts.is_regular) {
+    out.push_back(finding(Severity::error, "file-type", path, name + " is not a regular file",
+                          "move it away: idem keeps a file there"));
+    return out;
+  }
+  if (facts.uid != euid)
+    out.push_back(finding(Severity::error, "file-owner", path,
+                          name + " is owned by uid " + std::to_string(facts.uid) +
+                              ", not by you (uid " + std::to_string(euid) + "): idem refuses it",
+                          "run idem as its owner, or chown it to the user that runs idem"));
+  if ((facts.mode & 0077) != 0)
+    out.push_back(finding(Severity::warning, "file-mode", path,
+                          name + " is mode " + octal(facts.mode) +
+                              ": others can read what it holds (outputs may hold secrets)",
+                          "chmod 600 " + path));
+  return out;
+}
+
+std::optional<Finding> wal_finding(const std::string& path, const PathFacts& facts) {
+  if (!facts.exists || facts.size <= k_wal_warning_bytes) return std::nullopt;
+  return finding(Severity::warning, "wal-size", path,
+                 "WAL " + path + " holds " + std::to_string(facts.size >> 20) +
+                     " MiB: checkpoints are held off (a process reading the store for long, or "
+                     "one that could not take the writer lock)",
+                 "run idem gc, which truncates it once no one reads the store");
+}
+
+std::optional<Finding> record_finding(const Record& r, std::string_view shown_status,
+                                      int64_t now_ms) {
+  if (shown_status != "abandoned") return std::nullopt;
+  const std::string key = display_key(r.key);
+  const std::string attempt = "attempt " + std::to_string(r.attempt) + ", started " +
+                              util::iso8601_utc(r.started_ms) + " by " + owner_text(r.owner);
+  const std::string rm = "idem rm " + shell_word(r.key);
+  if (r.status == Status::abandoned)
+    return finding(Severity::warning, "abandoned", r.key,
+                   "'" + key + "' is abandoned (" + attempt + "): its outcome is unknown",
+                   "check whether its side effect happened, then " + rm +
+                       " (or run it again with --retry-abandoned)");
+  const std::string why = lease_expired(r, now_ms)
+                              ? "its lease ran out at " + util::iso8601_utc(r.lease_expires_ms)
+                              : "its owner is gone";
+  return finding(Severity::warning, "owner-gone", r.key,
+                 "'" + key + "' is still marked running, but " + why + " (" + attempt + ")",
+                 "the next attempt finds it abandoned (exit 69): check whether its side effect "
+                 "happened, then " + rm);
+}
+
+std::string shell_word(std::string_view text) {
+  auto plain = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("_-.,:/@%+=").find(c) != std::string_view::npos;
+  };
+  bool safe = !text.empty();
+  for (char c : text) safe = safe && plain(c);
+  if (safe) return std::string(text);
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+}  // namespace idem::core

@@ -1,0 +1,70 @@
+#pragma once
+// What `idem doctor` finds (SPEC §4): findings, each one line naming what is wrong and what to
+// do about it, and the checks that need no I/O: the modes and owners of the store's files, and
+// the records that need a human. The caller gathers the facts (lstat, the store) and decides.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/record.hpp"
+
+namespace idem::core {
+
+enum class Severity {
+  warning,  // idem works, but something needs doing
+  error,    // idem cannot work as it should: the store or a config is unusable or unsafe
+};
+
+std::string_view to_string(Severity severity);
+
+struct Finding {
+  Severity severity = Severity::warning;
+  std::string check;    // a stable name for scripts: "folder-mode", "abandoned", ...
+  std::string subject;  // what it is about: a path, a key, a file
+  std::string problem;  // what is wrong
+  std::string fix;      // what to do about it
+};
+
+// "warning: PROBLEM; FIX": the finding's one line.
+std::string finding_line(const Finding& finding);
+nlohmann::json finding_json(const Finding& finding);
+
+// What lstat told of a path.
+struct PathFacts {
+  bool exists = false;
+  bool is_symlink = false;
+  bool is_dir = false;
+  bool is_regular = false;
+  uint32_t mode = 0;  // permission bits (07777)
+  uint32_t uid = 0;
+  int64_t size = 0;
+};
+
+// The store's folder: a directory, owned by `euid`, no access for others (idem creates it 0700),
+// above all not writable by others (who could then swap the database for their own).
+std::vector<Finding> folder_findings(const std::string& path, const PathFacts& facts,
+                                     uint32_t euid);
+
+// One of the store's files (the database, its -wal and -shm, the ledger's token file): when it
+// exists, a regular file, not a symlink, owned by `euid`, readable by no one else (0600:
+// captured output and tokens may hold secrets). `what` names it in messages ("store", "WAL").
+std::vector<Finding> file_findings(const std::string& path, std::string_view what,
+                                   const PathFacts& facts, uint32_t euid);
+
+// A WAL larger than this has outgrown idem's own checkpoints (they keep it about the size of the
+// last outcome written), so something holds them off.
+inline constexpr int64_t k_wal_warning_bytes = int64_t(64) << 20;
+std::optional<Finding> wal_finding(const std::string& path, const PathFacts& facts);
+
+// A record a human must look at, given the status a user sees (effective_status) at now_ms:
+// abandoned, stored so or running with its owner gone or its lease run out. Nothing for another.
+std::optional<Finding> record_finding(const Record& record, std::string_view shown_status,
+                                      int64_t now_ms);
+
+// A key as a shell word: as it is when that is safe, else in single quotes.
+std::string shell_word(std::string_view text);
+
+}  // namespace idem::core

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# doctor: a healthy store says so (exit 0); each finding is one line with what to do (exit 1):
+# no store yet, loose modes, a world-writable folder, records running with their owner gone and
+# abandoned ones (counted past twenty), a config whose secrets are unset or that does not load;
+# a store that cannot be opened or is damaged exits 74. --json says the same; bad flags are 64.
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+
+on_sqlite() { [[ -z ${IDEM_STORE:-} ]]; }
+# last_line NAME: the summary line of a capture.
+last_line() { tail -n 1 "$T/$1.out"; }
+# json_checks NAME: the check of each finding of a --json capture, one per line.
+json_checks() { jsonq /findings <"$T/$1.out" | grep -o '"check":"[a-z-]*"' | cut -d'"' -f4; }
+
+# No store yet: said, and none is created.
+if on_sqlite; then
+  capture none idem doctor
+  expect_rc 1
+  file_has "$T/none.out" "warning: there is no store at $IDEM_DB yet (the first idem command creates it); if records were expected here" ||
+    fail "missing store: $(cat "$T/none.out")"
+  assert_eq "0 errors, 1 warning: store $IDEM_DB" "$(last_line none)" "summary"
+  [[ ! -e $IDEM_DB ]] || fail "doctor created the store"
+fi
+
+# Healthy.
+capture first idem run -k first -- echo hi
+expect_rc 0
+capture ok idem doctor
+expect_rc 0
+assert_lines 1 "$T/ok.out"
+grep -qE '^healthy: store .* \((SQLite|PostgreSQL) [0-9.]+.*, schema [0-9]+\)$' "$T/ok.out" ||
+  fail "healthy line: $(cat "$T/ok.out")"
+assert_empty "$T/ok.err"
+capture okj idem doctor --json
+expect_rc 0
+assert_eq true "$(jsonq /healthy <"$T/okj.out")" "healthy"
+assert_eq 0 "$(jsonq /exit <"$T/okj.out")" "exit"
+assert_eq '[]' "$(jsonq /findings <"$T/okj.out")" "findings"
+assert_eq '[]' "$(jsonq /store/damage <"$T/okj.out")" "damage"
+
+if on_sqlite; then
+  # Modes: a folder others can read, a world-writable one, a WAL others can read.
+  chmod 0755 "$T"
+  capture open idem doctor
+  expect_rc 1
+  file_has "$T/open.out" "warning: store folder $T is mode 0755: others can see or change what is in it; chmod 700 $T" ||
+    fail "folder mode: $(cat "$T/open.out")"
+  chmod 0777 "$T"
+  capture world idem doctor --json
+  expect_rc 1
+  assert_eq folder-world-writable "$(json_checks world)" "world-writable folder"
+  chmod 0700 "$T"
+  [[ -e $IDEM_DB-wal ]] || fail "no WAL beside the store"
+  chmod 0644 "$IDEM_DB-wal"
+  capture wal idem doctor
+  expect_rc 1
+  file_has "$T/wal.out" "warning: WAL $IDEM_DB-wal is mode 0644: others can read what it holds (outputs may hold secrets); chmod 600 $IDEM_DB-wal" ||
+    fail "WAL mode: $(cat "$T/wal.out")"
+  chmod 0600 "$IDEM_DB-wal"
+  if (($(id -u) == 0)); then
+    chown 65534 "$IDEM_DB"
+    capture owner idem doctor
+    expect_rc 74
+    file_has "$T/owner.out" "error: store $IDEM_DB is owned by uid 65534, not by you (uid 0): idem refuses it;" ||
+      fail "owner: $(cat "$T/owner.out")"
+    file_has "$T/owner.out" "error: store $IDEM_DB is owned by uid 65534, not by you; refusing to use it;" ||
+      fail "open refused: $(cat "$T/owner.out")"
+    chown 0 "$IDEM_DB"
+  fi
+fi
+
+# A running record whose owner was killed, then the same record abandoned.
+cmd=(sh -c 'echo $$ > "$1"; exec sleep 1000' sh "$T/cmd.pid")
+track_pid_file "$T/cmd.pid"
+bg owner idem run -k 'night ly' -- "${cmd[@]}"
+wait_until "the command starts" test -s "$T/cmd.pid"
+wait_until "the record is running" status_is 'night ly' running
+capture live idem doctor
+expect_rc 0  # a running record whose owner lives is no finding
+kill -KILL "$(bg_pid owner)"
+bg_wait owner
+wait_until "the command is gone" pid_gone "$(cat "$T/cmd.pid")"
+capture gone idem doctor
+expect_rc 1
+grep -qF "warning: 'night ly' is still marked running, but its owner is gone (attempt 1, started " "$T/gone.out" ||
+  fail "owner gone: $(cat "$T/gone.out")"
+file_has "$T/gone.out" "the next attempt finds it abandoned (exit 69): check whether its side effect happened, then idem rm 'night ly'" ||
+  fail "owner gone fix: $(cat "$T/gone.out")"
+capture refused idem run -k 'night ly' -- "${cmd[@]}"
+expect_rc 69
+capture ab idem doctor --json
+expect_rc 1
+assert_eq abandoned "$(json_checks ab)" "abandoned check"
+assert_eq 1 "$(jsonq /store/abandoned <"$T/ab.out")" "abandoned count"
+assert_eq false "$(jsonq /healthy <"$T/ab.out")" "healthy"
+
+# Past twenty abandoned records the rest are counted in one line.
+capture exp idem export --status abandoned
+for i in $(seq 1 24); do sed "s/\"key\":\"night ly\"/\"key\":\"ab-$i\"/" "$T/exp.out"; done >"$T/many.jsonl"
+capture imp idem import "$T/many.jsonl"
+expect_rc 0
+capture many idem doctor
+expect_rc 1
+assert_eq 20 "$(grep -c "^warning: '.*' is abandoned" "$T/many.out")" "abandoned lines shown"
+file_has "$T/many.out" "warning: 5 more abandoned records; see them all with idem ls --status abandoned" ||
+  fail "the rest: $(cat "$T/many.out")"
+assert_eq 25 "$(idem doctor --json | jsonq /store/abandoned)" "abandoned counted"
+idem rm 'night ly' >/dev/null
+for i in $(seq 1 24); do idem rm "ab-$i" >/dev/null; done
+capture clean idem doctor
+expect_rc 0
+
+# A daemon's config: unset secrets named, each once; loads with them set; a broken one refused.
+cat >"$T/serve.json" <<'EOF'
+{"hooks": [
+  {"path": "/a", "command": ["true"], "signature": {"scheme": "github", "secret_env": "DOCTOR_A_SECRET"}},
+  {"path": "/b", "command": ["true"], "signature": {"scheme": "standard-webhooks", "secret_env": "DOCTOR_B_SECRET"}},
+  {"path": "/c", "command": ["true"], "signature": {"scheme": "github", "secret_env": "DOCTOR_A_SECRET"}}
+]}
+EOF
+capture unset env -u DOCTOR_A_SECRET -u DOCTOR_B_SECRET "$IDEM_BIN" doctor --config "$T/serve.json"
+expect_rc 1
+assert_eq 2 "$(grep -c '^error: ' "$T/unset.out")" "one error per unset secret"
+file_has "$T/unset.out" "error: $T/serve.json: secret variable DOCTOR_A_SECRET is not set (or empty): idem serve refuses to start without it; set it in the daemon's environment" ||
+  fail "unset secret: $(cat "$T/unset.out")"
+file_has "$T/unset.out" "secret variable DOCTOR_B_SECRET is not set" || fail "second secret: $(cat "$T/unset.out")"
+capture set env DOCTOR_A_SECRET=s3cret DOCTOR_B_SECRET=whsec_c2VjcmV0 "$IDEM_BIN" doctor --config "$T/serve.json"
+expect_rc 0
+grep -q s3cret "$T/set.out" && fail "doctor printed a secret"
+capture badsecret env DOCTOR_A_SECRET=s3cret DOCTOR_B_SECRET=not-whsec "$IDEM_BIN" doctor --config "$T/serve.json"
+expect_rc 1
+file_has "$T/badsecret.out" "a standard-webhooks secret is whsec_ followed by base64" ||
+  fail "bad secret: $(cat "$T/badsecret.out")"
+printf '{"hooks": [{"path": "/a", "command": ["true"], "ttl": "5x"}]}' >"$T/broken.json"
+capture broken idem doctor --config "$T/broken.json"
+expect_rc 1
+grep -qE "^error: .*broken.json: hooks\[0\]\.ttl: .*; fix the file: idem serve refuses to start with it$" "$T/broken.out" ||
+  fail "broken config: $(cat "$T/broken.out")"
+capture missing idem doctor --config "$T/nowhere.json"
+expect_rc 1
+file_has "$T/missing.out" "nowhere.json: cannot read the config file" || fail "missing config: $(cat "$T/missing.out")"
+# A hooks file expanded as a template: an unset variable is a warning, as serve logs it.
+cat >"$T/hooks.json" <<'EOF'
+[{"id": "deploy", "execute-command": "true", "response-message": "{{ getenv "DOCTOR_UNSET_VAR" }}"}]
+EOF
+capture tmpl env -u DOCTOR_UNSET_VAR "$IDEM_BIN" doctor --hooks "$T/hooks.json" --template
+expect_rc 1
+grep -q '^warning: .*DOCTOR_UNSET_VAR.*; idem serve starts, but check that this is meant$' "$T/tmpl.out" ||
+  fail "template warning: $(cat "$T/tmpl.out")"
+capture tmplset env DOCTOR_UNSET_VAR=x "$IDEM_BIN" doctor --hooks "$T/hooks.json" --template
+expect_rc 0
+
+# A store that cannot be opened, or is damaged: 74, the finding says so.
+if on_sqlite; then
+  printf 'not a database at all, not even close to one; %0500d' 0 >"$T/junk.db"
+  chmod 600 "$T/junk.db"
+  capture junk idem --db "$T/junk.db" doctor
+  expect_rc 74
+  grep -q "^error: .*junk.db.*: file is not a database; mend what it names" "$T/junk.out" ||
+    fail "junk store: $(cat "$T/junk.out")"
+  # Many records over many pages, checkpointed into the file; then pages in the middle smashed.
+  for i in $(seq 1 150); do printf '{"id":"m-%s"}\n' "$i"; done |
+    IDEM_DB="$T/big.db" "$IDEM_BIN" each --key-field /id -- sh -c 'head -c 6000 /dev/zero | tr "\0" x' >/dev/null
+  IDEM_DB="$T/big.db" "$IDEM_BIN" gc >/dev/null
+  pages=$(($(stat -c %s "$T/big.db") / 4096))
+  ((pages > 100)) || fail "the store holds only $pages pages"
+  dd if=/dev/urandom of="$T/big.db" bs=4096 seek=2 count=$((pages / 2)) conv=notrunc status=none
+  capture damaged idem --db "$T/big.db" doctor --json
+  expect_rc 74
+  assert_eq false "$(jsonq /healthy <"$T/damaged.out")" "healthy"
+  json_checks damaged | grep -qx 'integrity\|store-open' || fail "damage: $(cat "$T/damaged.out")"
+fi
+
+# Bad input.
+capture flag idem doctor --bogus
+expect_rc 64
+assert_idem_error
+capture tnh idem doctor --template
+expect_rc 64
+assert_idem_error
+file_has "$T/tnh.err" "--template needs --hooks" || fail "template alone: $(cat "$T/tnh.err")"
+capture url idem --store 'bogus://x' doctor
+expect_rc 64
+assert_idem_error
