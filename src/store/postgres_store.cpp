@@ -26,6 +26,7 @@
 #include <cstring>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -365,32 +366,13 @@ class PostgresStore final : public Store {
     }, OnLoss::repeat);
   }
 
-  bool put(const Record& r, bool replace) override {
-    const std::optional<std::string> response =
-        r.response ? std::optional(core::encode_response(*r.response)) : std::nullopt;
-    Params p;
-    p.text(r.key).text(r.fingerprint).text(r.kind).text(std::string(core::to_string(r.status)));
-    p.integer(r.attempt).text(r.owner.host).text(r.owner.boot_id).integer(r.owner.pid);
-    p.integer(r.owner.start_ticks).integer(r.started_ms).integer_or_null(r.finished_ms);
-    p.integer(r.ttl_ms).integer_or_null(r.expires_ms).optional_integer(r.exit_code);
-    p.optional_integer(r.signal).integer(r.timed_out).bytes(r.output).integer(r.output_bytes);
-    p.integer(r.output_truncated).text(r.request).text(r.note).optional_text(response);
-    p.integer_or_null(r.process_group.pgid).integer_or_null(r.process_group.leader_start_ticks);
-    p.integer_or_null(r.lease_expires_ms).integer(r.replay_failures);
+  std::vector<bool> put_all(std::span<const Record> records, bool replace) override {
     return guarded("import", [&] {
+      std::vector<bool> written;
       Transaction tx(conn(), lock_timeout_ms_);
-      if (replace) conn().exec("DELETE FROM idem_records WHERE key = $1", Params().text(r.key));
-      const bool inserted = conn().exec(R"sql(
-        INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
-                                  owner_boot_id, owner_pid, owner_start, started_at, finished_at,
-                                  ttl_ms, expires_at, exit_code, signal, timed_out, output,
-                                  output_bytes, output_truncated, request, note, response, pgid,
-                                  pgid_start, attempt_token, lease_expires, replay_failures)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16 <> 0, $17, $18, $19 <> 0, $20, $21, $22, $23,
-                $24, '', $25, $26 <> 0)
-        ON CONFLICT (key) DO NOTHING RETURNING attempt)sql", p).rows() == 1;
+      for (const Record& r : records) written.push_back(put_in(r, replace));
       tx.commit();
-      return inserted;
+      return written;
     });
   }
 
@@ -511,6 +493,31 @@ class PostgresStore final : public Store {
   bool spans_hosts() const override { return true; }
 
  private:
+  // One record of put_all, in its transaction.
+  bool put_in(const Record& r, bool replace) {
+    const std::optional<std::string> response =
+        r.response ? std::optional(core::encode_response(*r.response)) : std::nullopt;
+    Params p;
+    p.text(r.key).text(r.fingerprint).text(r.kind).text(std::string(core::to_string(r.status)));
+    p.integer(r.attempt).text(r.owner.host).text(r.owner.boot_id).integer(r.owner.pid);
+    p.integer(r.owner.start_ticks).integer(r.started_ms).integer_or_null(r.finished_ms);
+    p.integer(r.ttl_ms).integer_or_null(r.expires_ms).optional_integer(r.exit_code);
+    p.optional_integer(r.signal).integer(r.timed_out).bytes(r.output).integer(r.output_bytes);
+    p.integer(r.output_truncated).text(r.request).text(r.note).optional_text(response);
+    p.integer_or_null(r.process_group.pgid).integer_or_null(r.process_group.leader_start_ticks);
+    p.integer_or_null(r.lease_expires_ms).integer(r.replay_failures);
+    if (replace) conn().exec("DELETE FROM idem_records WHERE key = $1", Params().text(r.key));
+    return conn().exec(R"sql(
+      INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
+                                owner_boot_id, owner_pid, owner_start, started_at, finished_at,
+                                ttl_ms, expires_at, exit_code, signal, timed_out, output,
+                                output_bytes, output_truncated, request, note, response, pgid,
+                                pgid_start, attempt_token, lease_expires, replay_failures)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16 <> 0, $17, $18, $19 <> 0, $20, $21, $22, $23,
+              $24, '', $25, $26 <> 0)
+      ON CONFLICT (key) DO NOTHING RETURNING attempt)sql", p).rows() == 1;
+  }
+
   static constexpr const char* k_owner_died = "owner died mid-run";
   static constexpr const char* k_lease_ran_out = "lease ran out mid-run";
 

@@ -809,38 +809,44 @@ class SqliteStore final : public Store {
     return changed;
   }
 
-  bool put(const Record& r, bool replace) override {
-    const std::optional<std::string> response =
-        r.response ? std::optional(core::encode_response(*r.response)) : std::nullopt;
-    bool changed = false;
+  std::vector<bool> put_all(std::span<const Record> records, bool replace) override {
+    std::vector<bool> written(records.size(), false);
     batched(true, [&](Connection db) {
-      if (replace) Statement(db, "DELETE FROM records WHERE key = ?1", path_).bind(1, r.key).run();
-      Statement insert(db, R"sql(
-        INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                             owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
-                             exit_code, signal, timed_out, output_bytes, output_truncated,
-                             request, note, response, pgid, pgid_start, attempt_token,
-                             lease_expires, replay_failures)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-                ?19, ?20, ?21, ?22, ?23, '', ?24, ?25)
-        ON CONFLICT (key) DO NOTHING)sql", path_);
-      insert.bind(1, r.key).bind(2, r.fingerprint).bind(3, r.kind);
-      insert.bind(4, std::string(core::to_string(r.status))).bind(5, r.attempt);
-      insert.bind(6, r.owner.host).bind(7, r.owner.boot_id).bind(8, r.owner.pid);
-      insert.bind(9, r.owner.start_ticks).bind(10, r.started_ms);
-      insert.bind_null_if_zero(11, r.finished_ms).bind(12, r.ttl_ms);
-      insert.bind_null_if_zero(13, r.expires_ms).bind_optional(14, r.exit_code);
-      insert.bind_optional(15, r.signal).bind(16, int64_t(r.timed_out));
-      insert.bind(17, r.output_bytes).bind(18, int64_t(r.output_truncated));
-      insert.bind(19, r.request).bind(20, r.note).bind_optional(21, response);
-      insert.bind_null_if_zero(22, r.process_group.pgid);
-      insert.bind_null_if_zero(23, r.process_group.leader_start_ticks);
-      insert.bind_null_if_zero(24, r.lease_expires_ms).bind(25, int64_t(r.replay_failures));
-      insert.run();
-      changed = sqlite3_changes(db) == 1;
-      if (changed && !r.output.empty()) write_output(db, r.key, r.attempt, r.output);
+      for (size_t i = 0; i < records.size(); ++i) written[i] = put_in(db, records[i], replace);
     });
     checkpoint_if_wal_large();
+    return written;
+  }
+
+  // One record of put_all, in its transaction.
+  bool put_in(Connection db, const Record& r, bool replace) {
+    const std::optional<std::string> response =
+        r.response ? std::optional(core::encode_response(*r.response)) : std::nullopt;
+    if (replace) Statement(db, "DELETE FROM records WHERE key = ?1", path_).bind(1, r.key).run();
+    Statement insert(db, R"sql(
+      INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                           owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
+                           exit_code, signal, timed_out, output_bytes, output_truncated,
+                           request, note, response, pgid, pgid_start, attempt_token,
+                           lease_expires, replay_failures)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
+              ?19, ?20, ?21, ?22, ?23, '', ?24, ?25)
+      ON CONFLICT (key) DO NOTHING)sql", path_);
+    insert.bind(1, r.key).bind(2, r.fingerprint).bind(3, r.kind);
+    insert.bind(4, std::string(core::to_string(r.status))).bind(5, r.attempt);
+    insert.bind(6, r.owner.host).bind(7, r.owner.boot_id).bind(8, r.owner.pid);
+    insert.bind(9, r.owner.start_ticks).bind(10, r.started_ms);
+    insert.bind_null_if_zero(11, r.finished_ms).bind(12, r.ttl_ms);
+    insert.bind_null_if_zero(13, r.expires_ms).bind_optional(14, r.exit_code);
+    insert.bind_optional(15, r.signal).bind(16, int64_t(r.timed_out));
+    insert.bind(17, r.output_bytes).bind(18, int64_t(r.output_truncated));
+    insert.bind(19, r.request).bind(20, r.note).bind_optional(21, response);
+    insert.bind_null_if_zero(22, r.process_group.pgid);
+    insert.bind_null_if_zero(23, r.process_group.leader_start_ticks);
+    insert.bind_null_if_zero(24, r.lease_expires_ms).bind(25, int64_t(r.replay_failures));
+    insert.run();
+    const bool changed = sqlite3_changes(db) == 1;
+    if (changed && !r.output.empty()) write_output(db, r.key, r.attempt, r.output);
     return changed;
   }
 

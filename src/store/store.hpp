@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -151,11 +152,14 @@ class Store {
   virtual RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) = 0;
   // Deletes in small batches, never running records. Returns the count (or would-be count).
   virtual int64_t gc(const GcQuery& query) = 0;
-  // Writes `record` exactly as given, as `idem import` does: its attempt, times, owner, process
-  // group, outcome and output; no attempt token (an imported running attempt can only be
-  // abandoned). A key that exists is replaced only with `replace`; else this returns false and
-  // changes nothing. Durable on return.
-  virtual bool put(const core::Record& record, bool replace) = 0;
+  // Writes each record exactly as given, as `idem import` does: its attempt, times, owner,
+  // process group, outcome and output; no attempt token (an imported running attempt can only be
+  // abandoned). A key that exists is replaced only with `replace`; else that record is left out.
+  // Returns which records were written, in order. One transaction, durable on return: the
+  // caller bounds the batch (the writer lock is held while it is written).
+  virtual std::vector<bool> put_all(std::span<const core::Record> records, bool replace) = 0;
+  // put_all of one record: whether it was written.
+  bool put(const core::Record& record, bool replace) { return put_all({&record, 1}, replace)[0]; }
   // Takes the writer lock and lets it go, changing nothing: throws StoreError when the store
   // cannot be written within the busy timeout (a health check).
   virtual void check_writable() = 0;

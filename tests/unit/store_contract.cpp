@@ -1110,3 +1110,34 @@ TEMPLATE_TEST_CASE("store contract: put writes a record as given, replaces only 
   CHECK(replaced->note == "other");
   CHECK(replaced->output.empty());
 }
+
+TEMPLATE_TEST_CASE("store contract: put_all writes a batch at once, leaving out keys that exist", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  auto record = [](const std::string& key, const std::string& note) {
+    Record r;
+    r.key = key;
+    r.fingerprint = k_fp;
+    r.status = Status::failed;
+    r.owner = Owner{"h", "b", 1, 2};
+    r.started_ms = k_t0;
+    r.finished_ms = k_t0 + 1;
+    r.ttl_ms = k_day;
+    r.expires_ms = k_t0 + 1 + k_day;
+    r.exit_code = 3;
+    r.note = note;
+    return r;
+  };
+  REQUIRE(store->put(record("there", "old"), false));
+  // A key already there and a key twice in the batch: the later one finds the earlier.
+  const std::vector<Record> batch = {record("a", "1"), record("there", "new"), record("b", "2"),
+                                     record("a", "again")};
+  CHECK(store->put_all(batch, false) == std::vector<bool>{true, false, true, false});
+  CHECK(store->get("a")->note == "1");
+  CHECK(store->get("b")->note == "2");
+  CHECK(store->get("there")->note == "old");
+  CHECK(store->put_all(batch, true) == std::vector<bool>{true, true, true, true});
+  CHECK(store->get("a")->note == "again");
+  CHECK(store->get("there")->note == "new");
+  CHECK(store->put_all({}, false).empty());
+}

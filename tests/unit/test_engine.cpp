@@ -332,8 +332,8 @@ class FailingStore final : public idem::store::Store {
   int64_t gc(const idem::store::GcQuery& q) override { return real_.gc(q); }
   void check_writable() override { real_.check_writable(); }
   idem::store::StoreHealth health() override { return real_.health(); }
-  bool put(const idem::core::Record& record, bool replace) override {
-    return real_.put(record, replace);
+  std::vector<bool> put_all(std::span<const idem::core::Record> records, bool replace) override {
+    return real_.put_all(records, replace);
   }
 
  private:
