@@ -68,6 +68,21 @@ if on_sqlite; then
   fi
 fi
 
+# A writer lock held past the busy timeout: said, with what to look for.
+if on_sqlite; then
+  mkfifo "$T/hold"
+  bg holder sh -c '{ echo "BEGIN IMMEDIATE; DELETE FROM records WHERE 0;"; cat "$1"; } | sqlite3 "$2"' sh "$T/hold" "$IDEM_DB"
+  wait_until "sqlite3 holds the writer lock" sh -c '! sqlite3 "$1" "PRAGMA busy_timeout = 0; BEGIN IMMEDIATE; ROLLBACK" 2>/dev/null' sh "$IDEM_DB"
+  capture locked env IDEM_BUSY_TIMEOUT=200ms "$IDEM_BIN" doctor
+  expect_rc 1
+  grep -q "^error: .*locked.*; find the process that holds the store's writer lock (fuser)" "$T/locked.out" ||
+    fail "locked store: $(cat "$T/locked.out")"
+  release_fifo "$T/hold"
+  bg_wait holder
+  capture unlocked idem doctor
+  expect_rc 0
+fi
+
 # A running record whose owner was killed, then the same record abandoned.
 cmd=(sh -c 'echo $$ > "$1"; exec sleep 1000' sh "$T/cmd.pid")
 track_pid_file "$T/cmd.pid"
