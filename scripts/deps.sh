@@ -12,6 +12,7 @@ packages=(
   python3 jq
   systemd  # systemd-socket-activate, the socket activation test's service manager
   dpkg-dev  # dpkg-shlibdeps: the runtime dependencies of the Debian package (tests/cli/test_package.sh)
+  lintian  # checks that package (scripts/lint_deb.sh)
   "$@"
 )
 missing=()

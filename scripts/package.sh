@@ -15,8 +15,5 @@ rm -f "$build"/idem_*.deb
 (cd "$build" && cpack -G DEB >/dev/null)
 debs=("$build"/idem_*.deb)
 deb=${debs[0]}
-# Tags lintian is right about but that do not apply: no licence has been chosen yet, and the
-# package is not uploaded to Debian (no bug tracker to close a first-upload bug in).
-lintian --fail-on error,warning --suppress-tags \
-  copyright-without-copyright-notice,initial-upload-closes-no-bugs "$deb"
+scripts/lint_deb.sh "$deb"
 echo "$(pwd)/$deb"

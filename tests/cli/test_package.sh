@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Debian package, packed by CPack from the test build (scripts/package.sh packs a Release
-# build the same way): it installs with apt-get, declares its runtime libraries, and gives a
+# build the same way): lintian finds no error or warning in it, it installs with apt-get, declares its runtime libraries, and gives a
 # working idem, its man pages, completions and systemd units; then it is purged. Needs root (CI
 # runs as root on a throwaway machine) and skips otherwise, or when an idem package is already
 # installed (it is not this test's to remove).
@@ -33,6 +33,11 @@ depends=$(dpkg-deb -f "$deb" Depends)
 for library in libc6 libpq5; do
   [[ $depends == *"$library "* ]] || fail "Depends lacks $library: $depends"
 done
+# lintian: no errors, no warnings (what scripts/package.sh asks of the Release package).
+if command -v lintian >/dev/null; then
+  capture lintian "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/../scripts/lint_deb.sh" "$deb"
+  expect_rc 0
+fi
 
 # Purged however the test ends, then lib.sh's cleanup (which reads the exit code from $?).
 _purge_then_cleanup() {
