@@ -65,6 +65,14 @@ bool exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// idem's PRAGMA application_id ("IDEM"), as a decimal for SQL and as PRAGMA reads it back.
+constexpr const char* k_idem_application_id = "1229210957";
+
 // Raw access for what the interface deliberately hides (schema version, journal mode).
 struct RawDb {
   explicit RawDb(const std::string& path) {
@@ -244,8 +252,10 @@ TEST_CASE("store: a schema newer than this binary is refused", "[store][files]")
   TempDir dir;
   const std::string path = dir / "idem.db";
   {
+    // A newer idem's store: idem's application id, tables this idem does not know.
     RawDb raw(path);
-    raw.exec("CREATE TABLE future (x); PRAGMA user_version = 999;");
+    raw.exec("CREATE TABLE future (x); PRAGMA application_id = 1229210957;"
+             "PRAGMA user_version = 999;");
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   CHECK_THROWS_AS(open_sqlite_store(path), StoreError);
@@ -257,6 +267,129 @@ TEST_CASE("store: a schema newer than this binary is refused", "[store][files]")
   }
   RawDb raw(path);
   CHECK(raw.text("PRAGMA user_version") == "999");  // left as it was
+}
+
+namespace {
+
+// Opens PATH as a store, expecting the refusal of a file that is not an idem store because WHY;
+// the file is then as it was: the same bytes, the same mode, nothing beside it.
+void check_refused_as_foreign(const std::string& path, const std::string& why) {
+  const std::string before = bytes_of(path);
+  const mode_t mode = mode_of(path);
+  try {
+    open_sqlite_store(path);
+    FAIL("a file that is not an idem store was opened");
+  } catch (const StoreError& e) {
+    CHECK(e.code() == idem::k_exit_store);
+    CHECK_FALSE(e.transient());
+    CHECK(std::string(e.what()) == "store " + path + " is not an idem store (" + why +
+                                       "): give idem a file of its own");
+  }
+  CHECK(bytes_of(path) == before);
+  CHECK(mode_of(path) == mode);
+  CHECK_FALSE(exists(path + "-wal"));
+  CHECK_FALSE(exists(path + "-shm"));
+  CHECK_FALSE(exists(path + "-journal"));
+}
+
+}  // namespace
+
+TEST_CASE("store: a file of another application is refused and left as it was",
+          "[store][files]") {
+  TempDir dir;
+  UmaskGuard mask(022);
+  const std::string path = dir / "other.db";
+  {
+    RawDb raw(path);
+    raw.exec("CREATE TABLE records (x); PRAGMA application_id = 305419896;");  // 0x12345678
+  }
+  REQUIRE(::chmod(path.c_str(), 0644) == 0);  // not made private: it is not idem's
+  check_refused_as_foreign(path, "it holds another application_id 0x12345678");
+
+  // One whose id reads as negative, in WAL mode: reading it makes a -wal and -shm, which the
+  // refusal takes away again.
+  const std::string wal = dir / "wal.db";
+  {
+    RawDb raw(wal);
+    raw.exec("PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1);"
+             "PRAGMA application_id = -559038737;");  // 0xdeadbeef
+  }
+  REQUIRE_FALSE(exists(wal + "-wal"));
+  check_refused_as_foreign(wal, "it holds another application_id 0xdeadbeef");
+  RawDb raw(wal);
+  CHECK(raw.text("PRAGMA journal_mode") == "wal");
+  CHECK(raw.text("SELECT x FROM t") == "1");
+}
+
+TEST_CASE("store: a file with tables that are not idem's is refused", "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "app.db";
+  {
+    RawDb raw(path);
+    raw.exec("CREATE TABLE foo (x); CREATE TABLE bar (x); INSERT INTO bar VALUES ('kept');");
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  check_refused_as_foreign(path, "it holds other tables: bar, foo");
+  // idem's own tables beside others do not make it idem's; only the first few are named.
+  const std::string mixed = dir / "mixed.db";
+  {
+    RawDb raw(mixed);
+    raw.exec("CREATE TABLE records (key TEXT PRIMARY KEY); CREATE TABLE outputs (key TEXT);"
+             "CREATE TABLE a (x); CREATE TABLE b (x); CREATE TABLE c (x); CREATE VIEW d AS "
+             "SELECT 1; PRAGMA user_version = 7;");
+  }
+  check_refused_as_foreign(mixed, "it holds other tables: a, b, c and 1 more");
+}
+
+TEST_CASE("store: a file with a user_version but no records table is refused",
+          "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "versioned.db";
+  {
+    RawDb raw(path);
+    raw.exec("PRAGMA user_version = 3;");
+  }
+  check_refused_as_foreign(path, "it has user_version 3 but no records table");
+  const std::string outputs_only = dir / "outputs.db";
+  {
+    RawDb raw(outputs_only);
+    raw.exec("CREATE TABLE outputs (key TEXT); PRAGMA user_version = 6;");
+  }
+  check_refused_as_foreign(outputs_only, "it has user_version 6 but no records table");
+}
+
+TEST_CASE("store: a new store carries idem's application id", "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    auto store = open_sqlite_store(path);
+    REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
+  }
+  {
+    RawDb raw(path);
+    CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
+  }
+  // So does an empty file given to idem.
+  const std::string empty = dir / "empty.db";
+  { std::ofstream create(empty); }
+  REQUIRE(::chmod(empty.c_str(), 0600) == 0);
+  open_sqlite_store(empty);
+  RawDb raw(empty);
+  CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
+}
+
+TEST_CASE("store: a current store made before application ids gets idem's", "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  { put_finished(*open_sqlite_store(path), "k", k_t0, Status::succeeded, k_t0 + 1); }
+  {
+    RawDb raw(path);
+    raw.exec("PRAGMA application_id = 0;");
+  }
+  auto store = open_sqlite_store(path);
+  CHECK(store->get("k").has_value());
+  RawDb raw(path);
+  CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
 }
 
 TEST_CASE("store: an older (empty, version 0) database is migrated in place", "[store][files]") {
@@ -1051,10 +1184,16 @@ TEST_CASE("store: a version 6 store's records get the replay policy of a failure
     raw.exec(k_version_6);
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  {
+    // Made before idem set an application id.
+    RawDb raw(path);
+    CHECK(raw.text("PRAGMA application_id") == "0");
+  }
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
     CHECK(raw.text("PRAGMA user_version") == "7");
+    CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
     CHECK(raw.text("SELECT group_concat(key || ' ' || replay_failures, ',') FROM "
                    "(SELECT * FROM records ORDER BY key)") == "done 0,failed 0,running 0");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
