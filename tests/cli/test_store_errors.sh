@@ -32,7 +32,7 @@ if [[ -n ${IDEM_STORE:-} ]]; then
   pg_store_error future "$IDEM_STORE" run -k k2 -- "${cmd[@]}"
   pg_store_error future-status "$IDEM_STORE" status k
   assert_eq 999 "$(psql -qXAt "$IDEM_STORE" -c 'SELECT version FROM idem_schema')" "version after the refusal"
-  psql -qX "$IDEM_STORE" -c 'UPDATE idem_schema SET version = 2'
+  psql -qX "$IDEM_STORE" -c 'UPDATE idem_schema SET version = 3'
   assert_status k succeeded
   exit 0
 fi
