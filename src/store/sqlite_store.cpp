@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -54,7 +55,13 @@ namespace {
 using core::Record;
 using core::Status;
 
-constexpr int k_schema_version = 7;
+constexpr int k_schema_version = 8;
+// PRAGMA application_id of an idem store: "IDEM". Every migration transaction sets it, so stores
+// made or migrated since carry it; a store made before carries 0, like any SQLite file that never
+// set one. A file with another id belongs to another program and is refused (SPEC §2).
+constexpr int32_t k_application_id = 0x4944454d;
+// idem's own tables; any other (SQLite's internal sqlite_% aside) makes a file someone else's.
+constexpr const char* k_own_tables[] = {"records", "outputs"};
 // Every process that opens the store alone (the usual case for `idem run`) rebuilds the WAL's
 // index by reading the whole WAL, so it is kept small: a run adds about 20 KiB.
 constexpr int64_t k_checkpoint_wal_bytes = 256 * 1024;
@@ -216,6 +223,14 @@ constexpr const char* k_migrations[] = {
     // policy: 0, a failure runs again, as every later attempt without the flag did then.
     R"sql(
     ALTER TABLE records ADD COLUMN replay_failures INTEGER NOT NULL DEFAULT 0;
+    )sql",
+    // 7 -> 8: the unfinished records (running and abandoned) in ls's order, for `ls --status
+    // running` and `idem doctor`, which otherwise walk records_by_recent through every finished
+    // record. Partial, so the finished records, nearly all of them, are never in it: a claim adds
+    // its key and a finish takes it out again, an index of a few pages.
+    R"sql(
+    CREATE INDEX records_unfinished ON records (started_at DESC, key)
+      WHERE status IN ('running', 'abandoned');
     )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
@@ -586,9 +601,9 @@ void refuse_symlink(const std::string& path) {
     throw StoreError("store " + path + " is a symlink; refusing to follow it");
 }
 
-// Refuses symlinks and files owned by someone else; creates the file 0600 if absent and takes
-// group and other access away from an existing one.
-void prepare_db_file(const std::string& path, Created& created) {
+// Refuses symlinks and files owned by someone else; creates the file 0600 if absent. Returns the
+// file's mode, which make_private then narrows once the file is known to be an idem store.
+mode_t prepare_db_file(const std::string& path, Created& created) {
   refuse_symlink(path + "-wal");
   refuse_symlink(path + "-shm");
   for (int tries = 0; tries < 2; ++tries) {
@@ -600,10 +615,7 @@ void prepare_db_file(const std::string& path, Created& created) {
       if (st.st_uid != ::geteuid())
         throw StoreError("store " + path + " is owned by uid " + std::to_string(st.st_uid) +
                          ", not by you; refusing to use it");
-      // Take away group and other access; never add write access the owner removed on purpose.
-      if ((st.st_mode & 0077) != 0 && ::chmod(path.c_str(), st.st_mode & 0700) != 0)
-        throw StoreError("cannot make store " + path + " private: " + errno_text());
-      return;
+      return st.st_mode & 07777;
     }
     if (errno != ENOENT) throw StoreError("store " + path + ": " + errno_text());
     make_private_dirs(parent_dir(path), created);
@@ -612,11 +624,30 @@ void prepare_db_file(const std::string& path, Created& created) {
       ::fchmod(fd, 0600);
       ::close(fd);
       created.file = true;
-      return;
+      return 0600;
     }
     if (errno != EEXIST) throw StoreError("cannot create store " + path + ": " + errno_text());
     // Another process created it between our lstat and open: check it like any existing file.
   }
+  throw StoreError("store " + path + " keeps appearing and vanishing; try again",
+                   StoreFailure::transient);
+}
+
+// Takes group and other access away from the database file (MODE, as prepare_db_file found it)
+// before SQLite creates its -wal and -shm, which take the database file's mode. Never adds write
+// access the owner removed on purpose. Only once the file is known to be an idem store: a file
+// that is refused is left as it was.
+void make_private(const std::string& path, mode_t mode) {
+  if ((mode & 0077) != 0 && ::chmod(path.c_str(), mode & 0700) != 0)
+    throw StoreError("cannot make store " + path + " private: " + errno_text());
+}
+
+// A name read from a file for a one-line message: control characters shown as '?', long names
+// cut.
+std::string printable_name(std::string name) {
+  for (char& c : name)
+    if (uint8_t(c) < 0x20 || uint8_t(c) == 0x7f) c = '?';
+  return core::display_key(name, 64);
 }
 
 // The path SQLite is given: the folder resolved (SQLite's SQLITE_OPEN_NOFOLLOW refuses a symlink
@@ -678,7 +709,7 @@ class SqliteStore final : public Store {
     busy_timeout_ms_ = busy_timeout_in_force(busy_timeout_ms);
     Created created;
     try {
-      prepare_db_file(path_, created);
+      const mode_t mode = prepare_db_file(path_, created);
       const std::string resolved = resolved_path(path_);
       writers_ = writer_queue_of(resolved);
       int rc = sqlite3_open_v2(resolved.c_str(), &db_,
@@ -688,7 +719,7 @@ class SqliteStore final : public Store {
         std::string message = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
         throw StoreError("cannot open store " + path_ + ": " + message, failure_of(rc));
       }
-      configure();
+      configure(mode);
       migrate();
     } catch (...) {
       statements_.clear();
@@ -920,9 +951,10 @@ class SqliteStore final : public Store {
   void list(const ListQuery& q, const RecordVisitor& visit) override {
     if (!q.live && !q.include_expired) return;
     const std::string end = sqlite_sql::prefix_end(q.prefix);
-    // A rare prefix is read from the key index (see k_prefix_sort_max).
-    const bool by_key =
-        !q.prefix.empty() && count_keys_with_prefix(q.prefix, end) < k_prefix_sort_max;
+    // A rare prefix is read from the key index (see k_prefix_sort_max); unfinished records from
+    // their own small index whatever the prefix.
+    const bool by_key = !q.prefix.empty() && !sqlite_sql::lists_unfinished_only(q) &&
+                        count_keys_with_prefix(q.prefix, end) < k_prefix_sort_max;
     const std::string sql = sqlite_sql::list(q, by_key);
     Statement select(db_, sql.c_str(), path_);
     const int params = select.parameter_count();
@@ -1059,7 +1091,8 @@ class SqliteStore final : public Store {
     }
   }
 
-  void configure() {
+  // MODE: the database file's, as prepare_db_file found it.
+  void configure(mode_t mode) {
     sqlite3_busy_handler(db_, &SqliteStore::on_busy, this);
     sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
     sqlite3_extended_result_codes(db_, 1);
@@ -1069,8 +1102,13 @@ class SqliteStore final : public Store {
       throw StoreError("store " + path_ + ": this SQLite keeps rows of at most " +
                        std::to_string(sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1)) +
                        " bytes; idem needs " + std::to_string(core::k_store_row_limit));
+    // Only reads so far: a file that is refused here is left as it was (its bytes, its mode, no
+    // -wal or -shm), which enable_wal, make_private and migrate would not do.
     opened_version_ = user_version();
+    opened_application_id_ = application_id();
+    refuse_foreign_file(opened_application_id_, opened_version_);
     refuse_newer_schema(opened_version_);
+    make_private(path_, mode);
     enable_wal();
     exec("PRAGMA synchronous = FULL");
     exec("PRAGMA wal_autocheckpoint = 0");
@@ -1130,22 +1168,77 @@ class SqliteStore final : public Store {
                        "); upgrade idem");
   }
 
+  // SPEC §2: a file that is not an idem store is refused, not made one. Idem's application id
+  // says it is one. A file without an id (0) is a new store when it holds nothing at all, or a
+  // store made before idem set the id when its tables are idem's and, past version 0, include
+  // `records`; anything else (another program's tables, a user_version some other program set)
+  // is someone else's file. VERSION: the file's user_version.
+  void refuse_foreign_file(int32_t application_id, int version) {
+    if (application_id == k_application_id) return;
+    std::string why;
+    if (application_id != 0) {
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "0x%08x", unsigned(uint32_t(application_id)));
+      why = std::string("it holds another application_id ") + hex;
+    } else {
+      std::vector<std::string> others;
+      bool has_records = false;
+      Statement tables(db_, R"sql(
+        SELECT name FROM sqlite_master
+        WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\'
+        ORDER BY name)sql", path_);
+      while (tables.step()) {
+        std::string name = tables.text_at(0);
+        if (name == "records") has_records = true;
+        if (std::find(std::begin(k_own_tables), std::end(k_own_tables), name) ==
+            std::end(k_own_tables))
+          others.push_back(std::move(name));
+      }
+      constexpr size_t k_named = 3;
+      if (!others.empty()) {
+        why = "it holds other tables: ";
+        for (size_t i = 0; i < others.size() && i < k_named; ++i)
+          why += (i ? ", " : "") + printable_name(others[i]);
+        if (others.size() > k_named)
+          why += " and " + std::to_string(others.size() - k_named) + " more";
+      } else if (version != 0 && !has_records) {
+        why = "it has user_version " + std::to_string(version) + " but no records table";
+      }
+    }
+    if (why.empty()) return;
+    // Closing then runs SQLite's checkpoint on close again, which removes the -wal and -shm that
+    // reading a WAL-mode file made: the file is not idem's, so idem's reason to skip it (see the
+    // top of this file) does not hold, and nothing of idem's may be left beside it.
+    sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
+    throw StoreError("store " + path_ + " is not an idem store (" + why +
+                     "): give idem a file of its own");
+  }
+
   int user_version() {
     Statement v(db_, "PRAGMA user_version", path_);
     v.step();
     return int(v.int_at(0));
   }
 
-  // The version read at open (opened_version_) is enough when it is the current one: no process
-  // ever lowers it. Else the writer lock is taken and the version read again.
+  int32_t application_id() {
+    Statement v(db_, "PRAGMA application_id", path_);
+    v.step();
+    return int32_t(v.int_at(0));
+  }
+
+  // The version and id read at open are enough when they are the current ones: no process ever
+  // lowers the version or clears the id. Else the writer lock is taken and both read again.
   void migrate() {
-    if (opened_version_ == k_schema_version) return;
+    if (opened_version_ == k_schema_version && opened_application_id_ == k_application_id) return;
     Transaction tx(db_, path_, writers_->transactions());
-    // Another process may have migrated while we waited for the writer lock.
+    // Another process may have migrated, or put something else in the file, while we waited for
+    // the writer lock.
     int version = user_version();
+    refuse_foreign_file(application_id(), version);
     refuse_newer_schema(version);
     for (; version < k_schema_version; ++version)
       exec(k_migrations[version]);
+    exec(("PRAGMA application_id = " + std::to_string(k_application_id)).c_str());
     exec(("PRAGMA user_version = " + std::to_string(k_schema_version)).c_str());
     tx.commit();
   }
@@ -1278,6 +1371,7 @@ class SqliteStore final : public Store {
   std::optional<std::pair<std::string, int64_t>> unsynced_claim_;
   int64_t busy_since_ms_ = 0;
   int opened_version_ = 0;  // PRAGMA user_version when the connection was opened
+  int32_t opened_application_id_ = 0;  // PRAGMA application_id then
 };
 
 }  // namespace
@@ -1306,6 +1400,13 @@ std::string gc_ended(const char* what) {
          " AND (expires_at IS NULL OR expires_at > ?1)";
 }
 
+bool lists_unfinished_only(const ListQuery& q) {
+  if (!q.live || q.include_expired || q.statuses.empty()) return false;
+  return std::all_of(q.statuses.begin(), q.statuses.end(), [](core::Status s) {
+    return s == core::Status::running || s == core::Status::abandoned;
+  });
+}
+
 std::string list(const ListQuery& q, bool by_key) {
   // ls's columns: no request, no output, no response (never read, so a listing costs the same
   // whatever the records hold).
@@ -1317,9 +1418,16 @@ std::string list(const ListQuery& q, bool by_key) {
                           "output_truncated, '', note, NULL, pgid, pgid_start, '', "
                           "lease_expires, replay_failures, NULL";
   // Newest first straight from records_by_recent, whose order is the listing's, stopping at the
-  // limit; or a prefix's range of the key index, then sorted.
-  sql += by_key ? " FROM records INDEXED BY sqlite_autoindex_records_1 WHERE 1"
-                : " FROM records INDEXED BY records_by_recent WHERE 1";
+  // limit; or a prefix's range of the key index, then sorted; or, for unfinished records only,
+  // from records_unfinished, in the same order. SQLite uses a partial index only for a query whose
+  // WHERE holds the index's own condition as a term, so it is spelled exactly as in the index.
+  if (lists_unfinished_only(q))
+    sql += " FROM records INDEXED BY records_unfinished"
+           " WHERE status IN ('running', 'abandoned')";
+  else if (by_key)
+    sql += " FROM records INDEXED BY sqlite_autoindex_records_1 WHERE 1";
+  else
+    sql += " FROM records INDEXED BY records_by_recent WHERE 1";
   if (!q.prefix.empty()) {
     sql += " AND key >= ?2";
     if (!prefix_end(q.prefix).empty()) sql += " AND key < ?3";

@@ -69,7 +69,7 @@ assert_idem_error
 file_has "$T/older.err" "permission denied" || fail "the refusal does not say why: $(cat "$T/older.err")"
 [[ ! -e $T/ran2 ]] || fail "the command ran on a store that could not be migrated"
 assert_eq 0 "$(owner 'SELECT version FROM idem_schema')" "version after the refusal"
-owner 'UPDATE idem_schema SET version = 2'
+owner 'UPDATE idem_schema SET version = 3'
 assert_status scripted succeeded
 
 admin "DROP OWNED BY $app; DROP ROLE $app"

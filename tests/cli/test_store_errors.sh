@@ -32,7 +32,7 @@ if [[ -n ${IDEM_STORE:-} ]]; then
   pg_store_error future "$IDEM_STORE" run -k k2 -- "${cmd[@]}"
   pg_store_error future-status "$IDEM_STORE" status k
   assert_eq 999 "$(psql -qXAt "$IDEM_STORE" -c 'SELECT version FROM idem_schema')" "version after the refusal"
-  psql -qX "$IDEM_STORE" -c 'UPDATE idem_schema SET version = 2'
+  psql -qX "$IDEM_STORE" -c 'UPDATE idem_schema SET version = 3'
   assert_status k succeeded
   exit 0
 fi
@@ -82,6 +82,26 @@ sqlite3 "$T/future.db" 'PRAGMA user_version=999'
 store_error future "$T/future.db" run -k k2 -- "${cmd[@]}"
 store_error future-status "$T/future.db" status k
 assert_eq 999 "$(sqlite3 "$T/future.db" 'PRAGMA user_version')" "user_version after the refusal"
+
+# A file that is not an idem store (another program's tables, another application_id) is refused
+# and left exactly as it was: its bytes, its mode (not made private), nothing beside it.
+sqlite3 "$T/other.db" 'create table t(x)'
+chmod 644 "$T/other.db"
+cp "$T/other.db" "$T/other.orig"
+capture other "$IDEM_BIN" --db "$T/other.db" run -k k -- "${cmd[@]}"
+expect_rc 74
+assert_idem_error
+assert_bytes "$T/other.err" 'idem: store %s is not an idem store (it holds other tables: t): give idem a file of its own\n' "$T/other.db"
+[[ ! -e $T/ran ]] || fail "the command ran although the store was refused"
+assert_same "$T/other.orig" "$T/other.db"
+assert_eq 644 "$(stat -c %a "$T/other.db")" "mode of the refused file"
+for f in "$T/other.db"-{wal,shm,journal}; do
+  [[ ! -e $f ]] || fail "the refusal left $f behind"
+done
+sqlite3 "$T/other-app.db" 'PRAGMA application_id = 1234; create table records(x)'
+store_error other-app "$T/other-app.db" ls
+grep -qF 'is not an idem store (it holds another application_id 0x000004d2)' "$T/other-app.err" ||
+  fail "the refusal does not say why: $(cat "$T/other-app.err")"
 
 # The working store is untouched by all this.
 IDEM_DB=$T/real.db idem status k >"$T/real.status"

@@ -102,7 +102,7 @@ TEST_CASE("postgres store: concurrent first opens create the schema once", "[sto
   INFO(errors);
   CHECK(opened.load() == k_threads);
   Admin admin(backend.url());
-  CHECK(admin.query("SELECT version FROM idem_schema") == "2\n");
+  CHECK(admin.query("SELECT version FROM idem_schema") == "3\n");
   CHECK(admin.query("SELECT count(*) FROM idem_records") == "1\n");
 }
 
@@ -168,9 +168,14 @@ TEST_CASE("postgres store: a version 1 schema is migrated, its records kept, no 
   }
   auto store = backend.open();
   Admin admin(backend.url());
-  CHECK(admin.query("SELECT version FROM idem_schema") == "2\n");
+  CHECK(admin.query("SELECT version FROM idem_schema") == "3\n");
   CHECK(admin.query("SELECT key || ' ' || replay_failures FROM idem_records ORDER BY key") ==
         "done false\nfailed false\n");
+  // Version 3's partial index of unfinished records, which holds none of these finished ones.
+  CHECK(admin.query("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+                    " AND indexname = 'idem_records_unfinished'")
+            .find("WHERE (status = ANY (ARRAY['running'::text, 'abandoned'::text]))") !=
+        std::string::npos);
   auto failed = store->get("failed");
   REQUIRE(failed);
   CHECK_FALSE(failed->replay_failures);
@@ -220,6 +225,26 @@ TEST_CASE("postgres store: ls's first page and gc go through their indexes on a 
   plan = explain_list(done);
   CHECK(plan.find("idem_records_by_recent") != std::string::npos);
   CHECK(plan.find("Sort") == std::string::npos);
+  // Unfinished records alone (`ls --status running`, doctor) from their partial index, which
+  // holds no finished record.
+  auto explain_unfinished = [&](const store::ListQuery& q, const char* statuses) {
+    return admin.query("EXPLAIN " + store::postgres_sql::list_page(q, true),
+                       {now, statuses, "rec-%", "4000000000000", "", "20"}, list_types);
+  };
+  store::ListQuery unfinished;
+  unfinished.statuses = {core::Status::running};
+  plan = explain_unfinished(unfinished, "{running}");
+  INFO(plan);
+  CHECK(plan.find("idem_records_unfinished") != std::string::npos);
+  CHECK(plan.find("Sort") == std::string::npos);
+  unfinished.statuses = {core::Status::running, core::Status::abandoned};
+  unfinished.prefix = "rec-";
+  plan = explain_unfinished(unfinished, "{running,abandoned}");
+  INFO(plan);
+  CHECK(plan.find("idem_records_unfinished") != std::string::npos);
+  CHECK(plan.find("Sort") == std::string::npos);
+  CHECK(admin.query("SELECT count(*) FROM idem_records WHERE status IN ('running', 'abandoned')"
+                    " AND key LIKE 'rec-%'") == "1000\n");
 
   const std::vector<Oid> gc_types{k_int8, k_int8, k_int8};
   plan = admin.query("EXPLAIN " + store::postgres_sql::gc_delete_batch(false), {now, "0", "500"},

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -64,6 +65,14 @@ bool exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
 }
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// idem's PRAGMA application_id ("IDEM"), as a decimal for SQL and as PRAGMA reads it back.
+constexpr const char* k_idem_application_id = "1229210957";
 
 // Raw access for what the interface deliberately hides (schema version, journal mode).
 struct RawDb {
@@ -244,8 +253,10 @@ TEST_CASE("store: a schema newer than this binary is refused", "[store][files]")
   TempDir dir;
   const std::string path = dir / "idem.db";
   {
+    // A newer idem's store: idem's application id, tables this idem does not know.
     RawDb raw(path);
-    raw.exec("CREATE TABLE future (x); PRAGMA user_version = 999;");
+    raw.exec("CREATE TABLE future (x); PRAGMA application_id = 1229210957;"
+             "PRAGMA user_version = 999;");
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   CHECK_THROWS_AS(open_sqlite_store(path), StoreError);
@@ -259,6 +270,129 @@ TEST_CASE("store: a schema newer than this binary is refused", "[store][files]")
   CHECK(raw.text("PRAGMA user_version") == "999");  // left as it was
 }
 
+namespace {
+
+// Opens PATH as a store, expecting the refusal of a file that is not an idem store because WHY;
+// the file is then as it was: the same bytes, the same mode, nothing beside it.
+void check_refused_as_foreign(const std::string& path, const std::string& why) {
+  const std::string before = bytes_of(path);
+  const mode_t mode = mode_of(path);
+  try {
+    open_sqlite_store(path);
+    FAIL("a file that is not an idem store was opened");
+  } catch (const StoreError& e) {
+    CHECK(e.code() == idem::k_exit_store);
+    CHECK_FALSE(e.transient());
+    CHECK(std::string(e.what()) ==
+          "store " + path + " is not an idem store (" + why + "): give idem a file of its own");
+  }
+  CHECK(bytes_of(path) == before);
+  CHECK(mode_of(path) == mode);
+  CHECK_FALSE(exists(path + "-wal"));
+  CHECK_FALSE(exists(path + "-shm"));
+  CHECK_FALSE(exists(path + "-journal"));
+}
+
+}  // namespace
+
+TEST_CASE("store: a file of another application is refused and left as it was",
+          "[store][files]") {
+  TempDir dir;
+  UmaskGuard mask(022);
+  const std::string path = dir / "other.db";
+  {
+    RawDb raw(path);
+    raw.exec("CREATE TABLE records (x); PRAGMA application_id = 305419896;");  // 0x12345678
+  }
+  REQUIRE(::chmod(path.c_str(), 0644) == 0);  // not made private: it is not idem's
+  check_refused_as_foreign(path, "it holds another application_id 0x12345678");
+
+  // One whose id reads as negative, in WAL mode: reading it makes a -wal and -shm, which the
+  // refusal takes away again.
+  const std::string wal = dir / "wal.db";
+  {
+    RawDb raw(wal);
+    raw.exec("PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1);"
+             "PRAGMA application_id = -559038737;");  // 0xdeadbeef
+  }
+  REQUIRE_FALSE(exists(wal + "-wal"));
+  check_refused_as_foreign(wal, "it holds another application_id 0xdeadbeef");
+  RawDb raw(wal);
+  CHECK(raw.text("PRAGMA journal_mode") == "wal");
+  CHECK(raw.text("SELECT x FROM t") == "1");
+}
+
+TEST_CASE("store: a file with tables that are not idem's is refused", "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "app.db";
+  {
+    RawDb raw(path);
+    raw.exec("CREATE TABLE foo (x); CREATE TABLE bar (x); INSERT INTO bar VALUES ('kept');");
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  check_refused_as_foreign(path, "it holds other tables: bar, foo");
+  // idem's own tables beside others do not make it idem's; only the first few are named.
+  const std::string mixed = dir / "mixed.db";
+  {
+    RawDb raw(mixed);
+    raw.exec("CREATE TABLE records (key TEXT PRIMARY KEY); CREATE TABLE outputs (key TEXT);"
+             "CREATE TABLE a (x); CREATE TABLE b (x); CREATE TABLE c (x); CREATE VIEW d AS "
+             "SELECT 1; PRAGMA user_version = 7;");
+  }
+  check_refused_as_foreign(mixed, "it holds other tables: a, b, c and 1 more");
+}
+
+TEST_CASE("store: a file with a user_version but no records table is refused",
+          "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "versioned.db";
+  {
+    RawDb raw(path);
+    raw.exec("PRAGMA user_version = 3;");
+  }
+  check_refused_as_foreign(path, "it has user_version 3 but no records table");
+  const std::string outputs_only = dir / "outputs.db";
+  {
+    RawDb raw(outputs_only);
+    raw.exec("CREATE TABLE outputs (key TEXT); PRAGMA user_version = 6;");
+  }
+  check_refused_as_foreign(outputs_only, "it has user_version 6 but no records table");
+}
+
+TEST_CASE("store: a new store carries idem's application id", "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    auto store = open_sqlite_store(path);
+    REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
+  }
+  {
+    RawDb raw(path);
+    CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
+  }
+  // So does an empty file given to idem.
+  const std::string empty = dir / "empty.db";
+  { std::ofstream create(empty); }
+  REQUIRE(::chmod(empty.c_str(), 0600) == 0);
+  open_sqlite_store(empty);
+  RawDb raw(empty);
+  CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
+}
+
+TEST_CASE("store: a current store made before application ids gets idem's", "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  { put_finished(*open_sqlite_store(path), "k", k_t0, Status::succeeded, k_t0 + 1); }
+  {
+    RawDb raw(path);
+    raw.exec("PRAGMA application_id = 0;");
+  }
+  auto store = open_sqlite_store(path);
+  CHECK(store->get("k").has_value());
+  RawDb raw(path);
+  CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
+}
+
 TEST_CASE("store: an older (empty, version 0) database is migrated in place", "[store][files]") {
   TempDir dir;
   const std::string path = dir / "idem.db";
@@ -270,7 +404,7 @@ TEST_CASE("store: an older (empty, version 0) database is migrated in place", "[
   auto store = open_sqlite_store(path);
   REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "7");
+  CHECK(raw.text("PRAGMA user_version") == "8");
 }
 
 TEST_CASE("store: a version 1 store keeps its records when migrated to version 2", "[store][files]") {
@@ -302,7 +436,7 @@ TEST_CASE("store: a version 1 store keeps its records when migrated to version 2
   CHECK(old->exit_code == 7);
   CHECK_FALSE(old->response);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "7");
+  CHECK(raw.text("PRAGMA user_version") == "8");
 }
 
 TEST_CASE("store: a corrupt file is a StoreError, not a crash", "[store][files]") {
@@ -507,6 +641,97 @@ TEST_CASE("store: ls reads newest first from an index: no full scan, no sort", "
   CHECK(by_key.find("sqlite_autoindex_records_1 (key>? AND key<?)") != std::string::npos);
 }
 
+TEST_CASE("store: unfinished records are listed from their own index", "[store][plan]") {
+  namespace sql = idem::store::sqlite_sql;
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  open_sqlite_store(path);
+  auto plan = [&](const ListQuery& query, bool by_key) {
+    auto lines = plan_of(path, sql::list(query, by_key));
+    INFO(sql::list(query, by_key) + " => " + joined(lines));
+    return lines;
+  };
+  const std::vector<std::vector<Status>> unfinished{{Status::running},
+                                                    {Status::abandoned},
+                                                    {Status::running, Status::abandoned},
+                                                    {Status::abandoned, Status::running}};
+  for (const auto& statuses : unfinished)
+    for (const char* prefix : {"", "backup-"})
+      for (bool keys_only : {false, true})
+        for (bool by_key : {false, true}) {  // a rare prefix too: the unfinished index is smaller
+          ListQuery q;
+          q.limit = 20;
+          q.statuses = statuses;
+          q.prefix = prefix;
+          q.keys_only = keys_only;
+          CHECK(sql::lists_unfinished_only(q));
+          CHECK(uses_only(plan(q, by_key), "records_unfinished"));
+        }
+  // Finished records asked for too, or expired ones: the newest-first index, as before.
+  ListQuery q;
+  q.statuses = {Status::running, Status::failed};
+  CHECK_FALSE(sql::lists_unfinished_only(q));
+  CHECK(uses_only(plan(q, false), "records_by_recent"));
+  q.statuses = {Status::running};
+  q.include_expired = true;
+  CHECK_FALSE(sql::lists_unfinished_only(q));
+  CHECK(uses_only(plan(q, false), "records_by_recent"));
+  q.include_expired = false;
+  q.live = false;
+  CHECK_FALSE(sql::lists_unfinished_only(q));
+  q.live = true;
+  q.statuses.clear();
+  CHECK_FALSE(sql::lists_unfinished_only(q));
+}
+
+TEST_CASE("store: unfinished records list as a walk of every record would", "[store]") {
+  TempDir dir;
+  auto store = open_sqlite_store(dir / "idem.db");
+  // Finished records around unfinished ones, two of each status a second apart, keys tied.
+  for (int i = 0; i < 40; ++i) {
+    const std::string n = std::to_string(i);
+    const int64_t t = k_t0 + (i / 2) * 1000;
+    if (i % 10 == 3 || i % 10 == 4) {
+      REQUIRE(store->claim(request("job-" + n, t), k_alive).verdict == Verdict::claim);
+      if (i % 10 == 4) REQUIRE(store->mark_abandoned("job-" + n, 1));
+    } else {
+      put_finished(*store, (i % 3 == 0 ? "job-" : "other-") + n, t,
+                   i % 2 ? Status::failed : Status::succeeded, t + 5);
+    }
+  }
+  auto walked = [&](ListQuery q) {  // the same listing through records_by_recent
+    std::vector<std::string> keys;
+    const std::vector<Status> wanted = q.statuses;
+    q.statuses.clear();
+    for (const auto& r : listed(*store, q))
+      if (std::find(wanted.begin(), wanted.end(), r.status) != wanted.end())
+        keys.push_back(r.key);
+    return keys;
+  };
+  ListQuery q;
+  q.now_ms = k_t0 + 100000;
+  for (const auto& statuses : std::vector<std::vector<Status>>{
+           {Status::running}, {Status::abandoned}, {Status::running, Status::abandoned}})
+    for (const char* prefix : {"", "job-", "job-3", "other-"}) {
+      q.statuses = statuses;
+      q.prefix = prefix;
+      INFO(prefix);
+      CHECK(keys_of(listed(*store, q)) == walked(q));
+    }
+  q.prefix.clear();
+  q.statuses = {Status::running, Status::abandoned};
+  CHECK(keys_of(listed(*store, q)) == std::vector<std::string>{"job-34", "job-33", "job-24",
+                                                               "job-23", "job-14", "job-13",
+                                                               "job-4", "job-3"});
+  q.limit = 3;
+  CHECK(keys_of(listed(*store, q)) == std::vector<std::string>{"job-34", "job-33", "job-24"});
+  // A finish takes its record out of the index.
+  REQUIRE(store->finish("job-33", 1, outcome(Status::succeeded, 0, k_t0 + 20000)));
+  q.statuses = {Status::running};
+  q.limit = 0;
+  CHECK(keys_of(listed(*store, q)) == std::vector<std::string>{"job-23", "job-13", "job-3"});
+}
+
 TEST_CASE("store: prefix_end bounds a prefix as a key range", "[store]") {
   using idem::store::sqlite_sql::prefix_end;
   CHECK(prefix_end("abc") == "abd");
@@ -594,10 +819,10 @@ TEST_CASE("store: a version 2 store keeps its records when migrated to version 3
   CHECK(kept->response->headers.empty());  // it had no content type
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "7");
+    CHECK(raw.text("PRAGMA user_version") == "8");
     CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
                    "type = 'index' AND name LIKE 'records%' ORDER BY name)") ==
-          "records_by_end records_by_recent records_expiring");
+          "records_by_end records_by_recent records_expiring records_unfinished");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
   ListQuery q;
@@ -730,7 +955,7 @@ TEST_CASE("store: a version 3 store keeps its records when migrated to version 4
   CHECK(store->claim(again, k_alive).verdict == Verdict::running);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "7");
+    CHECK(raw.text("PRAGMA user_version") == "8");
     CHECK(raw.text("SELECT count(*) FROM records WHERE attempt_token = '' AND lease_expires IS "
                    "NULL") == "2");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
@@ -824,7 +1049,7 @@ TEST_CASE("store: a version 4 store's HTTP status and content type become its re
   CHECK(json->output_bytes == 12);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "7");
+    CHECK(raw.text("PRAGMA user_version") == "8");
     CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name IN "
                    "('http_status', 'content_type')") == "0");
     // The migration writes the very text the store does.
@@ -916,7 +1141,7 @@ TEST_CASE("store: a version 5 store's outputs move to their own table", "[store]
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "7");
+    CHECK(raw.text("PRAGMA user_version") == "8");
     CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name = 'output'") ==
           "0");
     // Only outputs with bytes get a row, under the attempt that wrote them.
@@ -925,7 +1150,7 @@ TEST_CASE("store: a version 5 store's outputs move to their own table", "[store]
     CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
                    "type IN ('index', 'trigger') AND tbl_name = 'records' ORDER BY name)") ==
           "outputs_of_deleted outputs_of_replaced records_by_end records_by_recent "
-          "records_expiring sqlite_autoindex_records_1");
+          "records_expiring records_unfinished sqlite_autoindex_records_1");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
   // Every record reads as it did, byte for byte.
@@ -986,18 +1211,18 @@ TEST_CASE("store: a schema one newer than this binary's is refused, its outputs 
   {
     RawDb raw(path);
     raw.exec(k_version_5);
-    raw.exec("PRAGMA user_version = 8;");
+    raw.exec("PRAGMA user_version = 9;");
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   try {
     open_sqlite_store(path);
-    FAIL("a version 8 store was opened");
+    FAIL("a version 9 store was opened");
   } catch (const StoreError& e) {
-    CHECK(std::string(e.what()).find("schema version 8, newer than this idem understands (7)") !=
+    CHECK(std::string(e.what()).find("schema version 9, newer than this idem understands (8)") !=
           std::string::npos);
   }
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "8");
+  CHECK(raw.text("PRAGMA user_version") == "9");
   CHECK(raw.text("SELECT count(*) FROM sqlite_master WHERE name = 'outputs'") == "0");
 }
 
@@ -1051,10 +1276,16 @@ TEST_CASE("store: a version 6 store's records get the replay policy of a failure
     raw.exec(k_version_6);
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  {
+    // Made before idem set an application id.
+    RawDb raw(path);
+    CHECK(raw.text("PRAGMA application_id") == "0");
+  }
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "7");
+    CHECK(raw.text("PRAGMA user_version") == "8");
+    CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
     CHECK(raw.text("SELECT group_concat(key || ' ' || replay_failures, ',') FROM "
                    "(SELECT * FROM records ORDER BY key)") == "done 0,failed 0,running 0");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
@@ -1095,6 +1326,77 @@ TEST_CASE("store: a migration that fails leaves the version 6 store as it was", 
   RawDb raw(path);
   CHECK(raw.text("PRAGMA user_version") == "6");
   CHECK(raw.text("SELECT count(*) FROM records") == "3");
+  CHECK(raw.text("PRAGMA integrity_check") == "ok");
+}
+
+namespace {
+
+// The version 7 schema, frozen here as it was published (version 6 with the replay policy's
+// column, no application id), with an abandoned record beside version 6's.
+std::string version_7() {
+  return std::string(k_version_6) + R"sql(;
+  ALTER TABLE records ADD COLUMN replay_failures INTEGER NOT NULL DEFAULT 0;
+  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                       owner_pid, owner_start, started_at, ttl_ms, note, replay_failures)
+  VALUES ('crashed', 'fp', 'run', 'abandoned', 1, 'h', 'b', 2, 2, 1500, 86400000,
+          'owner died mid-run', 1);
+  PRAGMA user_version = 7;)sql";
+}
+
+constexpr const char* k_unfinished_keys =
+    "SELECT coalesce(group_concat(key, ','), '') FROM (SELECT key FROM records INDEXED BY "
+    "records_unfinished WHERE status IN ('running', 'abandoned') ORDER BY started_at DESC, key)";
+
+}  // namespace
+
+TEST_CASE("store: a version 7 store gets the index of its unfinished records", "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    RawDb raw(path);
+    raw.exec(version_7().c_str());
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  auto store = open_sqlite_store(path);
+  {
+    RawDb raw(path);
+    CHECK(raw.text("PRAGMA user_version") == "8");
+    CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
+    CHECK(raw.text(k_unfinished_keys) == "crashed,running");
+    CHECK(raw.text("PRAGMA integrity_check") == "ok");
+  }
+  // Every record reads as it did.
+  CHECK(store->get("crashed")->status == Status::abandoned);
+  CHECK(store->get("crashed")->replay_failures);
+  CHECK(store->get("failed")->exit_code == 3);
+  ListQuery q;
+  q.now_ms = 3000;
+  q.statuses = {Status::running, Status::abandoned};
+  CHECK(keys_of(listed(*store, q)) == std::vector<std::string>{"crashed", "running"});
+  // The index follows the records: a finish takes one out, a claim puts one in.
+  REQUIRE(store->finish("running", 1, outcome(Status::succeeded, 0, 3000)));
+  REQUIRE(store->claim(request("new", 2500), k_alive).verdict == Verdict::claim);
+  RawDb raw(path);
+  CHECK(raw.text(k_unfinished_keys) == "new,crashed");
+}
+
+TEST_CASE("store: a migration that fails leaves the version 7 store as it was", "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    RawDb raw(path);
+    raw.exec(version_7().c_str());
+    // An index of the step's name already there makes its CREATE INDEX fail.
+    raw.exec("CREATE INDEX records_unfinished ON records (key);");
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  CHECK_THROWS_AS(open_sqlite_store(path), StoreError);
+  RawDb raw(path);
+  CHECK(raw.text("PRAGMA user_version") == "7");
+  CHECK(raw.text("PRAGMA application_id") == "0");
+  CHECK(raw.text("SELECT sql FROM sqlite_master WHERE name = 'records_unfinished'") ==
+        "CREATE INDEX records_unfinished ON records (key)");
+  CHECK(raw.text("SELECT count(*) FROM records") == "4");
   CHECK(raw.text("PRAGMA integrity_check") == "ok");
 }
 

@@ -81,8 +81,11 @@ TEST_CASE("store errors: a newer schema is permanent", "[store][errors]") {
   {
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(db, "CREATE TABLE future (x); PRAGMA user_version = 999;", nullptr,
-                         nullptr, nullptr) == SQLITE_OK);
+    // A newer idem's store: idem's application id, tables this idem does not know.
+    REQUIRE(sqlite3_exec(db,
+                         "CREATE TABLE future (x); PRAGMA application_id = 1229210957;"
+                         "PRAGMA user_version = 999;",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_close(db);
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
