@@ -172,6 +172,16 @@ if on_sqlite; then
   expect_rc 74
   grep -q "^error: .*junk.db.*: file is not a database; mend what it names" "$T/junk.out" ||
     fail "junk store: $(cat "$T/junk.out")"
+  # Another program's file: refused as it is, and left so.
+  sqlite3 "$T/theirs.db" 'CREATE TABLE t (x); INSERT INTO t VALUES (1)'
+  chmod 600 "$T/theirs.db"
+  cp "$T/theirs.db" "$T/theirs.copy"
+  capture theirs idem --db "$T/theirs.db" doctor
+  expect_rc 74
+  file_has "$T/theirs.out" "error: store $T/theirs.db is not an idem store (it holds other tables: t): give idem a file of its own; mend what it names" ||
+    fail "foreign file: $(cat "$T/theirs.out")"
+  cmp -s "$T/theirs.db" "$T/theirs.copy" || fail "doctor changed another program's file"
+  [[ ! -e $T/theirs.db-wal ]] || fail "doctor left a WAL beside another program's file"
   # Many records over many pages, checkpointed into the file; then pages in the middle smashed.
   for i in $(seq 1 150); do printf '{"id":"m-%s"}\n' "$i"; done |
     IDEM_DB="$T/big.db" "$IDEM_BIN" each --key-field /id -- sh -c 'head -c 6000 /dev/zero | tr "\0" x' >/dev/null
