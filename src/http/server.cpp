@@ -112,6 +112,12 @@ const std::string& http_date() {
   return text;
 }
 
+int port_of(const sockaddr_storage& ss) {
+  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(ss).sin6_port);
+  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(ss).sin_port);
+  return 0;
+}
+
 std::string peer_address(const sockaddr_storage& ss) {
   char buf[INET6_ADDRSTRLEN] = "";
   if (ss.ss_family == AF_INET) {
@@ -126,13 +132,15 @@ std::string peer_address(const sockaddr_storage& ss) {
 class Session {
  public:
   Session(const ServerOptions& options, Handler& handler, Stream& stream, int wake_fd,
-          const std::atomic<bool>& stopping, std::string remote, int64_t start_ms)
+          const std::atomic<bool>& stopping, std::string remote, int remote_port,
+          int64_t start_ms)
       : options_(options),
         handler_(handler),
         stream_(stream),
         wake_fd_(wake_fd),
         stopping_(stopping),
         remote_(std::move(remote)),
+        remote_port_(remote_port),
         parser_(options.limits, remote_),
         idle_since_(start_ms),
         request_start_(start_ms) {}
@@ -239,7 +247,7 @@ class Session {
       Response response = handler_.refused(parser_.head(), parser_.error());
       return finish(parser_.head(), response, head_ms, true);
     }
-    Request request{parser_.take_head(), parser_.take_body(), remote_};
+    Request request{parser_.take_head(), parser_.take_body(), remote_, remote_port_};
     Response response;
     try {
       response = handler_.handle(request);
@@ -378,6 +386,7 @@ class Session {
   const int wake_fd_;
   const std::atomic<bool>& stopping_;
   const std::string remote_;
+  const int remote_port_;
   RequestParser parser_;
   std::string in_;  // received bytes; those before pos_ are parsed
   size_t pos_ = 0;
@@ -442,8 +451,7 @@ int Server::listen(const std::string& host, int port, const std::string& shown_a
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len);
-  return ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6&>(ss).sin6_port)
-                                  : ntohs(reinterpret_cast<sockaddr_in&>(ss).sin_port);
+  return port_of(ss);
 }
 
 namespace {
@@ -505,10 +513,8 @@ std::pair<std::string, int> Server::adopt(util::Fd listener) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&ss), &len);
-  const int port = ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6&>(ss).sin6_port)
-                                            : ntohs(reinterpret_cast<sockaddr_in&>(ss).sin_port);
   listener_ = std::move(listener);
-  return {peer_address(ss), port};
+  return {peer_address(ss), port_of(ss)};
 }
 
 void Server::adopt_unix(util::Fd listener, Handler& handler) {
@@ -580,7 +586,7 @@ void Server::accept_one(int listener, Handler& handler) {
   ++connections_;
   waiting_.push_back(Waiting{std::move(connection),
                              ss.ss_family == AF_UNIX ? std::string("unix") : peer_address(ss),
-                             &handler, listener == listener_.get() ? tls_ : nullptr});
+                             port_of(ss), &handler, listener == listener_.get() ? tls_ : nullptr});
   if (int(waiting_.size()) > idle_workers_ && int(workers_.size()) < options_.max_connections) {
     try {
       workers_.emplace_back([this] { work(); });
@@ -617,7 +623,7 @@ void Server::work() {
                                            ? connection.tls->accept(connection.fd.get())
                                            : std::make_unique<PlainStream>(connection.fd.get());
       Session(options_, *connection.handler, *stream, wake_read_.get(), stopping_,
-              std::move(connection.remote), util::monotonic_ms())
+              std::move(connection.remote), connection.remote_port, util::monotonic_ms())
           .run();
     } catch (const std::exception&) {
       // Only the connection is lost (its answer could not even be built).

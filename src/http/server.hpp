@@ -29,6 +29,7 @@ struct Request {
   RequestHead head;
   std::string body;
   std::string remote;  // the peer's address, e.g. "127.0.0.1"
+  int remote_port = 0;  // the peer's port; 0 on a Unix socket
 };
 
 struct Response {
@@ -123,6 +124,7 @@ class Server {
   struct Waiting {
     util::Fd fd;
     std::string remote;
+    int remote_port = 0;
     Handler* handler = nullptr;  // the listener's
     std::shared_ptr<const TlsContext> tls;  // the TCP listener's when it speaks TLS
   };

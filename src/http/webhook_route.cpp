@@ -214,9 +214,11 @@ class WebhookEffect final : public DeliveryEffect {
   Answer answer_;
 };
 
-std::string remote_address(const std::string& remote) {
-  // webhook shows the peer as Go's RemoteAddr, host and port; idem's server gives the host.
-  return (remote.find(':') != std::string::npos ? "[" + remote + "]" : remote) + ":0";
+// The peer as Go's RemoteAddr shows it, as webhook passes it: host and port, an IPv6 host in
+// brackets.
+std::string remote_address(const std::string& remote, int port) {
+  return (remote.find(':') != std::string::npos ? "[" + remote + "]" : remote) + ":" +
+         std::to_string(port);
 }
 
 class WebhookRoute final : public Route {
@@ -288,7 +290,7 @@ class WebhookRoute final : public Route {
     const std::string& target = req.head.target;
     const size_t question = target.find('?');
     Request request =
-        make_request(hook_, req.head.method, remote_address(req.remote), d.headers,
+        make_request(hook_, req.head.method, remote_address(req.remote, req.remote_port), d.headers,
                      question == std::string::npos ? std::string_view()
                                                    : std::string_view(target).substr(question + 1),
                      std::move(req.body), util::process_clock().now_ms() / 1000);

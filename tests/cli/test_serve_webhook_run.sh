@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPEC §6b: how a hooks file's command runs under idem: in its command-working-directory (one
-# that is missing fails the run: 500), with its files written 0600 and removed after the run,
+# that is missing fails the run: 500), with the peer's address and port as remote-addr, with its files written 0600 and removed after the run,
 # without the secrets of any hook (idem signatures' secret_env, variables a template read), with
 # idem's timeout, concurrency cap and queue; and the answers before the command: 404 for an id
 # not loaded, 405 (no body) for a method the hook does not take, 413 over idem's max_body, 401
@@ -56,6 +56,10 @@ cat >"$T/hooks.yaml" <<EOF
   include-command-output-in-response: true
   pass-arguments-to-command: [{source: string, name: slow}]
   idem: {timeout: 300ms}
+- id: peer
+  execute-command: $T/handler.sh
+  include-command-output-in-response: true
+  pass-arguments-to-command: [{source: request, name: remote-addr}]
 - id: capped/one
   execute-command: $T/handler.sh
   include-command-output-in-response: true
@@ -74,6 +78,10 @@ post /hooks/nowhere ''
 expect_http 500
 assert_header Content-Type 'text/plain; charset=utf-8'
 assert_body "Error occurred while executing the hook's command. Please check your logs for more details."
+
+# --- remote-addr: the peer as Go's RemoteAddr, host and port ---------------------------------------
+port=$(curl -sS -X POST --data-binary '' -o "$T/peer.body" -w '%{local_port}' "$URL/hooks/peer")
+assert_bytes "$T/peer.body" 'args: 127.0.0.1:%s\n' "$port"
 
 # --- Secrets: no handler sees a signature's secret or a variable the template read --------------
 body='{"a":1}'
