@@ -19,10 +19,12 @@ namespace {
 // Records of one kind shown one line each; the rest are counted in one line.
 constexpr int64_t k_records_shown = 20;
 
-core::PathFacts path_facts(const std::string& path) {
+// lstat's facts; with `follow`, stat's (the store's folder may be a symlink, as with systemd's
+// DynamicUser, whose /var/lib/idem links to /var/lib/private/idem).
+core::PathFacts path_facts(const std::string& path, bool follow = false) {
   core::PathFacts f;
   struct stat st{};
-  if (::lstat(path.c_str(), &st) != 0) return f;
+  if ((follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) return f;
   f.exists = true;
   f.is_symlink = S_ISLNK(st.st_mode);
   f.is_dir = S_ISDIR(st.st_mode);
@@ -57,7 +59,7 @@ struct Report {
 bool check_files(const std::string& path, Report& report) {
   const uint32_t euid = ::geteuid();
   const std::string folder = folder_of(path);
-  const core::PathFacts folder_facts = path_facts(folder);
+  const core::PathFacts folder_facts = path_facts(folder, true);
   const core::PathFacts db = path_facts(path);
   report.add(core::folder_findings(folder, folder_facts, euid));
   report.add(core::file_findings(path, "store", db, euid));
