@@ -1,5 +1,6 @@
 #include "http/multipart.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "http/message.hpp"
@@ -252,6 +253,54 @@ std::string_view skip_lwsp(std::string_view s) {
   return s;
 }
 
+// Go's quotedprintable.Reader, which multipart.Reader puts under a part whose
+// Content-Transfer-Encoding is quoted-printable: "=XX" (either case) is a byte, "=" at a line's
+// end a soft line break, a trailing space or tab of a line dropped, a "=" not followed by two hex
+// digits taken as it is (but not before a line end). nullopt where Go's reader fails.
+std::optional<std::string> decode_quoted_printable(std::string_view text) {
+  std::string out;
+  while (!text.empty()) {
+    size_t newline = text.find('\n');
+    bool last = newline == std::string_view::npos;
+    std::string_view whole = text.substr(0, last ? text.size() : newline + 1);
+    text.remove_prefix(whole.size());
+    std::string_view kept = whole;
+    while (!kept.empty() && is_ascii_space(kept.back())) kept.remove_suffix(1);
+    std::string line(kept);
+    bool bad_soft_break = false;
+    if (!line.empty() && line.back() == '=') {
+      std::string_view stripped = whole.substr(kept.size());
+      line.pop_back();
+      bad_soft_break = stripped.substr(0, 1) != "\n" && stripped.substr(0, 2) != "\r\n" &&
+                       !(stripped.empty() && !line.empty() && last);
+    } else if (!last) {
+      line += whole.size() >= 2 && whole[whole.size() - 2] == '\r' ? "\r\n" : "\n";
+    }
+    for (size_t i = 0; i < line.size(); ++i) {
+      unsigned char c = static_cast<unsigned char>(line[i]);
+      if (c == '=') {
+        int high = i + 1 < line.size() ? hex_value(line[i + 1]) : -1;
+        int low = i + 2 < line.size() ? hex_value(line[i + 2]) : -1;
+        if (high >= 0 && low >= 0) {
+          out.push_back(char(high * 16 + low));
+          i += 2;
+          continue;
+        }
+        if (i + 1 < line.size() && line[i + 1] != '\r' && line[i + 1] != '\n') {
+          out.push_back('=');
+          continue;
+        }
+        return std::nullopt;
+      }
+      if (c != '\t' && c != '\r' && c != '\n' && c < 0x80 && (c < ' ' || c > '~'))
+        return std::nullopt;
+      out.push_back(char(c));
+    }
+    if (bad_soft_break) return std::nullopt;
+  }
+  return out;
+}
+
 // Go's bufio.Reader under multipart.Reader holds 4096 bytes: a line that NextPart reads (the
 // preamble's, a delimiter's) must fit, '\n' included.
 constexpr size_t k_line_buffer = 4096;
@@ -369,13 +418,30 @@ class FormReader {
       part.headers.emplace_back(std::move(key),
                                 std::string(skip_lwsp(std::string_view(field).substr(colon + 1))));
     }
+    bool quoted_printable = false;
+    if (const std::string* encoding = part.header("Content-Transfer-Encoding"))
+      quoted_printable = equals_ignore_case(*encoding, "quoted-printable");
+    if (quoted_printable) {  // Go hides the field and decodes the body
+      auto& h = part.headers;
+      h.erase(std::remove_if(h.begin(), h.end(),
+                             [](const auto& field) {
+                               return field.first == "Content-Transfer-Encoding";
+                             }),
+              h.end());
+    }
     const std::string* disposition = part.header("Content-Disposition");
     MediaType type = parse_media_type(disposition ? *disposition : "");
     if (type.error.empty()) {
       if (type.type == "form-data") part.name = type.params["name"];
       part.filename = type.params["filename"];
     }
-    return read_body(part);
+    if (!read_body(part)) return false;
+    if (quoted_printable) {
+      std::optional<std::string> decoded = decode_quoted_printable(part.body);
+      if (!decoded) return fail("quotedprintable: invalid quoted-printable body");
+      part.body = std::move(*decoded);
+    }
+    return true;
   }
 
   // Go's scanUntilBoundary: the body ends before a line end and `--boundary` followed by two
@@ -461,7 +527,8 @@ Boundary form_boundary(std::string_view content_type) {
   if (!type.error.empty() || type.type != "multipart/form-data")
     return {std::nullopt, k_not_multipart};
   auto boundary = type.params.find("boundary");
-  if (boundary == type.params.end())
+  // Go 1.19 refuses an empty one too (boundary=""), though RFC 2046 would not parse it either.
+  if (boundary == type.params.end() || boundary->second.empty())
     return {std::nullopt, "no multipart boundary param in Content-Type"};
   return {boundary->second, {}};
 }
