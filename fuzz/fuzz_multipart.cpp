@@ -24,9 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(boundary.value.has_value() == boundary.error.empty());
   // A boundary of the header, else the start of the body's first line, so that the parser gets
   // past the preamble often.
-  std::string b = boundary.value      ? *boundary.value
-                   : body.size() < 2 ? std::string()
-                                     : std::string(body.substr(2, body.find_first_of("\r\n") - 2));
+  std::string b = boundary.value    ? *boundary.value
+                  : body.size() < 2 ? std::string()
+                                    : std::string(body.substr(2, body.find_first_of("\r\n") - 2));
   std::string lowered(body);
   for (char& c : lowered) c = char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   const bool quoted_printable = lowered.find("quoted-printable") != std::string::npos;

@@ -423,10 +423,9 @@ class FormReader {
       quoted_printable = equals_ignore_case(*encoding, "quoted-printable");
     if (quoted_printable) {  // Go hides the field and decodes the body
       auto& h = part.headers;
-      h.erase(std::remove_if(h.begin(), h.end(),
-                             [](const auto& field) {
-                               return field.first == "Content-Transfer-Encoding";
-                             }),
+      h.erase(std::remove_if(
+                  h.begin(), h.end(),
+                  [](const auto& field) { return field.first == "Content-Transfer-Encoding"; }),
               h.end());
     }
     const std::string* disposition = part.header("Content-Disposition");

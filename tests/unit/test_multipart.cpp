@@ -2,7 +2,6 @@
 // (http/webhook_request.hpp). The expected values are what webhook 2.8.0 (Debian's, built with Go
 // 1.19) answered for the same bodies, passed back as its entire-payload.
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,12 +11,12 @@
 #include "http/webhook_request.hpp"
 
 using idem::http::multipart::Form;
-using idem::http::multipart::MediaType;
-using idem::http::multipart::Part;
 using idem::http::multipart::form_boundary;
 using idem::http::multipart::k_max_parts;
+using idem::http::multipart::MediaType;
 using idem::http::multipart::parse_form;
 using idem::http::multipart::parse_media_type;
+using idem::http::multipart::Part;
 
 namespace {
 
@@ -62,7 +61,8 @@ TEST_CASE("multipart: media types as Go's mime.ParseMediaType reads them", "[mul
 }
 
 TEST_CASE("multipart: the boundary of a Content-Type header", "[multipart]") {
-  CHECK(form_boundary("multipart/form-data; boundary=XB").value == std::optional<std::string>("XB"));
+  CHECK(form_boundary("multipart/form-data; boundary=XB").value ==
+        std::optional<std::string>("XB"));
   CHECK(form_boundary("multipart/form-data; boundary=\"X B\"").value ==
         std::optional<std::string>("X B"));
   CHECK(!form_boundary("multipart/form-data; charset=utf-8").value);
@@ -82,10 +82,11 @@ TEST_CASE("multipart: parts, preamble and epilogue", "[multipart]") {
   CHECK(parts("--XB--") == "");
   CHECK(parts("--XB--\r\n") == "");
   // A file part, a part without a name (kept, with an empty name), an empty part.
-  CHECK(parts("--XB\r\nContent-Disposition: form-data; name=f; filename=\"a.json\"\r\n"
-              "Content-Type: application/json\r\n\r\n{}\r\n--XB\r\nContent-Disposition: "
-              "form-data\r\n\r\nx\r\n--XB\r\nContent-Disposition: form-data; name=e\r\n\r\n--XB--") ==
-        "f(a.json)={} =x e=");
+  CHECK(
+      parts("--XB\r\nContent-Disposition: form-data; name=f; filename=\"a.json\"\r\n"
+            "Content-Type: application/json\r\n\r\n{}\r\n--XB\r\nContent-Disposition: "
+            "form-data\r\n\r\nx\r\n--XB\r\nContent-Disposition: form-data; name=e\r\n\r\n--XB--") ==
+      "f(a.json)={} =x e=");
   // A delimiter that is only a prefix of a longer line is data.
   CHECK(parts("--XB\r\nContent-Disposition: form-data; name=a\r\n\r\nx\r\n--XBY\r\n--XB-y\r\n"
               "--XB--") == "a=x\r\n--XBY\r\n--XB-y");
@@ -101,14 +102,16 @@ TEST_CASE("multipart: parts, preamble and epilogue", "[multipart]") {
 }
 
 TEST_CASE("multipart: header fields", "[multipart]") {
-  Form form = parse_form("--XB\r\ncontent-type: text/plain\r\nContent-Type: application/json\r\n"
-                         "X-Odd Name: 1\r\nContent-Disposition: form-data; name=a\r\n\r\nv\r\n--XB--",
-                         "XB");
+  Form form = parse_form(
+      "--XB\r\ncontent-type: text/plain\r\nContent-Type: application/json\r\n"
+      "X-Odd Name: 1\r\nContent-Disposition: form-data; name=a\r\n\r\nv\r\n--XB--",
+      "XB");
   REQUIRE(form.error.empty());
   REQUIRE(form.parts.size() == 1);
   const Part& part = form.parts[0];
   CHECK(*part.header("Content-Type") == "text/plain");
-  CHECK(part.headers[1] == std::make_pair(std::string("Content-Type"), std::string("application/json")));
+  CHECK(part.headers[1] ==
+        std::make_pair(std::string("Content-Type"), std::string("application/json")));
   CHECK(part.headers[2].first == "X-Odd Name");  // not a token: not canonicalized
   CHECK(part.header("X-Missing") == nullptr);
   // No name without form-data, or with a disposition that does not parse.
@@ -119,9 +122,10 @@ TEST_CASE("multipart: header fields", "[multipart]") {
 
 TEST_CASE("multipart: quoted-printable parts are decoded", "[multipart]") {
   auto qp = [](std::string_view body) {
-    return parts("--XB\r\nContent-Disposition: form-data; name=a\r\n"
-                 "Content-Transfer-Encoding: Quoted-Printable\r\n\r\n" +
-                 std::string(body) + "\r\n--XB--");
+    return parts(
+        "--XB\r\nContent-Disposition: form-data; name=a\r\n"
+        "Content-Transfer-Encoding: Quoted-Printable\r\n\r\n" +
+        std::string(body) + "\r\n--XB--");
   };
   CHECK(qp("h=C3=A9llo=\r\nx") == "a=h\xc3\xa9llox");
   CHECK(qp("a=4a") == "a=aJ");
@@ -132,7 +136,8 @@ TEST_CASE("multipart: quoted-printable parts are decoded", "[multipart]") {
   CHECK(qp("abc= ") == "error");
   CHECK(qp("a\x01") == "error");
   CHECK(qp("a=\rb") == "error");
-  Form form = parse_form("--XB\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nv\r\n--XB--", "XB");
+  Form form =
+      parse_form("--XB\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nv\r\n--XB--", "XB");
   REQUIRE(form.parts.size() == 1);
   CHECK(form.parts[0].header("Content-Transfer-Encoding") == nullptr);  // Go hides it
 }
@@ -159,7 +164,8 @@ TEST_CASE("multipart: at most 1000 parts", "[multipart]") {
   auto many = [](size_t n) {
     std::string body;
     for (size_t i = 0; i < n; ++i)
-      body += "--XB\r\nContent-Disposition: form-data; name=n" + std::to_string(i) + "\r\n\r\nv\r\n";
+      body +=
+          "--XB\r\nContent-Disposition: form-data; name=n" + std::to_string(i) + "\r\n\r\nv\r\n";
     return body + "--XB--";
   };
   CHECK(parse_form(many(k_max_parts), "XB").parts.size() == k_max_parts);
@@ -167,8 +173,8 @@ TEST_CASE("multipart: at most 1000 parts", "[multipart]") {
   // Values beyond max_memory + 10 MiB are too much; files beyond max_memory are not.
   std::string big(100, 'x');
   std::string value = "--XB\r\nContent-Disposition: form-data; name=a\r\n\r\n" + big + "\r\n--XB--";
-  std::string file = "--XB\r\nContent-Disposition: form-data; name=a; filename=f\r\n\r\n" + big +
-                     "\r\n--XB--";
+  std::string file =
+      "--XB\r\nContent-Disposition: form-data; name=a; filename=f\r\n\r\n" + big + "\r\n--XB--";
   CHECK(parse_form(value, "XB", 0).error.empty());
   CHECK(parse_form(file, "XB", 0).error.empty());
 }
@@ -202,7 +208,8 @@ std::string value(const Request& request, Argument::Source source, std::string n
   return idem::http::webhook::value_of(a, request).value_or("(none)");
 }
 
-const std::string k_file_head = "--XB\r\nContent-Disposition: form-data; name=j; filename=j.txt\r\n";
+const std::string k_file_head =
+    "--XB\r\nContent-Disposition: form-data; name=j; filename=j.txt\r\n";
 
 }  // namespace
 
@@ -227,7 +234,8 @@ TEST_CASE("webhook request: multipart values and JSON file parts", "[multipart][
   // A file part is decoded when parse-parameters-as-json names it, whatever its type; one that
   // holds no JSON object is a nil map: "null" in the payload and as a value.
   hook.parse_as_json.push_back(payload_arg("j"));
-  CHECK(payload_of(form_post(hook, k_file_head + "\r\n{\"k\": 2}\r\n--XB--")) == R"({"j":{"k":2}})");
+  CHECK(payload_of(form_post(hook, k_file_head + "\r\n{\"k\": 2}\r\n--XB--")) ==
+        R"({"j":{"k":2}})");
   Request bad = form_post(hook, k_file_head + "\r\n[1, 2]\r\n--XB--");
   CHECK(payload_of(bad) == R"({"j":null})");
   CHECK(value(bad, Argument::Source::payload, "j") == "null");
