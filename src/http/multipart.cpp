@@ -486,6 +486,25 @@ int64_t header_size(const Part& part) {
   return size;
 }
 
+// ReadForm's accounting of one named part, checked where Go checks it: an in-memory file may
+// take `memory` below zero, which only the next named part finds.
+bool within_memory(const Part& part, int64_t& memory, int64_t& file_memory) {
+  memory -= int64_t(part.name.size()) + k_map_entry_overhead;
+  if (memory < 0) return false;
+  int64_t size = int64_t(part.body.size());
+  if (part.filename.empty()) {
+    memory -= size;
+    return memory >= 0;
+  }
+  memory -= header_size(part) + k_map_entry_overhead + k_file_header_size;
+  if (memory < 0) return false;
+  if (size <= file_memory) {  // else Go writes it to a temporary file, outside the accounting
+    file_memory -= size;
+    memory -= size;
+  }
+  return true;
+}
+
 }  // namespace
 
 Form parse_form(std::string_view body, std::string_view boundary, size_t max_memory) {
@@ -499,20 +518,8 @@ Form parse_form(std::string_view body, std::string_view boundary, size_t max_mem
   const std::string k_too_large = "multipart: message too large";
   for (Part part; reader.next(part);) {
     if (form.parts.size() >= k_max_parts) return Form{{}, k_too_large};
-    if (!part.name.empty()) {
-      memory -= int64_t(part.name.size()) + k_map_entry_overhead;
-      int64_t size = int64_t(part.body.size());
-      if (part.filename.empty()) {
-        memory -= size;
-      } else {
-        memory -= header_size(part) + k_map_entry_overhead + k_file_header_size;
-        if (memory >= 0 && size <= file_memory) {
-          file_memory -= size;
-          memory -= size;
-        }
-      }
-      if (memory < 0) return Form{{}, k_too_large};
-    }
+    if (!part.name.empty() && !within_memory(part, memory, file_memory))
+      return Form{{}, k_too_large};
     form.parts.push_back(std::move(part));
   }
   if (!reader.error().empty()) return Form{{}, reader.error()};

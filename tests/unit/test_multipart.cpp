@@ -177,6 +177,22 @@ TEST_CASE("multipart: at most 1000 parts", "[multipart]") {
       "--XB\r\nContent-Disposition: form-data; name=a; filename=f\r\n\r\n" + big + "\r\n--XB--";
   CHECK(parse_form(value, "XB", 0).error.empty());
   CHECK(parse_form(file, "XB", 0).error.empty());
+  // ReadForm's budget: 1 MiB + 10 MiB, less 200 bytes and the name for each named part.
+  auto named = [](std::string name, size_t size, std::string filename = "") {
+    return "--XB\r\nContent-Disposition: form-data; name=" + name +
+           (filename.empty() ? "" : "; filename=" + filename) + "\r\n\r\n" +
+           std::string(size, 'v') + "\r\n";
+  };
+  const size_t budget = (size_t(11) << 20) - 201;
+  CHECK(parse_form(named("a", budget) + "--XB--", "XB").error.empty());
+  CHECK(!parse_form(named("a", budget + 1) + "--XB--", "XB").error.empty());
+  // An in-memory file may overdraw it; only a named part after it is refused.
+  std::string overdrawn = named("a", size_t(21) << 19) + named("f", size_t(3) << 18, "f");
+  CHECK(parse_form(overdrawn + "--XB--", "XB").error.empty());
+  CHECK(parse_form(overdrawn + named("b", 0) + "--XB--", "XB").error ==
+        "multipart: message too large");
+  // A file over max_memory would go to disk: it costs only its metadata.
+  CHECK(parse_form(named("f", size_t(12) << 20, "f") + "--XB--", "XB").error.empty());
 }
 
 namespace {
