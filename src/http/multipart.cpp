@@ -307,14 +307,16 @@ constexpr size_t k_line_buffer = 4096;
 constexpr int64_t k_value_reserve = int64_t(10) << 20;  // ReadForm's extra room for values
 constexpr int64_t k_map_entry_overhead = 200;           // ReadForm's accounting, in bytes
 constexpr int64_t k_file_header_size = 100;
+constexpr int64_t k_max_header_lines = 10000;  // Go's multipartmaxheaders
 
 class FormReader {
  public:
   FormReader(std::string_view body, std::string_view boundary)
       : body_(body), dash_("--" + std::string(boundary)), nl_dash_("\r\n" + dash_) {}
 
-  // Go's NextPart: true with `part` filled, false at the close delimiter or on an error.
-  bool next(Part& part) {
+  // Go's NextPart: true with `part` filled, false at the close delimiter or on an error. A part
+  // may have at most `header_lines` header fields.
+  bool next(Part& part, int64_t header_lines) {
     bool expect_new_part = false;
     for (;;) {
       std::string_view rest = body_.substr(pos_);
@@ -331,7 +333,7 @@ class FormReader {
       }
       if (is_delimiter(line)) {
         ++parts_read_;
-        return read_part(part);
+        return read_part(part, header_lines);
       }
       if (is_close_delimiter(line)) return false;
       if (expect_new_part)
@@ -391,7 +393,7 @@ class FormReader {
 
   // textproto's ReadMIMEHeader, then the body up to the next delimiter. A body that ends within
   // the headers ends the form without an error (Go's NextPart returns io.EOF then).
-  bool read_part(Part& part) {
+  bool read_part(Part& part, int64_t header_lines) {
     part = Part{};
     if (pos_ < body_.size() && (body_[pos_] == ' ' || body_[pos_] == '\t')) {
       std::string_view line = header_line().value_or("");
@@ -415,6 +417,7 @@ class FormReader {
       size_t colon = field.find(':');
       std::string key = canonical_key(std::string_view(field).substr(0, colon));
       if (key.empty()) continue;
+      if (--header_lines < 0) return fail("multipart: message too large");
       part.headers.emplace_back(std::move(key),
                                 std::string(skip_lwsp(std::string_view(field).substr(colon + 1))));
     }
@@ -516,10 +519,13 @@ Form parse_form(std::string_view body, std::string_view boundary, size_t max_mem
   int64_t file_memory = int64_t(max_memory);
   int64_t memory = int64_t(max_memory) + k_value_reserve;
   const std::string k_too_large = "multipart: message too large";
-  for (Part part; reader.next(part);) {
+  // Go's limit of header fields: 10000 in a part, and in all file parts together.
+  int64_t header_lines = k_max_header_lines;
+  for (Part part; reader.next(part, header_lines);) {
     if (form.parts.size() >= k_max_parts) return Form{{}, k_too_large};
     if (!part.name.empty() && !within_memory(part, memory, file_memory))
       return Form{{}, k_too_large};
+    if (!part.name.empty() && !part.filename.empty()) header_lines -= int64_t(part.headers.size());
     form.parts.push_back(std::move(part));
   }
   if (!reader.error().empty()) return Form{{}, reader.error()};

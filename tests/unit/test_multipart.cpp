@@ -170,6 +170,22 @@ TEST_CASE("multipart: at most 1000 parts", "[multipart]") {
   };
   CHECK(parse_form(many(k_max_parts), "XB").parts.size() == k_max_parts);
   CHECK(parse_form(many(k_max_parts + 1), "XB").error == "multipart: message too large");
+  // At most 10000 header fields in a part, and in all file parts together.
+  auto headers = [](std::string name, size_t n, std::string filename = "") {
+    std::string part = "--XB\r\nContent-Disposition: form-data; name=" + name +
+                       (filename.empty() ? "" : "; filename=" + filename) + "\r\n";
+    for (size_t i = 0; i < n; ++i) part += "X-H: 1\r\n";
+    return part + "\r\nv\r\n";
+  };
+  CHECK(parse_form(headers("a", 9999) + "--XB--", "XB").error.empty());
+  CHECK(parse_form(headers("a", 10000) + "--XB--", "XB").error == "multipart: message too large");
+  CHECK(parse_form(headers("f", 4998, "f") + headers("g", 4998, "g") + headers("h", 0) + "--XB--",
+                   "XB")
+            .error.empty());
+  CHECK(!parse_form(headers("f", 4999, "f") + headers("g", 4999, "g") + headers("h", 0) + "--XB--",
+                    "XB")
+             .error.empty());
+  CHECK(parse_form(headers("a", 9000) + headers("b", 9000) + "--XB--", "XB").error.empty());
   // Values beyond max_memory + 10 MiB are too much; files beyond max_memory are not.
   std::string big(100, 'x');
   std::string value = "--XB\r\nContent-Disposition: form-data; name=a\r\n\r\n" + big + "\r\n--XB--";
