@@ -79,7 +79,8 @@ bool valid_json(const std::string& text) { return nlohmann::json::accept(text); 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   static constexpr const char* k_types[] = {"application/json", "application/x-www-form-urlencoded",
-                                            "text/xml", "text/plain", ""};
+                                            "text/xml", "text/plain", "",
+                                            "multipart/form-data; boundary=XB"};
   const uint8_t options = data[0];
   std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
   auto take_line = [&rest] {
@@ -93,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = take_line();
   WebhookHook hook = make_hook(options, path);
   std::vector<std::pair<std::string, std::string>> headers = {
-      {"Content-Type", k_types[options % 5]}, {"X-Signature", header}, {"x-meta", header},
+      {"Content-Type", k_types[options % 6]}, {"X-Signature", header}, {"x-meta", header},
       {"Date", header}};
   Request request = make_request(hook, "POST", (options & 0x40) ? "[::1]:1" : "10.1.2.3:4",
                                  headers, query, std::string(rest), 1'700'000'000);

@@ -21,6 +21,13 @@ const std::vector<std::uint8_t>* number_text(const json& value) {
   return &binary;
 }
 
+json nil_map() { return json::binary({}, k_nil_map_subtype); }
+
+bool is_nil_map(const json& value) {
+  return value.is_binary() && value.get_binary().has_subtype() &&
+         value.get_binary().subtype() == k_nil_map_subtype;
+}
+
 namespace {
 
 // The length of the valid UTF-8 sequence at the start of `s` (as Go's utf8.DecodeRuneInString
@@ -136,6 +143,14 @@ Decoded decode_json(std::string_view text) {
     return {nullptr, builder.error};
   }
   return {std::move(builder.root), {}};
+}
+
+Decoded decode_json_object(std::string_view text) {
+  Decoded decoded = decode_json(text);
+  if (decoded.error.empty() && !decoded.value.is_object() && !decoded.value.is_null())
+    decoded.error = "not a JSON object";
+  if (!decoded.value.is_object()) decoded.value = nil_map();
+  return decoded;
 }
 
 namespace {
@@ -356,6 +371,8 @@ void go_quote(std::string_view s, std::string& out) {
 void go_json_into(const json& value, std::string& out) {
   if (const auto* text = number_text(value)) {
     out.append(text->begin(), text->end());
+  } else if (is_nil_map(value)) {
+    out += "null";
   } else if (value.is_string()) {
     go_quote(value.get_ref<const std::string&>(), out);
   } else if (value.is_object()) {
@@ -393,6 +410,7 @@ std::string go_string(const json& value) {
   if (const auto* text = number_text(value)) return std::string(text->begin(), text->end());
   if (value.is_string()) return value.get<std::string>();
   if (value.is_null()) return "<nil>";
+  if (is_nil_map(value)) return "null";
   if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
   if (value.is_object() || value.is_array()) return go_json(value);
   return value.dump();

@@ -24,6 +24,13 @@ nlohmann::json json_number(std::string_view text);
 // The text of a json_number, or nullptr when `value` is not one.
 const std::vector<std::uint8_t>* number_text(const nlohmann::json& value);
 
+// A Go map that is nil: what webhook puts in the payload for a multipart file part it decodes
+// as JSON when that part holds no JSON object. go_json and go_string both render it "null"
+// (where go_string renders a JSON null "<nil>"); it is no object, so nothing is found below it.
+inline constexpr std::uint64_t k_nil_map_subtype = 0x6d;
+nlohmann::json nil_map();
+bool is_nil_map(const nlohmann::json& value);
+
 struct Decoded {
   nlohmann::json value;  // null when `error` is set
   std::string error;     // "" when it parsed
@@ -39,6 +46,11 @@ Decoded decode_json(std::string_view text);
 // as arrays) and its text as "#text". What follows the root element is never looked at. A
 // reference to an entity a DTD declares is an error (Go's decoder expands none).
 Decoded decode_xml(std::string_view text);
+
+// The JSON object that starts `text`, as a Go json.Decoder with UseNumber decodes it into a
+// map[string]interface{} (webhook's multipart file parts): nil_map when the text holds null,
+// another JSON value or no valid JSON (`error` says which, for the log).
+Decoded decode_json_object(std::string_view text);
 
 // `value` as Go's json.Marshal writes it: compact, object members sorted by name, json_number
 // values as their text, strings with <, >, & and U+2028/U+2029 escaped and invalid UTF-8

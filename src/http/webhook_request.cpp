@@ -1,5 +1,6 @@
 #include "http/webhook_request.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <regex>
@@ -7,6 +8,7 @@
 
 #include "http/ip_range.hpp"
 #include "http/message.hpp"
+#include "http/multipart.hpp"
 #include "http/signature.hpp"
 #include "http/webhook_payload.hpp"
 #include "util/hex.hpp"
@@ -97,6 +99,12 @@ Got lookup(std::string_view path, const json& params) {
 
 std::string lowered(std::string_view text) { return syntax::lowered(text); }
 
+// The body as webhook's own code sees it: none for a multipart request (Request::multipart).
+const std::string& seen_body(const Request& request) {
+  static const std::string k_none;
+  return request.multipart ? k_none : request.body;
+}
+
 // webhook's Argument.Get.
 Got get(const Argument& argument, const Request& request) {
   using Source = Argument::Source;
@@ -112,7 +120,7 @@ Got get(const Argument& argument, const Request& request) {
       if (lowered(argument.name) == "method") return found(request.method);
       return fault(Fault::other, "unsupported request key: \"" + argument.name + "\"");
     case Source::raw_request_body:
-      return found(request.body);
+      return found(seen_body(request));
     case Source::string:
       return found(argument.name);
     case Source::entire_payload:
@@ -178,11 +186,59 @@ bool contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
 }
 
+// webhook's multipart/form-data case: r.ParseMultipartForm (which parses the query too, and
+// takes the boundary from the Content-Type header, whatever the hook's content type), then the
+// values, then the file parts it decodes as JSON.
+void decode_form(const WebhookHook& hook, Request& request, std::string_view raw_query) {
+  multipart::Form form;
+  if (std::string query_error = go_form_fields(raw_query).error; !query_error.empty()) {
+    form.error = query_error;
+  } else {
+    multipart::Boundary boundary = multipart::form_boundary(content_type_header(request.headers));
+    form = boundary.value ? multipart::parse_form(request.body, *boundary.value)
+                          : multipart::Form{{}, boundary.error};
+  }
+  if (!form.error.empty()) {
+    request.form_error = "error parsing multipart form: " + form.error;
+    return;
+  }
+  json payload = json::object();
+  for (const multipart::Part& part : form.parts) {
+    if (!part.name.empty() && part.filename.empty() && !payload.contains(part.name))
+      payload[part.name] = part.body;
+  }
+  std::vector<std::string> decoded_files;  // a name's first file part only, as webhook
+  for (const multipart::Part& part : form.parts) {
+    if (part.name.empty() || part.filename.empty()) continue;
+    if (std::find(decoded_files.begin(), decoded_files.end(), part.name) != decoded_files.end())
+      continue;
+    decoded_files.push_back(part.name);
+    bool as_json = std::any_of(hook.parse_as_json.begin(), hook.parse_as_json.end(),
+                               [&](const Argument& argument) {
+                                 return argument.source == Argument::Source::payload &&
+                                        argument.name == part.name;
+                               });
+    // Every Content-Type field of the part counts, its value as it is ("application/json").
+    for (const auto& [name, value] : part.headers)
+      as_json = as_json || (name == "Content-Type" && value == "application/json");
+    if (!as_json) continue;
+    Decoded decoded = decode_json_object(part.body);
+    if (!decoded.error.empty())
+      request.problems.push_back("multipart file " + syntax::excerpt(part.name) +
+                                 " is not a JSON object: " + decoded.error);
+    payload[part.name] = std::move(decoded.value);
+  }
+  // webhook's payload stays nil when the form has neither values nor JSON files.
+  if (!payload.empty()) request.payload = std::move(payload);
+}
+
 // webhook's hookHandler: the content type picks the decoder; case matters ("json", not "JSON").
-void decode_payload(Request& request) {
+void decode_payload(const WebhookHook& hook, Request& request, std::string_view raw_query) {
   const std::string& type = request.content_type;
+  request.multipart = type.rfind("multipart/form-data;", 0) == 0;
+  const std::string& body = seen_body(request);
   if (contains(type, "json")) {
-    Decoded decoded = decode_json(request.body);
+    Decoded decoded = decode_json(body);
     if (!decoded.error.empty()) {
       request.payload_error = "error parsing JSON payload: " + decoded.error;
     } else if (decoded.value.is_array()) {
@@ -194,17 +250,17 @@ void decode_payload(Request& request) {
       request.payload_error = "error parsing JSON payload: not an object";
     }
   } else if (contains(type, "x-www-form-urlencoded")) {
-    GoFormFields form = go_form_fields(request.body);
+    GoFormFields form = go_form_fields(body);
     if (form.error.empty())
       request.payload = first_values(form.fields, as_is);
     else
       request.payload_error = "error parsing form payload: " + form.error;
   } else if (contains(type, "xml")) {
-    Decoded decoded = decode_xml(request.body);
+    Decoded decoded = decode_xml(body);
     request.payload = std::move(decoded.value);
     if (!decoded.error.empty()) request.payload_error = "error parsing XML payload: " + decoded.error;
-  } else if (type.rfind("multipart/form-data;", 0) == 0) {
-    request.payload_error = "multipart/form-data payloads are not supported";
+  } else if (request.multipart) {
+    decode_form(hook, request, raw_query);
   } else {
     request.payload_error = "unsupported content type: " + syntax::excerpt(type);
   }
@@ -285,7 +341,7 @@ Eval check_payload_hmac(const MatchRule& match, const Request& request, std::str
   std::string_view prefix = digest == Digest::sha1     ? "sha1="
                             : digest == Digest::sha256 ? "sha256="
                                                        : "sha512=";
-  std::string expected = hmac_hex(digest, match.secret, request.body);
+  std::string expected = hmac_hex(digest, match.secret, seen_body(request));
   std::vector<std::string_view> signatures = extract_signatures(claimed, prefix);
   bool matched = false;
   for (std::string_view signature : signatures) matched |= constant_time_equal(signature, expected);
@@ -295,7 +351,7 @@ Eval check_payload_hmac(const MatchRule& match, const Request& request, std::str
     listed += (listed.empty() ? "" : " ") + syntax::excerpt(signature);
   return Eval{false, Fault::signature,
               "invalid payload signatures [" + listed + "]" +
-                  (request.body.empty() ? " on empty payload" : "")};
+                  (seen_body(request).empty() ? " on empty payload" : "")};
 }
 
 Eval check_ip_whitelist(const MatchRule& match, const Request& request) {
@@ -426,7 +482,7 @@ Eval check_scalr_signature(const MatchRule& match, const Request& request) {
   if (match.secret.empty())
     return Eval{false, Fault::other, "signature validation signing key can not be empty"};
   const std::string& date_text = date->get_ref<const std::string&>();
-  std::string expected = hmac_hex(Digest::sha1, match.secret, request.body + date_text);
+  std::string expected = hmac_hex(Digest::sha1, match.secret, seen_body(request) + date_text);
   if (!constant_time_equal(signature->get_ref<const std::string&>(), expected)) {
     return Eval{false, Fault::signature,
                 "invalid payload signature " + syntax::excerpt(signature->get<std::string>())};
@@ -542,7 +598,8 @@ Request make_request(const WebhookHook& hook, std::string method, std::string re
   request.query_values = first_values(request.query, as_is);
   request.content_type = hook.incoming_content_type.empty() ? content_type_header(request.headers)
                                                             : hook.incoming_content_type;
-  decode_payload(request);
+  decode_payload(hook, request, raw_query);
+  if (!request.form_error.empty()) return request;  // webhook answers 500 at once
   parse_json_parameters(hook, request);
   return request;
 }

@@ -29,10 +29,22 @@ struct Request {
   // with numbers kept as written (json_number values); form-encoded when it contains
   // "x-www-form-urlencoded" (one string per field, the first of a repeated one); XML when it
   // contains "xml" (as mxj maps it: elements by name, attributes as "-name", text beside
-  // attributes as "#text", repeated elements as arrays). Null when the body is of no such type or
-  // does not parse (webhook then goes on with no payload). Render it with go_json.
+  // attributes as "#text", repeated elements as arrays); multipart/form-data when it starts with
+  // "multipart/form-data;" and holds none of those (http/multipart.hpp): each form value by
+  // name (the first of a repeated one), and each file part that the hook's
+  // parse-parameters-as-json names with source payload, or whose own Content-Type is
+  // application/json, as the JSON object it holds (nil_map when it holds none); other file parts
+  // are left out. Null when the body is of no such type or does not parse (webhook then goes on
+  // with no payload). Render it with go_json.
   nlohmann::json payload;
   std::string payload_error;  // why payload is null, for the log ("" when it parsed)
+  // webhook leaves the body of a multipart/form-data request to Go's form parser and never
+  // reads it itself: its raw-request-body is empty then, and payload signatures are checked
+  // against an empty body. `body` stays as received (for idem's delivery record).
+  bool multipart = false;
+  // Why Go's ParseMultipartForm refused the body (or the query beside it): webhook then answers
+  // 500 "Error occurred while parsing multipart form." before any rule. "" when it did not.
+  std::string form_error;
   // The parameters of the header and url sources as webhook keeps them: an object of the first
   // value of each header by its canonical name ("X-Hub-Signature"; Host and Transfer-Encoding
   // are not among them, as in Go's net/http) and of each query field by its name.

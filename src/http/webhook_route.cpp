@@ -294,6 +294,11 @@ class WebhookRoute final : public Route {
                      question == std::string::npos ? std::string_view()
                                                    : std::string_view(target).substr(question + 1),
                      std::move(req.body), util::process_clock().now_ms() / 1000);
+    if (!request.form_error.empty()) {
+      Answer a = text_answer(500, "Error occurred while parsing multipart form.", "form_error");
+      a.error = request.form_error;
+      return a;
+    }
     RuleResult rules = evaluate(hook_, request);
     if (rules.error) {
       Answer a = text_answer(500, "Error occurred while evaluating hook rules.", "rules_error");
