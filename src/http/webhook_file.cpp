@@ -21,7 +21,7 @@ namespace {
 using namespace config_fields;
 
 constexpr int64_t k_default_max_body = int64_t(10) << 20;  // 10 MiB
-constexpr int k_max_rule_depth = 64;        // nested and/or/not: more is a mistake, or an attack
+constexpr int k_max_rule_depth = 64;  // nested and/or/not: more is a mistake, or an attack
 // RE2 compiles in linear time and bounded memory (webhook_regex.cpp), but a pattern longer than
 // this in a hooks file is a mistake, not a rule.
 constexpr size_t k_max_regex_bytes = 4096;
@@ -201,6 +201,9 @@ const MatchType& read_match_type(const Json& match, const std::string& at, const
                   "payload-hmac-sha512, ip-whitelist or scalr-signature)");
 }
 
+// webhook compiles a rule's pattern at every request and answers 500 when it does not compile;
+// here it is compiled once, and a pattern Go refuses (or RE2 cannot fit in its memory budget) is
+// refused at load.
 std::shared_ptr<const Regex> read_regex(const std::string& text, const std::string& at) {
   if (text.size() > k_max_regex_bytes)
     fail(at, "is " + std::to_string(text.size()) + " bytes; the limit is " +
