@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "http/webhook_regex.hpp"
 
@@ -79,4 +81,22 @@ TEST_CASE("webhook regex: bytes that are not UTF-8 are U+FFFD, as Go reads them"
   CHECK(search("^\\pL\\PL$", "\xce\xbb\xfe"));
   CHECK_FALSE(search("^.$", "\xff\xff"));
   CHECK(search("^a\\x00b$", std::string("a\0b", 3)));
+}
+
+TEST_CASE("webhook regex: one pattern matched by several threads at once", "[webhook]") {
+  // The daemon's threads share each hook's compiled pattern; RE2 builds its DFA as they match.
+  const Regex regex("(?i)^(push|tag)-[[:alnum:]]+\\z|\\pL{3}$");
+  std::vector<std::thread> threads;
+  std::vector<int> found(4, 0);
+  for (size_t t = 0; t < found.size(); ++t) {
+    threads.emplace_back([&regex, &found, t] {
+      for (int i = 0; i < 200; ++i) {
+        std::string value = (i % 2 ? "PUSH-" : "tag-") + std::to_string(i * 7919 + int(t));
+        found[t] += regex.search(value) + regex.search(std::string(i, 'x') + "\xff" + "ab") +
+                    regex.search("λμν");
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int count : found) CHECK(count == 400);
 }
