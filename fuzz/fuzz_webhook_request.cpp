@@ -8,7 +8,6 @@
 // payload path up to the next, and the rest is the body.
 #include <cstdint>
 #include <memory>
-#include <regex>
 #include <string>
 #include <string_view>
 

@@ -7,6 +7,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev catch2 libssl-dev libsqlite3-dev libyaml-cpp-dev
   sqlite3 procps scdoc man-db groff-base bash-completion libpq-dev postgresql pgbouncer
   libexpat1-dev  # XML payloads of webhook hooks
+  libre2-dev  # the regex match type of webhook hooks (Go's regexp is RE2 syntax)
   nodejs  # tests/helpers/upstream_server.js, the proxy tests' upstream
   webhook  # Debian's Go webhook 2.8: the reference of the hooks-file compatibility tests
   python3 jq

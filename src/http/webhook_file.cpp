@@ -21,8 +21,10 @@ namespace {
 using namespace config_fields;
 
 constexpr int64_t k_default_max_body = int64_t(10) << 20;  // 10 MiB
-constexpr int k_max_rule_depth = 64;        // nested and/or/not: more is a mistake, or an attack
-constexpr size_t k_max_regex_bytes = 4096;  // std::regex compiles recursively
+constexpr int k_max_rule_depth = 64;  // nested and/or/not: more is a mistake, or an attack
+// RE2 compiles in linear time and bounded memory (webhook_regex.cpp), but a pattern longer than
+// this in a hooks file is a mistake, not a rule.
+constexpr size_t k_max_regex_bytes = 4096;
 
 // How one file is read. A YAML file's scalars may stand where webhook expects a string (its
 // loader turns `value: 42` or `id: 7` into the text), so `yaml` relaxes read_text.
@@ -199,23 +201,16 @@ const MatchType& read_match_type(const Json& match, const std::string& at, const
                   "payload-hmac-sha512, ip-whitelist or scalr-signature)");
 }
 
-// Go's regexp (RE2) and ECMAScript agree on what hooks files use; a leading (?i), which
-// ECMAScript lacks, becomes the case-insensitive flag.
-std::shared_ptr<const std::regex> compile_regex(const std::string& text, const std::string& at) {
+// webhook compiles a rule's pattern at every request and answers 500 when it does not compile;
+// here it is compiled once, and a pattern Go refuses (or RE2 cannot fit in its memory budget) is
+// refused at load.
+std::shared_ptr<const Regex> read_regex(const std::string& text, const std::string& at) {
   if (text.size() > k_max_regex_bytes)
     fail(at, "is " + std::to_string(text.size()) + " bytes; the limit is " +
                  std::to_string(k_max_regex_bytes));
-  // Breadth-first matching: its stack does not grow with the value matched (a long value would
-  // overflow the depth-first one), as the request side compiles them (webhook_request.cpp).
-  auto flags = std::regex::ECMAScript | std::regex_constants::__polynomial;
-  std::string_view pattern = text;
-  if (pattern.starts_with("(?i)")) {
-    flags |= std::regex::icase;
-    pattern.remove_prefix(4);
-  }
   try {
-    return std::make_shared<const std::regex>(pattern.begin(), pattern.end(), flags);
-  } catch (const std::regex_error& e) {
+    return compile_regex(text);
+  } catch (const std::invalid_argument& e) {
     fail(at, "bad regular expression " + quote(text) + ": " + printable(e.what(), 200, true));
   }
 }
@@ -229,7 +224,7 @@ void read_match_fields(const Json& match, const std::string& at, const Reader& r
       break;
     case Type::regex:
       rule.regex_text = read_text(needed(match, at, "regex"), member(at, "regex"), reader);
-      rule.regex = compile_regex(rule.regex_text, member(at, "regex"));
+      rule.regex = read_regex(rule.regex_text, member(at, "regex"));
       break;
     case Type::ip_whitelist:
       rule.ip_range = read_text(needed(match, at, "ip-range"), member(at, "ip-range"), reader);

@@ -7,12 +7,12 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "http/config.hpp"
+#include "http/webhook_regex.hpp"
 
 namespace idem::http::webhook {
 
@@ -52,10 +52,10 @@ struct MatchRule {
   Type type = Type::value;
   Argument parameter;
   std::string value;
-  std::string regex_text;                    // as written, for messages
-  std::shared_ptr<const std::regex> regex;  // compiled once, at load (ECMAScript)
-  std::string secret;                       // the HMAC types and scalr-signature; never logged
-  std::string ip_range;                     // ip-whitelist: one or more CIDRs or addresses
+  std::string regex_text;              // as written, for messages
+  std::shared_ptr<const Regex> regex;  // compiled once, at load (RE2 syntax, as Go's)
+  std::string secret;                  // the HMAC types and scalr-signature; never logged
+  std::string ip_range;                // ip-whitelist: one or more CIDRs or addresses
 };
 
 // A trigger rule: exactly one of and / or / not / match.

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
-#include <regex>
 #include <stdexcept>
 
 #include "http/ip_range.hpp"
@@ -368,14 +367,10 @@ Eval check_ip_whitelist(const MatchRule& match, const Request& request) {
   }
 }
 
-constexpr auto k_regex_flags = std::regex::ECMAScript | std::regex_constants::__polynomial;
-
-// A regex compiled otherwise than by compile_regex (without the breadth-first flag) is compiled
-// again here rather than trusted with a sender's value.
+// A rule built without the loader (no compiled pattern) is compiled here, for this match.
 bool regex_matches(const MatchRule& match, const std::string& value) {
-  if (match.regex && (match.regex->flags() & std::regex_constants::__polynomial))
-    return std::regex_search(value, *match.regex);
-  return std::regex_search(value, *compile_regex(match.regex_text));
+  if (match.regex) return match.regex->search(value);
+  return Regex(match.regex_text).search(value);
 }
 
 // A run of one or more spaces, as Go's time.Parse matches a space of its layout.
@@ -508,7 +503,7 @@ Eval evaluate_match(const MatchRule& match, const Request& request) {
     case Type::regex:
       try {
         return result(regex_matches(match, *got.value));
-      } catch (const std::regex_error& e) {
+      } catch (const std::invalid_argument& e) {
         return Eval{false, Fault::other, "regex '" + match.regex_text + "': " + e.what()};
       }
     default:
@@ -606,17 +601,6 @@ Request make_request(const WebhookHook& hook, std::string method, std::string re
 
 std::optional<std::string> value_of(const Argument& argument, const Request& request) {
   return get(argument, request).value;
-}
-
-
-std::shared_ptr<const std::regex> compile_regex(const std::string& pattern) {
-  std::string_view text = pattern;
-  auto flags = k_regex_flags;
-  if (text.substr(0, 4) == "(?i)") {  // Go's flag, which ECMAScript lacks
-    flags |= std::regex::icase;
-    text.remove_prefix(4);
-  }
-  return std::make_shared<const std::regex>(text.begin(), text.end(), flags);
 }
 
 RuleResult evaluate(const WebhookHook& hook, const Request& request) {

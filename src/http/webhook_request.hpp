@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,14 +78,6 @@ struct RuleResult {
 // Evaluates the hook's trigger rule (none: ok) against the request. Constant-time comparisons
 // for value and signatures.
 RuleResult evaluate(const WebhookHook& hook, const Request& request);
-
-// How a regex rule's pattern is compiled (MatchRule::regex; the loader should use this): as
-// ECMAScript, for libstdc++'s breadth-first executor (regex_constants::__polynomial), whose stack
-// does not grow with the text matched. The default depth-first one recurses once per character
-// and overflows the stack on a value of some 20,000 characters, which any sender could send.
-// A leading "(?i)", Go's flag that ECMAScript lacks, makes it case-insensitive. Back-references
-// are refused (as Go's regexp has none). Throws std::regex_error.
-std::shared_ptr<const std::regex> compile_regex(const std::string& pattern);
 
 struct CommandFile {
   std::string envname;  // the variable that names the file's path

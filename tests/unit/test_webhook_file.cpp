@@ -4,7 +4,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -322,8 +321,8 @@ TEST_CASE("webhook file: trigger rules are read into their tree", "[webhook_file
   CHECK(regex.type == MatchRule::Type::regex);
   CHECK(regex.regex_text == "^(?:alice|bob)$");
   REQUIRE(regex.regex);
-  CHECK(std::regex_search("bob", *regex.regex));
-  CHECK_FALSE(std::regex_search("bobby", *regex.regex));
+  CHECK(regex.regex->search("bob"));
+  CHECK_FALSE(regex.regex->search("bobby"));
   CHECK(any.children[1].match.type == MatchRule::Type::ip_whitelist);
   CHECK(any.children[1].match.ip_range == "10.0.0.0/8, ::1");
 
@@ -505,11 +504,13 @@ TEST_CASE("webhook file: match rules", "[webhook_file]") {
   // An empty value is a value (it matches an empty parameter).
   CHECK(rule(R"({"type": "value", "value": "", "parameter": {"source": "header", "name": "X"}})")
             .value.empty());
-  // (?i), which ECMAScript lacks, is the case-insensitive flag.
+  // Go's syntax (RE2's): (?i) anywhere, \z, Unicode classes.
   MatchRule icase = rule(
-      R"({"type": "regex", "regex": "(?i)^main$", "parameter": {"source": "payload", "name": "b"}})");
-  CHECK(std::regex_search("MAIN", *icase.regex));
-  CHECK(icase.regex_text == "(?i)^main$");
+      R"({"type": "regex", "regex": "^refs/heads/(?i)main\\z", "parameter": {"source": "payload", "name": "b"}})");
+  CHECK(icase.regex->search("refs/heads/MAIN"));
+  CHECK_FALSE(icase.regex->search("REFS/heads/main"));
+  CHECK_FALSE(icase.regex->search("refs/heads/main\n"));
+  CHECK(icase.regex_text == "^refs/heads/(?i)main\\z");
 }
 
 TEST_CASE("webhook file: the deprecated payload-hash types are warned about", "[webhook_file]") {
@@ -657,8 +658,21 @@ TEST_CASE("webhook file: mistakes in the file, one line each", "[webhook_file]")
       {R"("trigger-rule": {"match": {"type": "value", "value": "x", "regex": "y", "parameter": {"source": "payload", "name": "a"}}})",
        "hooks[0] (h): trigger-rule.match.regex: not used by type 'value'"},
       {R"("trigger-rule": {"or": [{"match": {"type": "regex", "regex": "(a", "parameter": {"source": "payload", "name": "a"}}}]})",
-       "hooks[0] (h): trigger-rule.or[0].match.regex: bad regular expression '(a': Mismatched "
-       "'(' and ')' in regular expression"},
+       "hooks[0] (h): trigger-rule.or[0].match.regex: bad regular expression '(a': missing ): "
+       "(a"},
+      // Back-references and lookaround are no part of Go's syntax; nor is RE2's \C (any byte).
+      {R"("trigger-rule": {"match": {"type": "regex", "regex": "(a)\\1", "parameter": {"source": "payload", "name": "a"}}})",
+       "hooks[0] (h): trigger-rule.match.regex: bad regular expression '(a)\\1': invalid escape "
+       "sequence: \\1"},
+      {R"("trigger-rule": {"match": {"type": "regex", "regex": "(?=b)a", "parameter": {"source": "payload", "name": "a"}}})",
+       "hooks[0] (h): trigger-rule.match.regex: bad regular expression '(?=b)a': invalid perl "
+       "operator: (?="},
+      {R"("trigger-rule": {"match": {"type": "regex", "regex": "a\\C", "parameter": {"source": "payload", "name": "a"}}})",
+       "hooks[0] (h): trigger-rule.match.regex: bad regular expression 'a\\C': invalid escape "
+       "sequence: \\C"},
+      {R"("trigger-rule": {"match": {"type": "regex", "regex": "a{1001}", "parameter": {"source": "payload", "name": "a"}}})",
+       "hooks[0] (h): trigger-rule.match.regex: bad regular expression 'a{1001}': invalid "
+       "repetition size: {1001}"},
       {R"("trigger-rule": {"match": {"type": "payload-hmac-sha256", "secret": "", "parameter": {"source": "header", "name": "X"}}})",
        "hooks[0] (h): trigger-rule.match.secret: is empty"},
       {R"("trigger-rule": {"match": {"type": "payload-hmac-sha256", "parameter": {"source": "header", "name": "X"}}})",
@@ -698,6 +712,11 @@ TEST_CASE("webhook file: mistakes in the file, one line each", "[webhook_file]")
     INFO(fields);
     CHECK(hook_error(fields) == "hooks.json: " + message);
   }
+  // A pattern is bounded (4096 bytes) though RE2 needs no recursion for it: more is a mistake.
+  CHECK(hook_error(R"("trigger-rule": {"match": {"type": "regex", "regex": ")" +
+                   std::string(4097, 'a') +
+                   R"(", "parameter": {"source": "payload", "name": "a"}}})") ==
+        "hooks.json: hooks[0] (h): trigger-rule.match.regex: is 4097 bytes; the limit is 4096");
 }
 
 TEST_CASE("webhook file: mistakes in a hook's identity and the file's shape", "[webhook_file]") {
