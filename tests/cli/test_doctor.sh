@@ -71,7 +71,8 @@ fi
 # A writer lock held past the busy timeout: said, with what to look for.
 if on_sqlite; then
   mkfifo "$T/hold"
-  bg holder sh -c '{ echo "BEGIN IMMEDIATE; DELETE FROM records WHERE 0;"; cat "$1"; } | sqlite3 "$2"' sh "$T/hold" "$IDEM_DB"
+  # The holder waits out the probe's own brief lock (else its BEGIN fails and it never holds it).
+  bg holder sh -c '{ echo "PRAGMA busy_timeout = 10000; BEGIN IMMEDIATE; DELETE FROM records WHERE 0;"; cat "$1"; } | sqlite3 "$2"' sh "$T/hold" "$IDEM_DB"
   wait_until "sqlite3 holds the writer lock" sh -c '! sqlite3 "$1" "PRAGMA busy_timeout = 0; BEGIN IMMEDIATE; ROLLBACK" 2>/dev/null' sh "$IDEM_DB"
   capture locked env IDEM_BUSY_TIMEOUT=200ms "$IDEM_BIN" doctor
   expect_rc 1
