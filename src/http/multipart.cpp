@@ -179,6 +179,20 @@ void stitch(const std::string& base, const std::map<std::string, std::string>& p
 
 }  // namespace
 
+std::string canonical_mime_key(std::string_view name) {
+  std::string out(name);
+  for (char c : out) {
+    if (!is_token_char(c)) return out;
+  }
+  bool upper = true;
+  for (char& c : out) {
+    if (upper && c >= 'a' && c <= 'z') c = char(c - 'a' + 'A');
+    if (!upper && c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+    upper = c == '-';
+  }
+  return out;
+}
+
 MediaType parse_media_type(std::string_view value) {
   MediaType out;
   std::string_view base = value.substr(0, value.find(';'));
@@ -224,21 +238,6 @@ const std::string* Part::header(std::string_view canonical_name) const {
 
 namespace {
 
-// Go's textproto.CanonicalMIMEHeaderKey: a name with a byte that is no token character (a space
-// before the colon, say) stays as it is.
-std::string canonical_key(std::string_view name) {
-  std::string out(name);
-  for (char c : out) {
-    if (!is_token_char(c)) return out;
-  }
-  bool upper = true;
-  for (char& c : out) {
-    if (upper && c >= 'a' && c <= 'z') c = char(c - 'a' + 'A');
-    if (!upper && c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
-    upper = c == '-';
-  }
-  return out;
-}
 
 bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
@@ -415,7 +414,7 @@ class FormReader {
         field += trim_ascii(*more);
       }
       size_t colon = field.find(':');
-      std::string key = canonical_key(std::string_view(field).substr(0, colon));
+      std::string key = canonical_mime_key(std::string_view(field).substr(0, colon));
       if (key.empty()) continue;
       if (--header_lines < 0) return fail("multipart: message too large");
       part.headers.emplace_back(std::move(key),

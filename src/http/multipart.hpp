@@ -25,6 +25,10 @@ struct MediaType {
 };
 MediaType parse_media_type(std::string_view value);
 
+// Go's textproto.CanonicalMIMEHeaderKey: "x-hub-signature" is "X-Hub-Signature"; a name holding
+// a byte that is no token character (a space before the colon, say) stays as it is.
+std::string canonical_mime_key(std::string_view name);
+
 struct Part {
   // The part's header fields in order, names canonical as Go writes them ("Content-Type").
   std::vector<std::pair<std::string, std::string>> headers;

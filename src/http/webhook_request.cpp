@@ -18,21 +18,8 @@ using nlohmann::json;
 
 namespace {
 
-// textproto.CanonicalMIMEHeaderKey: "x-hub-signature" is "X-Hub-Signature"; a name holding a
-// byte that is no token character stays as it is.
-std::string canonical_header(std::string_view name) {
-  std::string out(name);
-  for (char c : out) {
-    if (!syntax::is_token(std::string_view(&c, 1))) return out;
-  }
-  bool upper = true;
-  for (char& c : out) {
-    if (upper && c >= 'a' && c <= 'z') c = char(c - 'a' + 'A');
-    if (!upper && c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
-    upper = c == '-';
-  }
-  return out;
-}
+// Header names as Go's textproto canonicalises them (multipart's reader does the same).
+std::string canonical_header(std::string_view name) { return multipart::canonical_mime_key(name); }
 
 // Why a value could not be had, in webhook's terms: a parameter node that is not there (only
 // makes a match false), a signature that does not verify, or anything else (an error).
