@@ -61,17 +61,17 @@ bool check_files(const std::string& path, Report& report) {
   const std::string folder = folder_of(path);
   const core::PathFacts folder_facts = path_facts(folder, true);
   const core::PathFacts db = path_facts(path);
+  const core::PathFacts wal = path_facts(path + "-wal");
   report.add(core::folder_findings(folder, folder_facts, euid));
   report.add(core::file_findings(path, "store", db, euid));
-  report.add(core::file_findings(path + "-wal", "WAL", path_facts(path + "-wal"), euid));
+  report.add(core::file_findings(path + "-wal", "WAL", wal, euid));
   report.add(core::file_findings(path + "-shm", "shared-memory file", path_facts(path + "-shm"),
                                  euid));
   // The ledger API's token file (http/ledger.hpp): the store's path + ".token".
   report.add(core::file_findings(path + ".token", "ledger token file",
                                  path_facts(path + ".token"), euid));
-  if (auto wal = core::wal_finding(path + "-wal", path_facts(path + "-wal")))
-    report.add(std::move(*wal));
-  report.store["wal_bytes"] = path_facts(path + "-wal").size;
+  if (auto big = core::wal_finding(path + "-wal", wal)) report.add(std::move(*big));
+  report.store["wal_bytes"] = wal.size;
   if (db.exists) return true;
   report.add(core::Finding{
       core::Severity::warning, "store-missing", path,

@@ -84,21 +84,25 @@ struct Batch {
 };
 
 // Writes a batch at once; then each record that was not (its key holds a record) is found
-// already there, refused (another record) or, with replace, written over it.
+// already there, refused (another record) or, with replace, written over it, those in one more
+// transaction.
 void import_batch(store::Store& store, const Batch& batch, bool replace, ImportCounts& counts) {
   const std::vector<bool> written = store.put_all(batch.records, false);
+  std::vector<core::Record> replacing;
   for (size_t i = 0; i < batch.records.size(); ++i) {
     const core::Record& r = batch.records[i];
     if (written[i]) {
       ++counts.imported;
       continue;
     }
-    std::optional<core::Record> there = store.get(r.key);
+    // A key this batch replaces already is replaced again, in order, as it would be one by one.
+    const bool replaced = std::any_of(replacing.begin(), replacing.end(),
+                                      [&](const core::Record& other) { return other.key == r.key; });
+    std::optional<core::Record> there = replaced ? std::nullopt : store.get(r.key);
     if (there && core::export_json(*there) == core::export_json(r)) {
       ++counts.unchanged;
     } else if (replace) {
-      store.put(r, true);
-      ++counts.imported;
+      replacing.push_back(r);
     } else {
       ++counts.conflicts;
       std::cerr << "idem: import: line " << batch.numbers[i] << ": key '"
@@ -106,6 +110,8 @@ void import_batch(store::Store& store, const Batch& batch, bool replace, ImportC
                 << "overwrites it)\n";
     }
   }
+  if (!replacing.empty()) store.put_all(replacing, true);
+  counts.imported += int64_t(replacing.size());
 }
 
 }  // namespace

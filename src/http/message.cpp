@@ -1,6 +1,7 @@
 #include "http/message.hpp"
 
 #include "core/response.hpp"
+#include "util/hex.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -39,13 +40,6 @@ size_t Headers::count(std::string_view name) const {
 
 namespace {
 
-int hex_digit_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // One name or value of a form. `strict`: a '%' without two hex digits is an error (nullopt);
 // otherwise it stays as it is.
 std::optional<std::string> form_decode(std::string_view text, bool strict) {
@@ -56,8 +50,8 @@ std::optional<std::string> form_decode(std::string_view text, bool strict) {
     int high = 0, low = 0;
     if (c == '+') {
       out.push_back(' ');
-    } else if (c == '%' && i + 2 < text.size() && (high = hex_digit_value(text[i + 1])) >= 0 &&
-               (low = hex_digit_value(text[i + 2])) >= 0) {
+    } else if (c == '%' && i + 2 < text.size() && (high = util::hex_digit(text[i + 1])) >= 0 &&
+               (low = util::hex_digit(text[i + 2])) >= 0) {
       out.push_back(char((high << 4) | low));
       i += 2;
     } else if (c == '%' && strict) {

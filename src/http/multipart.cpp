@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "http/message.hpp"
+#include "util/hex.hpp"
 
 namespace idem::http::multipart {
 
@@ -115,13 +116,6 @@ std::optional<std::string> check_media_type(std::string_view type) {
   return std::nullopt;
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // Go's percentHexUnescape: nullopt when a % is not followed by two hex digits.
 std::optional<std::string> percent_unescape(std::string_view s) {
   std::string out;
@@ -130,9 +124,9 @@ std::optional<std::string> percent_unescape(std::string_view s) {
       out.push_back(s[i]);
       continue;
     }
-    if (i + 2 >= s.size() || hex_value(s[i + 1]) < 0 || hex_value(s[i + 2]) < 0)
+    if (i + 2 >= s.size() || util::hex_digit(s[i + 1]) < 0 || util::hex_digit(s[i + 2]) < 0)
       return std::nullopt;
-    out.push_back(char(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2])));
+    out.push_back(char(util::hex_digit(s[i + 1]) * 16 + util::hex_digit(s[i + 2])));
     i += 2;
   }
   return out;
@@ -278,8 +272,8 @@ std::optional<std::string> decode_quoted_printable(std::string_view text) {
     for (size_t i = 0; i < line.size(); ++i) {
       unsigned char c = static_cast<unsigned char>(line[i]);
       if (c == '=') {
-        int high = i + 1 < line.size() ? hex_value(line[i + 1]) : -1;
-        int low = i + 2 < line.size() ? hex_value(line[i + 2]) : -1;
+        int high = i + 1 < line.size() ? util::hex_digit(line[i + 1]) : -1;
+        int low = i + 2 < line.size() ? util::hex_digit(line[i + 2]) : -1;
         if (high >= 0 && low >= 0) {
           out.push_back(char(high * 16 + low));
           i += 2;

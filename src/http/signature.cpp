@@ -71,13 +71,6 @@ std::optional<std::string> required_header(const HeaderLookup& headers, std::str
   return std::string(trimmed);
 }
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // Hex of either case to bytes. The input is the sender's claimed signature, not a secret, so
 // decoding it may take data-dependent time; only the comparison with our MAC must not.
 std::optional<std::string> from_hex(std::string_view text) {
@@ -85,8 +78,8 @@ std::optional<std::string> from_hex(std::string_view text) {
   std::string bytes;
   bytes.reserve(text.size() / 2);
   for (size_t i = 0; i < text.size(); i += 2) {
-    int high = hex_digit(text[i]);
-    int low = hex_digit(text[i + 1]);
+    int high = util::hex_digit(text[i]);
+    int low = util::hex_digit(text[i + 1]);
     if (high < 0 || low < 0) return std::nullopt;
     bytes.push_back(char((high << 4) | low));
   }
