@@ -11,7 +11,7 @@
 _idem_flags() {
   local global="--store --db -h --help"
   case $1 in
-    run) echo "-k --key --ttl --wait --timeout --kill-after --lease --replay-failures --retry-abandoned --kill-stale" \
+    run) echo "-k --key --ttl --wait --timeout --kill-after --drain --lease --replay-failures --retry-abandoned --kill-stale" \
       "--hash-stdin --max-output --quiet-replay -q --quiet -v --verbose $global" ;;
     ls) echo "--status --prefix --limit --all --json --keys $global" ;;
     show) echo "--json --stdout --stderr --request $global" ;;
@@ -40,7 +40,7 @@ _idem_takes_value() {
   case $1:$2 in
     *:--db | *:--store | \
       run:-k | run:--key | run:--ttl | run:--wait | run:--timeout | run:--kill-after | run:--lease | \
-      run:--max-output | \
+      run:--drain | run:--max-output | \
       ls:--status | ls:--prefix | ls:--limit | export:--status | export:--prefix | export:--limit | \
       gc:--older-than | doctor:--config | doctor:--hooks | \
       serve:--config | serve:--upstream | serve:--socket | serve:--listen | serve:--port-file | serve:--max-connections | \

@@ -124,6 +124,7 @@ complete -c idem -n "__idem_using run" -l lease -x -d 'PostgreSQL: how long the 
 complete -c idem -n "__idem_using run" -l wait -x -d 'Wait up to DURATION for a running key'
 complete -c idem -n "__idem_using run" -l timeout -x -d 'Stop the command after DURATION; exit 124'
 complete -c idem -n "__idem_using run" -l kill-after -x -d 'Grace between TERM and KILL (10s)'
+complete -c idem -n "__idem_using run" -l drain -x -d 'After the command exits, read late output this long at most (5s)'
 complete -c idem -n "__idem_using run" -l replay-failures -d 'A failed outcome is final and replayed, to later attempts too'
 complete -c idem -n "__idem_using run" -l retry-abandoned -d 'Run again after an owner died mid-run'
 complete -c idem -n "__idem_using run" -l kill-stale -d 'With --retry-abandoned: end what the abandoned attempt left running'

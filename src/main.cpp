@@ -2,7 +2,9 @@
 // (cli/command_table.hpp), dispatches once, and maps every error to one "idem: ..." line and its
 // exit code (see core/exit_code.hpp).
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -12,6 +14,7 @@
 #include "cli/common.hpp"
 #include "cli/command_table.hpp"
 #include "core/errors.hpp"
+#include "util/fd.hpp"
 
 #ifdef IDEM_NO_FRAME_REGISTRY
 // A static binary's crtbeginT.o registers the whole .eh_frame with libgcc's frame registry, which
@@ -160,6 +163,15 @@ std::unique_ptr<CommandLine> parse_named_only(int argc, char** argv, int& versio
 
 int main(int argc, char** argv) {
   using namespace idem;
+  // Before anything is opened: a closed stdin, stdout or stderr (`idem run ... >&-`, a daemon
+  // started without them) would be the next descriptor idem opens, the signal self-pipe, a
+  // socket or a command's pipe, which would then get what idem writes to stdout or stderr.
+  if (!util::open_closed_standard_fds()) {
+    std::cerr << "idem: stdin, stdout or stderr is closed and /dev/null cannot be opened in its "
+                 "place: "
+              << strerror(errno) << "\n";
+    return k_exit_os;
+  }
   // Past a file-size limit (ulimit -f) writes must fail with EFBIG, which SQLite reports and idem
   // turns into exit 74, rather than SIGXFSZ killing idem in the middle of a transaction.
   ::signal(SIGXFSZ, SIG_IGN);

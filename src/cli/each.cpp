@@ -280,7 +280,7 @@ int watch_stop_signals() {
       int sig = 0;
       if (sigwait(&stop_signals, &sig) != 0) continue;
       if (g_stopped_by.exchange(sig) != 0) _exit(k_exit_signal_base + sig);
-      report(std::string("received ") + sigabbrev_np(sig) +
+      report("received " + proc::signal_name(sig) +
              ": finishing the messages being handled; send it again to stop at once");
       [[maybe_unused]] ssize_t n = ::write(wake_fd, "x", 1);
     }

@@ -32,6 +32,7 @@ struct Settings {
   int64_t wait_ms;
   int64_t timeout_ms;
   int64_t kill_after_ms;
+  int64_t drain_ms;
   int64_t max_output;
 };
 
@@ -41,6 +42,7 @@ Settings parse_settings(const RunOptions& o) {
   s.wait_ms = o.wait.empty() ? 0 : core::duration_arg("--wait", o.wait);
   s.timeout_ms = o.timeout.empty() ? 0 : core::duration_arg("--timeout", o.timeout);
   s.kill_after_ms = core::duration_arg("--kill-after", o.kill_after);
+  s.drain_ms = core::duration_arg("--drain", o.drain);
   s.max_output = core::output_cap_arg("--max-output", o.max_output);
   if (!o.timeout.empty() && s.timeout_ms == 0) throw UsageError("--timeout must be above zero");
   return s;
@@ -148,6 +150,10 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
                   "Grace between TERM and KILL for --timeout, a signal idem forwards, and "
                   "--kill-stale (a second INT/TERM/HUP KILLs at once)")
       ->type_name("DURATION")->capture_default_str();
+  run->add_option("--drain", o.drain,
+                  "After the command exits, read its output until no process holds it open, for "
+                  "DURATION at most; then close it (late writers get SIGPIPE). 0: stop at once")
+      ->type_name("DURATION")->capture_default_str();
   add_lease_option(*run, o.lease);
   run->add_flag("--replay-failures", o.replay_failures,
                 "A failed outcome is final and replayed, to later attempts without this flag too "
@@ -247,7 +253,7 @@ engine::AttemptRequest attempt_request(const RunOptions& o, const Settings& s,
   req.before_pause = [shown](const core::Record&) {
     if (int sig = proc::pending_signal())
       throw Error(ExitCode(k_exit_signal_base + sig),
-                  std::string("interrupted by ") + sigabbrev_np(sig) + " while waiting for " +
+                  "interrupted by " + proc::signal_name(sig) + " while waiting for " +
                       shown + "; nothing ran");
   };
   if (o.verbose)
@@ -268,6 +274,7 @@ int run_claimed(engine::Engine& engine, const engine::Claimed& claimed, const Ru
   spec.max_output = s.max_output;
   spec.timeout_ms = s.timeout_ms;
   spec.kill_after_ms = s.kill_after_ms;
+  spec.drain_ms = s.drain_ms;
   engine::CommandEffect effect(proc::spawning_runner(), std::move(spec),
                               engine::CommandEffect::Capture::handed_to_outcome);
   const engine::Finished done = engine.carry_out(claimed, effect);

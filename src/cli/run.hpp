@@ -13,6 +13,7 @@ struct RunOptions {
   std::string wait;
   std::string timeout;
   std::string kill_after = "10s";
+  std::string drain = "5s";
   std::string lease;  // empty: $IDEM_LEASE, else 30s (stores shared by hosts only)
   bool replay_failures = false;
   bool retry_abandoned = false;

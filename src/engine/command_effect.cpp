@@ -1,7 +1,5 @@
 #include "engine/command_effect.hpp"
 
-#include <cstring>
-
 #include "core/exit_code.hpp"
 #include "util/crash_point.hpp"
 
@@ -17,8 +15,7 @@ core::Outcome CommandEffect::perform(const Attempt& attempt) {
     core::Outcome interrupted;
     interrupted.status = core::Status::failed;
     interrupted.signal = sig;
-    interrupted.note =
-        std::string("idem received ") + sigabbrev_np(sig) + " before the command started";
+    interrupted.note = "idem received " + proc::signal_name(sig) + " before the command started";
     return interrupted;
   }
   proc::RunSpec spec = spec_;

@@ -834,7 +834,7 @@ class Daemon {
     notifier_.stopping();
     log_line({{"time", now_iso()},
               {"event", "draining"},
-              {"signal", sigabbrev_np(sig)},
+              {"signal", proc::signal_name(sig)},
               {"grace_ms", options_.grace_ms}});
     // Past the grace period, leave: unfinished handlers show as abandoned, never as done.
     std::thread([grace = options_.grace_ms, pidfile = options_.pidfile] {

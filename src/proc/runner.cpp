@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +29,9 @@ namespace {
 // Self-pipe: the handler writes the signal number; the poll loop reads and forwards it.
 int g_signal_pipe[2] = {-1, -1};
 volatile sig_atomic_t g_first_signal = 0;
+// The signals handle() installed on_signal for (bit N: signal N). Set before any of them can
+// arrive, read only by the poll loop.
+uint64_t g_handled = 0;
 
 void on_signal(int sig) {
   int saved = errno;
@@ -38,6 +42,7 @@ void on_signal(int sig) {
 }
 
 void handle(int sig) {
+  g_handled |= uint64_t(1) << sig;
   struct sigaction sa{};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
@@ -310,14 +315,22 @@ class Watch {
     set_nonblocking(child_.err.get());
   }
 
-  // Ends when the command has exited and its pipes are drained, or at EOF on both: a background
-  // grandchild holding a pipe open does not hold idem hostage.
+  // Ends at EOF on both pipes, or drain_ms after the command exited: a background process
+  // that keeps a pipe open has that long to write what it still has, and then does not hold
+  // idem hostage (its pipes are closed).
   void loop() {
-    while (!exited_ || child_.out.valid() || child_.err.valid()) {
-      if (exited_) {
-        // Child gone: take what is already buffered, then stop.
+    while (child_.out.valid() || child_.err.valid()) {
+      const int64_t now = util::monotonic_ms();
+      if (exited_ && drain_until_ < 0) {
+        term_at_ = -1;  // the command ended before its timeout: no TERM for what it left
+        drain_until_ = now + spec_.drain_ms;
+      }
+      if (exited_ && now >= drain_until_) {
+        // Take what is already buffered, then stop.
         if (child_.out.valid()) drain(child_.out, core::Stream::out, live_out_);
         if (child_.err.valid()) drain(child_.err, core::Stream::err, live_err_);
+        child_.out.reset();
+        child_.err.reset();
         break;
       }
       std::vector<pollfd> fds;
@@ -325,7 +338,7 @@ class Watch {
       if (spec_.stop_fd >= 0 && !result_.stopped) fds.push_back({spec_.stop_fd, POLLIN, 0});
       if (child_.out.valid()) fds.push_back({child_.out.get(), POLLIN, 0});
       if (child_.err.valid()) fds.push_back({child_.err.get(), POLLIN, 0});
-      int ready = ::poll(fds.data(), fds.size(), poll_timeout(util::monotonic_ms()));
+      int ready = ::poll(fds.data(), fds.size(), poll_timeout(now));
       if (ready < 0 && errno != EINTR) break;
       enforce_deadlines(util::monotonic_ms());
       if (ready <= 0) continue;
@@ -359,10 +372,13 @@ class Watch {
   }
 
  private:
-  // Until the next deadline (the timeout's TERM or a KILL), or forever when there is none.
+  // Until the next deadline (the timeout's TERM, a KILL, the end of the drain), or forever when
+  // there is none.
   int poll_timeout(int64_t now) const {
-    int64_t next = term_at_ < 0 ? kill_at_ : kill_at_ < 0 ? term_at_ : std::min(term_at_, kill_at_);
-    return next < 0 ? -1 : int(std::max<int64_t>(0, next - now));
+    int64_t next = -1;
+    for (int64_t at : {term_at_, kill_at_, drain_until_})
+      if (at >= 0) next = next < 0 ? at : std::min(next, at);
+    return next < 0 ? -1 : int(std::min<int64_t>(INT32_MAX, std::max<int64_t>(0, next - now)));
   }
 
   // The timeout TERMs the group, then KILLs it kill_after_ms later if it is still there.
@@ -387,16 +403,20 @@ class Watch {
     kill_at_ = kill_at_ < 0 ? grace_end : std::min(kill_at_, grace_end);
   }
 
-  // What the handlers wrote to the self-pipe: SIGCHLD reaps, the others are forwarded.
+  // What the handlers wrote to the self-pipe: SIGCHLD reaps, the others are forwarded. A byte no
+  // handler could have written (the pipe took a closed stdout's or stderr's number, and
+  // something wrote there) is no signal idem received: it is dropped, never sent on.
   void read_signals() {
-    char sigs[64];
+    unsigned char sigs[64];
     ssize_t n;
     while ((n = ::read(g_signal_pipe[0], sigs, sizeof sigs)) > 0) {
       for (ssize_t i = 0; i < n; ++i) {
-        if (sigs[i] == SIGCHLD) {
+        const int sig = sigs[i];
+        if (!handles_signal(sig)) continue;
+        if (sig == SIGCHLD) {
           reap(WNOHANG);
         } else {
-          forward(sigs[i]);
+          forward(sig);
         }
       }
     }
@@ -452,10 +472,26 @@ class Watch {
   LiveSink live_err_;
   int64_t term_at_;       // monotonic ms of the timeout's TERM; -1: none (any more)
   int64_t kill_at_ = -1;  // monotonic ms of the KILL after a grace; -1: none
+  int64_t drain_until_ = -1;  // monotonic ms the pipes are closed at, once the command exited
   bool exited_ = false;
   int wait_status_ = 0;
   char buf_[65536];
 };
+
+// Whether idem's live stdout and stderr are one open file description that keeps writes in the
+// order they are made: a regular file, a pipe or a socket (`>log 2>&1`, `2>&1 | ...`, a
+// service's journal). Two pipes, read in turn, cannot tell which of two writes on different
+// streams came first; one pipe for both gives that file exactly the command's order. Not a
+// terminal: a person watches it at a person's pace, and the record keeps the streams apart for
+// a later replay to two places (the capture of one pipe is all stdout); nor /dev/null, which
+// keeps nothing.
+bool one_ordered_destination(const RunSpec& spec) {
+  if (spec.live_stdout_fd < 0 || spec.live_stderr_fd < 0) return false;
+  struct stat st{};
+  if (::fstat(spec.live_stdout_fd, &st) != 0) return false;
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode)) return false;
+  return util::same_open_file(spec.live_stdout_fd, spec.live_stderr_fd);
+}
 
 }  // namespace
 
@@ -475,7 +511,19 @@ void install_signal_handlers() {
 
 int pending_signal() { return g_first_signal; }
 
+bool handles_signal(int sig) { return sig > 0 && sig < 64 && (g_handled >> sig) & 1; }
+
+std::string signal_name(int sig) {
+  const char* abbreviation = sigabbrev_np(sig);
+  return abbreviation != nullptr ? abbreviation : "signal " + std::to_string(sig);
+}
+
 RunResult run_command(const RunSpec& spec, const std::string& helper) {
+  if (!spec.stderr_to_stdout && one_ordered_destination(spec)) {
+    RunSpec one_pipe = spec;
+    one_pipe.stderr_to_stdout = true;
+    return run_command(one_pipe, helper);
+  }
   RunResult result;
   result.output = core::CapturedOutput(spec.max_output);
   if (g_signal_pipe[0] < 0) install_child_handlers();
@@ -510,10 +558,10 @@ core::Outcome outcome_taking_output(RunResult& result, int64_t finished_ms) {
   else if (result.timed_out) o.note = "stopped by its timeout";
   else if (result.stopped) o.note = "stopped: its attempt's lease was lost";
   else if (result.forwarded_signal && result.escalated)
-    o.note = std::string("idem received ") + sigabbrev_np(*result.forwarded_signal) +
+    o.note = "idem received " + signal_name(*result.forwarded_signal) +
              "; the command outlived it and was killed";
   else if (result.forwarded_signal)
-    o.note = std::string("idem received ") + sigabbrev_np(*result.forwarded_signal);
+    o.note = "idem received " + signal_name(*result.forwarded_signal);
   return o;
 }
 

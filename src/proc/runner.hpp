@@ -22,6 +22,8 @@ struct RunSpec {
   std::string cwd;
   // stderr goes down stdout's pipe: the capture holds both in the exact order they were written
   // (webhook's "combined output"), all of it as stdout. Live output then goes to live_stdout_fd.
+  // Also done, whatever this says, when the two live fds are one open file that is not a
+  // character device (`>log 2>&1`, `2>&1 | ...`): see run_command.
   bool stderr_to_stdout = false;
   int live_stdout_fd = 1;  // where live output goes; -1 to only capture
   int live_stderr_fd = 2;
@@ -30,6 +32,10 @@ struct RunSpec {
   // After the TERM of a timeout, or after forwarding a first INT/TERM/HUP, KILL the group this
   // much later (a second such signal KILLs it at once).
   int64_t kill_after_ms = 10000;
+  // Once the command has exited, its pipes are read on until EOF (what its background processes
+  // still write) for this long at most; then they are closed, and a process still writing to
+  // them gets SIGPIPE (EPIPE where it ignores that). 0: only what they already hold.
+  int64_t drain_ms = 0;
   // When this descriptor becomes readable (the attempt's lease was lost), the command's group is
   // stopped as by a timeout: TERM, KILL kill_after_ms later. -1: none.
   int stop_fd = -1;
@@ -63,8 +69,18 @@ void install_signal_handlers();
 void install_child_handlers();
 // The first forwarded-kind signal received so far, or 0.
 int pending_signal();
+// Whether idem installed its handler for `sig` (the handlers above). Only those numbers are taken
+// from the self-pipe; any other byte there was not written by a handler and is ignored.
+bool handles_signal(int sig);
+// A signal's abbreviation ("INT", "TERM"), or "signal N" for a number that has none (a real-time
+// signal, or not a signal at all): never a null pointer, as sigabbrev_np() can return.
+std::string signal_name(int sig);
 
-// Runs the command to completion. Never throws for the command's own failures. With a spawn
+// Runs the command to completion. Never throws for the command's own failures. When
+// live_stdout_fd and live_stderr_fd are one open file description that keeps writes in order (a
+// regular file, a pipe or a socket: `>log 2>&1`, `2>&1 | ...`), the command gets one pipe for
+// both, as with stderr_to_stdout, so they reach it in the order written; the capture then holds
+// all of it as stdout. With a spawn
 // helper (its path: find_spawn_helper()), the command starts through it: posix_spawn, which
 // does not copy the page tables as fork() does (what a many-threaded daemon pays per command),
 // then the helper waits for the go byte and execs. Without one, or if it cannot be started,

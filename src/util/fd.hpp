@@ -39,4 +39,15 @@ Fd memory_file(const char* name, std::string_view bytes);
 // Reads until EOF. Returns false with errno set on failure.
 bool read_all(int fd, std::string& out);
 
+// Opens /dev/null onto each of the descriptors 0, 1 and 2 that is closed, so that none of them is
+// the next file the process opens (which would then receive what is meant for stdout or stderr).
+// Each is opened for the other direction (0 write-only, 1 and 2 read-only): reading stdin or
+// writing stdout still fails with EBADF, as on the closed descriptor, in the process and in the
+// commands it starts. Returns false with errno set when /dev/null cannot be opened.
+bool open_closed_standard_fds();
+
+// Whether `a` and `b` are the same open file description (as after dup or `2>&1`), not merely
+// the same file opened twice. False when either is not open.
+bool same_open_file(int a, int b);
+
 }  // namespace idem::util

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The order of writes across stdout and stderr is kept, live and on replay, and each stream can
-# be read back on its own.
+# be read back on its own. (Under `2>&1` the command gets one pipe for both and the record holds
+# it all as stdout: tests/cli/test_output_order.sh.)
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 
 pieces=()
@@ -28,15 +29,23 @@ idem run -k order -- "${cmd[@]}" >"$T/replay.combined" 2>&1 || rc=$?
 assert_eq 0 "$rc" "exit code of the replay"
 assert_same "$T/want.combined" "$T/replay.combined"
 
-capture split idem run -k order -- "${cmd[@]}"
-expect_rc 0
-assert_same "$T/want.out" "$T/split.out"
-assert_same "$T/want.err" "$T/split.err"
+# Stdout and stderr apart: the record keeps them apart, live, on replay and for show.
+for name in split split-replay; do
+  capture "$name" idem run -k order-split -- "${cmd[@]}"
+  expect_rc 0
+  assert_same "$T/want.out" "$T/$name.out"
+  assert_same "$T/want.err" "$T/$name.err"
+done
 
-idem show order --stdout >"$T/show.out"
+idem show order-split --stdout >"$T/show.out"
 assert_same "$T/want.out" "$T/show.out"
-idem show order --stderr >"$T/show.err"
+idem show order-split --stderr >"$T/show.err"
 assert_same "$T/want.err" "$T/show.err"
+# The record of the run under 2>&1 holds one stream, as stdout.
+idem show order --stdout >"$T/show.combined"
+assert_same "$T/want.combined" "$T/show.combined"
+idem show order --stderr >"$T/show.none"
+assert_empty "$T/show.none"
 
 # The order survives a failing command too (replayed with --replay-failures).
 rc=0

@@ -2,11 +2,13 @@
 // the reader has drained the pipe, so the order in which idem reads the two streams is the order
 // given here (a test can then assert it byte for byte).
 //
-//   interleave o:TEXT e:TEXT ... [x:CODE]
+//   interleave [--no-wait] o:TEXT e:TEXT ... [x:CODE]
 //
 // o: writes TEXT to stdout, e: to stderr, x: exits with CODE (default 0). TEXT understands the
 // escapes \n \t \r \0 \\ and \xHH. When the fd is not a pipe (FIONREAD fails) there is nothing
 // to wait for. The wait gives up after 5 s: a reader that stopped reading must not hang the test.
+// --no-wait writes each piece at once, one write(2) each, as a program that flushes after every
+// line does: only a reader of one pipe for both streams can then see the order across them.
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -85,7 +87,10 @@ void wait_drained(int fd) {
 
 int main(int argc, char** argv) {
   int exit_code = 0;
-  for (int i = 1; i < argc; ++i) {
+  int first = 1;
+  const bool wait = !(argc > 1 && std::string_view(argv[1]) == "--no-wait");
+  if (!wait) first = 2;
+  for (int i = first; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg.size() < 2 || arg[1] != ':') die("bad piece: " + std::string(arg));
     std::string_view body = arg.substr(2);
@@ -94,7 +99,7 @@ int main(int argc, char** argv) {
       case 'e': {
         int fd = arg[0] == 'o' ? 1 : 2;
         write_all(fd, unescape(body));
-        wait_drained(fd);
+        if (wait) wait_drained(fd);
         break;
       }
       case 'x': exit_code = std::atoi(std::string(body).c_str()); break;

@@ -14,12 +14,14 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "core/record.hpp"
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
 #include "store/store.hpp"
 #include "temp_dir.hpp"
+#include "util/fd.hpp"
 
 using idem::core::Owner;
 using idem::core::ProcessGroup;
@@ -379,4 +381,126 @@ TEST_CASE("runner: stderr_to_stdout captures both streams in the order written, 
   CHECK(result.output.stream_bytes(idem::core::Stream::out) ==
         "out1\nerr1\nout2\nerr2\nout3\nerr3\nout4\nerr4\nout5\nerr5\n");
   CHECK(result.output.stream_bytes(idem::core::Stream::err).empty());
+}
+
+TEST_CASE("runner: only the signals idem handles are read from the self-pipe; names never null",
+          "[runner]") {
+  // In a child: the handlers of INT, TERM and HUP stay out of the test runner.
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    idem::proc::install_signal_handlers();
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD})
+      if (!idem::proc::handles_signal(sig)) _exit(1);
+    // What a command's "ERR\n" would have been, had the self-pipe taken stderr's number.
+    for (int not_ours : {int('E'), int('R'), int('\n'), SIGUSR1, SIGQUIT, 0, -1, 64, 200})
+      if (idem::proc::handles_signal(not_ours)) _exit(2);
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(idem::proc::signal_name(SIGINT) == "INT");
+  CHECK(idem::proc::signal_name(69) == "signal 69");
+  CHECK(idem::proc::signal_name(0) == "signal 0");
+  CHECK(idem::proc::signal_name(-3) == "signal -3");
+  idem::proc::RunResult stray;
+  stray.started = true;
+  stray.exit_code = 0;
+  stray.forwarded_signal = 69;
+  CHECK(idem::proc::outcome_of(stray, 1).note == "idem received signal 69");
+}
+
+namespace {
+
+// Reads what is in a pipe now (its writers are closed or done).
+std::string pipe_contents(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, size_t(n));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("runner: live stdout and stderr on one pipe get one pipe: the exact order, as stdout",
+          "[runner]") {
+  const Way way = each_way();
+  INFO(way.name);
+  int live[2];
+  REQUIRE(::pipe2(live, O_CLOEXEC) == 0);
+  idem::util::Fd read_end(live[0]);
+  idem::util::Fd write_end(live[1]);
+  idem::util::Fd second(::fcntl(write_end.get(), F_DUPFD_CLOEXEC, 0));  // as 2>&1 does
+  std::string want;
+  for (int i = 1; i <= 50; ++i) want += "o" + std::to_string(i) + "\ne" + std::to_string(i) + "\n";
+  RunSpec spec;
+  spec.argv = {"sh", "-c", "i=1; while [ $i -le 50 ]; do echo o$i; echo e$i >&2; i=$((i+1)); done"};
+  spec.live_stdout_fd = write_end.get();
+  spec.live_stderr_fd = second.get();
+  auto result = run_command(spec, way.helper);
+  REQUIRE(result.exit_code == 0);
+  write_end.reset();
+  second.reset();
+  CHECK(pipe_contents(read_end.get()) == want);
+  CHECK(result.output.stream_bytes(idem::core::Stream::out) == want);
+  CHECK(result.output.stream_bytes(idem::core::Stream::err).empty());
+
+  // Two pipes, or one character device (/dev/null here, a terminal alike): kept apart.
+  int other[2];
+  REQUIRE(::pipe2(other, O_CLOEXEC) == 0);
+  idem::util::Fd other_read(other[0]);
+  idem::util::Fd other_write(other[1]);
+  idem::util::Fd null(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  idem::util::Fd null_dup(::fcntl(null.get(), F_DUPFD_CLOEXEC, 0));
+  for (auto [out_fd, err_fd] :
+       {std::pair{null.get(), null_dup.get()}, std::pair{null.get(), other_write.get()}}) {
+    spec.live_stdout_fd = out_fd;
+    spec.live_stderr_fd = err_fd;
+    auto apart = run_command(spec, way.helper);
+    REQUIRE(apart.exit_code == 0);
+    CHECK(apart.output.stream_bytes(idem::core::Stream::err).size() > 0);
+    CHECK(apart.output.stream_bytes(idem::core::Stream::out).find("e1\n") == std::string::npos);
+  }
+}
+
+TEST_CASE("runner: drain_ms reads what a background process writes after the command exited",
+          "[runner]") {
+  const Way way = each_way();
+  INFO(way.name);
+  // The background writer waits until the command (its parent) has been reaped.
+  const char* late =
+      "parent=$$; (while kill -0 $parent 2>/dev/null; do sleep 0.01; done; echo late) & "
+      "echo early";
+  RunSpec spec = quiet({"sh", "-c", late});
+  spec.drain_ms = 60'000;
+  auto result = run_command(spec, way.helper);
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.output.stream_bytes(idem::core::Stream::out) == "early\nlate\n");
+
+  // The bound: a writer that never stops. The run returns once drain_ms is past (asserted to
+  // return, not when), and the closed pipe ends the writer (SIGPIPE).
+  TempDir dir;
+  const std::string pid_file = dir / "writer";
+  RunSpec endless = quiet({"sh", "-c",
+                           "sh -c 'echo $$ > \"$0\"; while :; do echo tick; sleep 0.01; done' "
+                           "\"$0\" & echo started",
+                           pid_file});
+  endless.drain_ms = 300;
+  auto bounded = run_command(endless, way.helper);
+  REQUIRE(bounded.exit_code == 0);
+  const std::string out = bounded.output.stream_bytes(idem::core::Stream::out);
+  CHECK(out.rfind("started\n", 0) == 0);
+  CHECK(out.find("tick\n") != std::string::npos);
+  const int64_t writer = read_pid(pid_file);
+  REQUIRE(writer > 0);
+  bool gone = false;
+  for (int i = 0; i < 2000 && !gone; ++i) {
+    gone = exited(writer);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(gone);
+  if (!gone) ::kill(pid_t(writer), SIGKILL);
 }
