@@ -492,7 +492,7 @@ TEST_CASE("runner: drain_ms reads what a background process writes after the com
   auto bounded = run_command(endless, way.helper);
   REQUIRE(bounded.exit_code == 0);
   const std::string out = bounded.output.stream_bytes(idem::core::Stream::out);
-  CHECK(out.rfind("started\n", 0) == 0);
+  CHECK(out.find("started\n") != std::string::npos);  // the writer may come first
   CHECK(out.find("tick\n") != std::string::npos);
   const int64_t writer = read_pid(pid_file);
   REQUIRE(writer > 0);
