@@ -202,3 +202,14 @@ fresh_store() {
   FRESH_STORE="IDEM_STORE=$IDEM_TEST_PG_URL?options=-csearch_path%3D$schema"
 }
 status_is() { [[ $(idem status "$1") == "$2" ]]; }  # status_is KEY WORD
+
+# interleave_pair OUT_TEXT ERR_TEXT: appends to the array `pieces` the interleave helper's pieces
+# writing OUT_TEXT to stdout, then ERR_TEXT to stderr, and their bytes (the escapes \n, \0 ... as
+# both printf and the helper read them) to $T/want.out, $T/want.err and $T/want.combined.
+interleave_pair() {
+  pieces+=("o:$1" "e:$2")
+  # shellcheck disable=SC2059
+  printf "$1" | tee -a "$T/want.out" >>"$T/want.combined"
+  # shellcheck disable=SC2059
+  printf "$2" | tee -a "$T/want.err" >>"$T/want.combined"
+}

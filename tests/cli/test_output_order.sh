@@ -9,14 +9,7 @@ source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 # Many pairs written with no pause between them: read from two pipes in turn, they come out
 # grouped by stream.
 pieces=()
-: >"$T/want.combined"
-: >"$T/want.out"
-: >"$T/want.err"
-for i in $(seq 1 40); do
-  pieces+=("o:o$i\n" "e:e$i\n")
-  printf 'o%s\n' "$i" | tee -a "$T/want.out" >>"$T/want.combined"
-  printf 'e%s\n' "$i" | tee -a "$T/want.err" >>"$T/want.combined"
-done
+for i in $(seq 1 40); do interleave_pair "o$i\n" "e$i\n"; done
 cmd=("$(helper interleave)" --no-wait "${pieces[@]}")
 
 # --- One file for both (2>&1 into a file, and into a pipe): the exact order -------------------
