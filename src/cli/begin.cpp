@@ -37,7 +37,7 @@ core::Owner script_owner(const CLI::Option* owner_pid_option, int64_t owner_pid)
 CLI::App* register_begin(CLI::App& app, BeginOptions& o) {
   auto* begin = app.add_subcommand(
       "begin", "Claim a key for the calling script; 'idem end' records the outcome");
-  begin->add_option("-k,--key", o.key, "The idempotency key")->required()->type_name("KEY");
+  add_key_option(*begin, o.key, "The idempotency key")->required();
   begin->add_option("--ttl", o.ttl, "How long a finished outcome counts as done")
       ->type_name("DURATION")->capture_default_str();
   begin->add_option("--wait", o.wait,

@@ -112,6 +112,30 @@ std::string colour_status(const std::string& status, bool colour) {
   return std::string("\033[") + code + "m" + status + "\033[0m";
 }
 
+CLI::Option* add_key_option(CLI::App& command, std::string& key, const std::string& description) {
+  return command.add_option("-k,--key", key, description)
+      ->type_name("KEY")
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            return value == "--" ? std::string("missing KEY (-- ends the options)") : std::string();
+          },
+          "", "key"));
+}
+
+void add_command_argument(CLI::App& command, std::vector<std::string>& words,
+                          const std::string& description) {
+  command.positionals_at_end();  // the first positional word makes every later one positional
+  // CLI11 reads a word "[a,b]" given to an option that allows extra arguments as a list and
+  // splits it (printf's "[%s]" would arrive as "%s"). Without extra arguments, and with a minimum
+  // no command line reaches, the option takes every word whole and as many as there are.
+  constexpr int k_all_words = CLI::detail::expected_max_vector_size;
+  command.add_option("command", words, description)
+      ->type_name("COMMAND [ARG...]")
+      ->expected(k_all_words, k_all_words)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 void validate_key_arg(const std::string& key) { core::validate_key(key); }
 
 }  // namespace idem::cli

@@ -253,8 +253,9 @@ CLI::App* register_each(CLI::App& app, EachOptions& o) {
                  "refuse it); refused while processes of that attempt are still alive");
   each->add_flag("-q,--quiet", o.quiet, "Report only malformed lines and the summary");
   each->add_flag("-v,--verbose", o.verbose, "Also report every skipped message");
-  each->add_option("command", o.command, "The handler and its arguments, after --")
-      ->type_name("COMMAND [ARG...]");
+  add_command_argument(*each, o.command,
+                       "The handler and its arguments; idem's options end at its first word "
+                       "(or at --)");
   each->footer(
       "Exit: 0 when every message ran or was already done; 1 when any failed, was refused or\n"
       "was malformed (each reported with its line number); 64 usage; 74 store.\n"

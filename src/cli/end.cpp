@@ -45,7 +45,7 @@ void capture_file(const std::string& path, const char* flag, core::Stream stream
 
 CLI::App* register_end(CLI::App& app, EndOptions& o) {
   auto* end = app.add_subcommand("end", "Record the outcome of a key claimed with 'idem begin'");
-  end->add_option("-k,--key", o.key, "The idempotency key")->required()->type_name("KEY");
+  add_key_option(*end, o.key, "The idempotency key")->required();
   end->add_option("--exit", o.exit_code, "The outcome: 0 succeeded, anything else failed")
       ->type_name("CODE")->capture_default_str()->check(CLI::Range(0, 255));
   end->add_option("--stdout-file", o.stdout_file, "Store this file as the outcome's stdout")
