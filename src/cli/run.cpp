@@ -165,8 +165,8 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
   run->add_flag("--quiet-replay", o.quiet_replay,
                 "On replay write nothing, only return the stored exit code");
   run->add_flag("-q,--quiet", o.quiet,
-                "Print no refusal message for 65, 69 and 75, nor the notice that a replayed "
-                "output is truncated");
+                "Print no message when the key is running elsewhere (75), nor the notice that "
+                "a replayed output is truncated; 65 and 69 still print their line");
   run->add_flag("-v,--verbose", o.verbose, "Say on stderr when an outcome is replayed or a wait happens");
   add_command_argument(*run, o.command,
                        "The command and its arguments; idem's options end at its first word "
