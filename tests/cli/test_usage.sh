@@ -22,6 +22,9 @@ usage_error run -k $'a\nb' -- "${cmd[@]}"
 usage_error run -k $'a\x7fb' -- "${cmd[@]}"
 usage_error run -k $'a\x01' -- "${cmd[@]}"
 usage_error run -k $'\xff\xfe' -- "${cmd[@]}"
+usage_error run -k $'invoice-\xe2\x80\xaefdp.exe' -- "${cmd[@]}"   # U+202E shows it as "invoice-exe.pdf"
+usage_error run -k $'\xef\xbb\xbforder-1' -- "${cmd[@]}"          # a byte order mark
+usage_error begin -k $'a\xe2\x81\xa6b'                            # U+2066
 usage_error run -k "$(printf 'k%.0s' {1..256})" -- "${cmd[@]}"
 usage_error run -k "$(printf 'é%.0s' {1..128})" -- "${cmd[@]}"   # 256 bytes
 usage_error run -k k --ttl 5x -- "${cmd[@]}"
