@@ -26,8 +26,11 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
                                : std::string();
           },
           "", "store URL"));
+  // The default as this user's idem resolves it, so --help answers "where is my store?".
+  const std::optional<std::string> xdg_path = store::xdg_db_path();
   app.add_option("--db", global.db,
-                 "SQLite store (default: $IDEM_DB, else $XDG_STATE_HOME/idem/idem.db)")
+                 "SQLite store (default: $IDEM_DB, else " +
+                     xdg_path.value_or("${XDG_STATE_HOME:-$HOME/.local/state}/idem/idem.db") + ")")
       ->type_name("PATH");
 }
 
