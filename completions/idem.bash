@@ -151,6 +151,10 @@ _idem() {
       :
     elif [[ $word == -* ]]; then
       if _idem_takes_value "$sub" "$word"; then ((i++)) || true; fi
+    elif [[ $sub == run || $sub == each ]]; then
+      # idem's options end at the command's first word: it and what follows are the command's.
+      dashdash=$((i - 1))
+      break
     else
       ((npos++)) || true
     fi
@@ -158,7 +162,8 @@ _idem() {
   local prev=
   ((cword > 0)) && prev=${words[cword - 1]}
 
-  # After `--` of run and each: the command to run, then its own arguments.
+  # After `--` of run and each, or after their command's first word: the command to run, then its
+  # own arguments.
   if ((dashdash)); then
     if declare -F _command_offset >/dev/null; then
       _command_offset $((dashdash + 1))

@@ -22,12 +22,36 @@ function __idem_subcommand
     return 1
 end
 
-# True once a `--` follows the subcommand: what comes next is the command run and its arguments.
-function __idem_after_dashdash
+# Where the command run begins among the words after the subcommand (1-based): after a `--`,
+# or (run, each) at the command's first word, where idem's options end. Fails before it.
+function __idem_command_at
     set -l sub (__idem_subcommand); or return 1
     set -l tokens (commandline -opc)
     set -l at (contains -i -- $sub $tokens); or return 1
-    contains -- -- $tokens[(math $at + 1)..-1]
+    set tokens $tokens[(math $at + 1)..-1]
+    set -l i 1
+    while test $i -le (count $tokens)
+        switch $tokens[$i]
+            case --
+                math $i + 1
+                return 0
+            case -k --key --ttl --wait --timeout --kill-after --lease --max-output --key-field --jobs --db --store
+                set i (math $i + 1)
+            case '-*'
+            case '*'
+                if contains -- $sub run each
+                    echo $i
+                    return 0
+                end
+        end
+        set i (math $i + 1)
+    end
+    return 1
+end
+
+# True once the command run and its arguments are being typed.
+function __idem_after_dashdash
+    __idem_command_at >/dev/null
 end
 
 # __idem_using SUBCOMMAND...: the subcommand is one of these, and no `--` has been given yet.
@@ -98,8 +122,7 @@ function __idem_complete_command
     set -l tokens (commandline -opc)
     set -l at (contains -i -- $sub $tokens)
     set -l rest $tokens[(math $at + 1)..-1]
-    set -l dash (contains -i -- -- $rest)
-    set rest $rest[(math $dash + 1)..-1]
+    set rest $rest[(__idem_command_at)..-1]
     complete -C (string join ' ' -- (string escape -- $rest) (commandline -ct))
 end
 

@@ -33,11 +33,11 @@ rc=0
 idem run -q --quiet-replay -k "$key" --ttl 2d --timeout 6h $retry \
   -- sh -c "${BACKUP_CMD:-/usr/local/bin/backup.sh}" || rc=$?
 
-# -q silenced idem's own refusals; name the two that need a human. (A backup that itself exits
-# 65 or 69 would be misreported here; `idem status "$key"` tells them apart.)
-case $rc in
-  65) echo "backup-wrapper: $key was already used with another BACKUP_CMD today; not run" >&2 ;;
-  69) echo "backup-wrapper: the backup of $day was interrupted mid-run (idem or the machine died);" \
-    "its outcome is unknown. Check it, then run 'idem rm $key' or set BACKUP_RETRY_ABANDONED=1" >&2 ;;
-esac
+# -q silenced only 75: idem printed its line for a conflict (65) or an abandoned day (69), which
+# cron mails. For the latter, add this wrapper's way out (`idem status` tells idem's 69 from a
+# backup that itself exited 69).
+if [ "$rc" = 69 ] && [ "$(idem status "$key")" = abandoned ]; then
+  echo "backup-wrapper: the backup of $day was interrupted mid-run (idem or the machine died);" \
+    "its outcome is unknown. Check it, then run 'idem rm $key' or set BACKUP_RETRY_ABANDONED=1" >&2
+fi
 exit "$rc"

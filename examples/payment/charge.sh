@@ -61,7 +61,8 @@ charge() {
 
 # 1. Claim the order. `idem begin` must be called by this shell itself (not from a $(...) or a
 #    pipeline): the claim belongs to the calling process, so that idem sees if this script dies.
-#    --print: if the order was charged already, its stored receipt comes out on stdout.
+#    --print: if the order was charged already, its stored receipt comes out on stdout. -q keeps
+#    idem quiet about 75 alone: for 65 and 69 its own line comes before this script's.
 rc=0
 idem begin -q -k "$key" --ttl 30d --wait "$wait" --print $retry >"$work/receipt" || rc=$?
 case $rc in

@@ -37,7 +37,7 @@ core::Owner script_owner(const CLI::Option* owner_pid_option, int64_t owner_pid)
 CLI::App* register_begin(CLI::App& app, BeginOptions& o) {
   auto* begin = app.add_subcommand(
       "begin", "Claim a key for the calling script; 'idem end' records the outcome");
-  begin->add_option("-k,--key", o.key, "The idempotency key")->required()->type_name("KEY");
+  add_key_option(*begin, o.key, "The idempotency key")->required();
   begin->add_option("--ttl", o.ttl, "How long a finished outcome counts as done")
       ->type_name("DURATION")->capture_default_str();
   begin->add_option("--wait", o.wait,
@@ -59,7 +59,9 @@ CLI::App* register_begin(CLI::App& app, BeginOptions& o) {
   begin->add_flag("--kill-stale", o.kill_stale,
                   "With --retry-abandoned: first end the dead owner's surviving process group "
                   "(TERM, KILL 10s later)");
-  begin->add_flag("-q,--quiet", o.quiet, "Print no refusal message for 65, 69 and 75");
+  begin->add_flag(
+      "-q,--quiet", o.quiet,
+      "Print no message when the key is running elsewhere (75); 65 and 69 still print their line");
   begin->footer(
       "Exit: 0 the caller owns the key and must do the work; 1 the key already succeeded;\n"
       "65 conflict; 69 abandoned; 74 store; 75 running.\n"

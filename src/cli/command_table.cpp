@@ -14,14 +14,13 @@
 
 namespace idem::cli {
 
-bool is_refusal(int code) {
-  return code == k_exit_conflict || code == k_exit_abandoned || code == k_exit_running;
-}
+bool is_quiet_refusal(int code) { return code == k_exit_running; }
 
 namespace {
 
 // Registers a subcommand whose options live in one Options struct, owned by the runner. With
-// quiet_refusals (a flag of Options, such as --quiet), a refusal ends with its code and no message.
+// quiet_refusals (a flag of Options, such as --quiet), a quiet refusal (is_quiet_refusal) ends with
+// its code and no message.
 template <typename Options, auto register_fn, auto run_fn, bool Options::*quiet_refusals = nullptr>
 Registered bind(CLI::App& app) {
   auto options = std::make_shared<Options>();
@@ -31,7 +30,7 @@ Registered bind(CLI::App& app) {
       return run_fn(global, *options);
     } catch (const Error& e) {
       if constexpr (quiet_refusals != nullptr) {
-        if ((*options).*quiet_refusals && is_refusal(e.code())) return e.code();
+        if ((*options).*quiet_refusals && is_quiet_refusal(e.code())) return e.code();
       }
       throw;
     }

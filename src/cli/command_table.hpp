@@ -29,7 +29,9 @@ struct Subcommand {
 // Every subcommand, in the order `idem --help` lists them.
 std::span<const Subcommand> subcommands();
 
-// 65, 69 and 75: the refusals whose message --quiet suppresses (run, begin).
-bool is_refusal(int code);
+// The refusal whose message --quiet suppresses (run, begin): 75 alone, the key running elsewhere,
+// which a job started twice expects (as `flock -n` does). A conflict (65) or an abandoned attempt
+// (69) needs someone to look, so its line is printed even with --quiet: cron mails it.
+bool is_quiet_refusal(int code);
 
 }  // namespace idem::cli

@@ -26,8 +26,11 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
                                : std::string();
           },
           "", "store URL"));
+  // The default as this user's idem resolves it, so --help answers "where is my store?".
+  const std::optional<std::string> xdg_path = store::xdg_db_path();
   app.add_option("--db", global.db,
-                 "SQLite store (default: $IDEM_DB, else $XDG_STATE_HOME/idem/idem.db)")
+                 "SQLite store (default: $IDEM_DB, else " +
+                     xdg_path.value_or("${XDG_STATE_HOME:-$HOME/.local/state}/idem/idem.db") + ")")
       ->type_name("PATH");
 }
 
@@ -110,6 +113,30 @@ std::string colour_status(const std::string& status, bool colour) {
   else if (status == "abandoned") code = "35";
   else if (status == "expired") code = "2";
   return std::string("\033[") + code + "m" + status + "\033[0m";
+}
+
+CLI::Option* add_key_option(CLI::App& command, std::string& key, const std::string& description) {
+  return command.add_option("-k,--key", key, description)
+      ->type_name("KEY")
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            return value == "--" ? std::string("missing KEY (-- ends the options)") : std::string();
+          },
+          "", "key"));
+}
+
+void add_command_argument(CLI::App& command, std::vector<std::string>& words,
+                          const std::string& description) {
+  command.positionals_at_end();  // the first positional word makes every later one positional
+  // CLI11 reads a word "[a,b]" given to an option that allows extra arguments as a list and
+  // splits it (printf's "[%s]" would arrive as "%s"). Without extra arguments, and with a minimum
+  // no command line reaches, the option takes every word whole and as many as there are.
+  constexpr int k_all_words = CLI::detail::expected_max_vector_size;
+  command.add_option("command", words, description)
+      ->type_name("COMMAND [ARG...]")
+      ->expected(k_all_words, k_all_words)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 void validate_key_arg(const std::string& key) { core::validate_key(key); }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/record.hpp"
 #include "store/store.hpp"
@@ -58,6 +59,16 @@ std::string exit_summary(const core::Record& record);
 // Colour only for a terminal, never with NO_COLOR set.
 bool use_colour(int fd);
 std::string colour_status(const std::string& status, bool colour);
+
+// -k/--key KEY on run, begin and end. CLI11 takes any word as a required option's value: `-k --`
+// would make `--` the key; it is refused as a missing key instead (64).
+CLI::Option* add_key_option(CLI::App& command, std::string& key, const std::string& description);
+
+// The COMMAND [ARG...] of run and each. As with env, timeout or flock, idem's options end at the
+// command's first word: every word after it, `--db` and `-q` included, is the command's own.
+// A `--` before the command stays accepted.
+void add_command_argument(CLI::App& command, std::vector<std::string>& words,
+                          const std::string& description);
 
 // Where CLI11 accepts a value we validate ourselves: keeps the message in idem's one-line form.
 void validate_key_arg(const std::string& key);

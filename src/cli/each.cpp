@@ -8,8 +8,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -22,6 +20,7 @@
 #include "core/output.hpp"
 #include "engine/attempt.hpp"
 #include "engine/command_effect.hpp"
+#include "engine/key_queue.hpp"
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
 #include "util/clock.hpp"
@@ -122,13 +121,8 @@ class Consumer {
     req.clear_abandoned = [](const core::Record& r) {
       return engine::clear_leftovers(r, false, 0) == engine::Leftovers::none;
     };
-    // The same key earlier in this stream, still running in another job: wait for it (per-key
-    // exclusion), then skip or run as its outcome says. Another process's: refused at once.
-    req.wait.waits_without_limit = [pid = owner_.pid](const core::Record& holder) {
-      return holder.owner.pid == pid;
-    };
-    req.wait.first_pause_ms = 5;
-    req.wait.max_pause_ms = 100;
+    // A key running in another process is refused at once. This process's jobs never hold it
+    // here: the queue (engine::KeyQueue) hands a key's lines out one at a time, in input order.
     return req;
   }
 
@@ -253,8 +247,9 @@ CLI::App* register_each(CLI::App& app, EachOptions& o) {
                  "refuse it); refused while processes of that attempt are still alive");
   each->add_flag("-q,--quiet", o.quiet, "Report only malformed lines and the summary");
   each->add_flag("-v,--verbose", o.verbose, "Also report every skipped message");
-  each->add_option("command", o.command, "The handler and its arguments, after --")
-      ->type_name("COMMAND [ARG...]");
+  add_command_argument(*each, o.command,
+                       "The handler and its arguments; idem's options end at its first word "
+                       "(or at --)");
   each->footer(
       "Exit: 0 when every message ran or was already done; 1 when any failed, was refused or\n"
       "was malformed (each reported with its line number); 64 usage; 74 store.\n"
@@ -287,51 +282,6 @@ int watch_stop_signals() {
   }).detach();
   return wake[0];
 }
-
-// The messages read but not yet taken by a job, bounded so a long stream is never held whole.
-class Queue {
- public:
-  explicit Queue(size_t max_queued) : max_queued_(max_queued) {}
-  // Waits for room; false when a stop signal came first.
-  bool push(Message m) {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return queue_.size() < max_queued_ || g_stopped_by != 0; });
-    if (g_stopped_by != 0) return false;
-    queue_.push_back(std::move(m));
-    lock.unlock();
-    changed_.notify_all();
-    return true;
-  }
-  // Waits for a message; false once the input ended and the queue is empty, or a stop came.
-  bool pop(Message& m) {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return done_ || !queue_.empty(); });
-    if (queue_.empty() || g_stopped_by != 0) {
-      lock.unlock();
-      changed_.notify_all();  // the reader may be waiting for room in the queue
-      return false;
-    }
-    m = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    changed_.notify_all();
-    return true;
-  }
-  void close() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    changed_.notify_all();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<Message> queue_;
-  size_t max_queued_;
-  bool done_ = false;
-};
 
 // The key of one line, or nullopt with `why` set.
 std::optional<std::string> line_key(const std::string& line, const std::string& key_field,
@@ -384,7 +334,9 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
   LineReader reader(watch_stop_signals());
 
   Consumer consumer(o, limits);
-  Queue queue(size_t(o.jobs) * 4);
+  // The messages read but not yet taken by a job, bounded so a long stream is never held whole;
+  // the lines of one key go to the jobs one at a time, in input order.
+  engine::KeyQueue<Message> queue(size_t(o.jobs) * 4, g_stopped_by);
   std::atomic<bool> broken{false};
   std::mutex error_mutex;
   std::string store_error;
@@ -401,6 +353,7 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
           std::lock_guard lock(error_mutex);
           if (!broken.exchange(true)) store_error = e.what();
         }
+        queue.finish(m.key);
       }
     });
 

@@ -45,7 +45,7 @@ void capture_file(const std::string& path, const char* flag, core::Stream stream
 
 CLI::App* register_end(CLI::App& app, EndOptions& o) {
   auto* end = app.add_subcommand("end", "Record the outcome of a key claimed with 'idem begin'");
-  end->add_option("-k,--key", o.key, "The idempotency key")->required()->type_name("KEY");
+  add_key_option(*end, o.key, "The idempotency key")->required();
   end->add_option("--exit", o.exit_code, "The outcome: 0 succeeded, anything else failed")
       ->type_name("CODE")->capture_default_str()->check(CLI::Range(0, 255));
   end->add_option("--stdout-file", o.stdout_file, "Store this file as the outcome's stdout")
@@ -56,7 +56,7 @@ CLI::App* register_end(CLI::App& app, EndOptions& o) {
       ->type_name("PID");
   end->footer(
       "Exit: 0 recorded; 77 the caller does not own the key's current attempt (nothing changes);\n"
-      "1 no record; 64 usage; 74 store.\n"
+      "1 no record, or the caller's attempt already finished (a second end); 64 usage; 74 store.\n"
       "Example:\n  idem end -k order-42 --exit 0 --stdout-file receipt.json");
   return end;
 }
@@ -82,6 +82,13 @@ int run_end(const GlobalOptions& global, const EndOptions& o) {
   // the pid and its start time).
   const bool given = o.owner_pid_option->count() > 0;
   bool mine = same(me) || (!given && same(proc::describe_owner()));
+  // A second end by the owner (a script's error path after its success path, say): the outcome
+  // stands, nothing to do.
+  if (mine && (record->status == core::Status::succeeded || record->status == core::Status::failed))
+    throw Error(k_exit_already_done, shown + " already finished (" +
+                                         std::string(core::to_string(record->status)) + ", exit " +
+                                         exit_summary(*record) + ", attempt " +
+                                         std::to_string(record->attempt) + "); nothing recorded");
   if (record->status != core::Status::running || !mine)
     throw Error(k_exit_not_owner,
                 shown + ": the caller (pid " + std::to_string(me.pid) +

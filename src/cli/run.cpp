@@ -132,10 +132,9 @@ void clear_abandoned(const core::Record& r, const RunOptions& o, const Settings&
 
 CLI::App* register_run(CLI::App& app, RunOptions& o) {
   auto* run = app.add_subcommand("run", "Run a command once per key; replay its outcome after");
-  o.key_option = run->add_option("-k,--key", o.key,
-                  "Idempotency key (1-255 bytes of printable UTF-8); default: derived from the "
-                  "working directory and the command")
-      ->type_name("KEY");
+  o.key_option = add_key_option(*run, o.key,
+                                "Idempotency key (1-255 bytes of printable UTF-8); default: "
+                                "derived from the working directory and the command");
   run->add_option("--ttl", o.ttl, "How long a finished outcome is replayed")
       ->type_name("DURATION")->capture_default_str();
   run->add_option("--wait", o.wait,
@@ -172,11 +171,12 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
   run->add_flag("--quiet-replay", o.quiet_replay,
                 "On replay write nothing, only return the stored exit code");
   run->add_flag("-q,--quiet", o.quiet,
-                "Print no refusal message for 65, 69 and 75, nor the notice that a replayed "
-                "output is truncated");
+                "Print no message when the key is running elsewhere (75), nor the notice that "
+                "a replayed output is truncated; 65 and 69 still print their line");
   run->add_flag("-v,--verbose", o.verbose, "Say on stderr when an outcome is replayed or a wait happens");
-  run->add_option("command", o.command, "The command and its arguments, after --")
-      ->type_name("COMMAND [ARG...]");
+  add_command_argument(*run, o.command,
+                       "The command and its arguments; idem's options end at its first word "
+                       "(or at --)");
   run->footer(
       "Examples:\n"
       "  idem run -k backup-$(date +%F) --ttl 7d -- ./backup.sh\n"

@@ -67,8 +67,13 @@ void print_record(const core::Record& r, const nlohmann::json& j, const Chunks& 
   if (request.is_object() && request.contains("argv")) line("command", request["argv"].dump());
   if (request.is_object() && request.contains("cwd")) line("cwd", request["cwd"].get<std::string>());
   line("stdout", std::to_string(stream_size(captured, core::Stream::out)) + " bytes");
-  line("stderr", std::to_string(stream_size(captured, core::Stream::err)) + " bytes" +
-                     (r.output_truncated ? " (stored output truncated)" : ""));
+  line("stderr", std::to_string(stream_size(captured, core::Stream::err)) + " bytes");
+  // The cap counts both streams together and, once reached, drops every later write of either:
+  // the stored encoding does not say which stream lost bytes, so neither is named.
+  if (r.output_truncated)
+    line("truncated", "only the first " + std::to_string(r.output_bytes) +
+                          " bytes were stored (--max-output); what either stream wrote after "
+                          "them was dropped");
   if (!r.note.empty()) line("note", r.note);
 }
 

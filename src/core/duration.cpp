@@ -1,5 +1,6 @@
 #include "core/duration.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 #include "core/errors.hpp"
@@ -8,7 +9,6 @@ namespace idem::core {
 
 namespace {
 
-constexpr int64_t k_max_duration_ms = int64_t(100) * 365 * 24 * 3600 * 1000;
 constexpr int64_t k_max_size = int64_t(1) << 40;
 
 // Parses a run of decimal digits (no sign), rejecting overflow past `limit`.
@@ -24,51 +24,84 @@ std::optional<int64_t> take_number(std::string_view text, size_t& pos, int64_t l
   return value;
 }
 
+// Past the largest duration, every value is the same: one more than it. So a number of any
+// length, and products and sums of such, never overflow, and a well-formed duration too long is
+// told from a malformed one.
+constexpr int64_t k_too_long = k_max_duration_ms + 1;
+
+// Like take_number, but a number past the largest duration is k_too_long.
+std::optional<int64_t> take_duration_number(std::string_view text, size_t& pos) {
+  size_t start = pos;
+  int64_t value = 0;
+  for (; pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])); ++pos)
+    value = std::min(k_too_long, value * 10 + (text[pos] - '0'));
+  if (pos == start) return std::nullopt;
+  return value;
+}
+
+int64_t saturated_product(int64_t number, int64_t scale) {
+  return number > k_max_duration_ms / scale ? k_too_long : number * scale;
+}
+
 }  // namespace
 
-std::optional<int64_t> parse_duration_ms(std::string_view text) {
-  if (text.empty()) return std::nullopt;
+ParsedDuration parse_duration(std::string_view text) {
+  constexpr ParsedDuration k_malformed{0, DurationProblem::malformed};
   size_t pos = 0;
-  auto first = take_number(text, pos, k_max_duration_ms);
-  if (!first) return std::nullopt;
-  if (pos == text.size()) {
-    // A bare number is seconds.
-    if (*first > k_max_duration_ms / 1000) return std::nullopt;
-    return *first * 1000;
-  }
+  auto number = take_duration_number(text, pos);
+  if (!number) return k_malformed;
   int64_t total = 0;
-  std::optional<int64_t> number = first;
-  int64_t last_unit = INT64_MAX;
-  for (;;) {
-    size_t unit_start = pos;
-    while (pos < text.size() && std::isalpha(static_cast<unsigned char>(text[pos]))) ++pos;
-    std::string_view unit = text.substr(unit_start, pos - unit_start);
-    int64_t scale;
-    if (unit == "ms") scale = 1;
-    else if (unit == "s") scale = 1000;
-    else if (unit == "m") scale = 60 * 1000;
-    else if (unit == "h") scale = 3600 * 1000;
-    else if (unit == "d") scale = 24 * 3600 * 1000;
-    else if (unit == "w") scale = 7 * 24 * 3600 * 1000LL;
-    else return std::nullopt;
-    // Units must be given largest first, each once: "1h30m", not "30m1h".
-    if (scale >= last_unit) return std::nullopt;
-    last_unit = scale;
-    if (*number > k_max_duration_ms / scale) return std::nullopt;
-    total += *number * scale;
-    if (total > k_max_duration_ms) return std::nullopt;
-    if (pos == text.size()) return total;
-    number = take_number(text, pos, k_max_duration_ms);
-    if (!number || pos == text.size()) return std::nullopt;
+  if (pos == text.size()) {
+    total = saturated_product(*number, 1000);  // a bare number is seconds
+  } else {
+    int64_t last_unit = INT64_MAX;
+    for (;;) {
+      size_t unit_start = pos;
+      while (pos < text.size() && std::isalpha(static_cast<unsigned char>(text[pos]))) ++pos;
+      std::string_view unit = text.substr(unit_start, pos - unit_start);
+      int64_t scale;
+      if (unit == "ms")
+        scale = 1;
+      else if (unit == "s")
+        scale = 1000;
+      else if (unit == "m")
+        scale = 60 * 1000;
+      else if (unit == "h")
+        scale = 3600 * 1000;
+      else if (unit == "d")
+        scale = 24 * 3600 * 1000;
+      else if (unit == "w")
+        scale = 7 * 24 * 3600 * 1000LL;
+      else
+        return k_malformed;
+      // Units must be given largest first, each once: "1h30m", not "30m1h".
+      if (scale >= last_unit) return k_malformed;
+      last_unit = scale;
+      total = std::min(k_too_long, total + saturated_product(*number, scale));
+      if (pos == text.size()) break;
+      number = take_duration_number(text, pos);
+      if (!number || pos == text.size()) return k_malformed;
+    }
   }
+  if (total > k_max_duration_ms) return {0, DurationProblem::too_long};
+  return {total, DurationProblem::none};
+}
+
+std::optional<int64_t> parse_duration_ms(std::string_view text) {
+  ParsedDuration parsed = parse_duration(text);
+  if (parsed.problem != DurationProblem::none) return std::nullopt;
+  return parsed.ms;
 }
 
 int64_t duration_arg(std::string_view flag, std::string_view text) {
-  auto ms = parse_duration_ms(text);
-  if (!ms)
+  ParsedDuration parsed = parse_duration(text);
+  if (parsed.problem == DurationProblem::too_long)
+    throw UsageError("duration for " + std::string(flag) + " is too large: '" + std::string(text) +
+                     "' (at most 100 years: 36500d)");
+  if (parsed.problem != DurationProblem::none)
     throw UsageError("bad duration for " + std::string(flag) + ": '" + std::string(text) +
                      "' (use e.g. 90s, 15m, 24h, 7d or seconds)");
-  return *ms;
+  return parsed.ms;
 }
 
 std::optional<int64_t> parse_size(std::string_view text) {

@@ -7,10 +7,22 @@
 
 namespace idem::core {
 
+// The longest duration idem takes: 100 years (36500d). Longer is refused as too large.
+constexpr int64_t k_max_duration_ms = int64_t(100) * 365 * 24 * 3600 * 1000;
+
+enum class DurationProblem { none, malformed, too_long };
+struct ParsedDuration {
+  int64_t ms = 0;
+  DurationProblem problem = DurationProblem::none;
+};
+
 // "90s", "15m", "24h", "7d", "250ms", or a bare number of seconds; also compound forms such as
-// "1h30m". Returns milliseconds, or nullopt for anything malformed, negative or above 100 years.
+// "1h30m". A well-formed duration above k_max_duration_ms (however many digits) is too_long;
+// anything else not of this form (a sign, an unknown unit) is malformed.
+ParsedDuration parse_duration(std::string_view text);
+// The same, nullopt for any problem.
 std::optional<int64_t> parse_duration_ms(std::string_view text);
-// Throws UsageError naming the flag and the text.
+// Throws UsageError naming the flag and the text, and saying "too large" for a duration too long.
 int64_t duration_arg(std::string_view flag, std::string_view text);
 
 // "16MiB", "512KiB", "1GiB", "10MB", "100kB", "4096", "1M" (K/M/G alone mean KiB/MiB/GiB).

@@ -42,6 +42,14 @@ int32_t decode_utf8(std::string_view s, size_t& pos) {
   return cp;
 }
 
+// "U+202E".
+std::string code_point_name(int32_t cp) {
+  static constexpr char k_digits[] = "0123456789ABCDEF";
+  std::string hex;
+  for (int shift = 12; shift >= 0; shift -= 4) hex += k_digits[(cp >> shift) & 0xf];
+  return "U+" + hex;
+}
+
 }  // namespace
 
 std::optional<std::string> key_problem(std::string_view key) {
@@ -56,6 +64,13 @@ std::optional<std::string> key_problem(std::string_view key) {
     // C0 controls, DEL and C1 controls are not printable.
     if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
       return "key has a control character at byte " + std::to_string(at);
+    // Unicode's bidirectional controls reorder what a terminal shows (`idem ls` would print a
+    // key as another), and a byte order mark is invisible: both let one key pass for another.
+    if (cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+        (cp >= 0x2066 && cp <= 0x2069))
+      return "key has a bidirectional control character (" + code_point_name(cp) + ") at byte " +
+             std::to_string(at);
+    if (cp == 0xfeff) return "key has a byte order mark (U+FEFF) at byte " + std::to_string(at);
   }
   return std::nullopt;
 }

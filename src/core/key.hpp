@@ -1,5 +1,6 @@
 #pragma once
-// Idempotency keys: 1-255 bytes of printable UTF-8, exact (never trimmed or normalised).
+// Idempotency keys: 1-255 bytes of printable UTF-8, exact (never trimmed or normalised), without
+// Unicode's bidirectional controls or a byte order mark (they make one key look like another).
 #include <optional>
 #include <string>
 #include <string_view>

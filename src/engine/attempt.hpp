@@ -22,8 +22,7 @@ struct WaitPolicy {
   // Wait up to this long for the holder to end, then decide again; 0: the verdict is `running`
   // at once.
   int64_t wait_ms = 0;
-  // Holders this returns true for are waited for without a limit (`each` waits for its own jobs:
-  // one key never runs twice at once, and a later line of the same key follows the earlier one).
+  // Holders this returns true for are waited for without a limit (a front's own workers, say).
   std::function<bool(const core::Record& holder)> waits_without_limit;
   // Between two looks the pause doubles from the first to the largest.
   int64_t first_pause_ms = 10;

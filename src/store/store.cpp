@@ -2,8 +2,14 @@
 // backend is one file in src/store/ and one row of k_backends.
 #include "store/store.hpp"
 
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <iterator>
+#include <optional>
+#include <vector>
 
 #include "core/duration.hpp"
 #include "core/errors.hpp"
@@ -91,20 +97,43 @@ StoreLocation store_location(const std::string& store_flag, const std::string& d
   return {"sqlite", default_db_path()};
 }
 
+namespace {
+
+// $HOME, else the home directory of the user's passwd entry, as git and the shells do: cron
+// under `env -i`, a unit without a User= environment. Nullopt when neither names a folder.
+std::optional<std::string> home_dir() {
+  if (const char* home = getenv_nonempty("HOME")) return home;
+  long size = ::sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buf(size_t(size > 0 ? size : 4096));
+  passwd entry{};
+  passwd* found = nullptr;
+  int rc;
+  while ((rc = ::getpwuid_r(::geteuid(), &entry, buf.data(), buf.size(), &found)) == ERANGE &&
+         buf.size() < (size_t(1) << 20))
+    buf.resize(buf.size() * 2);
+  if (rc != 0 || found == nullptr || entry.pw_dir == nullptr || entry.pw_dir[0] != '/')
+    return std::nullopt;
+  return std::string(entry.pw_dir);
+}
+
+}  // namespace
+
+std::optional<std::string> xdg_db_path() {
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg != nullptr && *xdg == '/')
+    return std::string(xdg) + "/idem/idem.db";
+  std::optional<std::string> home = home_dir();
+  if (!home) return std::nullopt;
+  return *home + "/.local/state/idem/idem.db";
+}
+
 std::string default_db_path() {
   if (const char* db = getenv_nonempty("IDEM_DB")) return db;
-  std::string state;
-  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg != nullptr && *xdg == '/') {
-    state = xdg;
-  } else {
-    const char* home = getenv_nonempty("HOME");
-    if (home == nullptr)
-      throw StoreError(
-          "cannot find the store: neither --store, IDEM_STORE, --db, IDEM_DB, "
-          "XDG_STATE_HOME nor HOME is set");
-    state = std::string(home) + "/.local/state";
-  }
-  return state + "/idem/idem.db";
+  std::optional<std::string> path = xdg_db_path();
+  if (!path)
+    throw StoreError(
+        "cannot find the store: neither --store, IDEM_STORE, --db, IDEM_DB, XDG_STATE_HOME "
+        "nor HOME is set, and the user has no home folder in the passwd database");
+  return *path;
 }
 
 std::unique_ptr<Store> open_store(const StoreLocation& where, const StoreOptions& options) {

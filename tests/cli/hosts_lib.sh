@@ -4,7 +4,7 @@
 # boot id (a file of $T bind-mounted over it), which is all idem knows of a host (gethostname and
 # that file, see src/proc/liveness.cpp). Pids and the network stay shared, so the test can signal
 # and watch every process and reach the test cluster on loopback. Needs root (or the capability
-# to make namespaces): without it the test is skipped (77). Source after lib.sh.
+# to make namespaces): without it the test is skipped (lib.sh's skip). Source after lib.sh.
 #
 #   host_new NAME              creates host NAME with a fresh random boot id
 #   host_boot_id NAME          prints it
@@ -55,8 +55,7 @@ _hosts_probe() {
   host_new probe
   if ! err=$(on_host probe sh -c '[ "$(hostname)" = probe ] && cat /proc/sys/kernel/random/boot_id' 2>&1) ||
     [[ $err != "$(host_boot_id probe)" ]]; then
-    echo "SKIP: cannot simulate hosts with unshare --uts --mount (needs root or CAP_SYS_ADMIN): $err" >&2
-    exit 77
+    skip "cannot simulate hosts with unshare --uts --mount (needs root or CAP_SYS_ADMIN): $err"
   fi
   [[ $(hostname) != probe && $(cat /proc/sys/kernel/random/boot_id) != "$(host_boot_id probe)" ]] ||
     fail "simulating a host changed this host's own name or boot id"

@@ -2,7 +2,9 @@
 # Shared helpers for idem's end-to-end tests. Each test script sources this first. It gives the
 # script strict mode, a private temp dir $T (the working directory, with IDEM_DB inside), stdin
 # from /dev/null, and a cleanup trap that kills every background process the test started and
-# removes $T on success (or skip, exit 77) or keeps and prints it on failure.
+# removes $T on success (or skip) or keeps and prints it on failure. A test skips only through
+# `skip REASON` (exit 77, CTest's SKIP_RETURN_CODE): any other exit 77, idem's own "not the owner"
+# escaping under set -e say, is a failure.
 #
 # Environment (set by tests/CMakeLists.txt): IDEM_BIN, IDEM_HELPERS (helper binaries);
 # IDEM_TEST_BACKEND=postgres runs the script against a fresh schema on the test cluster
@@ -22,6 +24,7 @@ cd "$T"
 exec </dev/null
 
 declare -A BG=()      # name -> pid of a background process started with bg
+_skipped=             # set by skip: the exit 77 that follows is a skip
 _pid_files=()         # files whose pid (written by a command under test) cleanup kills
 
 _kill_ours() {
@@ -31,12 +34,16 @@ _kill_ours() {
 }
 _cleanup() {
   local rc=$? pid file
+  if ((rc == 77)) && [[ -z $_skipped ]]; then
+    echo "$(basename "$0"): exit 77 without skip (idem's 'not the owner'?): a failure" >&2
+    rc=1
+  fi
   for pid in "${BG[@]}"; do _kill_ours "$pid"; done
   for file in "${_pid_files[@]}"; do
     pid=$(cat "$file" 2>/dev/null) || continue
     _kill_ours "$pid"
   done
-  if ((rc == 0 || rc == 77)); then  # 77: skipped
+  if ((rc == 0 || rc == 77)); then  # 77: skipped (by skip)
     [[ -z ${_pg_schema:-} ]] || _drop_pg_schemas
     rm -rf "$T"
   else
@@ -45,6 +52,12 @@ _cleanup() {
   exit "$rc"
 }
 trap _cleanup EXIT
+# skip REASON...: ends the test as skipped, saying why on stderr. The one way to skip.
+skip() {
+  echo "SKIP: $*" >&2
+  _skipped=1
+  exit 77
+}
 # The test's schema and those fresh_store made for it (named after it).
 _drop_pg_schemas() {
   local schemas
@@ -57,7 +70,7 @@ _drop_pg_schemas() {
 
 if [[ ${IDEM_TEST_BACKEND:-sqlite} == postgres ]]; then
   [[ -n ${IDEM_TEST_PG_URL:-} ]] ||
-    { echo "SKIP: IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)" >&2; exit 77; }
+    skip "IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)"
   _pg_schema=idem_test_$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
   psql -qX "$IDEM_TEST_PG_URL" -c "CREATE SCHEMA $_pg_schema" || exit 1
   export IDEM_STORE="$IDEM_TEST_PG_URL?options=-csearch_path%3D$_pg_schema"

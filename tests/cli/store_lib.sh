@@ -14,7 +14,7 @@ fill_store() {
     fill_pg_store "$n" "$prefix"
     return
   fi
-  command -v sqlite3 >/dev/null || { echo "SKIP: needs the sqlite3 CLI" >&2; exit 77; }
+  command -v sqlite3 >/dev/null || skip "needs the sqlite3 CLI"
   "$IDEM_BIN" --db "$db" ls >/dev/null
   sqlite3 "$db" >/dev/null <<SQL
 PRAGMA journal_mode = WAL;

@@ -18,10 +18,24 @@ assert_status ab abandoned
 capture refused idem run -k ab -- "${cmd[@]}"
 expect_rc 69
 assert_idem_error
-capture refused-q idem run -k ab -q -- "${cmd[@]}"
+# -q (and --quiet-replay) silence only 75: an abandoned key still says so, or a cron job that
+# crashed would never be mailed again.
+capture refused-q idem run -k ab -q --quiet-replay -- "${cmd[@]}"
 expect_rc 69
-assert_empty "$T/refused-q.out"
-assert_empty "$T/refused-q.err"
+assert_idem_error
+grep -q "died mid-run" "$T/refused-q.err" || fail "-q hid the abandoned key: $(cat "$T/refused-q.err")"
+# What -q does silence: 75, the key running in another live process (flock -n's case).
+mkfifo "$T/hold"
+hold=(sh -c 'read -r x < "$1"' sh "$T/hold")
+bg holder idem run -k held -- "${hold[@]}"
+wait_until "held is running" status_is held running
+capture busy-q idem run -k held -q --quiet-replay -- "${hold[@]}"
+expect_rc 75
+assert_empty "$T/busy-q.out"
+assert_empty "$T/busy-q.err"
+release_fifo "$T/hold"
+bg_wait holder
+expect_rc 0
 assert_bytes "$T/log" 'attempt 1\n'
 integrity_ok
 

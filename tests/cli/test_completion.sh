@@ -102,6 +102,9 @@ offers "second\\ key" "idem begin --key s" idem begin --key s
 offers "first-key" "idem end --exit 0 -k fi" idem end --exit 0 -k "fi"
 offers "first-key" "idem end --key=f" idem end --key = f
 offers "--" "idem run -k first-key " idem run -k first-key ""
+# idem's options end at the command's first word: after it, none of idem's flags is offered.
+offers "" "idem run -k first-key ./job --ti" idem run -k first-key ./job --ti
+offers "" "idem each --key-field /id ./job --jo" idem each --key-field /id ./job --jo
 
 # --db on the command line, before or after the subcommand, chooses the store the keys come from.
 capture other idem --db "$T/other.db" run -k other-key -- true

@@ -6,8 +6,7 @@
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 
 if [[ $(idem --version) != *"(test hooks)"* ]]; then
-  echo "SKIP: idem was built without -DIDEM_TEST_HOOKS=ON" >&2
-  exit 77
+  skip "idem was built without -DIDEM_TEST_HOOKS=ON"
 fi
 
 # phase -> the status the record must have right after a crash there

@@ -60,7 +60,7 @@ assert_bytes "$RUNS" '2026-01-01\n2026-01-02\n'
 capture cron4 env BACKUP_CMD='echo other >> "$RUNS"' "$wrapper"
 expect_rc 65
 assert_empty "$T/cron4.out"
-assert_bytes "$T/cron4.err" 'backup-wrapper: backup-2026-01-01 was already used with another BACKUP_CMD today; not run\n'
+assert_bytes "$T/cron4.err" "idem: key 'backup-2026-01-01' was used with a different command or input; nothing ran\n"
 assert_bytes "$RUNS" '2026-01-01\n2026-01-02\n'
 # A failed backup is not replayed: the next firing tries again (attempt 2) and can succeed.
 touch "$DISK_FULL"
@@ -103,7 +103,11 @@ assert_status backup-2026-01-05 abandoned
 capture cron9 env BACKUP_DAY=2026-01-05 "$wrapper"
 expect_rc 69
 assert_empty "$T/cron9.out"
-assert_bytes "$T/cron9.err" "backup-wrapper: the backup of 2026-01-05 was interrupted mid-run (idem or the machine died); its outcome is unknown. Check it, then run 'idem rm backup-2026-01-05' or set BACKUP_RETRY_ABANDONED=1\n"
+assert_lines 2 "$T/cron9.err"  # idem's own line (-q silences only 75), then the wrapper's
+grep -q "^idem: key 'backup-2026-01-05': attempt 1 .* died mid-run" "$T/cron9.err" ||
+  fail "no idem line for the abandoned day: $(cat "$T/cron9.err")"
+tail -n 1 "$T/cron9.err" >"$T/cron9.tail"
+assert_bytes "$T/cron9.tail" "backup-wrapper: the backup of 2026-01-05 was interrupted mid-run (idem or the machine died); its outcome is unknown. Check it, then run 'idem rm backup-2026-01-05' or set BACKUP_RETRY_ABANDONED=1\n"
 capture cron10 env BACKUP_DAY=2026-01-05 BACKUP_RETRY_ABANDONED=1 "$wrapper"
 expect_rc 0
 assert_bytes "$T/cron10.out" 'backed up 2026-01-05 (attempt 2)\n'
@@ -239,7 +243,10 @@ idem run -k charge-ord-3 -- true
 capture p5 "$charge" ord-3 300
 expect_rc 65
 assert_empty "$T/p5.out"
-assert_bytes "$T/p5.err" 'charge.sh: key charge-ord-3 was used by something other than charge.sh; nothing charged\n'
+# idem's own line first (-q silences only 75), then the script's.
+assert_bytes "$T/p5.err" '%s\n' \
+  "idem: key 'charge-ord-3' was used by another command or with another fingerprint; nothing to do here" \
+  'charge.sh: key charge-ord-3 was used by something other than charge.sh; nothing charged'
 # Two runs at once: a short wait gives up (75), a long one waits and gets the first receipt.
 mkfifo "$T/gate-pay"
 track_pid_file "$T/gate-pay.pid"
@@ -275,7 +282,11 @@ assert_status charge-ord-5 abandoned
 capture p7 "$charge" ord-5 500
 expect_rc 69
 assert_empty "$T/p7.out"
-assert_bytes "$T/p7.err" 'charge.sh: an earlier run for order ord-5 died between claiming it and recording the charge: the customer may or may not have been charged. Look for idempotency key charge-ord-5 at the provider, then run: charge.sh --retry-abandoned ord-5 500 (safe when the provider honours Idempotency-Key)\n'
+assert_lines 2 "$T/p7.err"
+grep -q "^idem: key 'charge-ord-5': an earlier owner (pid [0-9]*) died mid-run" "$T/p7.err" ||
+  fail "no idem line for the abandoned order: $(cat "$T/p7.err")"
+tail -n 1 "$T/p7.err" >"$T/p7.tail"
+assert_bytes "$T/p7.tail" 'charge.sh: an earlier run for order ord-5 died between claiming it and recording the charge: the customer may or may not have been charged. Look for idempotency key charge-ord-5 at the provider, then run: charge.sh --retry-abandoned ord-5 500 (safe when the provider honours Idempotency-Key)\n'
 [[ $(grep -c '^ord-5 ' "$CHARGES") == 0 ]] || fail "ord-5 charged by a refused run"
 capture p8 "$charge" --retry-abandoned ord-5 500
 expect_rc 0

@@ -12,7 +12,7 @@ fill_store "$T/big.db" 200000
 
 # Peak memory (KiB) of one listing.
 rss_kib() { /usr/bin/time -f %M "$IDEM_BIN" "$@" 2>&1 >/dev/null | tail -n 1; }
-[[ -x /usr/bin/time ]] || { echo "SKIP: needs GNU time" >&2; exit 77; }
+[[ -x /usr/bin/time ]] || skip "needs GNU time"
 for args in "ls --limit 20" "ls --json --limit 20" "ls --all --keys --limit 20" \
   "ls --status succeeded --limit 20" "ls --status abandoned --limit 20"; do
   small=$(rss_kib --db "$T/small.db" $args)

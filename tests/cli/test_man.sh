@@ -5,12 +5,11 @@
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 
 man_dir=$(dirname "$IDEM_BIN")/man
-command -v man >/dev/null || { echo "SKIP: man(1) is not installed (scripts/deps.sh installs man-db)" >&2; exit 77; }
+command -v man >/dev/null || skip "man(1) is not installed (scripts/deps.sh installs man-db)"
 if [[ ! -d $man_dir ]] || ! compgen -G "$man_dir/*.1" >/dev/null; then
   # man/CMakeLists.txt builds the pages only where scdoc was found at configure time.
   command -v scdoc >/dev/null && fail "no man pages in $man_dir although scdoc is installed (reconfigure the build)"
-  echo "SKIP: scdoc is not installed, so no man pages were built" >&2
-  exit 77
+  skip "scdoc is not installed, so no man pages were built"
 fi
 
 export MANWIDTH=80 MANPAGER=cat PAGER=cat

@@ -5,14 +5,13 @@
 # runs as root on a throwaway machine) and skips otherwise, or when an idem package is already
 # installed (it is not this test's to remove).
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
-[[ $(id -u) == 0 ]] || { echo "SKIP: installing a package needs root" >&2; exit 77; }
+[[ $(id -u) == 0 ]] || skip "installing a package needs root"
 for tool in cpack dpkg-shlibdeps apt-get; do
   command -v "$tool" >/dev/null ||
-    { echo "SKIP: $tool is missing (scripts/package.sh installs it)" >&2; exit 77; }
+    skip "$tool is missing (scripts/package.sh installs it)"
 done
 if dpkg-query -W -f='${Status}' idem 2>/dev/null | grep -q installed; then
-  echo "SKIP: an idem package is installed already" >&2
-  exit 77
+  skip "an idem package is installed already"
 fi
 build=$(dirname "$IDEM_BIN")
 [[ -f $build/CPackConfig.cmake ]] || fail "$build is not idem's build folder"

@@ -14,7 +14,7 @@ tests_dir=$(cd "${IDEM_TESTS_DIR:-$(dirname "$0")/..}" && pwd)  # lib.sh changes
 source "$tests_dir/cli/lib.sh"
 source "$tests_dir/cli/serve_lib.sh"
 [[ -n ${IDEM_TEST_PG_URL:-} ]] ||
-  { echo "SKIP: IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)" >&2; exit 77; }
+  skip "IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)"
 
 pg_cluster=$tests_dir/../scripts/pg_cluster.sh
 own_dir=""  # the cluster of the test's own, once started

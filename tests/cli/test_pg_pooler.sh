@@ -8,9 +8,9 @@
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 [[ -n ${IDEM_TEST_PG_URL:-} ]] ||
-  { echo "SKIP: IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)" >&2; exit 77; }
+  skip "IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)"
 pgbouncer=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
-[[ -x $pgbouncer ]] || { echo "SKIP: no pgbouncer (scripts/deps.sh installs it)" >&2; exit 77; }
+[[ -x $pgbouncer ]] || skip "no pgbouncer (scripts/deps.sh installs it)"
 
 # The cluster's port (scripts/pg_cluster.sh), and the set-up the README gives for a pooler: the
 # job's role with its schema and its lock_timeout as the role's defaults, since PgBouncer passes

@@ -5,7 +5,7 @@
 # every command works under that role. Migrating a schema an older idem made needs CREATE too.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 [[ -n ${IDEM_TEST_PG_URL:-} ]] ||
-  { echo "SKIP: IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)" >&2; exit 77; }
+  skip "IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)"
 
 # The test's schema, owned by the cluster's administrator, as lib.sh's are.
 suffix=$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')

@@ -5,7 +5,7 @@
 # hands a PostgreSQL store to idem-pg.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 [[ -n ${IDEM_TEST_PG_URL:-} ]] ||
-  { echo "SKIP: IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)" >&2; exit 77; }
+  skip "IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)"
 
 # A schema of its own, dropped when the test ends well.
 _pg_schema=idem_test_$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')

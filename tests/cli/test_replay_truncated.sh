@@ -13,6 +13,14 @@ expect_rc 0
 assert_eq 1024 "$(wc -c <"$T/replay.out")" "replayed stdout"
 assert_bytes "$T/replay.err" "idem: replayed output of key 'big' is truncated: only its first 1024 bytes were stored (--max-output)\n"
 
+# show says the stored output was cut, on a line of its own (not on one stream's).
+capture show idem show big
+expect_rc 0
+grep -qx 'stdout: 1024 bytes' "$T/show.out" || fail "show's stdout line: $(cat "$T/show.out")"
+grep -qx 'stderr: 0 bytes' "$T/show.out" || fail "show's stderr line: $(cat "$T/show.out")"
+grep -qx 'truncated: only the first 1024 bytes were stored (--max-output); what either stream wrote after them was dropped' \
+  "$T/show.out" || fail "show's truncated line: $(cat "$T/show.out")"
+
 capture quiet idem run -q -k big --max-output 1KiB -- sh -c 'head -c 3000 /dev/zero | tr "\0" x'
 expect_rc 0
 assert_eq 1024 "$(wc -c <"$T/quiet.out")" "replayed stdout with -q"

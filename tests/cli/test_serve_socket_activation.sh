@@ -7,7 +7,7 @@
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 command -v systemd-socket-activate >/dev/null ||
-  { echo "SKIP: systemd-socket-activate is missing (package systemd)" >&2; exit 77; }
+  skip "systemd-socket-activate is missing (package systemd)"
 command -v python3 >/dev/null || fail "python3 is missing (scripts/deps.sh installs it)"
 
 cat >"$T/serve.json" <<'JSON'

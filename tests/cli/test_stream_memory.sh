@@ -5,9 +5,9 @@
 # plus what idem takes anyway (memory is the measure: time varies too much on shared machines).
 tests_dir=${IDEM_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 source "$tests_dir/cli/lib.sh"
-[[ -x /usr/bin/time ]] || { echo "SKIP: needs GNU time" >&2; exit 77; }
+[[ -x /usr/bin/time ]] || skip "needs GNU time"
 # AddressSanitizer keeps freed memory in quarantine: peaks mean nothing there.
-! grep -qa 'libasan' "$IDEM_BIN" || { echo "SKIP: an ASan build" >&2; exit 77; }
+! grep -qa 'libasan' "$IDEM_BIN" || skip "an ASan build"
 
 # rss_kib CMD...: peak RSS (KiB) of CMD, its stdout discarded.
 rss_kib() { /usr/bin/time -f %M -o "$T/rss" "$@" >/dev/null && cat "$T/rss"; }

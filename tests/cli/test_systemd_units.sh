@@ -5,7 +5,7 @@
 # speaks.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 command -v systemd-analyze >/dev/null ||
-  { echo "SKIP: systemd-analyze is missing (package systemd)" >&2; exit 77; }
+  skip "systemd-analyze is missing (package systemd)"
 build=$(dirname "$IDEM_BIN")
 [[ -f $build/cmake_install.cmake ]] || fail "$build is not idem's build folder"
 

@@ -5,8 +5,7 @@
 # here waits for it.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 if [[ $(idem --version) != *"(test hooks)"* ]]; then
-  echo "SKIP: the test clock needs a build with -DIDEM_TEST_HOOKS=ON" >&2
-  exit 77
+  skip "the test clock needs a build with -DIDEM_TEST_HOOKS=ON"
 fi
 hours() { echo $(($1 * 3600 * 1000)); }
 at() {  # at OFFSET_MS COMMAND...: runs the command as if OFFSET_MS had passed

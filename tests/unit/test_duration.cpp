@@ -90,6 +90,32 @@ TEST_CASE("duration_arg: UsageError naming the flag and the text", "[duration]")
   }
 }
 
+TEST_CASE("duration: too long is told from malformed", "[duration]") {
+  using idem::core::DurationProblem;
+  using idem::core::parse_duration;
+  CHECK(idem::core::k_max_duration_ms == k_hundred_years);
+  CHECK(parse_duration("36500d").problem == DurationProblem::none);
+  for (const char* text : {"36501d", "3153600001", "99999999999999999999", "9223372036854775807",
+                           "9223372036854775808s", "18446744073709551617ms", "99999999999999h",
+                           "36500d1ms", "5300w", "1000000000000000000000000000000000000000w1ms"}) {
+    INFO(text);
+    CHECK(parse_duration(text).problem == DurationProblem::too_long);
+  }
+  // Malformed stays malformed, however large its numbers.
+  for (const char* text : {"", "-1s", "99999999999999999999x", "99999999999999999999s5",
+                           "1m99999999999999999999h", "1y"}) {
+    INFO(text);
+    CHECK(parse_duration(text).problem == DurationProblem::malformed);
+  }
+  CHECK_THROWS_WITH(duration_arg("--ttl", "200y"),
+                    "bad duration for --ttl: '200y' (use e.g. 90s, 15m, 24h, 7d or seconds)");
+  CHECK_THROWS_WITH(duration_arg("--ttl", "36501d"),
+                    "duration for --ttl is too large: '36501d' (at most 100 years: 36500d)");
+  CHECK_THROWS_WITH(duration_arg("--timeout", "9223372036854775808ms"),
+                    "duration for --timeout is too large: '9223372036854775808ms' (at most 100 "
+                    "years: 36500d)");
+}
+
 TEST_CASE("size: units", "[size]") {
   CHECK(parse_size("16MiB") == 16 * k_mib);
   CHECK(parse_size("1M") == k_mib);

@@ -15,6 +15,10 @@ using idem::core::validate_record_name;
 
 namespace {
 bool valid(const std::string& key) { return !key_problem(key).has_value(); }
+// UTF-8 of a code point of the Basic Multilingual Plane above U+07FF.
+std::string utf8_bmp(unsigned cp) {
+  return {char(0xe0 | (cp >> 12)), char(0x80 | ((cp >> 6) & 0x3f)), char(0x80 | (cp & 0x3f))};
+}
 }  // namespace
 
 TEST_CASE("key: ordinary keys are valid", "[key]") {
@@ -83,6 +87,33 @@ TEST_CASE("key: control characters are refused", "[key]") {
   CHECK(valid("\xc2\xa0"));
   CHECK(valid(" "));
   CHECK(valid("~"));
+}
+
+TEST_CASE("key: bidirectional controls and a byte order mark are refused", "[key]") {
+  // Unicode's Bidi_Control set: ALM, LRM, RLM, LRE..RLO, LRI..PDI. Each would let `idem ls`
+  // show a key as another ("invoice-" U+202E "fdp.exe" shows as "invoice-exe.pdf").
+  const std::vector<unsigned> bidi = {0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d,
+                                      0x202e, 0x2066, 0x2067, 0x2068, 0x2069};
+  for (unsigned cp : bidi) {
+    INFO("code point " << std::hex << cp);
+    auto problem = key_problem("ab" + utf8_bmp(cp) + "c");
+    REQUIRE(problem);
+    CHECK(problem->starts_with("key has a bidirectional control character (U+2"));
+    CHECK(problem->ends_with(") at byte 2"));
+  }
+  CHECK(*key_problem("invoice-" + utf8_bmp(0x202e) + "fdp.exe") ==
+        "key has a bidirectional control character (U+202E) at byte 8");
+  CHECK(*key_problem("\xd8\x9c") == "key has a bidirectional control character (U+061C) at byte 0");
+  CHECK(*key_problem(utf8_bmp(0xfeff) + "key") == "key has a byte order mark (U+FEFF) at byte 0");
+  CHECK(*key_problem("key" + utf8_bmp(0xfeff)) == "key has a byte order mark (U+FEFF) at byte 3");
+  // Their neighbours are printable and stay valid: U+200D (ZWJ, in emoji sequences), U+2065,
+  // U+206A, U+2029's neighbour U+2030 (per mille), U+FEFE, U+FF01.
+  for (unsigned cp : {0x200du, 0x2030u, 0x2065u, 0x206au, 0xfefeu, 0xff01u}) {
+    INFO("code point " << std::hex << cp);
+    CHECK(valid("a" + utf8_bmp(cp)));
+  }
+  CHECK_THROWS_WITH(validate_key("x" + utf8_bmp(0x2067)),
+                    "bad key: key has a bidirectional control character (U+2067) at byte 1");
 }
 
 TEST_CASE("key: invalid UTF-8 is refused", "[key]") {
