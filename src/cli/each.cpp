@@ -92,6 +92,12 @@ class Consumer {
                               "--retry-abandoned)"));
         return;
       case engine::Verdict::running:
+        if (claimed.existing && claimed.existing->status == core::Status::failed) {
+          refuse(where +
+                 ": an earlier attempt failed and processes of it are still alive; not run");
+          return;
+        }
+        [[fallthrough]];
       case engine::Verdict::declined:
         refuse(where + ": running in another process; not run");
         return;
@@ -122,10 +128,12 @@ class Consumer {
     req.clear_abandoned = [](const core::Record& r) {
       return engine::clear_leftovers(r, false, 0) == engine::Leftovers::none;
     };
+    // Nor a failed attempt's: while its group lives the key counts as running.
+    req.clear_failed = req.clear_abandoned;
     // The same key earlier in this stream, still running in another job: wait for it (per-key
     // exclusion), then skip or run as its outcome says. Another process's: refused at once.
     req.wait.waits_without_limit = [pid = owner_.pid](const core::Record& holder) {
-      return holder.owner.pid == pid;
+      return holder.status == core::Status::running && holder.owner.pid == pid;
     };
     req.wait.first_pause_ms = 5;
     req.wait.max_pause_ms = 100;

@@ -42,10 +42,12 @@ assert_bytes "$T/log" 'attempt 1\n'
 pid_gone "$gc" && fail "a refused retry must not touch the grandchild"
 assert_status grp abandoned
 
-# --kill-stale without --retry-abandoned is a usage error.
+# --kill-stale without --retry-abandoned retries nothing: 69, the grandchild untouched.
 capture alone idem run -k grp --kill-stale -- "${cmd[@]}"
-expect_rc 64
+expect_rc 69
 assert_idem_error
+pid_gone "$gc" && fail "--kill-stale without --retry-abandoned must not touch the grandchild"
+assert_bytes "$T/log" 'attempt 1\n'
 
 # --kill-stale ends the group (TERM, KILL after --kill-after), then runs attempt 2.
 capture kill idem run -k grp --retry-abandoned --kill-stale --kill-after 2s -- "${cmd[@]}"
