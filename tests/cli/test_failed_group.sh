@@ -69,8 +69,10 @@ capture first2 idem run -k later -- "${cmd[@]}"
 expect_rc 1
 capture early idem run -k later -- "${cmd[@]}"
 expect_rc 75
-kill -KILL "$(cat "$T/later.loop")"
-wait_until "the loop of 'later' ends" pid_gone "$(cat "$T/later.loop")"
+# The loop and its sleep, the whole group, end.
+kill -KILL -- "-$(awk '{print $5}' "/proc/$(cat "$T/later.loop")/stat")"
+group_empty() { [[ $(idem show later --json | jsonq /process_group_alive) == false ]]; }
+wait_until "the group of 'later' is empty" group_empty
 capture after idem run -k later -- "${cmd[@]}"
 expect_rc 0
 assert_bytes "$T/later.log" 'attempt 1\nattempt 2\n'
