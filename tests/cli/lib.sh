@@ -202,3 +202,13 @@ fresh_store() {
   FRESH_STORE="IDEM_STORE=$IDEM_TEST_PG_URL?options=-csearch_path%3D$schema"
 }
 status_is() { [[ $(idem status "$1") == "$2" ]]; }  # status_is KEY WORD
+# await_abandoned KEY: KEY's owner was killed. A record without a lease (SQLite) has its pid
+# judged on this host: abandoned at once. A lease (PostgreSQL; $IDEM_LEASE, short in these runs)
+# is never overruled by what a host sees: abandoned once it has run out.
+await_abandoned() {
+  if [[ -n ${_pg_schema:-} ]]; then
+    wait_until "'$1' is abandoned once its lease runs out" status_is "$1" abandoned
+  else
+    assert_status "$1" abandoned
+  fi
+}

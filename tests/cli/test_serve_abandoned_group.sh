@@ -33,7 +33,7 @@ kill_daemon
 bg_wait victim
 wait_until "the handler is gone" pid_gone "$(cat "$T/handler.pid")"
 pid_gone "$(cat "$T/job.pid")" && fail "the background job should have outlived the daemon"
-assert_status '/hooks/r#k1' abandoned
+await_abandoned '/hooks/r#k1'
 
 start_daemon "$T/serve.json"
 post /hooks/r 'cut off' 'X-Key: k1'
@@ -41,7 +41,7 @@ expect_problem 409
 has_header Retry-After || fail "409 without Retry-After"
 grep -q 'still running' "$T/resp.body" || fail "the 409 does not say processes are still running: $(cat "$T/resp.body")"
 assert_eq 1 "$(log_count "$T/handler.log" "k1 ")" "runs while the job lives"
-assert_status '/hooks/r#k1' abandoned
+await_abandoned '/hooks/r#k1'
 
 release_fifo "$T/job-gate"
 wait_until "the background job ends" pid_gone "$(cat "$T/job.pid")"
