@@ -2,6 +2,9 @@
 # SPEC §8.3: kill -9 of idem never leads to a second execution without --retry-abandoned or rm,
 # and the store passes PRAGMA integrity_check afterwards.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+# A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite
+# takes no lease.
+export IDEM_LEASE=2s
 
 # The first attempt blocks forever (exec sleep keeps the shell's pid); a retry succeeds.
 cmd=(sh -c 'echo $$ > "$1"; echo "attempt $IDEM_ATTEMPT" >> "$2"; [ "$IDEM_ATTEMPT" = 1 ] && exec sleep 1000; echo finished' sh "$T/cmd.pid" "$T/log")

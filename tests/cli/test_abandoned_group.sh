@@ -4,6 +4,9 @@
 # idem records the command's process group, reports it while it lives, refuses --retry-abandoned
 # with 75 until it is empty, and --kill-stale ends it first.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+# A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite
+# takes no lease.
+export IDEM_LEASE=2s
 
 # Attempt 1 starts a background grandchild and waits; later attempts finish at once.
 cmd=(sh -c 'echo "attempt $IDEM_ATTEMPT" >> "$1"; [ "$IDEM_ATTEMPT" = 1 ] || exit 0

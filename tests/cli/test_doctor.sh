@@ -4,6 +4,9 @@
 # abandoned ones (counted past twenty), a config whose secrets are unset or that does not load;
 # a store that cannot be opened or is damaged exits 74. --json says the same; bad flags are 64.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+# A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite
+# takes no lease.
+export IDEM_LEASE=2s
 
 on_sqlite() { [[ -z ${IDEM_STORE:-} ]]; }
 # last_line NAME: the summary line of a capture.

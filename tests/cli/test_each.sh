@@ -5,6 +5,9 @@
 # --replay-failures; one key never runs twice at once with --jobs; a crash leaves the message in
 # flight abandoned (refused later) and the finished ones done.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+# A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite
+# takes no lease.
+export IDEM_LEASE=2s
 
 # reports NAME: the "idem: " lines of a capture's stderr, sorted (the reader reports malformed
 # lines while a worker reports handler failures, so their relative order is not fixed).

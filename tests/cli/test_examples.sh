@@ -4,6 +4,9 @@
 # deploy.sh, served by `idem serve --hooks`), each with its real work replaced by
 # a harmless command through the environment variable it documents, against a store in $T.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+# A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite
+# takes no lease.
+export IDEM_LEASE=2s
 root=$(cd "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/.." && pwd)
 ex=$root/examples
 # The examples call `idem` from PATH; their temp files land in $T.

@@ -5,6 +5,9 @@
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/proxy_lib.sh"
+# A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite
+# takes no lease.
+export IDEM_LEASE=2s
 
 start_upstream up
 start_serve --upstream "$UURL"

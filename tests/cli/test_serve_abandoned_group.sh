@@ -4,6 +4,9 @@
 # job running; the redelivery gets 409 with Retry-After until that job ends, then runs attempt 2.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
+# A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite
+# takes no lease.
+export IDEM_LEASE=2s
 
 mkfifo "$T/gate" "$T/job-gate"
 cat >"$T/handler.sh" <<'EOF2'

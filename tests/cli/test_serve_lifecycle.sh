@@ -5,6 +5,9 @@
 # config or a remote --listen is refused at start with 64 (§8.4).
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
+# A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite
+# takes no lease.
+export IDEM_LEASE=2s
 
 mkfifo "$T/gate" "$T/gate2"
 cat >"$T/handler.sh" <<'EOF'
