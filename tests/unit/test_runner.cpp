@@ -52,6 +52,21 @@ RunSpec quiet(std::vector<std::string> argv) {
   return spec;
 }
 
+// Runs `sh -c SCRIPT CHILD_FILE` (a leader that leaves a child behind in its group, the child's
+// pid written to CHILD_FILE) and returns the group.
+ProcessGroup left_behind(const std::string& script, const std::string& child_file) {
+  RunSpec spec = quiet({"sh", "-c", script, child_file});
+  ProcessGroup group;
+  spec.on_spawn = [&](const ProcessGroup& g) { group = g; };
+  REQUIRE(run_command(spec).exit_code == 0);
+  return group;
+}
+
+// A machine id other than this host's.
+std::string other_machine_id(const Owner& me) {
+  return std::string(32, !me.machine_id.empty() && me.machine_id[0] == 'f' ? 'e' : 'f');
+}
+
 }  // namespace
 
 TEST_CASE("runner: on_spawn gets the command's group before the command runs", "[runner]") {
@@ -85,10 +100,7 @@ TEST_CASE("liveness: a group is alive while a member outlives its leader", "[liv
   TempDir dir;
   const std::string child = dir / "child";
   // The leader exits at once; its background child stays in the group.
-  RunSpec spec = quiet({"sh", "-c", "sleep 1000 & echo $! > \"$0\"", child});
-  ProcessGroup group;
-  spec.on_spawn = [&](const ProcessGroup& g) { group = g; };
-  REQUIRE(run_command(spec).exit_code == 0);
+  const ProcessGroup group = left_behind("sleep 1000 & echo $! > \"$0\"", child);
   const Owner me = describe_owner();
   REQUIRE(read_pid(child) > 0);
   CHECK(process_group_alive(me, group));
@@ -99,8 +111,7 @@ TEST_CASE("liveness: a group is alive while a member outlives its leader", "[liv
   CHECK_FALSE(process_group_alive(rebooted, group));
   Owner elsewhere = me;
   elsewhere.host = "another-host";
-  elsewhere.machine_id =
-      me.machine_id.empty() ? "" : std::string(32, me.machine_id[0] == 'f' ? 'e' : 'f');
+  if (!me.machine_id.empty()) elsewhere.machine_id = other_machine_id(me);
   CHECK_FALSE(process_group_alive(elsewhere, group));
   CHECK_FALSE(process_group_alive(me, ProcessGroup{}));
 
@@ -170,7 +181,7 @@ TEST_CASE("liveness: a dead pid is judged only on its own machine, boot and pid 
     // A twin of this host's name and boot id (a clone): another machine id is another host,
     // whose pids and boots this one cannot judge.
     Owner twin = dead;
-    twin.machine_id = std::string(32, me.machine_id[0] == 'f' ? 'e' : 'f');
+    twin.machine_id = other_machine_id(me);
     CHECK_FALSE(idem::proc::owner_gone(twin));
     twin.boot_id = "another-boot";
     CHECK_FALSE(idem::proc::owner_gone(twin));
@@ -179,11 +190,7 @@ TEST_CASE("liveness: a dead pid is judged only on its own machine, boot and pid 
 
 TEST_CASE("liveness: a group of another pid namespace is not looked at", "[liveness]") {
   TempDir dir;
-  const std::string child = dir / "child";
-  RunSpec spec = quiet({"sh", "-c", "sleep 1000 & echo $! > \"$0\"", child});
-  ProcessGroup group;
-  spec.on_spawn = [&](const ProcessGroup& g) { group = g; };
-  REQUIRE(run_command(spec).exit_code == 0);
+  const ProcessGroup group = left_behind("sleep 1000 & echo $! > \"$0\"", dir / "child");
   const Owner me = describe_owner();
   REQUIRE(process_group_alive(me, group));
   Owner container = me;
@@ -196,7 +203,7 @@ TEST_CASE("liveness: a group of another pid namespace is not looked at", "[liven
   CHECK(process_group_alive(old_record, group));
   if (!me.machine_id.empty()) {
     Owner twin = me;
-    twin.machine_id = std::string(32, me.machine_id[0] == 'f' ? 'e' : 'f');
+    twin.machine_id = other_machine_id(me);
     CHECK_FALSE(process_group_alive(twin, group));
   }
   CHECK(kill_process_group(me, group, 2000));
@@ -213,11 +220,8 @@ TEST_CASE("liveness: a leader pid now held by a younger process means the group 
 
 TEST_CASE("liveness: kill_process_group KILLs a member that ignores TERM", "[liveness]") {
   TempDir dir;
-  const std::string child = dir / "child";
-  RunSpec spec = quiet({"sh", "-c", "trap '' TERM; sleep 1000 & echo $! > \"$0\"", child});
-  ProcessGroup group;
-  spec.on_spawn = [&](const ProcessGroup& g) { group = g; };
-  REQUIRE(run_command(spec).exit_code == 0);
+  const ProcessGroup group =
+      left_behind("trap '' TERM; sleep 1000 & echo $! > \"$0\"", dir / "child");
   const Owner me = describe_owner();
   REQUIRE(process_group_alive(me, group));
   CHECK(kill_process_group(me, group, 100));
