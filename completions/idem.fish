@@ -150,7 +150,7 @@ complete -c idem -n "__idem_using run" -l kill-after -x -d 'Grace between TERM a
 complete -c idem -n "__idem_using run" -l drain -x -d 'After the command exits, read late output this long at most (5s)'
 complete -c idem -n "__idem_using run" -l replay-failures -d 'A failed outcome is final and replayed, to later attempts too'
 complete -c idem -n "__idem_using run" -l retry-abandoned -d 'Run again after an owner died mid-run'
-complete -c idem -n "__idem_using run" -l kill-stale -d 'With --retry-abandoned: end what the abandoned attempt left running'
+complete -c idem -n "__idem_using run" -l kill-stale -d 'End what a failed attempt, or with --retry-abandoned an abandoned one, left running'
 complete -c idem -n "__idem_using run" -l hash-stdin -d 'Add stdin to the fingerprint'
 complete -c idem -n "__idem_using run" -l max-output -x -d 'Stored output cap per record (16MiB)'
 complete -c idem -n "__idem_using run" -l quiet-replay -d 'On replay write nothing'

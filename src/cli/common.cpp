@@ -83,8 +83,7 @@ int64_t configured_lease_ms(const std::string& lease_flag) {
 }
 
 bool owner_gone_now(const core::Record& record, int64_t now_ms) {
-  return record.status == core::Status::running && !core::lease_expired(record, now_ms) &&
-         proc::owner_gone(record.owner);
+  return core::owner_counts_gone(record, now_ms, proc::owner_gone);
 }
 
 std::string effective_status(const core::Record& record, int64_t now_ms) {

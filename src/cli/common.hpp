@@ -44,8 +44,8 @@ int64_t configured_lease_ms(const std::string& lease_flag);
 // Returns when there is nothing to hand over, or no idem-pg (opening the store then says so).
 void hand_over_postgres_store(const GlobalOptions& global, char** argv);
 
-// Whether the owner of a running record is provably gone (proc::owner_gone), looked up only when
-// its lease has not decided already; false for a record that is not running.
+// Whether the owner of a running record counts as gone (core::owner_counts_gone: by its lease, or
+// without one by proc::owner_gone); false for a record that is not running.
 bool owner_gone_now(const core::Record& record, int64_t now_ms);
 
 // The status a user sees (core::effective_status): "expired" past the TTL, "abandoned" for a

@@ -91,6 +91,12 @@ class Consumer {
                               "--retry-abandoned)"));
         return;
       case engine::Verdict::running:
+        if (claimed.existing && claimed.existing->status == core::Status::failed) {
+          refuse(where +
+                 ": an earlier attempt failed and processes of it are still alive; not run");
+          return;
+        }
+        [[fallthrough]];
       case engine::Verdict::declined:
         refuse(where + ": running in another process; not run");
         return;
@@ -121,6 +127,8 @@ class Consumer {
     req.clear_abandoned = [](const core::Record& r) {
       return engine::clear_leftovers(r, false, 0) == engine::Leftovers::none;
     };
+    // Nor a failed attempt's: while its group lives the key counts as running.
+    req.clear_failed = req.clear_abandoned;
     // A key running in another process is refused at once. This process's jobs never hold it
     // here: the queue (engine::KeyQueue) hands a key's lines out one at a time, in input order.
     return req;

@@ -74,8 +74,12 @@ int run_end(const GlobalOptions& global, const EndOptions& o) {
   const core::Owner me = script_owner(o.owner_pid_option, o.owner_pid);
   const core::Owner& owner = record->owner;
   auto same = [&](const core::Owner& who) {
+    // A twin host or another container may hold a process of the same pid and start time; a
+    // record from before machine ids and namespaces were recorded is matched as it was then.
     return owner.host == who.host && owner.boot_id == who.boot_id && owner.pid == who.pid &&
-           owner.start_ticks == who.start_ticks;
+           owner.start_ticks == who.start_ticks &&
+           (owner.machine_id.empty() || owner.machine_id == who.machine_id) &&
+           (owner.pid_ns == 0 || owner.pid_ns == who.pid_ns);
   };
   // Without --owner-pid the owner is the caller: idem's parent, or idem itself when the caller
   // exec'd it (bash runs the last command of `bash -c '... && idem end -k K'` by exec, which keeps

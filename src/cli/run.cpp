@@ -107,25 +107,33 @@ std::string live_group_text(const core::Record& record) {
          " still has live processes";
 }
 
-// --retry-abandoned: a retry must never overlap what is left of the abandoned attempt. Refuses
-// (75) while its process group lives, or with --kill-stale ends that group first.
-void clear_abandoned(const core::Record& r, const RunOptions& o, const Settings& s,
-                     const std::string& shown) {
-  const std::string what = shown + ": abandoned attempt " + std::to_string(r.attempt) +
-                           " still has live processes in process group " +
-                           std::to_string(r.process_group.pgid);
-  if (o.verbose && o.kill_stale &&
-      proc::process_group_alive(r.owner, r.process_group))
-    std::cerr << "idem: " << what << "; stopping them (--kill-stale)\n";
+// "key 'k': failed attempt 2 still has live processes in process group 123"
+std::string leftovers_text(const core::Record& r, const std::string& shown) {
+  return shown + ": " + std::string(core::to_string(r.status)) + " attempt " +
+         std::to_string(r.attempt) + " still has live processes in process group " +
+         std::to_string(r.process_group.pgid);
+}
+
+constexpr const char* k_leftovers_advice =
+    "; nothing ran. Wait for them to end, or add --kill-stale to stop them";
+
+// A run must never overlap what is left of the previous attempt, abandoned (--retry-abandoned)
+// or failed. True when nothing of it lives on; with --kill-stale its group is ended first.
+// Throws 75 for a group that outlived TERM and KILL.
+bool clear_previous(const core::Record& r, const RunOptions& o, const Settings& s,
+                    const std::string& shown) {
+  if (o.verbose && o.kill_stale && proc::process_group_alive(r.owner, r.process_group))
+    std::cerr << "idem: " << leftovers_text(r, shown) << "; stopping them (--kill-stale)\n";
   switch (engine::clear_leftovers(r, o.kill_stale, s.kill_after_ms)) {
     case engine::Leftovers::none:
-      return;
+      return true;
     case engine::Leftovers::alive:
-      throw Error(k_exit_running,
-                  what + "; nothing ran. Wait for them to end, or add --kill-stale to stop them");
+      return false;
     case engine::Leftovers::survived:
-      throw Error(k_exit_running, what + " that TERM and KILL did not end; nothing ran");
+      throw Error(k_exit_running,
+                  leftovers_text(r, shown) + " that TERM and KILL did not end; nothing ran");
   }
+  return false;
 }
 
 }  // namespace
@@ -161,8 +169,9 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
                 "Run again when the previous attempt's owner died mid-run (default: refuse, 69); "
                 "refused with 75 while processes of that attempt are still alive");
   run->add_flag("--kill-stale", o.kill_stale,
-                "With --retry-abandoned: first end the abandoned attempt's surviving processes "
-                "(TERM to its process group, KILL after --kill-after)");
+                "Before running again, end the surviving processes of a failed attempt (or, with "
+                "--retry-abandoned, an abandoned one): TERM to its process group, KILL after "
+                "--kill-after (default: refuse with 75 while they live)");
   run->add_flag("--hash-stdin", o.hash_stdin,
                 "Read stdin fully, add its SHA-256 to the fingerprint, feed it to the command");
   run->add_option("--max-output", o.max_output,
@@ -189,8 +198,11 @@ namespace {
 
 std::string running_refusal(const core::Record& holder, const RunOptions& o, const Settings& s,
                             const std::string& shown, int64_t now_ms) {
-  std::string message = shown + " is running in " + owner_text(holder.owner) + " (started " +
-                        ago(holder.started_ms, now_ms) + "); nothing ran";
+  // A failed attempt whose processes live on holds the key as a live owner would.
+  std::string message = holder.status == core::Status::failed
+                            ? leftovers_text(holder, shown) + k_leftovers_advice
+                            : shown + " is running in " + owner_text(holder.owner) + " (started " +
+                                  ago(holder.started_ms, now_ms) + "); nothing ran";
   if (s.wait_ms > 0) message += " (waited " + o.wait + ")";
   return message;
 }
@@ -244,10 +256,15 @@ engine::AttemptRequest attempt_request(const RunOptions& o, const Settings& s,
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
   req.claim.policy = core::Policy{o.replay_failures, o.retry_abandoned};
   req.wait.wait_ms = s.wait_ms;
-  // A retry must never overlap what is left of the abandoned attempt.
+  // A retry must never overlap what is left of the abandoned attempt: 75 while it lives.
   req.clear_abandoned = [&o, &s, shown](const core::Record& r) {
-    clear_abandoned(r, o, s, shown);
+    if (!clear_previous(r, o, s, shown))
+      throw Error(k_exit_running, leftovers_text(r, shown) + k_leftovers_advice);
     return true;
+  };
+  // Nor a rerun what is left of the failed one: it holds the key (75, or --wait waits for it).
+  req.clear_failed = [&o, &s, shown](const core::Record& r) {
+    return clear_previous(r, o, s, shown);
   };
   // A signal while waiting ends the wait.
   req.before_pause = [shown](const core::Record&) {
@@ -258,8 +275,11 @@ engine::AttemptRequest attempt_request(const RunOptions& o, const Settings& s,
   };
   if (o.verbose)
     req.on_wait = [&o, shown](const core::Record& holder) {
-      std::cerr << "idem: waiting up to " << o.wait << " for " << shown << " (running in "
-                << owner_text(holder.owner) << ")\n";
+      std::cerr << "idem: waiting up to " << o.wait << " for " << shown << " ("
+                << (holder.status == core::Status::failed
+                        ? "processes of failed attempt " + std::to_string(holder.attempt)
+                        : "running in " + owner_text(holder.owner))
+                << ")\n";
     };
   return req;
 }
@@ -296,7 +316,6 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
   ::mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   if (o.command.empty())
     throw UsageError("missing command: idem run [OPTIONS] [-k KEY] -- COMMAND [ARG...]");
-  if (o.kill_stale && !o.retry_abandoned) throw UsageError("--kill-stale needs --retry-abandoned");
   const Settings s = parse_settings(o);
   const std::string cwd = current_dir();
   if (o.key_option->count() == 0) {

@@ -9,6 +9,7 @@ std::string_view to_string(Verdict verdict) {
     case Verdict::conflict: return "conflict";
     case Verdict::running: return "running";
     case Verdict::abandoned: return "abandoned";
+    case Verdict::leftovers: return "leftovers";
   }
   return "unknown";
 }
@@ -26,7 +27,8 @@ Decision decide(const Record* existing, std::string_view fingerprint, int64_t no
   if (existing == nullptr || is_expired(*existing, now_ms)) return {Verdict::claim, false, 1};
 
   const int64_t next = existing->attempt + 1;
-  owner_gone = owner_gone || lease_expired(*existing, now_ms);
+  // A lease, when the record has one, decides alone (owner_counts_gone).
+  if (existing->lease_expires_ms != 0) owner_gone = lease_expired(*existing, now_ms);
   if (existing->fingerprint != fingerprint) {
     bool mark = existing->status == Status::running && owner_gone;
     return {Verdict::conflict, mark, next};
@@ -41,8 +43,13 @@ Decision decide(const Record* existing, std::string_view fingerprint, int64_t no
       return {Verdict::replay, false, next};
     case Status::failed:
       // Final when this attempt says so, or when the failed one was claimed saying so.
-      return {policy.replay_failures || existing->replay_failures ? Verdict::replay : Verdict::claim,
-              false, next};
+      if (policy.replay_failures || existing->replay_failures)
+        return {Verdict::replay, false, next};
+      // What it left running must be looked at first, as for an abandoned attempt.
+      if (policy.rerun_failed_only_attempt != 0 && existing->process_group.pgid != 0 &&
+          policy.rerun_failed_only_attempt != existing->attempt)
+        return {Verdict::leftovers, false, next};
+      return {Verdict::claim, false, next};
   }
   return {Verdict::running, false, next};
 }

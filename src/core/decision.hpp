@@ -17,6 +17,12 @@ struct Policy {
   // the caller has checked has no live processes left); 0: any. Another abandoned attempt gets
   // the `abandoned` verdict, so the caller can check it in turn; -1 (no attempt): none yet.
   int64_t retry_only_attempt = 0;
+  // For a caller that checks what a failed attempt left running before running the key again
+  // (its command's process group: a background job that ignored the end of its parent): only the
+  // failed attempt with this number runs again. Another failed attempt that recorded a group
+  // gets the `leftovers` verdict, so the caller can check it in turn; -1: none checked yet. 0:
+  // no check, every failure that is not final runs again.
+  int64_t rerun_failed_only_attempt = 0;
 };
 
 enum class Verdict {
@@ -25,6 +31,7 @@ enum class Verdict {
   conflict,   // the key was used with another fingerprint
   running,    // another live owner holds the key
   abandoned,  // the previous owner died mid-run; refused without --retry-abandoned
+  leftovers,  // a failed attempt whose group the caller has not checked yet (see Policy)
 };
 
 std::string_view to_string(Verdict verdict);
@@ -38,8 +45,9 @@ struct Decision {
   int64_t next_attempt = 1;
 };
 
-// `existing` may be null (no record). A running record's owner is gone when `owner_gone` says so
-// (the same-host check of its pid and boot id) or when its lease ran out by `now_ms`.
+// `existing` may be null (no record). A running record's owner is gone when its lease ran out by
+// `now_ms`; one without a lease, when `owner_gone` says so (the same-host check of its pid and
+// boot id), which an unexpired lease overrules (core::owner_counts_gone).
 Decision decide(const Record* existing, std::string_view fingerprint, int64_t now_ms,
                 bool owner_gone, const Policy& policy);
 

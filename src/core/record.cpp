@@ -31,6 +31,13 @@ bool lease_expired(const Record& record, int64_t now_ms) {
          record.lease_expires_ms <= now_ms;
 }
 
+bool owner_counts_gone(const Record& record, int64_t now_ms,
+                       const std::function<bool(const Owner&)>& locally_gone) {
+  if (record.status != Status::running) return false;
+  if (record.lease_expires_ms != 0) return lease_expired(record, now_ms);
+  return locally_gone(record.owner);
+}
+
 std::string_view display_status(const Record& record, int64_t now_ms) {
   if (is_expired(record, now_ms)) return "expired";
   return to_string(record.status);

@@ -1,6 +1,7 @@
 #pragma once
 // The record model: what the store keeps per key.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,13 +15,23 @@ enum class Status { running, succeeded, failed, abandoned };
 std::string_view to_string(Status status);
 std::optional<Status> status_from_string(std::string_view text);
 
-// The process that claimed a key. host + boot id + pid + the pid's start time (clock ticks since
-// boot, /proc/PID/stat field 22) identify it even across pid reuse and reboots.
+// The process that claimed a key. The host is known by its machine id (/etc/machine-id; its host
+// name where either side has none) and its boot by the boot id; the pid is a number of one pid
+// namespace (its inode), and with its start time (clock ticks since boot, /proc/PID/stat field
+// 22) identifies the process even across pid reuse. Host names repeat (cloned machines,
+// containers given one name) and a pid means nothing in another namespace, so a pid is judged
+// only where machine id, boot and namespace all match (proc::owner_gone).
 struct Owner {
   std::string host;
   std::string boot_id;
   int64_t pid = 0;
   int64_t start_ticks = 0;
+  // 32 lower-case hex digits; empty where the claimer had none (no /etc/machine-id), and for
+  // records claimed before it was recorded.
+  std::string machine_id = {};
+  // The inode of the claimer's pid namespace (/proc/self/ns/pid); 0: unknown (a record claimed
+  // before it was recorded), so its pid is never judged.
+  int64_t pid_ns = 0;
 };
 
 // The process group the command of an attempt runs in (its own: the command is its leader).
@@ -87,6 +98,12 @@ struct Outcome {
 bool is_expired(const Record& record, int64_t now_ms);
 // A running record whose lease ran out: its owner is gone as far as any host can tell.
 bool lease_expired(const Record& record, int64_t now_ms);
+// Whether the owner of a running record counts as gone. A record with a lease is judged by its
+// lease alone: any host can tell, and what this host sees never overrules an unexpired lease
+// (its owner may be a process this host mistakes for one of its own). One without is judged by
+// `locally_gone`, called only then: proc::owner_gone, this host's look at its pid and boot.
+bool owner_counts_gone(const Record& record, int64_t now_ms,
+                       const std::function<bool(const Owner&)>& locally_gone);
 // The status a user sees: expired records show as "expired".
 std::string_view display_status(const Record& record, int64_t now_ms);
 // The exit code idem returns when replaying this record: the code, 128+signal, or 124.

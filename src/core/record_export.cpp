@@ -82,8 +82,12 @@ json export_json(const Record& r) {
   j["status"] = std::string(to_string(r.status));
   j["attempt"] = r.attempt;
   j["replay_failures"] = r.replay_failures;
-  j["owner"] = {{"host", r.owner.host}, {"boot_id", r.owner.boot_id}, {"pid", r.owner.pid},
-                {"start_ticks", r.owner.start_ticks}};
+  j["owner"] = {{"host", r.owner.host},
+                {"boot_id", r.owner.boot_id},
+                {"pid", r.owner.pid},
+                {"start_ticks", r.owner.start_ticks},
+                {"machine_id", r.owner.machine_id},
+                {"pid_ns", r.owner.pid_ns}};
   j["lease_expires_ms"] = r.lease_expires_ms;
   j["process_group"] = {{"pgid", r.process_group.pgid},
                         {"leader_start_ticks", r.process_group.leader_start_ticks}};
@@ -119,8 +123,14 @@ Record record_from_export(const json& line) {
   r.replay_failures = boolean(line, "replay_failures");
   const json& owner = member(line, "owner");
   if (!owner.is_object()) bad("owner", "is not an object");
-  r.owner = Owner{text(owner, "host"), text(owner, "boot_id"), integer(owner, "pid"),
-                  integer(owner, "start_ticks")};
+  // machine_id and pid_ns are absent from exports of idems that did not record them: such an
+  // owner's pid is never judged.
+  r.owner = Owner{text(owner, "host"),
+                  text(owner, "boot_id"),
+                  integer(owner, "pid"),
+                  integer(owner, "start_ticks"),
+                  owner.contains("machine_id") ? text(owner, "machine_id") : std::string(),
+                  owner.contains("pid_ns") ? integer(owner, "pid_ns") : 0};
   r.lease_expires_ms = integer(line, "lease_expires_ms");
   const json& group = member(line, "process_group");
   if (!group.is_object()) bad("process_group", "is not an object");

@@ -36,7 +36,7 @@ std::string stream_bytes(const std::vector<ChunkView>& chunks, Stream stream) {
 }  // namespace
 
 std::string effective_status(const Record& record, int64_t now_ms, bool owner_gone) {
-  if (record.status == Status::running && (lease_expired(record, now_ms) || owner_gone))
+  if (owner_counts_gone(record, now_ms, [owner_gone](const Owner&) { return owner_gone; }))
     return "abandoned";
   return std::string(display_status(record, now_ms));
 }
@@ -70,6 +70,11 @@ nlohmann::json record_detail_json(const Record& r, int64_t now_ms, bool owner_go
   if (!output) throw StoreError("stored output of key '" + display_key(r.key) + "' is corrupt");
   nlohmann::json j = record_json(r, now_ms, owner_gone);
   j["replay_failures"] = r.replay_failures;
+  // Who the owner is beyond ls's host and pid: what liveness is judged by (null: not recorded).
+  j["owner"]["boot_id"] = r.owner.boot_id;
+  j["owner"]["machine_id"] =
+      r.owner.machine_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.owner.machine_id);
+  j["owner"]["pid_ns"] = r.owner.pid_ns ? nlohmann::json(r.owner.pid_ns) : nlohmann::json(nullptr);
   j["process_group"] =
       r.process_group.pgid ? nlohmann::json(r.process_group.pgid) : nlohmann::json(nullptr);
   j["process_group_alive"] = group_alive;

@@ -12,7 +12,8 @@
 namespace idem::core {
 
 // The status a user sees: "expired" past the TTL, "abandoned" for a running record whose lease ran
-// out or whose owner is gone (`owner_gone`; the store records that at the next claim).
+// out or, without a lease, whose owner is gone (`owner_gone`; the store records that at the next
+// claim).
 std::string effective_status(const Record& record, int64_t now_ms, bool owner_gone);
 
 // The object of `ls --json`: no output, request or response.

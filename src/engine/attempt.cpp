@@ -21,6 +21,7 @@ Verdict verdict_of(core::Verdict v) {
     case core::Verdict::conflict: return Verdict::conflict;
     case core::Verdict::running: return Verdict::running;
     case core::Verdict::abandoned: return Verdict::abandoned;
+    case core::Verdict::leftovers: return Verdict::running;  // Engine::claim checks them first
   }
   return Verdict::abandoned;
 }
@@ -58,10 +59,10 @@ std::string_view to_string(Verdict verdict) {
   return "?";
 }
 
-Leftovers clear_leftovers(const core::Record& abandoned, bool stop, int64_t grace_ms) {
-  if (!proc::process_group_alive(abandoned.owner, abandoned.process_group)) return Leftovers::none;
+Leftovers clear_leftovers(const core::Record& previous, bool stop, int64_t grace_ms) {
+  if (!proc::process_group_alive(previous.owner, previous.process_group)) return Leftovers::none;
   if (!stop) return Leftovers::alive;
-  return proc::kill_process_group(abandoned.owner, abandoned.process_group, grace_ms)
+  return proc::kill_process_group(previous.owner, previous.process_group, grace_ms)
              ? Leftovers::none
              : Leftovers::survived;
 }
@@ -77,8 +78,8 @@ store::ClaimResult Engine::claim_once(AttemptRequest& request) {
 std::optional<store::ClaimResult> Engine::look(AttemptRequest& request, bool& would_run) {
   request.claim.now_ms = clock_.now_ms();
   std::optional<core::Record> existing = store_.get(request.claim.key);
-  const bool gone = existing && existing->status == core::Status::running &&
-                    owner_gone_(existing->owner);
+  const bool gone =
+      existing && core::owner_counts_gone(*existing, request.claim.now_ms, owner_gone_);
   const core::Decision d = core::decide(existing ? &*existing : nullptr,
                                         request.claim.fingerprint, request.claim.now_ms, gone,
                                         request.claim.policy);
@@ -99,6 +100,8 @@ Claimed Engine::claim(AttemptRequest& request) {
   // have been abandoned meanwhile, and is checked in turn).
   const bool checks_abandoned = policy.retry_abandoned && request.clear_abandoned;
   if (checks_abandoned) policy.retry_only_attempt = -1;
+  // The same for a failed attempt run again: what it left running is checked first.
+  if (request.clear_failed) policy.rerun_failed_only_attempt = -1;
   const int64_t give_up = clock_.monotonic_ms() + request.wait.wait_ms;
   int64_t pause_ms = request.wait.first_pause_ms;
   bool waiting = false;
@@ -121,6 +124,14 @@ Claimed Engine::claim(AttemptRequest& request) {
         request.clear_abandoned(*result.existing)) {
       policy.retry_only_attempt = result.existing->attempt;
       continue;
+    }
+    if (result.verdict == core::Verdict::leftovers) {
+      if (request.clear_failed(*result.existing)) {
+        policy.rerun_failed_only_attempt = result.existing->attempt;
+        continue;
+      }
+      // Its processes live on: they hold the key as a live owner would, until they end.
+      result.verdict = core::Verdict::running;
     }
     if (result.verdict != core::Verdict::running)
       return claimed_from(key, std::move(result), request.claim.now_ms, request.claim.lease_ms,

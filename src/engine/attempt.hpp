@@ -39,6 +39,12 @@ struct AttemptRequest {
   // verdict stays `abandoned`. It may throw to refuse in the front's own words. Not set: the
   // abandoned attempt is retried at once.
   std::function<bool(const core::Record& abandoned)> clear_abandoned;
+  // Called with a failed record whose command's process group was recorded, before the key runs
+  // again (its failure is not final). True: nothing of that attempt is left running, so it may
+  // run now; false: processes of it live on, and the key counts as held by them (waited for as
+  // a live holder, then the verdict `running`, `existing` the failed record). It may throw to
+  // refuse in the front's own words. Not set: a failure runs again at once.
+  std::function<bool(const core::Record& failed)> clear_failed;
   // Called once, with the holder, when a wait begins.
   std::function<void(const core::Record& holder)> on_wait;
   // Called with the holder before every pause of a wait; throws to end the wait (a signal came).
@@ -55,7 +61,7 @@ enum class Verdict {
   claimed,    // the caller holds a new attempt: carry it out (or hand it to the one that will)
   replay,     // a finished outcome stands (`existing`)
   conflict,   // the key was used with another fingerprint
-  running,    // a live owner holds it (after any wait)
+  running,    // a live owner holds it, or a failed attempt's processes (after any wait)
   abandoned,  // the previous owner died mid-run and no retry was allowed, or its processes live
   declined,   // decline_run: the attempt would have run
 };
@@ -173,15 +179,16 @@ class Engine {
 
 std::string_view to_string(Verdict verdict);
 
-// What is left running of an abandoned attempt (its command's process group: a script's
-// background jobs survive idem's kill -9). A retry must never overlap it.
+// What is left running of an abandoned or failed attempt (its command's process group: a
+// script's background jobs survive idem's kill -9, and may outlive a command that exited). A
+// retry must never overlap it.
 enum class Leftovers {
   none,      // nothing: it may be retried
   alive,     // processes live on
   survived,  // with `stop`: they outlived TERM and KILL
 };
-// Looks at the abandoned attempt's group; with `stop`, first sends it TERM, then KILL after
-// `grace_ms` (--kill-stale).
-Leftovers clear_leftovers(const core::Record& abandoned, bool stop, int64_t grace_ms);
+// Looks at the attempt's group; with `stop`, first sends it TERM, then KILL after `grace_ms`
+// (--kill-stale).
+Leftovers clear_leftovers(const core::Record& previous, bool stop, int64_t grace_ms);
 
 }  // namespace idem::engine

@@ -315,6 +315,8 @@ engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d,
   req.clear_abandoned = [](const core::Record& r) {
     return engine::clear_leftovers(r, false, 0) == engine::Leftovers::none;
   };
+  // A failed delivery runs again once nothing it started is left; until then it is in progress.
+  req.clear_failed = req.clear_abandoned;
   return req;
 }
 
@@ -331,7 +333,12 @@ Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
       break;
     case engine::Verdict::running:
       if (hook.async) return policy.early_answer(key, "running");
-      a = problem(409, "Delivery in progress", shown + " is being handled now");
+      if (claimed.existing->status == core::Status::failed)
+        a = problem(
+            409, "Earlier delivery still running",
+            "the handler of " + shown + " failed, but processes it started are still running");
+      else
+        a = problem(409, "Delivery in progress", shown + " is being handled now");
       a.headers.emplace_back("Retry-After", k_retry_after_running);
       a.outcome = "running";
       break;

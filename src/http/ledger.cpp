@@ -285,8 +285,7 @@ std::string shown(const std::string& key) { return "key '" + core::display_key(k
 
 // A record as `idem show --json` prints it, the owner's liveness looked up here.
 json shown_record(const core::Record& r, int64_t now_ms) {
-  const bool gone = r.status == core::Status::running && !core::lease_expired(r, now_ms) &&
-                    proc::owner_gone(r.owner);
+  const bool gone = core::owner_counts_gone(r, now_ms, proc::owner_gone);
   return core::record_detail_json(r, now_ms, gone,
                                   proc::process_group_alive(r.owner, r.process_group));
 }

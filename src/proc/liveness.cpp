@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -87,8 +88,46 @@ const std::string& this_host() {
   return host;
 }
 
+// /etc/machine-id, when it holds one (32 hex digits; "uninitialized" early in a boot, or an
+// empty file, is none): what tells two hosts of one name apart (cloned machines, containers given
+// one host name). Absent in many containers: the host name stands in (same_host).
+const std::string& this_machine_id() {
+  static const std::string id = [] {
+    std::string line = read_first_line("/etc/machine-id");
+    const bool valid = line.size() == 32 && std::all_of(line.begin(), line.end(), [](char c) {
+                         return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                       });
+    return valid ? line : std::string();
+  }();
+  return id;
+}
+
+// The inode of this process's pid namespace: a recorded pid is a number of that namespace only.
+int64_t this_pid_ns() {
+  static const int64_t ino = [] {
+    struct stat st {};
+    return ::stat("/proc/self/ns/pid", &st) == 0 ? int64_t(st.st_ino) : int64_t(0);
+  }();
+  return ino;
+}
+
+// The owner's host is this one: the same machine id, or, where either side has none (no
+// /etc/machine-id, or a record from before machine ids were recorded), the same host name.
+bool same_host(const core::Owner& owner) {
+  if (!owner.machine_id.empty() && !this_machine_id().empty())
+    return owner.machine_id == this_machine_id();
+  return owner.host == this_host();
+}
+
 bool same_boot(const core::Owner& owner) {
-  return owner.host == this_host() && !owner.boot_id.empty() && owner.boot_id == this_boot_id();
+  return same_host(owner) && !owner.boot_id.empty() && owner.boot_id == this_boot_id();
+}
+
+// The owner's pid is a number this process can look up: same host, same boot, and the same pid
+// namespace. Another namespace (another container on this kernel) numbers its processes apart,
+// and a record without its namespace (claimed before it was recorded) cannot say which it was.
+bool pid_checkable(const core::Owner& owner) {
+  return same_boot(owner) && owner.pid_ns != 0 && owner.pid_ns == this_pid_ns();
 }
 
 // A member of the group other than a zombie, found by scanning /proc: kill(-pgid, 0) alone would
@@ -116,7 +155,10 @@ bool has_live_member(int64_t pgid) {
 int64_t start_ticks(pid_t pid) { return read_stat(pid).start_ticks; }
 
 bool process_group_alive(const core::Owner& owner, const core::ProcessGroup& group) {
-  if (group.pgid <= 1 || !same_boot(owner)) return false;
+  // A record from before namespaces were recorded is looked at as before (same host and boot):
+  // a group found alive only delays a retry, the safe side.
+  if (group.pgid <= 1 || !same_boot(owner) || (owner.pid_ns != 0 && !pid_checkable(owner)))
+    return false;
   if (::kill(-pid_t(group.pgid), 0) != 0 && errno == ESRCH) return false;
   ProcStat leader = read_stat(pid_t(group.pgid));
   // The leader's pid belongs to a younger process: the number was free again, so the recorded
@@ -145,13 +187,16 @@ bool kill_process_group(const core::Owner& owner, const core::ProcessGroup& grou
 
 core::Owner describe_owner(pid_t pid) {
   if (pid == 0) pid = ::getpid();
-  return core::Owner{this_host(), this_boot_id(), int64_t(pid), read_stat(pid).start_ticks};
+  // The namespace is this process's: `pid` is a number as this process sees it.
+  return core::Owner{this_host(),       this_boot_id(), int64_t(pid), read_stat(pid).start_ticks,
+                     this_machine_id(), this_pid_ns()};
 }
 
 bool owner_gone(const core::Owner& owner) {
-  if (owner.host != this_host()) return false;  // cannot see another host's processes
+  if (!same_host(owner)) return false;  // cannot see another host's processes
   if (owner.boot_id.empty() || this_boot_id().empty()) return false;
   if (owner.boot_id != this_boot_id()) return true;  // the host rebooted since the claim
+  if (!pid_checkable(owner)) return false;  // another pid namespace (container), or unknown
   if (owner.pid <= 0) return true;
   if (::kill(pid_t(owner.pid), 0) != 0 && errno == ESRCH) return true;
   ProcStat now = read_stat(pid_t(owner.pid));

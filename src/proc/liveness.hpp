@@ -6,13 +6,14 @@
 
 namespace idem::proc {
 
-// The owner identity of `pid` on this host (host name, boot id, pid, start time). For pid 0, this
-// process.
+// The owner identity of `pid` on this host (host name, machine id, boot id, pid namespace, pid,
+// start time). For pid 0, this process.
 core::Owner describe_owner(pid_t pid = 0);
 
-// True only when the owner is provably gone: same host and a different boot id (rebooted), or
-// same boot and the pid is dead or now belongs to a process with another start time. An owner
-// on another host is never provably gone.
+// True only when the owner is provably gone: same host (machine id, else host name) and a
+// different boot id (rebooted), or same boot and pid namespace and the pid is dead or now belongs
+// to a process with another start time. An owner on another host, in another pid namespace, or
+// recorded without its namespace is never provably gone here (only a lease can tell).
 bool owner_gone(const core::Owner& owner);
 
 // The start time of `pid` in clock ticks after boot, 0 if it is gone or unreadable.
@@ -22,7 +23,8 @@ int64_t start_ticks(pid_t pid);
 // zombie) member: same host and boot, and either its leader (same pid and start time) or another
 // process with that process group id. A group id is a pid the kernel does not hand out again while
 // the group has members, so a leader pid that now belongs to a younger process means the group
-// emptied. False for no recorded group, another boot, and another host (which cannot be looked at).
+// emptied. False for no recorded group, another boot, another host and another pid namespace
+// (which cannot be looked at).
 bool process_group_alive(const core::Owner& owner, const core::ProcessGroup& group);
 
 // Ends a live recorded group: TERM, then KILL after `grace_ms`, then waits up to `grace_ms` more

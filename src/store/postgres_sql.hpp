@@ -11,7 +11,7 @@
 namespace idem::store::postgres_sql {
 
 // The schema version this build creates and understands.
-inline constexpr int k_schema_version = 3;
+inline constexpr int k_schema_version = 4;
 
 // Creates the version table if absent; run in the migration's transaction.
 inline constexpr const char* k_create_schema_table = R"sql(
@@ -78,6 +78,14 @@ inline constexpr const char* k_migrations[] = {
     CREATE INDEX idem_records_unfinished ON idem_records (started_at DESC, key)
       WHERE status IN ('running', 'abandoned');
     )sql",
+    // 3 -> 4: the owner's machine id and pid namespace (core::Owner), so that a twin host of the
+    // same name, or another container on the same kernel, never judges an owner by a pid it
+    // cannot see. Records from before get '' and 0: their pid is never judged (proc::owner_gone).
+    // Constant defaults: no rewrite of the table.
+    R"sql(
+    ALTER TABLE idem_records ADD COLUMN owner_machine_id text NOT NULL DEFAULT '';
+    ALTER TABLE idem_records ADD COLUMN owner_pid_ns bigint NOT NULL DEFAULT 0;
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -86,13 +94,13 @@ inline constexpr const char* k_record_columns =
     "key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, owner_start, "
     "started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, output_bytes, "
     "output_truncated, request, note, response, pgid, pgid_start, attempt_token, lease_expires, "
-    "replay_failures";
+    "replay_failures, owner_machine_id, owner_pid_ns";
 // The same for ls: no request, response or token (never listed).
 inline constexpr const char* k_list_columns =
     "key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, owner_start, "
     "started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, output_bytes, "
     "output_truncated, '', note, NULL, pgid, pgid_start, '', lease_expires, replay_failures, "
-    "NULL::bytea";
+    "owner_machine_id, owner_pid_ns, NULL::bytea";
 
 // The LIKE pattern matching exactly the keys that start with `prefix` (\, % and _ escaped).
 std::string like_prefix(const std::string& prefix);

@@ -176,8 +176,8 @@ Record read_record(const Result& r, int row) {
   rec.kind = r.bytes_at(row, 2);
   rec.status = core::status_from_string(r.bytes_at(row, 3)).value_or(Status::failed);
   rec.attempt = r.int_at(row, 4);
-  rec.owner = core::Owner{r.bytes_at(row, 5), r.bytes_at(row, 6), r.int_at(row, 7),
-                          r.int_at(row, 8)};
+  rec.owner = core::Owner{r.bytes_at(row, 5), r.bytes_at(row, 6),  r.int_at(row, 7),
+                          r.int_at(row, 8),   r.bytes_at(row, 26), r.int_at(row, 27)};
   rec.started_ms = r.int_at(row, 9);
   rec.finished_ms = r.int_at(row, 10);
   rec.ttl_ms = r.int_at(row, 11);
@@ -195,7 +195,7 @@ Record read_record(const Result& r, int row) {
   rec.attempt_token = r.bytes_at(row, 23);
   rec.lease_expires_ms = r.int_at(row, 24);
   rec.replay_failures = r.int_at(row, 25) != 0;
-  rec.output = r.bytes_at(row, 26);
+  rec.output = r.bytes_at(row, 28);
   return rec;
 }
 
@@ -506,15 +506,17 @@ class PostgresStore final : public Store {
     p.integer(r.output_truncated).text(r.request).text(r.note).optional_text(response);
     p.integer_or_null(r.process_group.pgid).integer_or_null(r.process_group.leader_start_ticks);
     p.integer_or_null(r.lease_expires_ms).integer(r.replay_failures);
+    p.text(r.owner.machine_id).integer(r.owner.pid_ns);
     if (replace) conn().exec("DELETE FROM idem_records WHERE key = $1", Params().text(r.key));
     return conn().exec(R"sql(
       INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
                                 owner_boot_id, owner_pid, owner_start, started_at, finished_at,
                                 ttl_ms, expires_at, exit_code, signal, timed_out, output,
                                 output_bytes, output_truncated, request, note, response, pgid,
-                                pgid_start, attempt_token, lease_expires, replay_failures)
+                                pgid_start, attempt_token, lease_expires, replay_failures,
+                                owner_machine_id, owner_pid_ns)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16 <> 0, $17, $18, $19 <> 0, $20, $21, $22, $23,
-              $24, '', $25, $26 <> 0)
+              $24, '', $25, $26 <> 0, $27, $28)
       ON CONFLICT (key) DO NOTHING RETURNING attempt)sql", p).rows() == 1;
   }
 
@@ -673,16 +675,17 @@ class PostgresStore final : public Store {
     if (conn().exec(R"sql(
           INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
                                     owner_boot_id, owner_pid, owner_start, started_at, ttl_ms,
-                                    request, attempt_token, lease_expires, replay_failures)
-          VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0)
+                                    request, attempt_token, lease_expires, replay_failures,
+                                    owner_machine_id, owner_pid_ns)
+          VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0,
+                  $15, $16)
           ON CONFLICT (key) DO NOTHING RETURNING attempt)sql", insert).rows() == 1)
       return claimed(tx, req, 1, token);
     std::optional<Record> existing = select_record(req.key, false, true);
     // Removed between the insert and the read: a serialization failure of our own making.
     if (!existing) throw PgError{"40001", "the key was removed during its claim"};
     const bool lease_out = core::lease_expired(*existing, req.now_ms);
-    const bool gone =
-        existing->status == Status::running && (lease_out || owner_gone(existing->owner));
+    const bool gone = core::owner_counts_gone(*existing, req.now_ms, owner_gone);
     core::Decision d = core::decide(&*existing, req.fingerprint, req.now_ms, gone, req.policy);
     if (d.mark_abandoned) {
       set_abandoned(req.key, existing->attempt, lease_out ? k_lease_ran_out : k_owner_died);
@@ -704,8 +707,9 @@ class PostgresStore final : public Store {
                  expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = false,
                  output = NULL, output_bytes = 0, output_truncated = false, note = '',
                  response = NULL, pgid = NULL, pgid_start = NULL, attempt_token = $12,
-                 lease_expires = $13, replay_failures = $14 <> 0
-          WHERE key = $1 AND attempt = $15)sql", update).changed() != 1)
+                 lease_expires = $13, replay_failures = $14 <> 0, owner_machine_id = $15,
+                 owner_pid_ns = $16
+          WHERE key = $1 AND attempt = $17)sql", update).changed() != 1)
       throw StoreError("store " + where_.display() + ": claim of '" +
                        core::display_key(req.key) + "' lost a race it should not have");
     return claimed(tx, req, d.next_attempt, token);
@@ -725,7 +729,7 @@ class PostgresStore final : public Store {
     p.text(req.owner.host).text(req.owner.boot_id).integer(req.owner.pid);
     p.integer(req.owner.start_ticks).integer(req.now_ms).integer(req.ttl_ms).text(req.request);
     p.text(token).integer_or_null(lease_end(req.now_ms, req.lease_ms));
-    p.integer(req.policy.replay_failures);
+    p.integer(req.policy.replay_failures).text(req.owner.machine_id).integer(req.owner.pid_ns);
     return p;
   }
 

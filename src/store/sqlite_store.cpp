@@ -55,7 +55,7 @@ namespace {
 using core::Record;
 using core::Status;
 
-constexpr int k_schema_version = 8;
+constexpr int k_schema_version = 9;
 // PRAGMA application_id of an idem store: "IDEM". Every migration transaction sets it, so stores
 // made or migrated since carry it; a store made before carries 0, like any SQLite file that never
 // set one. A file with another id belongs to another program and is refused (SPEC §2).
@@ -231,6 +231,13 @@ constexpr const char* k_migrations[] = {
     R"sql(
     CREATE INDEX records_unfinished ON records (started_at DESC, key)
       WHERE status IN ('running', 'abandoned');
+    )sql",
+    // 8 -> 9: the owner's machine id and pid namespace (core::Owner), so that a twin host of the
+    // same name, or another container on the same kernel, never judges an owner by a pid it
+    // cannot see. Records from before get '' and 0: their pid is never judged (proc::owner_gone).
+    R"sql(
+    ALTER TABLE records ADD COLUMN owner_machine_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE records ADD COLUMN owner_pid_ns INTEGER NOT NULL DEFAULT 0;
     )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
@@ -738,9 +745,8 @@ class SqliteStore final : public Store {
   // The claim's transaction, on the connection of its batch (claim() below).
   ClaimResult claim_in(Connection db, const ClaimRequest& req, const OwnerGone& owner_gone) {
     std::optional<Record> existing = select_record(db, req.key, false);
-    // A lease that ran out needs no probe (decide() sees it too); else the same-host check.
-    bool gone = existing && existing->status == Status::running &&
-                (core::lease_expired(*existing, req.now_ms) || owner_gone(existing->owner));
+    // A lease decides alone; only a record without one gets the same-host check.
+    bool gone = existing && core::owner_counts_gone(*existing, req.now_ms, owner_gone);
     core::Decision d = core::decide(existing ? &*existing : nullptr, req.fingerprint, req.now_ms,
                                     gone, req.policy);
     if (d.mark_abandoned) {
@@ -760,8 +766,9 @@ class SqliteStore final : public Store {
       Statement insert(db, R"sql(
         INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
                              owner_pid, owner_start, started_at, ttl_ms, request, attempt_token,
-                             lease_expires, replay_failures)
-        VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14))sql", path_);
+                             lease_expires, replay_failures, owner_machine_id, owner_pid_ns)
+        VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,
+                ?17))sql", path_);
       bind_claim(insert, req, d.next_attempt, token).run();
     } else {
       // Replaces the previous attempt; conditioned on it, so two retries cannot both win.
@@ -772,7 +779,7 @@ class SqliteStore final : public Store {
                expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0,
                output_bytes = 0, output_truncated = 0, note = '', response = NULL, pgid = NULL,
                pgid_start = NULL, attempt_token = ?12, lease_expires = ?13,
-               replay_failures = ?14
+               replay_failures = ?14, owner_machine_id = ?16, owner_pid_ns = ?17
         WHERE key = ?1 AND attempt = ?15)sql", path_);
       bind_claim(update, req, d.next_attempt, token).bind(15, existing->attempt).run();
       if (sqlite3_changes(db) != 1)
@@ -859,9 +866,9 @@ class SqliteStore final : public Store {
                            owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
                            exit_code, signal, timed_out, output_bytes, output_truncated,
                            request, note, response, pgid, pgid_start, attempt_token,
-                           lease_expires, replay_failures)
+                           lease_expires, replay_failures, owner_machine_id, owner_pid_ns)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-              ?19, ?20, ?21, ?22, ?23, '', ?24, ?25)
+              ?19, ?20, ?21, ?22, ?23, '', ?24, ?25, ?26, ?27)
       ON CONFLICT (key) DO NOTHING)sql", path_);
     insert.bind(1, r.key).bind(2, r.fingerprint).bind(3, r.kind);
     insert.bind(4, std::string(core::to_string(r.status))).bind(5, r.attempt);
@@ -875,6 +882,7 @@ class SqliteStore final : public Store {
     insert.bind_null_if_zero(22, r.process_group.pgid);
     insert.bind_null_if_zero(23, r.process_group.leader_start_ticks);
     insert.bind_null_if_zero(24, r.lease_expires_ms).bind(25, int64_t(r.replay_failures));
+    insert.bind(26, r.owner.machine_id).bind(27, r.owner.pid_ns);
     insert.run();
     const bool changed = sqlite3_changes(db) == 1;
     if (changed && !r.output.empty()) write_output(db, r.key, r.attempt, r.output);
@@ -1004,12 +1012,12 @@ class SqliteStore final : public Store {
       "SELECT key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, "
       "owner_start, started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, "
       "output_bytes, output_truncated, request, note, response, pgid, pgid_start, "
-      "attempt_token, lease_expires, replay_failures";
+      "attempt_token, lease_expires, replay_failures, owner_machine_id, owner_pid_ns";
   // The rowid of the record's output in `outputs`, NULL when it has none (one index lookup).
   static constexpr const char* k_output_rowid =
       ", (SELECT rowid FROM outputs WHERE outputs.key = records.key"
       " AND outputs.attempt = records.attempt)";
-  static constexpr int k_output_column = 26;
+  static constexpr int k_output_column = 28;
 
   // The outcome's output, written in place into a zeroblob of its size: SQLite keeps a zeroblob
   // that ends a row as a count rather than bytes, so neither the insert nor the writes hold a
@@ -1265,6 +1273,7 @@ class SqliteStore final : public Store {
     s.bind(11, req.request).bind(12, token);
     s.bind_null_if_zero(13, lease_end(req.now_ms, req.lease_ms));
     s.bind(14, int64_t(req.policy.replay_failures));
+    s.bind(16, req.owner.machine_id).bind(17, req.owner.pid_ns);  // ?15: the update's condition
     return s;
   }
 
@@ -1294,7 +1303,8 @@ class SqliteStore final : public Store {
     r.kind = s.text_at(2);
     r.status = core::status_from_string(s.text_at(3)).value_or(Status::failed);
     r.attempt = s.int_at(4);
-    r.owner = core::Owner{s.text_at(5), s.text_at(6), s.int_at(7), s.int_at(8)};
+    r.owner = core::Owner{s.text_at(5), s.text_at(6),  s.int_at(7),
+                          s.int_at(8),  s.text_at(26), s.int_at(27)};
     r.started_ms = s.int_at(9);
     r.finished_ms = s.int_at(10);
     r.ttl_ms = s.int_at(11);
@@ -1416,7 +1426,7 @@ std::string list(const ListQuery& q, bool by_key) {
                           "owner_boot_id, owner_pid, owner_start, started_at, finished_at, ttl_ms, "
                           "expires_at, exit_code, signal, timed_out, output_bytes, "
                           "output_truncated, '', note, NULL, pgid, pgid_start, '', "
-                          "lease_expires, replay_failures, NULL";
+                          "lease_expires, replay_failures, owner_machine_id, owner_pid_ns, NULL";
   // Newest first straight from records_by_recent, whose order is the listing's, stopping at the
   // limit; or a prefix's range of the key index, then sorted; or, for unfinished records only,
   // from records_unfinished, in the same order. SQLite uses a partial index only for a query whose

@@ -1,18 +1,20 @@
 # shellcheck shell=bash
 # Simulated hosts for end-to-end tests: a command run "on host NAME" has a UTS namespace with
-# host name NAME and a mount namespace in which /proc/sys/kernel/random/boot_id reads NAME's own
-# boot id (a file of $T bind-mounted over it), which is all idem knows of a host (gethostname and
-# that file, see src/proc/liveness.cpp). Pids and the network stay shared, so the test can signal
-# and watch every process and reach the test cluster on loopback. Needs root (or the capability
-# to make namespaces): without it the test is skipped (lib.sh's skip). Source after lib.sh.
+# host name NAME and a mount namespace in which /proc/sys/kernel/random/boot_id and (where the
+# machine has one) /etc/machine-id read NAME's own boot id and machine id (files of $T
+# bind-mounted over them), which is all idem knows of a host (gethostname and those files, see
+# src/proc/liveness.cpp). Pids and the network stay shared, so the test can signal and watch every
+# process and reach the test cluster on loopback. Needs root (or the capability to make
+# namespaces): without it the test is skipped (lib.sh's skip). Source after lib.sh.
 #
-#   host_new NAME              creates host NAME with a fresh random boot id
+#   host_new NAME              creates host NAME with a fresh random boot id and machine id
 #   host_boot_id NAME          prints it
 #   on_host NAME CMD...        runs CMD on NAME (in the foreground; usable with capture)
 #   bg_on_host NAME JOB CMD... as lib.sh's bg, CMD on NAME; bg_pid JOB is CMD's own pid
 #
 # `idem` as CMD means $IDEM_BIN. Each CMD gets namespaces of its own (they vanish with it); two
-# commands on one host share its name and boot id, which is what makes them one host to idem.
+# commands on one host share its name, machine id and boot id, which is what makes them one host
+# to idem.
 
 _hosts_dir=$T/hosts
 mkdir -p "$_hosts_dir"
@@ -20,16 +22,19 @@ mkdir -p "$_hosts_dir"
 # Names the host, hides the real boot id and becomes CMD (exec: the pid stays the caller's).
 # shellcheck disable=SC2016
 _host_enter='hostname "$1" && mount --bind "$2" /proc/sys/kernel/random/boot_id || exit 71
-shift 2
+if [ -e /etc/machine-id ]; then mount --bind "$3" /etc/machine-id || exit 71; fi
+shift 3
 exec "$@"'
 
 _host_argv() {  # _host_argv NAME: sets _argv to the command line that enters host NAME
   [[ -f $_hosts_dir/$1.boot_id ]] || fail "no host '$1' (host_new first)"
-  _argv=(unshare --uts --mount --propagation private -- sh -c "$_host_enter" sh "$1" "$_hosts_dir/$1.boot_id")
+  _argv=(unshare --uts --mount --propagation private -- sh -c "$_host_enter" sh "$1"
+    "$_hosts_dir/$1.boot_id" "$_hosts_dir/$1.machine_id")
 }
 
 host_new() {
   cat /proc/sys/kernel/random/uuid >"$_hosts_dir/$1.boot_id"
+  od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$_hosts_dir/$1.machine_id"
 }
 host_boot_id() { cat "$_hosts_dir/$1.boot_id"; }
 

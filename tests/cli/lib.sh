@@ -226,3 +226,14 @@ interleave_pair() {
   # shellcheck disable=SC2059
   printf "$2" | tee -a "$T/want.err" >>"$T/want.combined"
 }
+
+# await_abandoned KEY: KEY's owner was killed. A record without a lease (SQLite) has its pid
+# judged on this host: abandoned at once. A lease (PostgreSQL; $IDEM_LEASE, short in these runs)
+# is never overruled by what a host sees: abandoned once it has run out.
+await_abandoned() {
+  if [[ -n ${_pg_schema:-} ]]; then
+    wait_until "'$1' is abandoned once its lease runs out" status_is "$1" abandoned
+  else
+    assert_status "$1" abandoned
+  fi
+}

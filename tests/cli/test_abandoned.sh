@@ -2,6 +2,9 @@
 # SPEC §8.3: kill -9 of idem never leads to a second execution without --retry-abandoned or rm,
 # and the store passes PRAGMA integrity_check afterwards.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+# A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite
+# takes no lease.
+export IDEM_LEASE=2s
 
 # The first attempt blocks forever (exec sleep keeps the shell's pid); a retry succeeds.
 cmd=(sh -c 'echo $$ > "$1"; echo "attempt $IDEM_ATTEMPT" >> "$2"; [ "$IDEM_ATTEMPT" = 1 ] && exec sleep 1000; echo finished' sh "$T/cmd.pid" "$T/log")
@@ -14,7 +17,7 @@ expect_rc 137
 # The command dies with its owner (no process left running the side effect).
 wait_until "the command is gone after idem's kill -9" pid_gone "$(cat "$T/cmd.pid")"
 
-assert_status ab abandoned
+await_abandoned ab
 capture refused idem run -k ab -- "${cmd[@]}"
 expect_rc 69
 assert_idem_error
@@ -62,13 +65,13 @@ wait_until "the second command is gone" pid_gone "$(cat "$T/cmd2.pid")"
 # An abandoned record does not expire: its TTL counts from a finish that never happened.
 past() { (($(now_ms) >= $1)); }
 wait_until "the TTL of ab2 has passed" past $((killed_at + 1500))
-assert_status ab2 abandoned
+await_abandoned ab2
 capture refused2 idem run -k ab2 --ttl 1s -- "${cmd2[@]}"
 expect_rc 69
 capture gc idem gc
 expect_rc 0
 assert_bytes "$T/gc.out" 'removed 0\n'
-assert_status ab2 abandoned
+await_abandoned ab2
 capture rm idem rm ab2
 expect_rc 0
 assert_status ab2 none

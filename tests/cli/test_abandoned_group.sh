@@ -4,6 +4,9 @@
 # idem records the command's process group, reports it while it lives, refuses --retry-abandoned
 # with 75 until it is empty, and --kill-stale ends it first.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+# A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite
+# takes no lease.
+export IDEM_LEASE=2s
 
 # Attempt 1 starts a background grandchild and waits; later attempts finish at once.
 cmd=(sh -c 'echo "attempt $IDEM_ATTEMPT" >> "$1"; [ "$IDEM_ATTEMPT" = 1 ] || exit 0
@@ -18,7 +21,7 @@ expect_rc 137
 pid_gone "$gc" && fail "the grandchild should outlive idem's kill -9 (that is the case under test)"
 
 # status stays one word for scripts; show names the live group.
-assert_status grp abandoned
+await_abandoned grp
 capture show idem show grp
 expect_rc 0
 pgid=$(awk '{print $5}' "/proc/$gc/stat")
@@ -40,12 +43,14 @@ assert_idem_error
 file_has "$T/retry.err" "--kill-stale" || fail "the refusal should point to --kill-stale: $(cat "$T/retry.err")"
 assert_bytes "$T/log" 'attempt 1\n'
 pid_gone "$gc" && fail "a refused retry must not touch the grandchild"
-assert_status grp abandoned
+await_abandoned grp
 
-# --kill-stale without --retry-abandoned is a usage error.
+# --kill-stale without --retry-abandoned retries nothing: 69, the grandchild untouched.
 capture alone idem run -k grp --kill-stale -- "${cmd[@]}"
-expect_rc 64
+expect_rc 69
 assert_idem_error
+pid_gone "$gc" && fail "--kill-stale without --retry-abandoned must not touch the grandchild"
+assert_bytes "$T/log" 'attempt 1\n'
 
 # --kill-stale ends the group (TERM, KILL after --kill-after), then runs attempt 2.
 capture kill idem run -k grp --retry-abandoned --kill-stale --kill-after 2s -- "${cmd[@]}"
@@ -62,6 +67,7 @@ bg owner2 idem run -k stubborn -- "${cmd2[@]}"
 wait_until "the stubborn grandchild starts" test -s "$T/stubborn.pid"
 kill -KILL "$(bg_pid owner2)"
 bg_wait owner2
+await_abandoned stubborn
 capture kill2 idem run -k stubborn --retry-abandoned --kill-stale --kill-after 200ms -- "${cmd2[@]}"
 expect_rc 0
 pid_gone "$(cat "$T/stubborn.pid")" || fail "--kill-stale should KILL a grandchild that ignores TERM"
@@ -74,6 +80,7 @@ bg owner3 idem run -k later -- "${cmd3[@]}"
 wait_until "the reader starts" test -s "$T/reader.pid"
 kill -KILL "$(bg_pid owner3)"
 bg_wait owner3
+await_abandoned later
 capture early idem run -k later --retry-abandoned -- "${cmd3[@]}"
 expect_rc 75
 release_fifo "$T/fifo"

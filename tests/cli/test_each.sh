@@ -5,6 +5,9 @@
 # --replay-failures; one key never runs twice at once with --jobs; a crash leaves the message in
 # flight abandoned (refused later) and the finished ones done.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+# A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite
+# takes no lease.
+export IDEM_LEASE=2s
 
 # reports NAME: the "idem: " lines of a capture's stderr, sorted (the reader reports malformed
 # lines while a worker reports handler failures, so their relative order is not fixed).
@@ -252,7 +255,7 @@ wait_until "the handler dies with idem each" pid_gone "$(cat "$T/block.pid")"
 rm "$T/gate"
 assert_status c1 succeeded
 assert_status c2 succeeded
-assert_status block abandoned
+await_abandoned block
 assert_status c4 none
 assert_status c5 none
 # Restart: the abandoned message is refused and not run, the finished ones skipped, the rest run.
@@ -291,11 +294,12 @@ bg_wait left
 wait_until "the handler dies with idem each" pid_gone "$(cat "$T/left.pid")"
 rm "$T/left-gate"
 pid_gone "$(cat "$T/left-child.pid")" && fail "the handler's background child should outlive it"
+await_abandoned left
 each_from left2 "$T/left.jsonl" --key-field /id --retry-abandoned -- "${lhandler[@]}"
 expect_rc 1
 assert_bytes "$T/left2.err" "idem: line 1, key 'left': an earlier attempt was abandoned mid-run and processes of it are still alive; not run\nidem each: 1 message: 0 ran, 0 failed, 0 skipped (already done), 1 refused, 0 malformed\n"
 pid_gone "$(cat "$T/left-child.pid")" && fail "a refused retry must not touch the child"
-assert_status left abandoned
+await_abandoned left
 kill -KILL "$(cat "$T/left-child.pid")"
 wait_until "the child is gone" pid_gone "$(cat "$T/left-child.pid")"
 each_from left3 "$T/left.jsonl" --key-field /id --retry-abandoned -- "${lhandler[@]}"

@@ -4,6 +4,9 @@
 # deploy.sh, served by `idem serve --hooks`), each with its real work replaced by
 # a harmless command through the environment variable it documents, against a store in $T.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+# A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite
+# takes no lease.
+export IDEM_LEASE=2s
 root=$(cd "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/.." && pwd)
 ex=$root/examples
 # The examples call `idem` from PATH; their temp files land in $T.
@@ -99,7 +102,7 @@ kill -KILL "$idem_pid"
 bg_wait cron-crash
 expect_rc 137
 wait_until "the backup dies with idem" pid_gone "$(cat "$T/gate-crash.pid")"
-assert_status backup-2026-01-05 abandoned
+await_abandoned backup-2026-01-05
 capture cron9 env BACKUP_DAY=2026-01-05 "$wrapper"
 expect_rc 69
 assert_empty "$T/cron9.out"
@@ -278,7 +281,7 @@ expect_rc 137
 # Its charge command outlives it (begin/end do not kill anything): stop it like the crash would.
 kill -KILL "$(cat "$T/gate-kill.pid")"
 wait_until "the orphaned charge command is gone" pid_gone "$(cat "$T/gate-kill.pid")"
-assert_status charge-ord-5 abandoned
+await_abandoned charge-ord-5
 capture p7 "$charge" ord-5 500
 expect_rc 69
 assert_empty "$T/p7.out"
@@ -354,7 +357,7 @@ release_fifo "$PROVIDER_GATE"
 rm "$PROVIDER_GATE"
 provider_done() { [[ $(IDEM_DB=$T/provider.db idem status '/v1/charges#charge-ord-9') == succeeded ]]; }
 wait_until "the provider recorded ord-9" provider_done
-assert_status charge-ord-9 abandoned
+await_abandoned charge-ord-9
 capture p14 "${api[@]}" PAYMENT_API_KEY=sk_test_example "$charge" ord-9 900
 expect_rc 69
 capture p15 "${api[@]}" PAYMENT_API_KEY=sk_test_example "$charge" --retry-abandoned ord-9 900

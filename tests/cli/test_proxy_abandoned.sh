@@ -5,6 +5,9 @@
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/proxy_lib.sh"
+# A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite
+# takes no lease.
+export IDEM_LEASE=2s
 
 start_upstream up
 start_serve --upstream "$UURL"
@@ -19,6 +22,8 @@ bg_wait client
 
 DAEMON=again
 start_serve --upstream "$UURL"
+# On PostgreSQL the attempt's lease decides: it is abandoned once that has run out.
+[[ -z ${_pg_schema:-} ]] || await_abandoned proxy#-#cut-1
 post /orders '{"c":1}' 'Idempotency-Key: cut-1'
 expect_problem 409
 assert_eq "Earlier request abandoned" "$(jsonq /title <"$T/resp.body")" "title"

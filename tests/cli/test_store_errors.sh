@@ -28,11 +28,12 @@ if [[ -n ${IDEM_STORE:-} ]]; then
   pg_store_error closed-ls "postgresql://idem@127.0.0.1:1/postgres" ls
   pg_store_error no-database "${IDEM_TEST_PG_URL%/*}/idem_no_such_database" run -k k -- "${cmd[@]}"
   idem run -k k -- true
+  version=$(psql -qXAt "$IDEM_STORE" -c 'SELECT version FROM idem_schema')
   psql -qX "$IDEM_STORE" -c 'UPDATE idem_schema SET version = 999'
   pg_store_error future "$IDEM_STORE" run -k k2 -- "${cmd[@]}"
   pg_store_error future-status "$IDEM_STORE" status k
   assert_eq 999 "$(psql -qXAt "$IDEM_STORE" -c 'SELECT version FROM idem_schema')" "version after the refusal"
-  psql -qX "$IDEM_STORE" -c 'UPDATE idem_schema SET version = 3'
+  psql -qX "$IDEM_STORE" -c "UPDATE idem_schema SET version = $version"
   assert_status k succeeded
   exit 0
 fi

@@ -62,6 +62,8 @@ TEMPLATE_TEST_CASE("store contract: first claim of a key runs attempt 1 and reco
   CHECK(r->owner.boot_id == "boot-1");
   CHECK(r->owner.pid == 100);
   CHECK(r->owner.start_ticks == 1100);
+  CHECK(r->owner.machine_id == std::string(32, 'a'));
+  CHECK(r->owner.pid_ns == 4026532000);
   CHECK(r->started_ms == k_t0);
   CHECK(r->finished_ms == 0);
   CHECK(r->ttl_ms == k_day);
@@ -832,14 +834,21 @@ TEMPLATE_TEST_CASE("store contract: a lease that ran out is not renewed and coun
   ClaimResult c = store->claim(req, k_alive);
   REQUIRE(c.verdict == Verdict::claim);
 
-  // Before its expiry another claimer (another host: its owner cannot be checked) is refused.
+  // Before its expiry another claimer is refused, whatever it sees of the owner: an unexpired
+  // lease is never overruled by local evidence (the owner is not even looked at).
   int asked = 0;
   OwnerGone alive_elsewhere = [&](const Owner&) {
     ++asked;
     return false;
   };
+  OwnerGone seems_gone = [&](const Owner&) {
+    ++asked;
+    return true;
+  };
   CHECK(store->claim(request("k", k_t0 + 999, 200), alive_elsewhere).verdict == Verdict::running);
-  CHECK(asked == 1);
+  CHECK(store->claim(request("k", k_t0 + 999, 200), seems_gone).verdict == Verdict::running);
+  CHECK(store->get("k")->status == Status::running);
+  CHECK(asked == 0);
 
   // At its expiry, no heartbeat came in time: a late one is refused, even before anyone looked.
   CHECK_FALSE(store->heartbeat("k", c.attempt_token, 1000, k_t0 + 1000));
@@ -861,6 +870,8 @@ TEMPLATE_TEST_CASE("store contract: a lease that ran out is not renewed and coun
   ClaimRequest retry = request("k", k_t0 + 1001, 300);
   retry.policy.retry_abandoned = true;
   retry.lease_ms = 1000;
+  retry.owner.machine_id = std::string(32, 'b');  // another host's
+  retry.owner.pid_ns = 4026531836;
   ClaimResult again = store->claim(retry, alive_elsewhere);
   REQUIRE(again.verdict == Verdict::claim);
   CHECK(again.attempt == 2);
@@ -870,6 +881,8 @@ TEMPLATE_TEST_CASE("store contract: a lease that ran out is not renewed and coun
   CHECK_FALSE(store->finish("k", c.attempt, outcome(Status::succeeded, 0, k_t0 + 1003)));
   CHECK(store->heartbeat("k", again.attempt_token, 1000, k_t0 + 1500));
   CHECK(store->get("k")->owner.pid == 300);
+  CHECK(store->get("k")->owner.machine_id == std::string(32, 'b'));
+  CHECK(store->get("k")->owner.pid_ns == 4026531836);
 }
 
 TEMPLATE_TEST_CASE("store contract: an outcome finished after its lease ran out is not recorded",
@@ -1061,7 +1074,7 @@ TEMPLATE_TEST_CASE("store contract: put writes a record as given, replaces only 
   r.status = Status::succeeded;
   r.attempt = 4;
   r.replay_failures = true;
-  r.owner = Owner{"elsewhere", "boot", 77, 88};
+  r.owner = Owner{"elsewhere", "boot", 77, 88, std::string(32, 'e'), 4026531836};
   r.attempt_token = "0123456789abcdef0123456789abcdef";
   r.process_group = {99, 100};
   r.started_ms = k_t0;
@@ -1089,6 +1102,8 @@ TEMPLATE_TEST_CASE("store contract: put writes a record as given, replaces only 
   CHECK(back->replay_failures);
   CHECK(back->owner.host == "elsewhere");
   CHECK(back->owner.start_ticks == 88);
+  CHECK(back->owner.machine_id == std::string(32, 'e'));
+  CHECK(back->owner.pid_ns == 4026531836);
   CHECK(back->process_group.pgid == 99);
   CHECK(back->process_group.leader_start_ticks == 100);
   CHECK(back->expires_ms == r.expires_ms);

@@ -60,7 +60,9 @@ inline const std::string k_other_fp = std::string(64, 'b');
 inline const store::OwnerGone k_alive = [](const core::Owner&) { return false; };
 inline const store::OwnerGone k_gone = [](const core::Owner&) { return true; };
 
-inline core::Owner owner(int64_t pid) { return core::Owner{"host-a", "boot-1", pid, 1000 + pid}; }
+inline core::Owner owner(int64_t pid) {
+  return core::Owner{"host-a", "boot-1", pid, 1000 + pid, std::string(32, 'a'), 4026532000};
+}
 
 inline store::ClaimRequest request(const std::string& key, int64_t now_ms = k_t0,
                                    int64_t pid = 100) {

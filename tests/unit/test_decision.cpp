@@ -255,21 +255,56 @@ TEST_CASE("decide: a running record whose lease ran out is abandoned, on any hos
   CHECK(d.mark_abandoned);
 }
 
-TEST_CASE("decide: a lease not yet run out keeps the attempt running unless its owner is gone",
+TEST_CASE("decide: a lease not yet run out keeps the attempt running, whatever this host sees",
           "[decision]") {
   Record r = make(Status::running);
   r.lease_expires_ms = k_now + 1;
-  Decision d = decide(&r, k_fp, k_now, false, k_all);
+  for (bool gone : {false, true}) {
+    // An unexpired lease is never overruled by local evidence: the owner this host judges gone
+    // may be a process of a twin host or of another container that it mistakes for its own.
+    for (const Policy& p : {k_default, k_all}) {
+      Decision d = decide(&r, k_fp, k_now, gone, p);
+      CHECK(d.verdict == Verdict::running);
+      CHECK_FALSE(d.mark_abandoned);
+      d = decide(&r, k_other_fp, k_now, gone, p);
+      CHECK(d.verdict == Verdict::conflict);
+      CHECK_FALSE(d.mark_abandoned);
+    }
+    // Once it ran out it is abandoned, however alive the owner looks.
+    Decision d = decide(&r, k_fp, k_now + 1, !gone, k_default);
+    CHECK(d.verdict == Verdict::abandoned);
+    CHECK(d.mark_abandoned);
+  }
+  // No lease (0): only the pid check counts, however late it is.
+  r.lease_expires_ms = 0;
+  Decision d = decide(&r, k_fp, k_now + 100 * 365LL * 24 * 3600 * 1000, false, k_all);
   CHECK(d.verdict == Verdict::running);
-  CHECK_FALSE(d.mark_abandoned);
-  // The same-host fast path: a dead pid needs no lease to run out.
   d = decide(&r, k_fp, k_now, true, k_default);
   CHECK(d.verdict == Verdict::abandoned);
   CHECK(d.mark_abandoned);
-  // No lease (0): only the pid check counts, however late it is.
+}
+
+TEST_CASE("owner_counts_gone: the lease decides alone; without one, the local check",
+          "[decision]") {
+  int asked = 0;
+  auto gone = [&](const idem::core::Owner&) {
+    ++asked;
+    return true;
+  };
+  Record r = make(Status::running);
+  r.lease_expires_ms = k_now + 1;
+  CHECK_FALSE(idem::core::owner_counts_gone(r, k_now, gone));
+  CHECK(
+      idem::core::owner_counts_gone(r, k_now + 1, [](const idem::core::Owner&) { return false; }));
+  CHECK(asked == 0);
   r.lease_expires_ms = 0;
-  d = decide(&r, k_fp, k_now + 100 * 365LL * 24 * 3600 * 1000, false, k_all);
-  CHECK(d.verdict == Verdict::running);
+  CHECK(idem::core::owner_counts_gone(r, k_now, gone));
+  CHECK(asked == 1);
+  for (Status s : {Status::succeeded, Status::failed, Status::abandoned}) {
+    Record ended = make(s);
+    CHECK_FALSE(idem::core::owner_counts_gone(ended, k_now, gone));
+  }
+  CHECK(asked == 1);
 }
 
 TEST_CASE("decide: a lease means nothing once the attempt has ended", "[decision]") {
@@ -282,4 +317,32 @@ TEST_CASE("decide: a lease means nothing once the attempt has ended", "[decision
     CHECK(expired_lease.verdict == no_lease.verdict);
     CHECK_FALSE(expired_lease.mark_abandoned);
   }
+}
+
+TEST_CASE("decide: rerun_failed_only_attempt runs a failure again only once its group was checked",
+          "[decision]") {
+  Record failed = make(Status::failed, 3, k_now + 1000);
+  failed.process_group = {4242, 77};
+  Policy unchecked;
+  unchecked.rerun_failed_only_attempt = -1;
+  Decision d = decide(&failed, k_fp, k_now, false, unchecked);
+  CHECK(d.verdict == Verdict::leftovers);
+  CHECK_FALSE(d.mark_abandoned);
+  // The checked attempt runs again; another one (a newer failure) is checked in turn.
+  Policy checked;
+  checked.rerun_failed_only_attempt = 3;
+  d = decide(&failed, k_fp, k_now, false, checked);
+  CHECK(d.verdict == Verdict::claim);
+  CHECK(d.next_attempt == 4);
+  Record newer = failed;
+  newer.attempt = 4;
+  CHECK(decide(&newer, k_fp, k_now, false, checked).verdict == Verdict::leftovers);
+  // No group recorded, no check asked for (0), a final failure, another fingerprint: as before.
+  Record no_group = make(Status::failed, 3, k_now + 1000);
+  CHECK(decide(&no_group, k_fp, k_now, false, unchecked).verdict == Verdict::claim);
+  CHECK(decide(&failed, k_fp, k_now, false, k_default).verdict == Verdict::claim);
+  unchecked.replay_failures = true;
+  CHECK(decide(&failed, k_fp, k_now, false, unchecked).verdict == Verdict::replay);
+  CHECK(decide(&failed, k_other_fp, k_now, false, unchecked).verdict == Verdict::conflict);
+  CHECK(to_string(Verdict::leftovers) == "leftovers");
 }

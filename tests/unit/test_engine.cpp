@@ -217,6 +217,86 @@ TEST_CASE("engine: an abandoned attempt is retried only once clear_abandoned all
   CHECK(looked == 2);
 }
 
+TEST_CASE("engine: a failed attempt runs again only once clear_failed finds its group gone",
+          "[engine]") {
+  Fixture f;
+  f.runner.script.push_back(FakeRunner::exited(1));
+  CHECK(f.run("k") == 1);
+  // The group stays on the failed record: what the next attempt must look at.
+  REQUIRE(f.store->get("k")->process_group.pgid == 4242);
+  AttemptRequest r = f.request("k");
+  int looked = 0;
+  bool clear = false;
+  r.clear_failed = [&](const Record& failed) {
+    ++looked;
+    CHECK(failed.status == Status::failed);
+    CHECK(failed.process_group.pgid == 4242);
+    return clear;
+  };
+  // Its processes live on: the key is held, as by a live owner, and nothing runs.
+  Claimed c = f.engine.claim(r);
+  CHECK(c.verdict == Verdict::running);
+  REQUIRE(c.existing);
+  CHECK(c.existing->status == Status::failed);
+  CHECK(c.existing->attempt == 1);
+  CHECK(looked == 1);
+  // With a wait they are waited for, looked at again after every pause, until they are gone.
+  r.wait.wait_ms = 1000;
+  f.clock.on_sleep = [&] { clear = f.clock.total_slept() >= 30; };
+  c = f.engine.claim(r);
+  CHECK(c.verdict == Verdict::claimed);
+  CHECK(c.attempt == 2);
+  CHECK(looked == 4);  // before the pauses of 10 and 20 ms, then clear
+  CHECK(f.clock.slept == std::vector<int64_t>{10, 20});
+
+  // A failure made final is replayed: nothing runs, nothing to look at.
+  idem::core::Outcome failed_again;
+  failed_again.exit_code = 2;
+  failed_again.finished_ms = f.clock.now_ms();
+  REQUIRE(f.store->finish("k", 2, failed_again));
+  AttemptRequest final_one = f.request("k");
+  final_one.claim.policy.replay_failures = true;
+  final_one.clear_failed = r.clear_failed;
+  CHECK(f.engine.claim(final_one).verdict == Verdict::replay);
+  CHECK(looked == 4);
+}
+
+TEST_CASE("engine: a failed attempt that replaced the one looked at is looked at in turn",
+          "[engine]") {
+  Fixture f;
+  f.runner.script.push_back(FakeRunner::exited(1));
+  CHECK(f.run("k") == 1);
+  AttemptRequest r = f.request("k");
+  std::vector<int64_t> looked;
+  r.clear_failed = [&](const Record& failed) {
+    looked.push_back(failed.attempt);
+    if (looked.size() == 1) {
+      // Meanwhile another process ran attempt 2, which failed leaving its own group.
+      f.runner.script.push_back(FakeRunner::exited(1));
+      f.runner.group = {5353, 888};
+      CHECK(f.run("k") == 1);
+    }
+    return true;
+  };
+  Claimed c = f.engine.claim(r);
+  CHECK(c.verdict == Verdict::claimed);
+  CHECK(c.attempt == 3);
+  CHECK(looked == std::vector<int64_t>{1, 2});
+}
+
+TEST_CASE("engine: a failed attempt without a recorded group runs again at once", "[engine]") {
+  Fixture f;
+  f.runner.script.push_back(FakeRunner::exited(1));
+  f.runner.group = {};
+  CHECK(f.run("k") == 1);
+  AttemptRequest r = f.request("k");
+  r.clear_failed = [](const Record&) -> bool {
+    FAIL("nothing to look at");
+    return false;
+  };
+  CHECK(f.engine.claim(r).verdict == Verdict::claimed);
+}
+
 TEST_CASE("engine: decline_run declines an attempt that would run, answers the others",
           "[engine]") {
   Fixture f;

@@ -102,7 +102,7 @@ TEST_CASE("postgres store: concurrent first opens create the schema once", "[sto
   INFO(errors);
   CHECK(opened.load() == k_threads);
   Admin admin(backend.url());
-  CHECK(admin.query("SELECT version FROM idem_schema") == "3\n");
+  CHECK(admin.query("SELECT version FROM idem_schema") == "4\n");
   CHECK(admin.query("SELECT count(*) FROM idem_records") == "1\n");
 }
 
@@ -142,8 +142,10 @@ TEST_CASE("postgres store: a connection the server dropped is made again, and on
   CHECK(store->get("b")->exit_code == 0);
 }
 
-TEST_CASE("postgres store: a version 1 schema is migrated, its records kept, no failure final",
-          "[store][postgres]") {
+TEST_CASE(
+    "postgres store: a version 1 schema is migrated, its records kept, no failure final, "
+    "no owner's pid judged",
+    "[store][postgres]") {
   PostgresBackend backend;
   {
     // The version 1 schema as it was published (its step is never edited), with records.
@@ -168,7 +170,7 @@ TEST_CASE("postgres store: a version 1 schema is migrated, its records kept, no 
   }
   auto store = backend.open();
   Admin admin(backend.url());
-  CHECK(admin.query("SELECT version FROM idem_schema") == "3\n");
+  CHECK(admin.query("SELECT version FROM idem_schema") == "4\n");
   CHECK(admin.query("SELECT key || ' ' || replay_failures FROM idem_records ORDER BY key") ==
         "done false\nfailed false\n");
   // Version 3's partial index of unfinished records, which holds none of these finished ones.
@@ -176,8 +178,14 @@ TEST_CASE("postgres store: a version 1 schema is migrated, its records kept, no 
                     " AND indexname = 'idem_records_unfinished'")
             .find("WHERE (status = ANY (ARRAY['running'::text, 'abandoned'::text]))") !=
         std::string::npos);
+  // Version 4's owner columns: no machine id and no pid namespace for the records from before,
+  // whose pids are then never judged (proc::owner_gone).
+  CHECK(admin.query("SELECT key || ' ' || quote_literal(owner_machine_id) || ' ' || owner_pid_ns"
+                    " FROM idem_records ORDER BY key") == "done '' 0\nfailed '' 0\n");
   auto failed = store->get("failed");
   REQUIRE(failed);
+  CHECK(failed->owner.machine_id.empty());
+  CHECK(failed->owner.pid_ns == 0);
   CHECK_FALSE(failed->replay_failures);
   CHECK(failed->exit_code == 3);
   auto done = store->get("done");
@@ -189,6 +197,8 @@ TEST_CASE("postgres store: a version 1 schema is migrated, its records kept, no 
   REQUIRE(again.verdict == core::Verdict::claim);
   CHECK(again.attempt == 3);
   CHECK(admin.query("SELECT replay_failures FROM idem_records WHERE key = 'failed'") == "f\n");
+  CHECK(store->get("failed")->owner.machine_id == retry.owner.machine_id);
+  CHECK(store->get("failed")->owner.pid_ns == retry.owner.pid_ns);
 }
 
 TEST_CASE("postgres store: a newer schema is refused, permanently", "[store][postgres]") {

@@ -18,7 +18,7 @@ Record full_record() {
   r.status = Status::failed;
   r.attempt = 3;
   r.replay_failures = true;
-  r.owner = {"host-1", "boot-id", 4242, 987654};
+  r.owner = {"host-1", "boot-id", 4242, 987654, std::string(32, 'd'), 4026531836};
   r.attempt_token = "0123456789abcdef0123456789abcdef";
   r.lease_expires_ms = 0;
   r.process_group = {4243, 987655};
@@ -57,7 +57,20 @@ TEST_CASE("record_export: a record read back from its line is the record, less i
   CHECK_FALSE(back.signal.has_value());
   CHECK(back.process_group.pgid == 4243);
   CHECK(back.owner.start_ticks == 987654);
+  CHECK(back.owner.machine_id == std::string(32, 'd'));
+  CHECK(back.owner.pid_ns == 4026531836);
   CHECK(back.replay_failures);
+}
+
+TEST_CASE("record_export: an owner exported without machine id and pid namespace imports so") {
+  // An export of an idem that did not record them: the owner's pid is then never judged.
+  nlohmann::json line = idem::core::export_json(full_record());
+  line["owner"].erase("machine_id");
+  line["owner"].erase("pid_ns");
+  Record back = idem::core::record_from_export(line);
+  CHECK(back.owner.host == "host-1");
+  CHECK(back.owner.machine_id.empty());
+  CHECK(back.owner.pid_ns == 0);
 }
 
 TEST_CASE("record_export: a record without output or response round-trips too") {

@@ -22,11 +22,17 @@ Record running_record() {
 }
 }  // namespace
 
-TEST_CASE("record_json: a running record is abandoned once its lease ran out or its owner is gone") {
-  const Record r = running_record();
+TEST_CASE("record_json: a running record is abandoned once its lease ran out or, without one, its "
+          "owner is gone") {
+  Record r = running_record();
   CHECK(idem::core::effective_status(r, 1'500'000, false) == "running");
   CHECK(idem::core::effective_status(r, 2'000'000, false) == "abandoned");
+  // An unexpired lease is never overruled by this host's look at the owner.
+  CHECK(idem::core::effective_status(r, 1'500'000, true) == "running");
+  r.lease_expires_ms = 0;
   CHECK(idem::core::effective_status(r, 1'500'000, true) == "abandoned");
+  CHECK(idem::core::effective_status(r, 1'500'000, false) == "running");
+  r.lease_expires_ms = 2'000'000;
   CHECK(idem::core::record_json(r, 1'500'000, false)["status"] == "running");
   CHECK(idem::core::record_json(r, 2'000'000, false)["status"] == "abandoned");
 }
@@ -46,6 +52,16 @@ TEST_CASE("record_json: the detail form adds outputs, request, lease; never the 
   CHECK(j["lease_expires_at"].is_string());
   CHECK(j["process_group"].is_null());
   CHECK(j["replay_failures"] == false);
+  // The owner as liveness judges it; null where not recorded (an older record).
+  CHECK(j["owner"]["machine_id"].is_null());
+  CHECK(j["owner"]["pid_ns"].is_null());
+  r.owner = {"h", "boot", 7, 8, std::string(32, 'c'), 4026531836};
+  const auto owned = idem::core::record_detail_json(r, 1'500'000, false, false)["owner"];
+  CHECK(owned == nlohmann::json{{"host", "h"},
+                                {"pid", 7},
+                                {"boot_id", "boot"},
+                                {"machine_id", std::string(32, 'c')},
+                                {"pid_ns", 4026531836}});
   CHECK(j.dump().find(r.attempt_token) == std::string::npos);
   r.replay_failures = true;
   CHECK(idem::core::record_detail_json(r, 1'500'000, false, false)["replay_failures"] == true);

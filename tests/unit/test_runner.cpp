@@ -54,6 +54,21 @@ RunSpec quiet(std::vector<std::string> argv) {
   return spec;
 }
 
+// Runs `sh -c SCRIPT CHILD_FILE` (a leader that leaves a child behind in its group, the child's
+// pid written to CHILD_FILE) and returns the group.
+ProcessGroup left_behind(const std::string& script, const std::string& child_file) {
+  RunSpec spec = quiet({"sh", "-c", script, child_file});
+  ProcessGroup group;
+  spec.on_spawn = [&](const ProcessGroup& g) { group = g; };
+  REQUIRE(run_command(spec).exit_code == 0);
+  return group;
+}
+
+// A machine id other than this host's.
+std::string other_machine_id(const Owner& me) {
+  return std::string(32, !me.machine_id.empty() && me.machine_id[0] == 'f' ? 'e' : 'f');
+}
+
 }  // namespace
 
 TEST_CASE("runner: on_spawn gets the command's group before the command runs", "[runner]") {
@@ -87,10 +102,7 @@ TEST_CASE("liveness: a group is alive while a member outlives its leader", "[liv
   TempDir dir;
   const std::string child = dir / "child";
   // The leader exits at once; its background child stays in the group.
-  RunSpec spec = quiet({"sh", "-c", "sleep 1000 & echo $! > \"$0\"", child});
-  ProcessGroup group;
-  spec.on_spawn = [&](const ProcessGroup& g) { group = g; };
-  REQUIRE(run_command(spec).exit_code == 0);
+  const ProcessGroup group = left_behind("sleep 1000 & echo $! > \"$0\"", child);
   const Owner me = describe_owner();
   REQUIRE(read_pid(child) > 0);
   CHECK(process_group_alive(me, group));
@@ -101,11 +113,102 @@ TEST_CASE("liveness: a group is alive while a member outlives its leader", "[liv
   CHECK_FALSE(process_group_alive(rebooted, group));
   Owner elsewhere = me;
   elsewhere.host = "another-host";
+  if (!me.machine_id.empty()) elsewhere.machine_id = other_machine_id(me);
   CHECK_FALSE(process_group_alive(elsewhere, group));
   CHECK_FALSE(process_group_alive(me, ProcessGroup{}));
 
   CHECK(kill_process_group(me, group, 2000));
   CHECK_FALSE(process_group_alive(me, group));
+}
+
+TEST_CASE("liveness: an owner is described by machine id, boot, pid namespace, pid and start",
+          "[liveness]") {
+  const Owner me = describe_owner();
+  CHECK(me.pid == ::getpid());
+  CHECK(me.start_ticks == idem::proc::start_ticks(::getpid()));
+  struct stat ns {};
+  REQUIRE(::stat("/proc/self/ns/pid", &ns) == 0);
+  CHECK(me.pid_ns == int64_t(ns.st_ino));
+  std::ifstream in("/etc/machine-id");
+  std::string id;
+  std::getline(in, id);
+  CHECK(me.machine_id == (id.size() == 32 ? id : std::string()));
+}
+
+TEST_CASE("liveness: a dead pid is judged only on its own machine, boot and pid namespace",
+          "[liveness]") {
+  // A child that has exited and been reaped: its pid is gone (and not reused this soon).
+  int gate[2];
+  REQUIRE(::pipe(gate) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    char c;
+    ::close(gate[1]);
+    (void)!::read(gate[0], &c, 1);
+    ::_exit(0);
+  }
+  ::close(gate[0]);
+  Owner dead = describe_owner(child);
+  ::close(gate[1]);
+  REQUIRE(::waitpid(child, nullptr, 0) == child);
+  REQUIRE(dead.start_ticks > 0);
+  const Owner me = describe_owner();
+  CHECK(idem::proc::owner_gone(dead));
+  CHECK_FALSE(idem::proc::owner_gone(me));
+
+  // Another pid namespace (a container on this kernel): its pids are not this one's.
+  Owner container = dead;
+  container.pid_ns = dead.pid_ns + 1;
+  CHECK_FALSE(idem::proc::owner_gone(container));
+  // Recorded before namespaces were: which namespace the pid was in is unknown.
+  Owner old_record = dead;
+  old_record.pid_ns = 0;
+  old_record.machine_id.clear();
+  CHECK_FALSE(idem::proc::owner_gone(old_record));
+  // Without a machine id (none on the owner's host) the host name stands in for it.
+  Owner no_id = dead;
+  no_id.machine_id.clear();
+  CHECK(idem::proc::owner_gone(no_id));
+  no_id.host = "another-host";
+  CHECK_FALSE(idem::proc::owner_gone(no_id));
+  // Another boot of this machine: it rebooted since, so the owner is gone; an old record is
+  // known by its host name.
+  Owner rebooted = dead;
+  rebooted.boot_id = "another-boot";
+  CHECK(idem::proc::owner_gone(rebooted));
+  old_record.boot_id = "another-boot";
+  CHECK(idem::proc::owner_gone(old_record));
+  if (!me.machine_id.empty()) {
+    // A twin of this host's name and boot id (a clone): another machine id is another host,
+    // whose pids and boots this one cannot judge.
+    Owner twin = dead;
+    twin.machine_id = other_machine_id(me);
+    CHECK_FALSE(idem::proc::owner_gone(twin));
+    twin.boot_id = "another-boot";
+    CHECK_FALSE(idem::proc::owner_gone(twin));
+  }
+}
+
+TEST_CASE("liveness: a group of another pid namespace is not looked at", "[liveness]") {
+  TempDir dir;
+  const ProcessGroup group = left_behind("sleep 1000 & echo $! > \"$0\"", dir / "child");
+  const Owner me = describe_owner();
+  REQUIRE(process_group_alive(me, group));
+  Owner container = me;
+  container.pid_ns = me.pid_ns + 1;
+  CHECK_FALSE(process_group_alive(container, group));
+  // A record from before namespaces were recorded is looked at as then: alive only delays.
+  Owner old_record = me;
+  old_record.pid_ns = 0;
+  old_record.machine_id.clear();
+  CHECK(process_group_alive(old_record, group));
+  if (!me.machine_id.empty()) {
+    Owner twin = me;
+    twin.machine_id = other_machine_id(me);
+    CHECK_FALSE(process_group_alive(twin, group));
+  }
+  CHECK(kill_process_group(me, group, 2000));
 }
 
 TEST_CASE("liveness: a leader pid now held by a younger process means the group is gone",
@@ -119,11 +222,8 @@ TEST_CASE("liveness: a leader pid now held by a younger process means the group 
 
 TEST_CASE("liveness: kill_process_group KILLs a member that ignores TERM", "[liveness]") {
   TempDir dir;
-  const std::string child = dir / "child";
-  RunSpec spec = quiet({"sh", "-c", "trap '' TERM; sleep 1000 & echo $! > \"$0\"", child});
-  ProcessGroup group;
-  spec.on_spawn = [&](const ProcessGroup& g) { group = g; };
-  REQUIRE(run_command(spec).exit_code == 0);
+  const ProcessGroup group =
+      left_behind("trap '' TERM; sleep 1000 & echo $! > \"$0\"", dir / "child");
   const Owner me = describe_owner();
   REQUIRE(process_group_alive(me, group));
   CHECK(kill_process_group(me, group, 100));

@@ -404,7 +404,7 @@ TEST_CASE("store: an older (empty, version 0) database is migrated in place", "[
   auto store = open_sqlite_store(path);
   REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "8");
+  CHECK(raw.text("PRAGMA user_version") == "9");
 }
 
 TEST_CASE("store: a version 1 store keeps its records when migrated to version 2", "[store][files]") {
@@ -436,7 +436,7 @@ TEST_CASE("store: a version 1 store keeps its records when migrated to version 2
   CHECK(old->exit_code == 7);
   CHECK_FALSE(old->response);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "8");
+  CHECK(raw.text("PRAGMA user_version") == "9");
 }
 
 TEST_CASE("store: a corrupt file is a StoreError, not a crash", "[store][files]") {
@@ -819,7 +819,7 @@ TEST_CASE("store: a version 2 store keeps its records when migrated to version 3
   CHECK(kept->response->headers.empty());  // it had no content type
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "8");
+    CHECK(raw.text("PRAGMA user_version") == "9");
     CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
                    "type = 'index' AND name LIKE 'records%' ORDER BY name)") ==
           "records_by_end records_by_recent records_expiring records_unfinished");
@@ -955,7 +955,7 @@ TEST_CASE("store: a version 3 store keeps its records when migrated to version 4
   CHECK(store->claim(again, k_alive).verdict == Verdict::running);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "8");
+    CHECK(raw.text("PRAGMA user_version") == "9");
     CHECK(raw.text("SELECT count(*) FROM records WHERE attempt_token = '' AND lease_expires IS "
                    "NULL") == "2");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
@@ -1049,7 +1049,7 @@ TEST_CASE("store: a version 4 store's HTTP status and content type become its re
   CHECK(json->output_bytes == 12);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "8");
+    CHECK(raw.text("PRAGMA user_version") == "9");
     CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name IN "
                    "('http_status', 'content_type')") == "0");
     // The migration writes the very text the store does.
@@ -1141,7 +1141,7 @@ TEST_CASE("store: a version 5 store's outputs move to their own table", "[store]
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "8");
+    CHECK(raw.text("PRAGMA user_version") == "9");
     CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name = 'output'") ==
           "0");
     // Only outputs with bytes get a row, under the attempt that wrote them.
@@ -1211,18 +1211,18 @@ TEST_CASE("store: a schema one newer than this binary's is refused, its outputs 
   {
     RawDb raw(path);
     raw.exec(k_version_5);
-    raw.exec("PRAGMA user_version = 9;");
+    raw.exec("PRAGMA user_version = 10;");
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   try {
     open_sqlite_store(path);
-    FAIL("a version 9 store was opened");
+    FAIL("a version 10 store was opened");
   } catch (const StoreError& e) {
-    CHECK(std::string(e.what()).find("schema version 9, newer than this idem understands (8)") !=
+    CHECK(std::string(e.what()).find("schema version 10, newer than this idem understands (9)") !=
           std::string::npos);
   }
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "9");
+  CHECK(raw.text("PRAGMA user_version") == "10");
   CHECK(raw.text("SELECT count(*) FROM sqlite_master WHERE name = 'outputs'") == "0");
 }
 
@@ -1284,7 +1284,7 @@ TEST_CASE("store: a version 6 store's records get the replay policy of a failure
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "8");
+    CHECK(raw.text("PRAGMA user_version") == "9");
     CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
     CHECK(raw.text("SELECT group_concat(key || ' ' || replay_failures, ',') FROM "
                    "(SELECT * FROM records ORDER BY key)") == "done 0,failed 0,running 0");
@@ -1360,7 +1360,7 @@ TEST_CASE("store: a version 7 store gets the index of its unfinished records", "
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "8");
+    CHECK(raw.text("PRAGMA user_version") == "9");
     CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
     CHECK(raw.text(k_unfinished_keys) == "crashed,running");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
@@ -1396,6 +1396,82 @@ TEST_CASE("store: a migration that fails leaves the version 7 store as it was", 
   CHECK(raw.text("PRAGMA application_id") == "0");
   CHECK(raw.text("SELECT sql FROM sqlite_master WHERE name = 'records_unfinished'") ==
         "CREATE INDEX records_unfinished ON records (key)");
+  CHECK(raw.text("SELECT count(*) FROM records") == "4");
+  CHECK(raw.text("PRAGMA integrity_check") == "ok");
+}
+
+namespace {
+
+// The version 8 schema, frozen here as it was published (version 7 with the index of unfinished
+// records, idem's application id): owners recorded by host name, boot id, pid and start alone.
+std::string version_8() {
+  return version_7() + R"sql(;
+  CREATE INDEX records_unfinished ON records (started_at DESC, key)
+    WHERE status IN ('running', 'abandoned');
+  PRAGMA application_id = 1229210957;
+  PRAGMA user_version = 8;)sql";
+}
+
+}  // namespace
+
+TEST_CASE("store: a version 8 store's owners get no machine id and no pid namespace",
+          "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    RawDb raw(path);
+    raw.exec(version_8().c_str());
+    CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  auto store = open_sqlite_store(path);
+  {
+    RawDb raw(path);
+    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("SELECT group_concat(key || ' ' || quote(owner_machine_id) || ' ' || "
+                   "owner_pid_ns, ',') FROM (SELECT * FROM records ORDER BY key)") ==
+          "crashed '' 0,done '' 0,failed '' 0,running '' 0");
+    CHECK(raw.text("PRAGMA integrity_check") == "ok");
+  }
+  // Every record reads as it did, its owner without the two: its pid is never judged
+  // (proc::owner_gone), as nothing says which pid namespace it was a number of.
+  auto running = store->get("running");
+  REQUIRE(running);
+  CHECK(running->status == Status::running);
+  CHECK(running->owner.host == "h");
+  CHECK(running->owner.boot_id == "b");
+  CHECK(running->owner.machine_id.empty());
+  CHECK(running->owner.pid_ns == 0);
+  CHECK(store->get("crashed")->status == Status::abandoned);
+  CHECK(store->get("failed")->exit_code == 3);
+  ListQuery q;
+  q.now_ms = 3000;
+  q.statuses = {Status::running, Status::abandoned};
+  CHECK(keys_of(listed(*store, q)) == std::vector<std::string>{"crashed", "running"});
+  // A new attempt over one records its owner's machine id and namespace.
+  ClaimRequest retry = request("failed", 3000);
+  retry.fingerprint = "fp";
+  ClaimResult again = store->claim(retry, k_alive);
+  REQUIRE(again.verdict == Verdict::claim);
+  CHECK(store->get("failed")->owner.machine_id == retry.owner.machine_id);
+  CHECK(store->get("failed")->owner.pid_ns == retry.owner.pid_ns);
+}
+
+TEST_CASE("store: a migration that fails leaves the version 8 store as it was", "[store][files]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    RawDb raw(path);
+    raw.exec(version_8().c_str());
+    // A column of the step's second name already there makes its second ALTER TABLE fail.
+    raw.exec("ALTER TABLE records ADD COLUMN owner_pid_ns TEXT;");
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  CHECK_THROWS_AS(open_sqlite_store(path), StoreError);
+  RawDb raw(path);
+  CHECK(raw.text("PRAGMA user_version") == "8");
+  CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name = "
+                 "'owner_machine_id'") == "0");
   CHECK(raw.text("SELECT count(*) FROM records") == "4");
   CHECK(raw.text("PRAGMA integrity_check") == "ok");
 }

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# SPEC §8.3 for a failure: a run never overlaps what the failed attempt left running. A command
+# that exits 1 but leaves a background loop in its process group (one that ignores TERM) keeps
+# the key held: the next run exits 75 with one line naming the group while the loop lives;
+# --kill-stale ends the group (TERM, KILL after --kill-after) and runs; once the group is gone by
+# itself the next run runs. The group stays on the failed record (show names it).
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+
+# Attempt 1 leaves a loop that ticks into $T/NAME.ticks and ignores TERM, then fails; later
+# attempts finish at once.
+# cmd_for NAME: sets cmd
+cmd_for() {
+  # shellcheck disable=SC2016
+  cmd=(sh -c 'echo "attempt $IDEM_ATTEMPT" >> "$1.log"; [ "$IDEM_ATTEMPT" = 1 ] || exit 0
+    (trap "" TERM; while :; do echo tick >> "$1.ticks"; sleep 0.05; done) >/dev/null 2>&1 </dev/null &
+    echo $! > "$1.loop"; exit 1' sh "$T/$1")
+  track_pid_file "$T/$1.loop"
+}
+ticks() { wc -l <"$T/$1.ticks"; }
+ticked_since() { (($(ticks "$1") > $2)); }  # ticked_since NAME COUNT
+ticking() {  # ticking NAME: the loop is still writing
+  wait_until "the loop of '$1' ticks" ticked_since "$1" "$(ticks "$1")"
+}
+
+cmd_for fg
+capture first idem run -k fg -- "${cmd[@]}"
+expect_rc 1
+loop=$(cat "$T/fg.loop")
+pgid=$(awk '{print $5}' "/proc/$loop/stat")
+ticking fg
+assert_status fg failed
+assert_eq "$pgid true" "$(idem show fg --json | jsonq /process_group /process_group_alive | tr '\t' ' ')" \
+  "the failed record's group"
+
+# The loop lives: the run is refused with 75 and one line, nothing ran, the loop untouched.
+capture refused idem run -k fg -- "${cmd[@]}"
+expect_rc 75
+assert_idem_error
+file_has "$T/refused.err" "failed attempt 1 still has live processes in process group $pgid" ||
+  fail "the refusal should name the failed attempt's group: $(cat "$T/refused.err")"
+file_has "$T/refused.err" "--kill-stale" || fail "the refusal should point to --kill-stale: $(cat "$T/refused.err")"
+assert_bytes "$T/fg.log" 'attempt 1\n'
+ticking fg
+# -q silences the refusal as it does for a running key; --wait waits for the group, then 75.
+capture quiet idem run -k fg -q -- "${cmd[@]}"
+expect_rc 75
+assert_empty "$T/quiet.err"
+capture waited idem run -k fg --wait 300ms -- "${cmd[@]}"
+expect_rc 75
+file_has "$T/waited.err" "(waited 300ms)" || fail "the refusal after --wait: $(cat "$T/waited.err")"
+assert_bytes "$T/fg.log" 'attempt 1\n'
+# A failure made final (--replay-failures) is replayed: nothing runs, nothing overlaps.
+capture replayed idem run -k fg --replay-failures -- "${cmd[@]}"
+expect_rc 1
+assert_bytes "$T/fg.log" 'attempt 1\n'
+
+# --kill-stale ends the group (the loop ignores TERM: KILL after --kill-after), then runs.
+capture kill idem run -k fg --kill-stale --kill-after 200ms -- "${cmd[@]}"
+expect_rc 0
+pid_gone "$loop" || fail "--kill-stale should have ended the loop $loop"
+assert_bytes "$T/fg.log" 'attempt 1\nattempt 2\n'
+assert_status fg succeeded
+stopped=$(ticks fg)
+assert_eq "$stopped" "$(ticks fg)" "ticks after --kill-stale"
+
+# Once the group is gone by itself, the next run runs.
+cmd_for later
+capture first2 idem run -k later -- "${cmd[@]}"
+expect_rc 1
+capture early idem run -k later -- "${cmd[@]}"
+expect_rc 75
+# The loop and its sleep, the whole group, end.
+kill -KILL -- "-$(awk '{print $5}' "/proc/$(cat "$T/later.loop")/stat")"
+group_empty() { [[ $(idem show later --json | jsonq /process_group_alive) == false ]]; }
+wait_until "the group of 'later' is empty" group_empty
+capture after idem run -k later -- "${cmd[@]}"
+expect_rc 0
+assert_bytes "$T/later.log" 'attempt 1\nattempt 2\n'
+
+# each shares the rule: the failed line's key is refused while its group lives.
+cmd_for streamed
+printf '{"id":"streamed"}\n' >"$T/lines"
+capture each1 idem each --key-field /id -- "${cmd[@]}" <"$T/lines"
+wait_until "the loop of 'streamed' starts" test -s "$T/streamed.loop"
+capture each2 idem each --key-field /id -- "${cmd[@]}" <"$T/lines"
+file_has "$T/each2.err" "processes of it are still alive" ||
+  fail "each should refuse the failed key while its group lives: $(cat "$T/each2.err")"
+assert_bytes "$T/streamed.log" 'attempt 1\n'
