@@ -570,12 +570,17 @@ class ProxyRoute final : public Route {
       return labelled(std::move(r), "busy", key, e.what());
     }
     if (auto answer = handover->take(start_ms + s.timeout_ms, handover)) return std::move(*answer);
-    Response r =
-        proxy_problem(504, "Upstream timed out",
-                      "the upstream did not answer within " + std::to_string(s.timeout_ms) +
-                          " ms; its answer is still awaited and will be stored: a retry with this "
-                          "Idempotency-Key gets 409 until then, and that answer after",
-                      "api_error");
+    const std::string waited =
+        "the upstream did not answer within " + std::to_string(s.timeout_ms) + " ms; ";
+    Response r = proxy_problem(
+        504, "Upstream timed out",
+        s.late_answer_ms > 0 ? waited +
+                                   "its answer is still awaited and will be stored: a retry with "
+                                   "this Idempotency-Key gets 409 until then, and that answer after"
+                             : waited +
+                                   "whether it acted on the request is unknown, so it is not "
+                                   "sent again for this Idempotency-Key",
+        "api_error");
     return labelled(std::move(r), "upstream_timeout", key);
   }
 

@@ -13,12 +13,7 @@
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/proxy_lib.sh"
-tests_dir=${IDEM_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-node_dir=$tests_dir/node
-
-# The locked npm packages (a no-op when scripts/test.sh has installed them).
-"$tests_dir/../scripts/npm_deps.sh" >&2 || fail "scripts/npm_deps.sh could not install tests/node"
-export NODE_PATH=$node_dir/node_modules
+use_node_packages
 
 start_upstream up
 echo "{\"proxy\": {\"upstream\": \"$UURL\", \"timeout\": \"1s\", \"late_answer\": \"60s\"}}" \

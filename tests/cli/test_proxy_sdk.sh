@@ -14,12 +14,8 @@
 #       execution; its late answer is stored and replayed to the next call with the key.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
-tests_dir=${IDEM_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-node_dir=$tests_dir/node
-
-# The locked npm packages (a no-op when scripts/test.sh has installed them).
-"$tests_dir/../scripts/npm_deps.sh" >&2 || fail "scripts/npm_deps.sh could not install tests/node"
-export NODE_PATH=$node_dir/node_modules
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/proxy_lib.sh"
+use_node_packages
 
 # wait_port NAME FILE: waits until bg process NAME has written its port into FILE; prints it.
 wait_port() {
