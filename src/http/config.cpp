@@ -578,6 +578,32 @@ std::vector<std::string> read_keyed_methods(const Json& value, const std::string
   return methods;
 }
 
+// store_statuses: a non-empty array of statuses and classes (StatusSet), some taken.
+StatusSet read_store_statuses(const Json& value, const std::string& at) {
+  if (!value.is_array() || value.empty())
+    wrong_type(at, "a non-empty array of statuses and classes (\"2xx\", 404, \"!429\")", value);
+  StatusSet set;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string where = element(at, i);
+    std::optional<StatusSet::Item> item;
+    if (value[i].is_number_integer())
+      item = StatusSet::read_item(std::to_string(value[i].get<int64_t>()));
+    else if (value[i].is_string())
+      item = StatusSet::read_item(value[i].get<std::string>());
+    else
+      wrong_type(where, "a status or a class", value[i]);
+    if (!item)
+      fail(where, (value[i].is_string() ? quote(value[i].get<std::string>()) : value[i].dump()) +
+                      " is neither a status (200 to 599) nor a class (2xx to 5xx), with or "
+                      "without a leading '!'");
+    set.items.push_back(*item);
+  }
+  if (std::all_of(set.items.begin(), set.items.end(),
+                  [](const StatusSet::Item& item) { return item.refuses; }))
+    fail(at, "only refuses statuses ('!'): name at least one status or class to store");
+  return set;
+}
+
 // The settings a proxy route may override; absent ones keep what `out` holds.
 void read_proxy_settings(const Json& value, const std::string& at, ProxySettings& out) {
   if (const Json* v = optional_field(value, "methods"))
@@ -590,6 +616,8 @@ void read_proxy_settings(const Json& value, const std::string& at, ProxySettings
     out.timeout_ms = read_duration_ms(*v, member(at, "timeout"));
     if (out.timeout_ms == 0) fail(member(at, "timeout"), "must be more than 0");
   }
+  if (const Json* v = optional_field(value, "late_answer"))
+    out.late_answer_ms = read_duration_ms(*v, member(at, "late_answer"));
   if (const Json* v = optional_field(value, "max_body")) {
     out.max_body = read_size(*v, member(at, "max_body"));
     if (out.max_body == 0) fail(member(at, "max_body"), "must be more than 0");
@@ -598,6 +626,8 @@ void read_proxy_settings(const Json& value, const std::string& at, ProxySettings
   }
   if (const Json* v = optional_field(value, "store_server_errors"))
     out.store_server_errors = read_bool(*v, member(at, "store_server_errors"));
+  if (const Json* v = optional_field(value, "store_statuses"))
+    out.store_statuses = read_store_statuses(*v, member(at, "store_statuses"));
 }
 
 std::string read_prefix(const Json& route, const std::string& at) {
@@ -623,7 +653,8 @@ std::vector<ProxyRouteSettings> read_proxy_routes(const Json& value, const std::
     std::string where = element(at, i);
     expect_object(value[i], where);
     check_fields(value[i], where,
-                 {"prefix", "methods", "ttl", "timeout", "store_server_errors", "max_body"});
+                 {"prefix", "methods", "ttl", "timeout", "late_answer", "store_server_errors",
+                  "store_statuses", "max_body"});
     ProxyRouteSettings route{read_prefix(value[i], where), inherited};
     for (size_t j = 0; j < routes.size(); ++j)
       if (routes[j].prefix == route.prefix)
@@ -651,8 +682,8 @@ void read_proxy(const Json& value, const EnvLookup&, Config& config) {
   const std::string at = "proxy";
   expect_object(value, at);
   check_fields(value, at,
-               {"upstream", "methods", "ttl", "timeout", "max_body", "max_response", "scope_header",
-                "store_server_errors", "routes", "allow"});
+               {"upstream", "methods", "ttl", "timeout", "late_answer", "max_body", "max_response",
+                "scope_header", "store_server_errors", "store_statuses", "routes", "allow"});
   ProxyConfig proxy;
   read_upstream(value, at, proxy);
   if (const Json* v = optional_field(value, "allow"))

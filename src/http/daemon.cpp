@@ -547,31 +547,42 @@ std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, S
   // Last: the proxy takes every path; without one, webhook's prefix answers its own 404s.
   if (state->config.proxy)
     state->routes.add(make_proxy_route(
-        *state->config.proxy, ProxyServices{services.stores, services.owner, services.lease_ms}));
+        *state->config.proxy, ProxyServices{services.stores, services.owner, services.lease_ms,
+                                            [&services](std::function<void()> fn) {
+                                              services.background.spawn(std::move(fn));
+                                            }}));
   else if (!options.hooks.files.empty())
     state->routes.add(webhook::not_found_route(options.hooks.file_options.urlprefix));
   return state;
 }
 
-// The answer to a request the transport refused (see Handler::refused).
-Answer refusal(const ParseError& error) {
+// The title of the answer to a request the transport refused (see Handler::refused).
+std::string refusal_title(int status) {
   // clang-format off
-  switch (error.status) {
-    case 408: return problem(408, "Request timeout", error.reason);
-    case 413: return problem(413, "Body too large", error.reason);
-    case 414: return problem(414, "Request line too long", error.reason);
-    case 431: return problem(431, "Header fields too large", error.reason);
-    case 417: return problem(417, "Expectation not supported", error.reason);
-    case 501: return problem(501, "Transfer coding not supported", error.reason);
-    case 505: return problem(505, "HTTP version not supported", error.reason);
-    case 500: {  // the handler failed: its reason goes to the log only
-      Answer a = problem(500, "Internal error", "the daemon failed to handle the request");
-      a.error = error.reason;
-      return a;
-    }
-    default: return problem(error.status, "Bad request", error.reason);
+  switch (status) {
+    case 408: return "Request timeout";
+    case 413: return "Body too large";
+    case 414: return "Request line too long";
+    case 431: return "Header fields too large";
+    case 417: return "Expectation not supported";
+    case 501: return "Transfer coding not supported";
+    case 505: return "HTTP version not supported";
+    case 500: return "Internal error";
+    default: return "Bad request";
   }
   // clang-format on
+}
+
+// What a refusal says: the parser's reason; when the handler failed (500), its reason goes to
+// the log only.
+std::string refusal_detail(const ParseError& error) {
+  return error.status == 500 ? "the daemon failed to handle the request" : error.reason;
+}
+
+Answer refusal(const ParseError& error) {
+  Answer a = problem(error.status, refusal_title(error.status), refusal_detail(error));
+  if (error.status == 500) a.error = error.reason;
+  return a;
 }
 
 std::string refusal_outcome(int status) {
@@ -599,11 +610,21 @@ class Router final : public Handler {
   }
 
   Response refused(const RequestHead& head, const ParseError& error) override {
+    auto state = current_();
+    // The proxy's paths are every path, "" too (a head that did not parse): SDKs of
+    // Stripe-style APIs read an answer without the error member as a success, so every answer
+    // the proxy's clients get carries it. Hooks' answers keep their documented form.
+    if (const Route* route = routes(*state).find(head.path); route && route->error_member()) {
+      Response r = proxy_problem(error.status, refusal_title(error.status), refusal_detail(error),
+                                 error.status == 500 ? "api_error" : "invalid_request_error");
+      r.log_fields = {{"family", "proxy"}, {"outcome", refusal_outcome(error.status)}};
+      if (error.status == 500) r.log_fields.emplace_back("error", error.reason);
+      return r;
+    }
     Answer a = refusal(error);
     // A refusal of a request whose head named a hook counts for that hook.
     std::string hook;
     if (!head.method.empty()) {
-      auto state = current_();
       const Route* route = routes(*state).find(head.path);
       if (route && !route->hook().empty()) {
         hook = route->hook();

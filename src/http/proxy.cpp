@@ -125,14 +125,16 @@ KeyReading read_idempotency_key(const Headers& headers) {
 }
 
 std::string key_scope(const Headers& headers, std::string_view scope_header) {
-  auto authorization = joined(headers, "Authorization");
-  std::optional<std::string> scope;
-  if (!scope_header.empty()) scope = joined(headers, scope_header);
-  if (!authorization && !scope) return "-";
   core::Fingerprinter f;
   f.add_field("kind", "proxy-scope");
-  if (authorization) f.add_field("authorization", *authorization);
-  if (scope) f.add_field("scope", *scope);
+  // The scope header alone when there is one: Authorization changes when a token is refreshed,
+  // and a retry under the new token must find the attempt under the old one.
+  if (auto scope = scope_header.empty() ? std::nullopt : joined(headers, scope_header))
+    f.add_field("scope", *scope);
+  else if (auto authorization = joined(headers, "Authorization"))
+    f.add_field("authorization", *authorization);
+  else
+    return "-";
   return f.hex().substr(0, 16);
 }
 
@@ -244,8 +246,45 @@ core::Response stored_response(const UpstreamHead& head) {
   return r;
 }
 
+bool StatusSet::stores(int status) const {
+  bool taken = false;
+  for (const Item& item : items) {
+    if (status < item.low || status > item.high) continue;
+    if (item.refuses) return false;
+    taken = true;
+  }
+  return taken;
+}
+
+std::optional<StatusSet::Item> StatusSet::read_item(std::string_view text) {
+  Item item;
+  if (text.starts_with('!')) {
+    item.refuses = true;
+    text.remove_prefix(1);
+  }
+  if (text.size() != 3 || text[0] < '2' || text[0] > '5') return std::nullopt;
+  const int hundreds = (text[0] - '0') * 100;
+  if ((text[1] == 'x' || text[1] == 'X') && (text[2] == 'x' || text[2] == 'X')) {
+    item.low = hundreds;
+    item.high = hundreds + 99;
+    return item;
+  }
+  if (!std::isdigit(static_cast<unsigned char>(text[1])) ||
+      !std::isdigit(static_cast<unsigned char>(text[2])))
+    return std::nullopt;
+  item.low = item.high = hundreds + (text[1] - '0') * 10 + (text[2] - '0');
+  return item;
+}
+
+StatusSet default_store_statuses() {
+  StatusSet set;
+  for (std::string_view item : {"2xx", "3xx", "4xx", "!408", "!409", "!425", "!429"})
+    set.items.push_back(*StatusSet::read_item(item));
+  return set;
+}
+
 bool stores_status(int status, const ProxySettings& settings) {
-  return status < 500 || settings.store_server_errors;
+  return settings.store_statuses.stores(status) || (status >= 500 && settings.store_server_errors);
 }
 
 Response proxy_problem(int status, const std::string& title, const std::string& detail,

@@ -18,15 +18,40 @@
 
 namespace idem::http {
 
+// Which of the upstream's answers are stored and replayed, by status (the config's
+// `store_statuses`): items that take a status ("404") or a class ("4xx"), and items that refuse
+// them ("!429"). A status is stored when an item takes it and none refuses it.
+struct StatusSet {
+  struct Item {
+    int low = 0, high = 0;  // the statuses it names, 200..599
+    bool refuses = false;   // written with a leading '!'
+  };
+  std::vector<Item> items;
+
+  bool stores(int status) const;
+  // Reads one item: a status 200..599 or a class 2xx..5xx, as text or (a status) a number,
+  // with a leading '!' to refuse. nullopt when it is none of these.
+  static std::optional<Item> read_item(std::string_view text);
+};
+
+// The default: every final answer but 5xx and those that say "not done, try again" (408 Request
+// Timeout, 409 Conflict, 425 Too Early, 429 Too Many Requests), as Stripe does not store
+// rate-limited or conflicting requests: a retry of those must reach the upstream again.
+StatusSet default_store_statuses();
+
 // What applies to the requests under one prefix (or to all, at the top of the section).
 struct ProxySettings {
   // Keyed methods: these need an Idempotency-Key and are stored; any other method is passed
   // through. Upper-case, distinct, never GET, HEAD or OPTIONS.
   std::vector<std::string> methods = {"POST", "PATCH"};
   int64_t ttl_ms = 24 * 3600 * 1000;  // how long a stored answer is replayed, > 0
-  int64_t timeout_ms = 30 * 1000;     // the whole upstream exchange; past it 504, > 0
-  int64_t max_body = 1 << 20;         // request bodies, bytes; over it 413
-  bool store_server_errors = false;   // store 5xx answers too (else the key is released)
+  int64_t timeout_ms = 30 * 1000;     // how long a client waits for the answer; past it 504, > 0
+  // How much longer a keyed request's answer is awaited (and then stored) after its client got
+  // the 504; past it the outcome is unknown for good. >= 0.
+  int64_t late_answer_ms = 10 * 60 * 1000;
+  int64_t max_body = 1 << 20;                           // request bodies, bytes; over it 413
+  StatusSet store_statuses = default_store_statuses();  // others release the key
+  bool store_server_errors = false;  // store 5xx answers too, whatever store_statuses says
 
   bool keyed(std::string_view method) const;
 };
@@ -42,8 +67,10 @@ struct ProxyConfig {
   std::string upstream;  // the URL as given
   UpstreamTarget target;
   ProxySettings settings;
-  int64_t max_response = 10 << 20;  // stored bytes of an answer's body; beyond, it is cut
-  std::string scope_header;         // "" or a header that scopes keys besides Authorization
+  // Stored bytes of an answer's body. A longer answer reaches its client whole, and is kept as
+  // too large to replay (duplicates get a 409).
+  int64_t max_response = 10 << 20;
+  std::string scope_header;  // "" or the header that scopes keys in place of Authorization
   std::vector<ProxyRouteSettings> routes;
   // The peers whose requests are forwarded; others get 403 before the body is read. Empty: all.
   std::vector<IpRange> allow;
@@ -67,9 +94,11 @@ struct KeyReading {
 };
 KeyReading read_idempotency_key(const Headers& headers);
 
-// The scope of a request's key: 16 hex digits of SHA-256 over its Authorization and scope
-// header values (each framed by name and length, so which one holds a value matters), or "-"
-// when it has neither. One client can never reach another's stored answer.
+// The scope of a request's key: 16 hex digits of SHA-256 over its scope header's value when
+// `scope_header` is set and the request has it, else over its Authorization value (each framed
+// by name and length, so which one holds a value matters), or "-" when it has neither. One
+// client can never reach another's stored answer; with a scope header, a client whose token is
+// refreshed between an attempt and its retry stays the same client.
 std::string key_scope(const Headers& headers, std::string_view scope_header);
 
 // The record's name: "proxy#" + scope + "#" + key.
@@ -112,7 +141,7 @@ Response answer_head(const UpstreamHead& head);
 core::Response stored_response(const UpstreamHead& head);
 
 // Whether an upstream's answer with `status` is stored (and replayed) or the key released so a
-// retry goes through: 5xx only with store_server_errors.
+// retry goes through: as store_statuses says, and 5xx too with store_server_errors.
 bool stores_status(int status, const ProxySettings& settings);
 
 // RFC 9457 problem details, with the `error` member payment SDKs look for:

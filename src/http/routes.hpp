@@ -30,6 +30,9 @@ class Route {
   // The hook the route's answers and refusals count for in the access log and the metrics;
   // empty for the routes that are not hooks.
   virtual const std::string& hook() const = 0;
+  // Whether every problem answer on the route's paths, the transport's refusals too, carries
+  // the `error` member SDKs of Stripe-style APIs look for (the proxy's, SPEC §7).
+  virtual bool error_member() const { return false; }
 };
 
 class RouteTable {

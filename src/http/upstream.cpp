@@ -221,7 +221,7 @@ util::Fd Connections::open(int64_t deadline_ms) {
       Ready r = wait_for(fd.get(), POLLOUT, deadline_ms);
       if (r == Ready::timeout)
         throw UpstreamError(UpstreamError::timeout,
-                            "connecting to " + target.authority + " outlasted the deadline");
+                            "connecting to " + target.authority + " outlasted the deadline", false);
       socklen_t len = sizeof err;
       if (r != Ready::ready || ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0)
         err = errno;
@@ -355,13 +355,16 @@ UpstreamPool::~UpstreamPool() = default;
 int64_t UpstreamPool::opened() const { return pool_->connections.opened.load(); }
 
 std::unique_ptr<UpstreamExchange> UpstreamPool::send(const UpstreamRequest& request,
-                                                     int64_t deadline_ms) {
+                                                     int64_t deadline_ms,
+                                                     int64_t connect_deadline_ms) {
   const std::string head = request_head(target_, request);
+  if (connect_deadline_ms == 0 || connect_deadline_ms > deadline_ms)
+    connect_deadline_ms = deadline_ms;
   for (int attempt = 0;; ++attempt) {
     // The one resend goes on a new connection: the reused one just failed.
     util::Fd fd = attempt == 0 ? pool_->connections.take() : util::Fd();
     const bool reused = fd.valid();
-    if (!reused) fd = pool_->connections.open(deadline_ms);
+    if (!reused) fd = pool_->connections.open(connect_deadline_ms);
     auto exchange = std::make_unique<Exchange>(pool_->connections, std::move(fd),
                                                request.method == "HEAD", deadline_ms);
     try {

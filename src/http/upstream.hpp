@@ -51,11 +51,20 @@ class UpstreamError : public std::runtime_error {
     timeout,   // the deadline passed before the answer was in (the request may have arrived)
     broken,    // the connection failed or the answer was malformed after the request was sent
   };
-  UpstreamError(Kind kind, const std::string& what) : std::runtime_error(what), kind_(kind) {}
+  // `sent`: whether any byte of the request may have left for the upstream (by default, for
+  // every kind but connect).
+  UpstreamError(Kind kind, const std::string& what) : UpstreamError(kind, what, kind != connect) {}
+  UpstreamError(Kind kind, const std::string& what, bool sent)
+      : std::runtime_error(what), kind_(kind), sent_(sent) {}
   Kind kind() const { return kind_; }
+  // False only when the request provably never left: no connection was made (refused,
+  // unreachable, a name not found, a connect that outlasted the deadline) or the request was
+  // refused before it was sent. Otherwise the upstream may have acted on it.
+  bool sent() const { return sent_; }
 
  private:
   Kind kind_;
+  bool sent_;
 };
 
 // One request in progress: its head is in; the body is read through read_body. An exchange
@@ -86,8 +95,10 @@ class UpstreamPool {
   UpstreamPool& operator=(const UpstreamPool&) = delete;
 
   // Sends `request` and reads the answer's head; `deadline_ms` (util::monotonic_ms) bounds the
-  // whole exchange, body included. Throws UpstreamError.
-  std::unique_ptr<UpstreamExchange> send(const UpstreamRequest& request, int64_t deadline_ms);
+  // whole exchange, body included, and `connect_deadline_ms` (at most deadline_ms; 0: the same)
+  // the making of a connection, before anything is sent. Throws UpstreamError.
+  std::unique_ptr<UpstreamExchange> send(const UpstreamRequest& request, int64_t deadline_ms,
+                                         int64_t connect_deadline_ms = 0);
 
   const UpstreamTarget& target() const { return target_; }
   int64_t opened() const;  // connections opened so far (for /metrics and tests)

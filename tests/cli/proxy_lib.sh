@@ -63,3 +63,12 @@ record_status() {
       }
     });'
 }
+
+# use_node_packages: installs tests/node's locked npm packages (the SDKs; a no-op when
+# scripts/test.sh has installed them) and sets node_dir to tests/node, with NODE_PATH.
+use_node_packages() {
+  local tests=${IDEM_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+  "$tests/../scripts/npm_deps.sh" >&2 || fail "scripts/npm_deps.sh could not install tests/node"
+  node_dir=$tests/node
+  export NODE_PATH=$node_dir/node_modules
+}

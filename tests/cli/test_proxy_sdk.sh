@@ -4,18 +4,18 @@
 # Idempotency-Key by itself and retries by itself (SPEC §7).
 #   (a) an explicit idempotencyKey sent twice: one upstream call, the same object, the second
 #       answer replayed;
-#   (b) the SDK's own key survives its retry after an upstream 500 and after a dropped
-#       connection: the key is released, the retry creates the object once, the key replays;
+#   (b) the SDK's own key survives its retry after an upstream 500: the key is released, the
+#       retry creates the object once, the key replays; after a connection the upstream drops
+#       with the request, the outcome is unknown: the retry gets a 409 that stops the SDK, and
+#       the upstream ran the request once;
 #   (c) the key with other parameters: a 422 that the SDK raises as an error (the error member);
-#   (d) a 409 while the first request is outstanding, retried by the SDK until the stored answer.
+#   (d) a 409 while the first request is outstanding, retried by the SDK until the stored answer;
+#   (e) an upstream slower than the proxy's timeout: 504, then 409s to every retry, one
+#       execution; its late answer is stored and replayed to the next call with the key.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
-tests_dir=${IDEM_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-node_dir=$tests_dir/node
-
-# The locked npm packages (a no-op when scripts/test.sh has installed them).
-"$tests_dir/../scripts/npm_deps.sh" >&2 || fail "scripts/npm_deps.sh could not install tests/node"
-export NODE_PATH=$node_dir/node_modules
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/proxy_lib.sh"
+use_node_packages
 
 # wait_port NAME FILE: waits until bg process NAME has written its port into FILE; prints it.
 wait_port() {
@@ -92,10 +92,20 @@ sdk_retry_case() {  # sdk_retry_case NAME FAULT OUTCOME: one fault, then the SDK
   assert_eq 1 "$(created "$key")" "$name: still one creation upstream"
 }
 sdk_retry_case bob 500 500
-sdk_retry_case cid drop dropped
-# The 500 released the key; the dropped connection did too, counted as an upstream error.
 assert_eq 1 "$(metric released)" "upstream 5xx answers released, in /metrics"
-assert_eq 1 "$(metric upstream_error)" "broken upstream exchanges, in /metrics"
+# A connection dropped with the request: 502, then the retry's 409 (Stripe-Should-Retry: false).
+fault drop
+sdk cid create-customer cid --retries 3
+expect_rc 2
+key=$(out cid /attempts/0)
+[[ $key == stripe-node-retry-* ]] || fail "cid: the SDK's generated key: '$key'"
+assert_eq "$key" "$(out cid /attempts/1)" "cid: the retry carries the same key"
+assert_eq "<missing>" "$(out cid /attempts/2)" "cid: no retry after the 409"
+assert_eq 409 "$(out cid /statusCode)" "cid: the status the SDK raises"
+assert_eq idempotency_error "$(out cid /rawType)" "cid: the error member's type"
+assert_eq 1 "$(upstream_calls "$key")" "cid: upstream calls (the dropped one)"
+assert_eq 1 "$(metric outcome_unknown)" "cut-off exchanges, in /metrics"
+assert_eq 1 "$(metric refused_unknown)" "409s for an unknown outcome, in /metrics"
 
 # --- (c) the key with other parameters: an error the SDK raises ------------------------------
 sdk c1 create-customer Dee --key order-3
@@ -130,5 +140,28 @@ assert_eq true "$(out d2 /replayed)" "the second client's last answer is the rep
 assert_eq order-4 "$(out d2 /attempts/1)" "the SDK retried with the same key"
 assert_eq 1 "$(upstream_calls order-4)" "upstream calls for order-4"
 assert_eq 1 "$(stored order-4)" "records of order-4"
+stop_daemon
 
+# --- (e) an upstream slower than the proxy's timeout -----------------------------------------
+echo "{\"proxy\": {\"upstream\": \"$FAKE\", \"timeout\": \"1s\"}}" >"$T/slow.json"
+rm -f "$T/$DAEMON.port"
+bg "$DAEMON" idem serve --config "$T/slow.json" --listen 127.0.0.1:0 --port-file "$T/$DAEMON.port"
+PORT=$(wait_port "$DAEMON" "$T/$DAEMON.port")
+URL=http://127.0.0.1:$PORT
+fault hold
+sdk e1 create-customer Gus --key order-5 --retries 2
+expect_rc 2
+assert_eq 409 "$(out e1 /statusCode)" "the SDK gives up on a 409 while the request is outstanding"
+assert_eq order-5 "$(out e1 /attempts/2)" "the SDK retried twice with the key"
+assert_eq 1 "$(upstream_calls order-5)" "upstream calls for order-5 while it is held"
+assert_eq 1 "$(metric upstream_timeout)" "504s, in /metrics"
+curl -sS --fail -X POST "$FAKE/__fake/release" || fail "fake: cannot release"
+late_stored() { idem ls --keys --status succeeded | grep -q -- "#order-5\$"; }
+wait_until "the late answer is stored" late_stored
+sdk e2 create-customer Gus --key order-5
+expect_rc 0
+assert_eq true "$(out e2 /replayed)" "the next call gets the late answer, replayed"
+id=$(out e2 /object/id)
+assert_eq 1 "$(log_count "$T/fake.log" "released created $id")" "the held call created it"
+assert_eq 1 "$(upstream_calls order-5)" "upstream calls for order-5"
 stop_daemon

@@ -14,6 +14,10 @@
 //   X-Answer-Stream: N         a chunked answer of N pieces "piece I\n"; with X-Answer-Hold, the
 //                              first piece goes before the hold and the rest after it
 //   X-Answer-Break: 1          send the head and part of a body, then cut the connection
+//   X-Answer-Drop: 1           cut the connection without answering (the request was received)
+//   X-Answer-First: N          the first request with a given Idempotency-Key gets status N (a
+//                              JSON error body, Retry-After: 0); later ones answer as the rest
+//                              of their headers ask
 //
 // The default body is the echo: {"n", "method", "url", "headers", "body"} as JSON.
 // GET /__count answers the number of counted requests so far (as text); /__count?path=P only
@@ -33,6 +37,7 @@ const logFile = args['--log'];
 
 let total = 0;
 const byPath = new Map();
+const keysSeen = new Set();  // the Idempotency-Keys X-Answer-First has answered
 
 function holdThen(fifo, then) {
   if (!fifo) return then();
@@ -72,6 +77,19 @@ function answer(req, res, body, n) {
   const headers = answerHeaders(req);
   const flat = [];
   for (const [name, value] of headers) flat.push(name, value);
+  if (h['x-answer-drop']) {
+    res.socket.destroy();
+    return;
+  }
+  const key = h['idempotency-key'];
+  if (h['x-answer-first'] && key !== undefined && !keysSeen.has(key)) {
+    keysSeen.add(key);
+    const first = Buffer.from(JSON.stringify({ error: { type: 'first_answer', message: `answer ${n}` } }));
+    res.writeHead(Number(h['x-answer-first']), [...flat, 'Content-Type', 'application/json',
+      'Retry-After', '0', 'Content-Length', String(first.length)]);
+    res.end(first);
+    return;
+  }
   if (h['x-answer-break']) {
     res.writeHead(status, [...flat, 'Content-Length', '1000']);
     res.write('only part of it');

@@ -54,6 +54,9 @@ TEST_CASE("config proxy: every field but upstream has a default", "[config][prox
   CHECK(p.settings.timeout_ms == 30 * k_second);
   CHECK(p.settings.max_body == 1 << 20);
   CHECK_FALSE(p.settings.store_server_errors);
+  CHECK(p.settings.late_answer_ms == 10 * 60 * k_second);
+  CHECK_FALSE(p.settings.store_statuses.stores(429));
+  CHECK(p.settings.store_statuses.stores(404));
   CHECK(p.max_response == 10 << 20);
   CHECK(p.scope_header.empty());
   CHECK(p.routes.empty());
@@ -63,8 +66,19 @@ TEST_CASE("config proxy: the fields are read as given", "[config][proxy]") {
   ProxyConfig p = parse_proxy(
       R"("methods": ["POST", "PUT"], "ttl": "1h", "timeout": 5, "max_body": "2KiB",
          "max_response": 100, "scope_header": "X-Tenant", "store_server_errors": true,
-         "routes": [{"prefix": "/v1/payments", "ttl": "7d", "store_server_errors": false},
+         "late_answer": "0s", "store_statuses": ["2xx", 429, "!204"],
+         "routes": [{"prefix": "/v1/payments", "ttl": "7d", "store_server_errors": false,
+                     "late_answer": "1h", "store_statuses": ["4xx"]},
                     {"prefix": "/v1/", "methods": ["DELETE"], "timeout": "1s", "max_body": 10}])");
+  CHECK(p.settings.late_answer_ms == 0);
+  CHECK(p.settings.store_statuses.stores(429));
+  CHECK_FALSE(p.settings.store_statuses.stores(204));
+  CHECK_FALSE(p.settings.store_statuses.stores(404));
+  CHECK(p.routes[0].settings.late_answer_ms == k_hour);
+  CHECK(p.routes[0].settings.store_statuses.stores(404));
+  CHECK_FALSE(p.routes[0].settings.store_statuses.stores(200));
+  CHECK(p.routes[1].settings.store_statuses.stores(429));  // inherited
+  CHECK(p.routes[1].settings.late_answer_ms == 0);
   CHECK(p.settings.methods == std::vector<std::string>{"POST", "PUT"});
   CHECK(p.settings.ttl_ms == k_hour);
   CHECK(p.settings.timeout_ms == 5 * k_second);
@@ -143,6 +157,26 @@ TEST_CASE("config proxy: each bad value is named", "[config][proxy]") {
         "serve.json: proxy.scope_header: 'X Tenant' is not a valid header name");
   CHECK(proxy_error(R"("store_server_errors": "yes")") ==
         "serve.json: proxy.store_server_errors: expected true or false, got a string");
+  CHECK(proxy_error(R"("late_answer": "soon")") ==
+        "serve.json: proxy.late_answer: bad duration 'soon'");
+  CHECK(proxy_error(R"("store_statuses": "2xx")") ==
+        "serve.json: proxy.store_statuses: expected a non-empty array of statuses and classes "
+        "(\"2xx\", 404, \"!429\"), got a string");
+  CHECK(proxy_error(R"("store_statuses": [])")
+            .starts_with("serve.json: proxy.store_statuses: expected a non-empty array"));
+  CHECK(proxy_error(R"("store_statuses": ["2xx", "6xx"])") ==
+        "serve.json: proxy.store_statuses[1]: '6xx' is neither a status (200 to 599) nor a class "
+        "(2xx to 5xx), with or without a leading '!'");
+  CHECK(proxy_error(R"("store_statuses": [200, 99])") ==
+        "serve.json: proxy.store_statuses[1]: 99 is neither a status (200 to 599) nor a class "
+        "(2xx to 5xx), with or without a leading '!'");
+  CHECK(proxy_error(R"("store_statuses": [true])") ==
+        "serve.json: proxy.store_statuses[0]: expected a status or a class, got true");
+  CHECK(proxy_error(R"("store_statuses": ["!429"])") ==
+        "serve.json: proxy.store_statuses: only refuses statuses ('!'): name at least one status "
+        "or class to store");
+  CHECK(proxy_error(R"("routes": [{"prefix": "/a", "store_statuses": ["x"]}])")
+            .starts_with("serve.json: proxy.routes[0].store_statuses[0]: 'x' is neither"));
 }
 
 TEST_CASE("config proxy: each bad route is named", "[config][proxy]") {

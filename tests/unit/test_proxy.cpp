@@ -72,13 +72,19 @@ TEST_CASE("proxy: a request without the header has no key", "[proxy]") {
   CHECK(read_idempotency_key(headers_of({{"idempotency-key", "k"}})).key == "k");
 }
 
-TEST_CASE("proxy: keys are scoped by Authorization and the scope header", "[proxy]") {
+TEST_CASE("proxy: keys are scoped by Authorization or by the scope header alone", "[proxy]") {
   CHECK(key_scope(headers_of({}), "X-Tenant") == "-");
   const std::string a = key_scope(headers_of({{"Authorization", "Bearer a"}}), "");
   const std::string b = key_scope(headers_of({{"Authorization", "Bearer b"}}), "");
   CHECK(a.size() == 16);
   CHECK(a != b);
+  // Without the scope header, Authorization scopes the key.
   CHECK(a == key_scope(headers_of({{"authorization", "Bearer a"}}), "X-Tenant"));
+  // With it, the scope header alone: a refreshed token keeps the scope.
+  CHECK(key_scope(headers_of({{"Authorization", "Bearer a"}, {"X-Tenant", "t"}}), "X-Tenant") ==
+        key_scope(headers_of({{"Authorization", "Bearer b"}, {"X-Tenant", "t"}}), "X-Tenant"));
+  CHECK(key_scope(headers_of({{"Authorization", "Bearer a"}, {"X-Tenant", "t"}}), "X-Tenant") ==
+        key_scope(headers_of({{"X-Tenant", "t"}}), "X-Tenant"));
   // Which header holds a value matters.
   CHECK(key_scope(headers_of({{"Authorization", "t"}}), "X-Tenant") !=
         key_scope(headers_of({{"X-Tenant", "t"}}), "X-Tenant"));
@@ -167,6 +173,40 @@ TEST_CASE("proxy: 5xx answers are stored only when asked", "[proxy]") {
   CHECK_FALSE(stores_status(503, s));
   s.store_server_errors = true;
   CHECK(stores_status(503, s));
+}
+
+TEST_CASE("proxy: answers that say 'try again' are not stored by default", "[proxy]") {
+  ProxySettings s;
+  for (int status : {408, 409, 425, 429}) CHECK_FALSE(stores_status(status, s));
+  for (int status : {200, 201, 204, 301, 304, 400, 401, 402, 403, 404, 410, 422})
+    CHECK(stores_status(status, s));
+  s.store_server_errors = true;
+  CHECK_FALSE(stores_status(429, s));
+  CHECK(stores_status(502, s));
+}
+
+TEST_CASE("proxy: a status set takes statuses and classes, and refuses some", "[proxy]") {
+  auto set_of = [](std::initializer_list<std::string_view> items) {
+    StatusSet set;
+    for (std::string_view item : items) set.items.push_back(StatusSet::read_item(item).value());
+    return set;
+  };
+  StatusSet set = set_of({"2xx", "429", "!204", "5XX", "!503"});
+  CHECK(set.stores(200));
+  CHECK(set.stores(299));
+  CHECK_FALSE(set.stores(204));
+  CHECK(set.stores(429));
+  CHECK_FALSE(set.stores(428));
+  CHECK_FALSE(set.stores(300));
+  CHECK(set.stores(500));
+  CHECK_FALSE(set.stores(503));
+  // A refusal wins wherever it stands.
+  CHECK_FALSE(set_of({"!404", "4xx"}).stores(404));
+  for (std::string_view bad : {"", "!", "1xx", "6xx", "199", "600", "2x", "20", "2000", "x2x",
+                               "!!200", " 200", "2xy", "abc"})
+    CHECK_FALSE(StatusSet::read_item(bad));
+  CHECK(StatusSet::read_item("599")->low == 599);
+  CHECK(StatusSet::read_item("!4xx")->refuses);
 }
 
 TEST_CASE("proxy: keyed methods and the longest route prefix", "[proxy]") {
