@@ -410,23 +410,30 @@ void read_behaviour(const Json& value, const Reader& reader, WebhookHook& hook) 
   hook.http_methods = read_http_methods(value, reader);
 }
 
+// `text` with every byte `keep` refuses as %XX (upper-case hex, as Go writes it).
+std::string percent_encoded(std::string_view text, bool (*keep)(unsigned char)) {
+  static const char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (keep(byte)) {
+      out += c;
+    } else {
+      out += '%';
+      out += hex[byte >> 4];
+      out += hex[byte & 0xF];
+    }
+  }
+  return out;
+}
+
 // A served path as a record's and a route's name: the bytes a request target cannot hold raw
 // (controls, space, non-ASCII) and '%', '?' and '#' percent-encoded, everything else as is (a
 // hook "a b" has its records under "/hooks/a%20b", a hook "deploy!" under "/hooks/deploy!").
 std::string record_path(std::string_view served) {
-  static const char hex[] = "0123456789ABCDEF";
-  std::string out;
-  for (char c : served) {
-    auto byte = static_cast<unsigned char>(c);
-    if (byte <= 0x20 || byte >= 0x7f || c == '%' || c == '?' || c == '#') {
-      out += '%';
-      out += hex[byte >> 4];
-      out += hex[byte & 0xF];
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return percent_encoded(served, [](unsigned char c) {
+    return c > 0x20 && c < 0x7f && c != '%' && c != '?' && c != '#';
+  });
 }
 
 // The native hook the daemon serves it as: webhook's defaults where idem's differ (no timeout,
@@ -641,19 +648,10 @@ std::string cleaned_path(std::string_view path) {
 }
 
 std::string go_escaped_path(std::string_view path) {
-  static const char hex[] = "0123456789ABCDEF";
-  std::string out;
-  for (char c : path) {
-    auto byte = static_cast<unsigned char>(c);
-    if (std::isalnum(byte) || std::string_view("-._~$&+,/:;=@").find(c) != std::string_view::npos) {
-      out += c;
-    } else {
-      out += '%';
-      out += hex[byte >> 4];
-      out += hex[byte & 0xF];
-    }
-  }
-  return out;
+  return percent_encoded(path, [](unsigned char c) {
+    return std::isalnum(c) ||
+           std::string_view("-._~$&+,/:;=@").find(char(c)) != std::string_view::npos;
+  });
 }
 
 bool known_status(int status) {
