@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -13,6 +15,7 @@
 #include "http/ip_range.hpp"
 #include "http/webhook_template.hpp"
 #include "http/webhook_yaml.hpp"
+#include "util/hex.hpp"
 
 namespace idem::http::webhook {
 
@@ -26,10 +29,8 @@ constexpr int k_max_rule_depth = 64;  // nested and/or/not: more is a mistake, o
 // this in a hooks file is a mistake, not a rule.
 constexpr size_t k_max_regex_bytes = 4096;
 
-// How one file is read. A YAML file's scalars may stand where webhook expects a string (its
-// loader turns `value: 42` or `id: 7` into the text), so `yaml` relaxes read_text.
+// How one file is read: the environment of idem's signatures, and where warnings go.
 struct Reader {
-  bool yaml = false;
   const EnvLookup& env;
   std::vector<std::string>& warnings;
 };
@@ -47,28 +48,34 @@ const Json& needed(const Json& object, const std::string& at, const std::string&
 }
 
 // A number as Go's strconv.FormatFloat(f, 'g', -1, 32) writes it, which is how webhook's YAML
-// loader turns a float into a string.
+// loader turns a float into a string: the fewest digits that read back as the same float32, in
+// exponent form when the exponent is below -4 or at least 6 ("1e+07", "1000", "0.0001").
 std::string go_float_text(double value) {
   if (value != value) return ".nan";
   auto single = static_cast<float>(value);
   if (single > std::numeric_limits<float>::max()) return ".inf";
   if (single < -std::numeric_limits<float>::max()) return "-.inf";
-  char text[32];
-  int n = 0;
-  for (int precision = 1; precision <= 9; ++precision) {  // 9 digits always read back
-    n = std::snprintf(text, sizeof text, "%.*g", precision, double(single));
+  char text[64];
+  int digits = 1;
+  for (; digits < 9; ++digits) {  // 9 digits always read back
+    std::snprintf(text, sizeof text, "%.*e", digits - 1, double(single));
     if (std::strtof(text, nullptr) == single) break;
   }
+  int n = std::snprintf(text, sizeof text, "%.*e", digits - 1, double(single));
+  const int exponent = std::atoi(std::strchr(text, 'e') + 1);
+  if (exponent >= -4 && exponent < 6)
+    n = std::snprintf(text, sizeof text, "%.*f", std::max(digits - 1 - exponent, 0),
+                      double(single));
   return std::string(text, size_t(n));
 }
 
-std::string read_text(const Json& value, const std::string& at, const Reader& reader) {
+// webhook's loader turns a number or a boolean into its text where it expects a string (`"value":
+// 1` is "1", `id: 7` is "7"), in JSON files as in YAML ones: it reads both as YAML.
+std::string read_text(const Json& value, const std::string& at, const Reader&) {
   if (value.is_string()) return value.get<std::string>();
-  if (reader.yaml) {
-    if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
-    if (value.is_number_integer()) return value.dump();
-    if (value.is_number_float()) return go_float_text(value.get<double>());
-  }
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  if (value.is_number_integer()) return value.dump();
+  if (value.is_number_float()) return go_float_text(value.get<double>());
   wrong_type(at, "a string", value);
 }
 
@@ -286,13 +293,31 @@ Rule read_rule(const Json& value, const std::string& at, const Reader& reader, i
 
 // --- a hook ----------------------------------------------------------------------------------
 
-// success-http-response-code and trigger-rule-mismatch-http-response-code: 0 (or absent) is
-// webhook's "not set", 200.
-int read_status(const Json& hook, const std::string& name) {
+// success-http-response-code and trigger-rule-mismatch-http-response-code: any integer, as
+// webhook's loader reads an int (a float without a fraction too: its YAML-to-JSON step writes
+// 201.0 as 201). 0 (or absent) is webhook's "not set"; a code Go does not know answers 200, as
+// in webhook, with a warning at load (-1 stands for one beyond int's range).
+int read_status(const Json& hook, const std::string& name, const Reader& reader) {
   const Json* value = present(hook, name);
   if (!value) return 0;
-  int code = read_int(*value, name, 0, 599);
-  if (code != 0 && code < 100) fail(name, "must be between 100 and 599, got " + value->dump());
+  constexpr double k_int64_bound = 9223372036854775808.0;  // 2^63
+  double number = 0;
+  if (value->is_number_integer() && !value->is_number_unsigned())
+    number = double(value->get<int64_t>());
+  else if (value->is_number_unsigned())
+    number = double(value->get<uint64_t>());
+  else if (value->is_number_float())
+    number = value->get<double>();
+  else
+    wrong_type(name, "an integer", *value);
+  if (number != std::floor(number) || number >= k_int64_bound || number < -k_int64_bound)
+    wrong_type(name, "an integer", *value);
+  const bool fits = number >= double(std::numeric_limits<int>::min()) &&
+                    number <= double(std::numeric_limits<int>::max());
+  const int code = fits ? int(number) : -1;
+  if (code != 0 && !known_status(code))
+    reader.warnings.push_back(name + ": " + value->dump() +
+                              " is not an HTTP status webhook knows; it answers 200 instead");
   return code;
 }
 
@@ -378,11 +403,37 @@ void read_behaviour(const Json& value, const Reader& reader, WebhookHook& hook) 
   hook.parse_as_json = read_arguments(value, "parse-parameters-as-json", reader);
   if (const Json* rule = present(value, "trigger-rule"))
     hook.trigger_rule = read_rule(*rule, "trigger-rule", reader, 0);
-  hook.mismatch_code = read_status(value, "trigger-rule-mismatch-http-response-code");
+  hook.mismatch_code = read_status(value, "trigger-rule-mismatch-http-response-code", reader);
   hook.signature_soft_failures = optional_bool(value, "", "trigger-signature-soft-failures");
   hook.incoming_content_type = optional_text(value, "", "incoming-payload-content-type", reader);
-  hook.success_code = read_status(value, "success-http-response-code");
+  hook.success_code = read_status(value, "success-http-response-code", reader);
   hook.http_methods = read_http_methods(value, reader);
+}
+
+// `text` with every byte `keep` refuses as %XX (upper-case hex, as Go writes it).
+std::string percent_encoded(std::string_view text, bool (*keep)(unsigned char)) {
+  static const char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (keep(byte)) {
+      out += c;
+    } else {
+      out += '%';
+      out += hex[byte >> 4];
+      out += hex[byte & 0xF];
+    }
+  }
+  return out;
+}
+
+// A served path as a record's and a route's name: the bytes a request target cannot hold raw
+// (controls, space, non-ASCII) and '%', '?' and '#' percent-encoded, everything else as is (a
+// hook "a b" has its records under "/hooks/a%20b", a hook "deploy!" under "/hooks/deploy!").
+std::string record_path(std::string_view served) {
+  return percent_encoded(served, [](unsigned char c) {
+    return c > 0x20 && c < 0x7f && c != '%' && c != '?' && c != '#';
+  });
 }
 
 // The native hook the daemon serves it as: webhook's defaults where idem's differ (no timeout,
@@ -390,8 +441,13 @@ void read_behaviour(const Json& value, const Reader& reader, WebhookHook& hook) 
 void fill_native(const Json& value, const HooksFileOptions& options, const Reader& reader,
                  WebhookHook& hook) {
   Hook& native = hook.native;
-  native.path = "/" + (options.urlprefix.empty() ? hook.id : options.urlprefix + "/" + hook.id);
+  hook.served_path =
+      "/" + (options.urlprefix.empty() ? hook.id : options.urlprefix + "/" + hook.id);
+  native.path = record_path(hook.served_path);
   check_hook_path(native.path, "id");
+  if (std::string clean = cleaned_path(hook.served_path); clean != hook.served_path)
+    reader.warnings.push_back("id: " + quote(hook.served_path) +
+                              " is never served: webhook's router redirects it to " + quote(clean));
   native.command = {hook.execute_command};
   native.methods = hook.http_methods;
   native.timeout_ms = 0;
@@ -470,6 +526,20 @@ std::string with_plain_apostrophes(const std::string& text) {
   return out;
 }
 
+// webhook reads every hooks file with a YAML parser, JSON included: a JSON file may hold what
+// only YAML allows (a trailing comma, a key: value pair as an element of an array, a comment),
+// and its plain numbers and booleans resolve as YAML's. Where yaml-cpp cannot read a file that
+// looks like JSON, JSON's parser reads it, and its message names the mistake.
+Json parse_file_text(const std::string& text) {
+  if (!looks_like_json(text)) return parse_yaml(text);
+  const std::string plain = with_plain_apostrophes(text);
+  try {
+    return parse_yaml(plain);
+  } catch (const Problem&) {
+    return parse_json(plain);
+  }
+}
+
 void add_once(std::vector<std::string>& list, const std::string& name) {
   if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
 }
@@ -518,8 +588,8 @@ void read_file(const HooksFileText& file, const HooksFileOptions& options, const
       out.warnings.push_back(file.name + ": template: cannot read " + quote(path) +
                              "; it expanded to an empty string");
   }
-  Reader reader{!looks_like_json(text), env, out.warnings};
-  Json doc = reader.yaml ? parse_yaml(text) : parse_json(with_plain_apostrophes(text));
+  Reader reader{env, out.warnings};
+  Json doc = parse_file_text(text);
   if (doc.is_null() || (doc.is_array() && doc.empty())) fail("", "lists no hooks");
   doc = with_folded_names(doc, "");
   if (!doc.is_array()) wrong_type("", "an array of hooks", doc);
@@ -534,6 +604,64 @@ void read_file(const HooksFileText& file, const HooksFileOptions& options, const
 }
 
 }  // namespace
+
+std::optional<std::string> decoded_path(std::string_view path) {
+  std::string out;
+  out.reserve(path.size());
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] != '%') {
+      out += path[i];
+      continue;
+    }
+    int high = i + 2 < path.size() ? util::hex_digit(path[i + 1]) : -1;
+    int low = i + 2 < path.size() ? util::hex_digit(path[i + 2]) : -1;
+    if (high < 0 || low < 0) return std::nullopt;
+    out += char(high * 16 + low);
+    i += 2;
+  }
+  return out;
+}
+
+std::string cleaned_path(std::string_view path) {
+  // Go's path.Clean on a rooted path: the segments left after dropping empty ones and "." and
+  // applying "..", joined under "/".
+  std::vector<std::string_view> kept;
+  for (size_t at = 0; at <= path.size();) {
+    size_t slash = std::min(path.find('/', at), path.size());
+    std::string_view segment = path.substr(at, slash - at);
+    at = slash + 1;
+    if (segment.empty() || segment == ".") continue;
+    if (segment == "..") {
+      if (!kept.empty()) kept.pop_back();
+      continue;
+    }
+    kept.push_back(segment);
+  }
+  std::string out;
+  for (std::string_view segment : kept) {
+    out += '/';
+    out += segment;
+  }
+  if (out.empty()) return "/";
+  if (path.ends_with('/')) out += '/';
+  return out;
+}
+
+std::string go_escaped_path(std::string_view path) {
+  return percent_encoded(path, [](unsigned char c) {
+    return std::isalnum(c) ||
+           std::string_view("-._~$&+,/:;=@").find(char(c)) != std::string_view::npos;
+  });
+}
+
+bool known_status(int status) {
+  static const int known[] = {100, 101, 102, 103, 200, 201, 202, 203, 204, 205, 206, 207, 208,
+                              226, 300, 301, 302, 303, 304, 305, 307, 308, 400, 401, 402, 403,
+                              404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416,
+                              417, 418, 421, 422, 423, 424, 425, 426, 428, 429, 431, 451, 500,
+                              501, 502, 503, 504, 505, 506, 507, 508, 510, 511};
+  return std::find(std::begin(known), std::end(known), status) != std::end(known);
+}
 
 HooksFiles parse_hooks_files(const std::vector<HooksFileText>& files,
                              const HooksFileOptions& options, const EnvLookup& env,

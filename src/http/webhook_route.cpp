@@ -228,6 +228,7 @@ class WebhookRoute final : public Route {
       : hook_(std::move(hook)),
         native_(hook_.native),
         methods_(hook_.http_methods.empty() ? options.http_methods : hook_.http_methods),
+        servable_(cleaned_path(hook_.served_path) == hook_.served_path),
         global_headers_(options.response_headers),
         slots_(std::move(slots)),
         services_(std::move(services)) {
@@ -235,7 +236,13 @@ class WebhookRoute final : public Route {
     native_.async = !hook_.capture_output;
   }
 
-  bool matches(std::string_view path) const override { return path == native_.path; }
+  // As webhook's router: on the decoded path; a path that is not clean is redirected instead.
+  bool matches(std::string_view path) const override {
+    if (!servable_) return false;
+    if (path.find('%') == std::string_view::npos) return path == hook_.served_path;
+    auto decoded = decoded_path(path);
+    return decoded && *decoded == hook_.served_path;
+  }
 
   Admission admit(const RequestHead& head) const override {
     if (!methods_.empty() &&
@@ -366,6 +373,7 @@ class WebhookRoute final : public Route {
   const WebhookHook hook_;
   Hook native_;  // the hook's native side, async when it answers before running
   const std::vector<std::string> methods_;  // empty: every method
+  const bool servable_;                     // its served path is clean
   const std::vector<std::pair<std::string, std::string>> global_headers_;
   const std::shared_ptr<HookSlots> slots_;
   const RouteServices services_;
@@ -373,26 +381,55 @@ class WebhookRoute final : public Route {
 
 const std::string k_no_hook;
 
+// What webhook's router answers without a hook (see not_found_route).
 class NotFoundRoute final : public Route {
  public:
   explicit NotFoundRoute(const std::string& urlprefix)
       : base_(urlprefix.empty() ? "/" : "/" + urlprefix + "/") {}
   bool matches(std::string_view path) const override {
-    return path.substr(0, base_.size()) == base_;
+    if (path == "/") return true;
+    auto decoded = decoded_path(path);
+    if (!decoded) return true;
+    // The target of "OPTIONS *" is no path.
+    return (path.starts_with('/') && cleaned_path(*decoded) != *decoded) ||
+           decoded->starts_with(base_);
   }
-  Admission admit(const RequestHead&) const override {
-    Answer a = text_answer(404, "Hook not found.", "not_found");
-    Response r;
-    r.status = a.status;
-    r.content_type = a.content_type;
-    r.body = a.body;
-    r.log_fields.emplace_back("outcome", "not_found");
-    return Admission{std::move(r), 0};
-  }
-  Response handle(http::Request& req) const override { return *admit(req.head).refusal; }
+  Admission admit(const RequestHead& head) const override { return Admission{answer(head), 0}; }
+  Response handle(http::Request& req) const override { return answer(req.head); }
   const std::string& hook() const override { return k_no_hook; }
 
  private:
+  static Response plain(int status, std::string body, std::string outcome) {
+    Response r;
+    r.status = status;
+    r.content_type = sniffed_content_type(body);
+    r.body = std::move(body);
+    r.log_fields.emplace_back("outcome", std::move(outcome));
+    return r;
+  }
+
+  // In the order of webhook's: Go's server refuses a bad escape before anything else, then
+  // gorilla/mux redirects, then its routes "/" and /{urlprefix}/{id} answer.
+  Response answer(const RequestHead& head) const {
+    if (head.path == "/") return plain(200, "OK", "root");  // no --response-header, as webhook
+    auto decoded = decoded_path(head.path);
+    if (!decoded) {
+      Response r = plain(400, "400 Bad Request", "bad_path");
+      r.close = true;
+      return r;
+    }
+    if (std::string clean = cleaned_path(*decoded); clean != *decoded) {
+      const size_t question = head.target.find('?');
+      Response r = plain(301, "", "redirect");
+      r.headers.emplace_back(
+          "Location",
+          go_escaped_path(clean) +
+              (question == std::string::npos ? std::string() : head.target.substr(question)));
+      return r;
+    }
+    return plain(404, "Hook not found.", "not_found");
+  }
+
   std::string base_;
 };
 
@@ -446,15 +483,6 @@ std::string sniffed_content_type(std::string_view body) {
                   [](char c) { return binary_byte(static_cast<unsigned char>(c)); }))
     return "application/octet-stream";
   return k_text;
-}
-
-bool known_status(int status) {
-  static const int known[] = {100, 101, 102, 103, 200, 201, 202, 203, 204, 205, 206, 207, 208,
-                              226, 300, 301, 302, 303, 304, 305, 307, 308, 400, 401, 402, 403,
-                              404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416,
-                              417, 418, 421, 422, 423, 424, 425, 426, 428, 429, 431, 451, 500,
-                              501, 502, 503, 504, 505, 506, 507, 508, 510, 511};
-  return std::find(std::begin(known), std::end(known), status) != std::end(known);
 }
 
 std::string executable(const std::string& command, const std::string& directory) {

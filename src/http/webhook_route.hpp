@@ -44,13 +44,18 @@ struct RouteServices {
   std::function<void(int delta)> in_flight;  // a delivery being answered: +1, then -1
 };
 
-// The route of one hook, at hook.native.path. The hook's native.withheld_env is what its command
-// never inherits (the daemon sets every secret of every hook there).
+// The route of one hook: requests whose path, percent-decoded, is hook.served_path (never, when
+// that path is not clean: webhook redirects it). The hook's native.withheld_env is what its
+// command never inherits (the daemon sets every secret of every hook there).
 std::shared_ptr<const Route> hook_route(WebhookHook hook, const ServeOptions& options,
                                         std::shared_ptr<HookSlots> slots, RouteServices services);
 
-// Every other path under /{urlprefix}/ (every path with an empty prefix): 404 "Hook not found.",
-// as webhook answers an id it has not loaded. Put last, when no proxy takes those paths.
+// What webhook's router answers itself, for the paths no hook's route took: "/" (200 "OK", any
+// method), a path with a bad escape (400 "400 Bad Request", connection closed), a path that is
+// not clean once decoded (301 to its cleaned form, the query kept: "//hooks/x" to "/hooks/x"),
+// and every other path under /{urlprefix}/ (every path with an empty prefix) once decoded: 404
+// "Hook not found.", as webhook answers an id it has not loaded. Put last, when no proxy takes
+// those paths; other paths are left to the daemon's 404.
 std::shared_ptr<const Route> not_found_route(const std::string& urlprefix);
 
 // The Content-Type Go's net/http gives a body written without one (http.DetectContentType, what
@@ -58,10 +63,6 @@ std::shared_ptr<const Route> not_found_route(const std::string& urlprefix);
 // "text/plain; charset=utf-8" for text, "application/octet-stream" for other bytes; "" for an
 // empty body, which gets none.
 std::string sniffed_content_type(std::string_view body);
-
-// Whether Go's http.StatusText knows `status`: webhook answers 200 in place of a configured
-// success or mismatch code it does not know.
-bool known_status(int status);
 
 // The executable webhook runs for `command` in `directory` (command-working-directory): the
 // command itself when it is absolute or there is no directory (a bare name is looked up on

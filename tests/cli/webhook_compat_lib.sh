@@ -97,10 +97,11 @@ _expand() {
 }
 
 # The headers an answer is compared by (the rest are transport: Date, Content-Length ...).
-COMPARED_HEADERS='^(content-type|x-handled-by|x-served-by|access-control-allow-origin|idempotent-replayed):'
+COMPARED_HEADERS='^(content-type|location|x-handled-by|x-served-by|access-control-allow-origin|idempotent-replayed):'
 
-# send SERVER NAME METHOD PATH TYPE HEADERS BODY: one request to $URL; the answer lands in
-# $T/SERVER/NAME.{status,headers,body} (addresses with their port normalised).
+# send SERVER NAME METHOD PATH TYPE HEADERS BODY: one request to $URL, PATH sent as written (no
+# dot segments removed); the answer lands in $T/SERVER/NAME.{status,headers,body} (addresses with
+# their port normalised).
 send() {
   local server=$1 name=$2 method=$3 path=$4 type=$5 headers=$6 body=$7
   local out=$T/$server/$name args=(-H 'Content-Type:' -H 'Expect:') h code=0
@@ -119,7 +120,7 @@ send() {
       args+=(-H "$h")
     done
   fi
-  curl -sS --max-time 30 -A compat-test -X "$method" "${args[@]}" --data-binary "@$out.sent" \
+  curl -sS --max-time 30 --path-as-is -A compat-test -X "$method" "${args[@]}" --data-binary "@$out.sent" \
     -D "$out.rawheaders" -o "$out.rawbody" -w '%{http_code}' "$URL$path" >"$out.status" \
     2>"$out.curlerr" || code=$?
   ((code == 0)) || fail "$server: curl $method $path failed ($code): $(cat "$out.curlerr")"

@@ -1,5 +1,6 @@
-// The pure parts of serving webhook hooks: Go's content sniffing, the statuses Go knows, the
-// executable of a command in its working directory, and the serve flags' values.
+// The pure parts of serving webhook hooks: Go's content sniffing, the statuses Go knows, request
+// paths as Go's router reads them, the executable of a command in its working directory, and the
+// serve flags' values.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -8,7 +9,10 @@
 #include "core/errors.hpp"
 #include "http/webhook_route.hpp"
 
+using idem::http::webhook::cleaned_path;
+using idem::http::webhook::decoded_path;
 using idem::http::webhook::executable;
+using idem::http::webhook::go_escaped_path;
 using idem::http::webhook::known_status;
 using idem::http::webhook::parse_http_methods;
 using idem::http::webhook::parse_response_header;
@@ -44,6 +48,50 @@ TEST_CASE("webhook route: a configured code Go does not know answers 200", "[web
   CHECK_FALSE(known_status(0));
   CHECK_FALSE(known_status(299));
   CHECK_FALSE(known_status(599));
+}
+
+TEST_CASE("webhook route: paths are percent-decoded as Go decodes them", "[webhook_route]") {
+  CHECK(decoded_path("/hooks/x") == "/hooks/x");
+  CHECK(decoded_path("/hooks/a%20b") == "/hooks/a b");
+  CHECK(decoded_path("/hook%73/caf%C3%a9") == "/hooks/caf\xc3\xa9");
+  CHECK(decoded_path("/hooks/a%2Fb") == "/hooks/a/b");
+  CHECK(decoded_path("/hooks/50%25") == "/hooks/50%");
+  CHECK(decoded_path("/hooks/a+b") == "/hooks/a+b");  // '+' is a space in queries only
+  CHECK(decoded_path("/hooks/a%00b") == std::string("/hooks/a\0b", 10));
+  CHECK_FALSE(decoded_path("/hooks/%zz").has_value());
+  CHECK_FALSE(decoded_path("/hooks/x%2").has_value());
+  CHECK_FALSE(decoded_path("/hooks/x%").has_value());
+  CHECK_FALSE(decoded_path("/hooks/%g0").has_value());
+}
+
+TEST_CASE("webhook route: paths are cleaned as gorilla/mux cleans them", "[webhook_route]") {
+  CHECK(cleaned_path("/") == "/");
+  CHECK(cleaned_path("/hooks/x") == "/hooks/x");
+  CHECK(cleaned_path("//hooks/x") == "/hooks/x");
+  CHECK(cleaned_path("/hooks//x") == "/hooks/x");
+  CHECK(cleaned_path("/hooks/./x") == "/hooks/x");
+  CHECK(cleaned_path("/hooks/a/../b") == "/hooks/b");
+  CHECK(cleaned_path("/hooks/x/") == "/hooks/x/");  // a trailing slash stays
+  CHECK(cleaned_path("/hooks/x//") == "/hooks/x/");
+  CHECK(cleaned_path("/hooks/x/.") == "/hooks/x");
+  CHECK(cleaned_path("/hooks/x/..") == "/hooks");
+  CHECK(cleaned_path("/hooks/../..") == "/");
+  CHECK(cleaned_path("/../x/") == "/x/");
+  CHECK(cleaned_path("//") == "/");
+  CHECK(cleaned_path("/./") == "/");
+  CHECK(cleaned_path("/hooks/...") == "/hooks/...");
+  CHECK(cleaned_path("/hooks/a b") == "/hooks/a b");
+}
+
+TEST_CASE("webhook route: a redirect's path is escaped as Go escapes it", "[webhook_route]") {
+  CHECK(go_escaped_path("/hooks/x") == "/hooks/x");
+  CHECK(go_escaped_path("/hooks/a b") == "/hooks/a%20b");
+  CHECK(go_escaped_path("/hooks/caf\xc3\xa9") == "/hooks/caf%C3%A9");
+  CHECK(go_escaped_path("/hooks/50%") == "/hooks/50%25");
+  CHECK(go_escaped_path("/-._~$&+,/:;=@") == "/-._~$&+,/:;=@");
+  CHECK(go_escaped_path("/!'()*?#\"<>[]{}|\\^`") ==
+        "/%21%27%28%29%2A%3F%23%22%3C%3E%5B%5D%7B%7D%7C%5C%5E%60");
+  CHECK(go_escaped_path(std::string("/\0\x7f\xff", 4)) == "/%00%7F%FF");
 }
 
 TEST_CASE("webhook route: a command runs from its working directory", "[webhook_route]") {
