@@ -159,9 +159,10 @@ fi
 # transactions are read-only. Every run would fail (74); the trial write finds it (exit 1).
 if ! on_sqlite; then
   role=idem_reader_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+  schema=${IDEM_STORE##*search_path%3D}  # the test's own (lib.sh)
   psql -qX "$IDEM_STORE" -c "CREATE ROLE $role LOGIN PASSWORD 'reader'" \
-    -c "GRANT USAGE ON SCHEMA $_pg_schema TO $role" \
-    -c "GRANT SELECT ON ALL TABLES IN SCHEMA $_pg_schema TO $role"
+    -c "GRANT USAGE ON SCHEMA $schema TO $role" \
+    -c "GRANT SELECT ON ALL TABLES IN SCHEMA $schema TO $role"
   reader=(env PGPASSWORD=reader IDEM_STORE="${IDEM_STORE/idem@/$role@}" "$IDEM_BIN")
   capture reader-run "${reader[@]}" run -k by-reader -- true
   expect_rc 74
