@@ -65,8 +65,8 @@ constexpr const char* k_own_tables[] = {"records", "outputs"};
 // Every process that opens the store alone (the usual case for `idem run`) rebuilds the WAL's
 // index by reading the whole WAL, so it is kept small: a run adds about 20 KiB.
 constexpr int64_t k_checkpoint_wal_bytes = 256 * 1024;
-// The blob of doctor's trial write (check_writable): with its table and page 1, five pages of
-// WAL frames, about what a run's claim writes.
+// The blob of doctor's trial write (check_writable): with its table's page and page 1, four
+// WAL frames (16 KiB), about what a run's claim writes.
 constexpr int64_t k_write_probe_bytes = 12 * 1024;
 // gc deletes at most this many records per write transaction: a few milliseconds of writer lock.
 constexpr int k_gc_batch = 500;
