@@ -1,7 +1,9 @@
 // `idem doctor`: checks the store (its files, schema, integrity, the records that need a human)
 // and a daemon's config, and says of each finding what to do. It changes nothing but what
-// opening a store does anyway (an older schema is migrated, as by any command).
+// opening a store does anyway (an older schema is migrated, as by any command); its trial write
+// (Store::check_writable) is rolled back.
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -102,10 +104,18 @@ void check_store(store::Store& store, const std::string& where, Report& report) 
   try {
     store.check_writable();
   } catch (const StoreError& e) {
-    report.add(core::Finding{core::Severity::error, "store-writable", where, e.what(),
-                             "find the process that holds the store's writer lock (fuser), or "
-                             "give idem a store it may write"});
+    report.add(core::writable_finding(where, e.what(), e.transient()));
   }
+}
+
+// The free space where a SQLite store's files grow.
+void check_free_space(const std::string& path, Report& report) {
+  const std::string folder = folder_of(path);
+  struct statvfs fs{};
+  if (::statvfs(folder.c_str(), &fs) != 0) return;  // no folder: the open's finding says so
+  const int64_t available = int64_t(fs.f_bavail) * int64_t(fs.f_frsize);
+  report.store["free_bytes"] = available;
+  if (auto low = core::free_space_finding(folder, available)) report.add(std::move(*low));
 }
 
 // The records a human must look at: abandoned ones, and running ones that are abandoned in fact.
@@ -220,6 +230,7 @@ int run_doctor(const GlobalOptions& global, const DoctorOptions& o) {
   const store::StoreLocation where = store_location(global);
   Report report;
   const bool present = where.scheme != "sqlite" || check_files(where.target, report);
+  if (where.scheme == "sqlite") check_free_space(where.target, report);
   if (present) {
     try {
       std::unique_ptr<store::Store> store = store::open_store(where);

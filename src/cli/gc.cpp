@@ -30,6 +30,13 @@ int run_gc(const GlobalOptions& global, const GcOptions& o) {
   q.now_ms = clock.now_ms();
   int64_t n = store->gc(q);
   std::cout << (o.dry_run ? "would remove " : "removed ") << n << "\n";
+  if (const int64_t left = store->wal_bytes_after_gc(); left > 0) {
+    const store::StoreLocation where = store_location(global);
+    std::cerr << "idem: the WAL " << where.target << "-wal still holds " << core::format_size(left)
+              << ": the checkpoint could not empty it while another process reads the store (or "
+                 "holds its writer lock); run idem gc again once it is done (fuser "
+              << where.target << "-wal names the processes that have it open)\n";
+  }
   return 0;
 }
 

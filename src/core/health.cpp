@@ -1,5 +1,6 @@
 #include "core/health.hpp"
 
+#include "core/duration.hpp"
 #include "core/key.hpp"
 #include "util/clock.hpp"
 
@@ -106,6 +107,35 @@ std::optional<Finding> wal_finding(const std::string& path, const PathFacts& fac
                      " MiB: checkpoints are held off (a process reading the store for long, or "
                      "one that could not take the writer lock)",
                  "run idem gc, which truncates it once no one reads the store");
+}
+
+std::optional<Finding> free_space_finding(const std::string& folder, int64_t available_bytes) {
+  if (available_bytes >= k_free_space_warning_bytes) return std::nullopt;
+  const std::string has = "the file system of store folder " + folder + " has " +
+                          format_size(available_bytes) + " free";
+  const std::string fix = "free space on it, or give idem a store on another one";
+  if (available_bytes < k_free_space_error_bytes)
+    return finding(Severity::error, "free-space", folder,
+                   has +
+                       ": a run's claim or outcome may not fit, and every run then fails "
+                       "(exit 74)",
+                   fix);
+  return finding(Severity::warning, "free-space", folder,
+                 has + ", less than the " + format_size(k_free_space_warning_bytes) +
+                     " the store may need between checkpoints (an outcome of 16MiB, the default "
+                     "--max-output, in the WAL, then in the database)",
+                 fix);
+}
+
+Finding writable_finding(const std::string& subject, const std::string& problem, bool locked) {
+  if (locked)
+    return finding(Severity::error, "store-writable", subject, problem,
+                   "find the process that holds the store's writer lock (fuser), or give idem a "
+                   "store it may write");
+  return finding(Severity::error, "store-writable", subject,
+                 "a trial write to the store failed: " + problem,
+                 "until it can write, every run fails (exit 74): make its file system or server "
+                 "writable, free space on it, or give idem a store it may write");
 }
 
 std::optional<Finding> record_finding(const Record& r, std::string_view shown_status,

@@ -59,6 +59,20 @@ std::vector<Finding> file_findings(const std::string& path, std::string_view wha
 inline constexpr int64_t k_wal_warning_bytes = int64_t(64) << 20;
 std::optional<Finding> wal_finding(const std::string& path, const PathFacts& facts);
 
+// Free space on the store's file system (statvfs's f_bavail, df's "Avail"). Between two of
+// idem's checkpoints the WAL grows to 256 KiB plus the largest outcome written meanwhile, 16 MiB
+// at the default --max-output, and a checkpoint then copies those pages into the database file,
+// which may grow by as much: below twice that (34 MiB) a warning. Below 1 MiB, a run's claim
+// and outcome may not fit at all, and every run then fails (exit 74): an error.
+inline constexpr int64_t k_free_space_warning_bytes = int64_t(34) << 20;
+inline constexpr int64_t k_free_space_error_bytes = int64_t(1) << 20;
+std::optional<Finding> free_space_finding(const std::string& folder, int64_t available_bytes);
+
+// The trial write of Store::check_writable failed with `problem`: `locked`, the writer lock was
+// held past the busy timeout (someone else holds it); else the store cannot be written at all (a
+// read-only file, mount or server, a full disk, no privilege), so every run fails (exit 74).
+Finding writable_finding(const std::string& subject, const std::string& problem, bool locked);
+
 // A record a human must look at, given the status a user sees (effective_status) at now_ms:
 // abandoned, stored so or running with its owner gone or its lease run out. Nothing for another.
 std::optional<Finding> record_finding(const Record& record, std::string_view shown_status,

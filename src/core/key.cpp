@@ -118,6 +118,12 @@ void validate_record_name(std::string_view name) {
   if (auto problem = record_name_problem(name)) throw UsageError("bad key: " + *problem);
 }
 
+std::optional<std::string_view> served_front_of(std::string_view key) {
+  if (key.starts_with("proxy#")) return "proxy";
+  if (key.starts_with('/') && key.find('#') != std::string_view::npos) return "hooks";
+  return std::nullopt;
+}
+
 std::string derived_key(std::string_view cwd, const std::vector<std::string>& argv) {
   Fingerprinter f;
   f.add_field("cwd", cwd);

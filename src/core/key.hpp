@@ -28,6 +28,12 @@ std::optional<std::string> record_name_problem(std::string_view name);
 // Throws UsageError naming the problem.
 void validate_record_name(std::string_view name);
 
+// Whether a key has the shape of a record that `idem serve` names for one of its fronts, and
+// which: "hooks" for PATH#KEY (a key that starts with '/' and holds '#'), "proxy" for one that
+// starts with "proxy#"; nothing for any other key. The ledger refuses such keys, so that its
+// clients cannot read, finish or remove a hook's or the proxy's records.
+std::optional<std::string_view> served_front_of(std::string_view key);
+
 // The key used when `run` is given no -k: "cmd:" + hex SHA-256 over the working directory and
 // argv with argument boundaries, so a bare `idem run -- ./backup.sh` in cron runs once per TTL.
 std::string derived_key(std::string_view cwd, const std::vector<std::string>& argv);

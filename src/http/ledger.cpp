@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/duration.hpp"
 #include "core/errors.hpp"
@@ -30,13 +31,43 @@ using json = nlohmann::json;
 
 // --- Request bodies ------------------------------------------------------------------------------
 
+// Why a key is not one the ledger takes: an invalid key (SPEC §1), or one that names a record
+// of another front of the daemon (core::served_front_of), which a ledger client could otherwise
+// read, finish or remove.
+std::optional<std::string> ledger_key_problem(const std::string& key) {
+  if (auto why = core::key_problem(key)) return why;
+  auto front = core::served_front_of(key);
+  if (!front) return std::nullopt;
+  return *front == "proxy"
+             ? std::string("keys that start with 'proxy#' are the proxy's records")
+             : std::string("keys that start with '/' and hold '#' are the hooks' records");
+}
+
 // Reads the members of one call's body, each checked once; the first problem found is kept.
 class Fields {
  public:
   Fields(std::string_view body, std::initializer_list<const char*> known) {
-    doc_ = json::parse(body, nullptr, false);
+    // nlohmann::json keeps the last of two members of one name where another parser may keep
+    // the first: a body that names a member twice says two things, so it is refused.
+    std::vector<std::set<std::string>> names;  // of each object being read, innermost last
+    std::optional<std::string> twice;
+    doc_ = json::parse(
+        body,
+        [&](int, json::parse_event_t event, json& parsed) {
+          if (event == json::parse_event_t::object_start) names.emplace_back();
+          if (event == json::parse_event_t::object_end) names.pop_back();
+          if (event == json::parse_event_t::key &&
+              !names.back().insert(parsed.get<std::string>()).second && !twice)
+            twice = parsed.get<std::string>();
+          return true;
+        },
+        false);
     if (doc_.is_discarded()) {
       bad_ = BadField{"", "the body is not JSON"};
+      return;
+    }
+    if (twice) {
+      bad_ = BadField{*twice, "member '" + *twice + "' is given twice"};
       return;
     }
     if (!doc_.is_object()) {
@@ -70,7 +101,7 @@ class Fields {
   std::string key() {
     std::string key = string("key", true);
     if (bad_) return key;
-    if (auto why = core::key_problem(key)) refuse("key", "bad 'key': " + *why);
+    if (auto why = ledger_key_problem(key)) refuse("key", "bad 'key': " + *why);
     return key;
   }
 
@@ -387,7 +418,7 @@ core::Outcome outcome_of(const FinishCall& call, int64_t now_ms) {
 std::variant<std::string, Answer> path_key(std::string_view encoded) {
   auto key = percent_decode(encoded);
   if (!key) return bad_request({"key", "the key in the path is not validly percent-encoded"});
-  if (auto why = core::key_problem(*key)) return bad_request({"key", "bad key: " + *why});
+  if (auto why = ledger_key_problem(*key)) return bad_request({"key", "bad key: " + *why});
   return *key;
 }
 

@@ -470,10 +470,17 @@ class PostgresStore final : public Store {
     });
   }
 
+  // Each kind of write idem makes, on no row, in a transaction rolled back: the server refuses
+  // them as it would a claim when it accepts no writes (a standby, default_transaction_read_only:
+  // 25006) or the role may not write the table (42501), and waits for a lock on the table as a
+  // claim would (55P03 past the lock timeout). No row is written, locked or read.
   void check_writable() override {
     guarded("check", [&] {
-      Result r = conn().exec("SELECT current_setting('transaction_read_only') = 'on'");
-      if (r.int_at(0, 0) != 0) throw PgError{"25006", "the server accepts no writes (read-only)"};
+      Transaction tx(conn(), lock_timeout_ms_);
+      conn().exec_script(
+          "INSERT INTO idem_records SELECT * FROM idem_records WHERE false; "
+          "UPDATE idem_records SET note = note WHERE false; "
+          "DELETE FROM idem_records WHERE false");
       return 0;
     });
   }

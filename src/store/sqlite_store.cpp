@@ -65,6 +65,9 @@ constexpr const char* k_own_tables[] = {"records", "outputs"};
 // Every process that opens the store alone (the usual case for `idem run`) rebuilds the WAL's
 // index by reading the whole WAL, so it is kept small: a run adds about 20 KiB.
 constexpr int64_t k_checkpoint_wal_bytes = 256 * 1024;
+// The blob of doctor's trial write (check_writable): with its table's page and page 1, four
+// WAL frames (16 KiB), about what a run's claim writes.
+constexpr int64_t k_write_probe_bytes = 12 * 1024;
 // gc deletes at most this many records per write transaction: a few milliseconds of writer lock.
 constexpr int k_gc_batch = 500;
 // Between two gc batches the writer lock is left free this long. A waiting writer polls the lock
@@ -601,18 +604,23 @@ void make_private_dirs(const std::string& dir, Created& created) {
 }
 
 // The database file and its -wal and -shm must not be symlinks (a link would let someone else
-// choose where captured output is written); the folders above them may be.
-void refuse_symlink(const std::string& path) {
+// choose where captured output is written); the folders above them may be. A -wal or -shm that
+// is there must be a regular file too: SQLite fails on a folder only once the database file
+// exists, and then with "disk I/O error".
+void refuse_odd_companion(const std::string& path) {
   struct stat st{};
-  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+  if (::lstat(path.c_str(), &st) != 0) return;
+  if (S_ISLNK(st.st_mode))
     throw StoreError("store " + path + " is a symlink; refusing to follow it");
+  if (!S_ISREG(st.st_mode))
+    throw StoreError("store " + path + " is not a regular file; move it away");
 }
 
 // Refuses symlinks and files owned by someone else; creates the file 0600 if absent. Returns the
 // file's mode, which make_private then narrows once the file is known to be an idem store.
 mode_t prepare_db_file(const std::string& path, Created& created) {
-  refuse_symlink(path + "-wal");
-  refuse_symlink(path + "-shm");
+  refuse_odd_companion(path + "-wal");
+  refuse_odd_companion(path + "-shm");
   for (int tries = 0; tries < 2; ++tries) {
     struct stat st{};
     if (::lstat(path.c_str(), &st) == 0) {
@@ -674,16 +682,18 @@ bool is_empty_file(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
 }
 
-bool exists(const std::string& path) {
+bool is_regular_file(const std::string& path) {
   struct stat st{};
-  return ::lstat(path.c_str(), &st) == 0;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-// Takes back what a failed open created. The file only while it is still empty with no WAL beside
-// it: then no process has made it a database yet (a store that another process has begun to use
-// has a WAL or a header), so removing it cannot lose anyone's records. Folders only while empty.
+// Takes back what a failed open created. The file only while it is still empty with no WAL file
+// beside it: then no process has made it a database yet (a store that another process has begun
+// to use has a WAL or a header; a folder or other non-file at the -wal path is no WAL, and no
+// process can have written one there), so removing it cannot lose anyone's records. Folders
+// only while empty.
 void take_back(const std::string& path, const Created& created) {
-  if (created.file && is_empty_file(path) && !exists(path + "-wal")) {
+  if (created.file && is_empty_file(path) && !is_regular_file(path + "-wal")) {
     ::unlink(path.c_str());
     if (is_empty_file(path + "-shm")) ::unlink((path + "-shm").c_str());
   }
@@ -802,9 +812,23 @@ class SqliteStore final : public Store {
     return result;
   }
 
+  // BEGIN IMMEDIATE takes the writer lock; a trial write then meets what would fail every claim
+  // (a read-only file or mount, a full disk, an I/O error). A rolled-back transaction otherwise
+  // never leaves SQLite's page cache, so its pages are flushed into the WAL
+  // (sqlite3_db_cacheflush), then rolled back. It writes a table of its own, never a record.
+  // The frames it leaves lie past the WAL's last commit: SQLite ignores them (no reader's
+  // snapshot and no recovery reaches past a commit frame), the next transaction writes over
+  // them, and idem's checkpoints truncate the file. So the WAL may stay up to
+  // k_write_probe_bytes plus a few pages longer, about what one run's claim adds to it.
   void check_writable() override {
-    batched(false, [](Connection) {});  // BEGIN IMMEDIATE takes the lock
-  }
+    Transaction tx(db_, path_, writers_->transactions());
+    Statement(db_, "CREATE TABLE idem_write_probe (b BLOB)", path_).run();
+    Statement insert(db_, "INSERT INTO idem_write_probe VALUES (zeroblob(?1))", path_);
+    insert.bind(1, k_write_probe_bytes).run();
+    // The handle's message is still the last statement's: the code says what went wrong.
+    if (int rc = sqlite3_db_cacheflush(db_); rc != SQLITE_OK)
+      throw_sqlite(rc, path_, sqlite3_errstr(rc));
+  }  // rolled back by tx
 
   StoreHealth health() override {
     StoreHealth h;
@@ -1003,9 +1027,11 @@ class SqliteStore final : public Store {
     }
     int64_t removed = delete_picked(sqlite_sql::gc_expired("rowid"), bind);
     if (q.older_than_ms > 0) removed += delete_picked(sqlite_sql::gc_ended("rowid"), bind);
-    checkpoint_truncate();
+    wal_bytes_after_gc_ = checkpoint_truncate() ? 0 : wal_bytes();
     return removed;
   }
+
+  int64_t wal_bytes_after_gc() const override { return wal_bytes_after_gc_; }
 
  private:
   static constexpr const char* k_select_columns =
@@ -1343,10 +1369,11 @@ class SqliteStore final : public Store {
     return r;
   }
 
-  bool wal_large() const {
+  int64_t wal_bytes() const {
     struct stat st{};
-    return ::stat((path_ + "-wal").c_str(), &st) == 0 && st.st_size > k_checkpoint_wal_bytes;
+    return ::stat((path_ + "-wal").c_str(), &st) == 0 ? int64_t(st.st_size) : 0;
   }
+  bool wal_large() const { return wal_bytes() > k_checkpoint_wal_bytes; }
 
   // The size is looked at again behind the queue: of several writers that found the WAL large,
   // the first checkpoints it and the others find it empty.
@@ -1359,16 +1386,17 @@ class SqliteStore final : public Store {
   // Behind this process's other writers (writer_queue_of), like a transaction: a checkpoint
   // holds SQLite's writer lock throughout, and a writer of this process that met it there would
   // poll it from its busy handler, holding the queue, instead of waiting its turn in the queue.
-  void checkpoint_truncate() {
+  bool checkpoint_truncate() {
     std::lock_guard queued(writers_->transactions());
-    checkpoint_truncate_queued();
+    return checkpoint_truncate_queued();
   }
 
   // Takes the writer lock (waiting via the busy handler), copies the WAL into the database and
-  // truncates the WAL to zero bytes. Readers still holding old snapshots make it return early;
-  // that is not an error: the next one finishes the job.
-  void checkpoint_truncate_queued() {
-    sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+  // truncates the WAL to zero bytes. Readers still holding old snapshots make it return early
+  // (false): that is not an error, the next one finishes the job.
+  bool checkpoint_truncate_queued() {
+    return sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr) ==
+           SQLITE_OK;
   }
 
   std::string path_;
@@ -1380,6 +1408,7 @@ class SqliteStore final : public Store {
   // group is synced to make it durable (set_process_group).
   std::optional<std::pair<std::string, int64_t>> unsynced_claim_;
   int64_t busy_since_ms_ = 0;
+  int64_t wal_bytes_after_gc_ = 0;  // what gc's checkpoint could not empty (wal_bytes_after_gc)
   int opened_version_ = 0;  // PRAGMA user_version when the connection was opened
   int32_t opened_application_id_ = 0;  // PRAGMA application_id then
 };

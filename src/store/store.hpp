@@ -152,6 +152,10 @@ class Store {
   virtual RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) = 0;
   // Deletes in small batches, never running records. Returns the count (or would-be count).
   virtual int64_t gc(const GcQuery& query) = 0;
+  // The bytes the WAL still holds after gc() because its closing checkpoint could not empty it
+  // (a reader holding an older snapshot stops a SQLite checkpoint); 0 when it did, or where
+  // there is no WAL to empty (PostgreSQL).
+  virtual int64_t wal_bytes_after_gc() const { return 0; }
   // Writes each record exactly as given, as `idem import` does: its attempt, times, owner,
   // process group, outcome and output; no attempt token (an imported running attempt can only be
   // abandoned). A key that exists is replaced only with `replace`; else that record is left out.
@@ -160,8 +164,10 @@ class Store {
   virtual std::vector<bool> put_all(std::span<const core::Record> records, bool replace) = 0;
   // put_all of one record: whether it was written.
   bool put(const core::Record& record, bool replace) { return put_all({&record, 1}, replace)[0]; }
-  // Takes the writer lock and lets it go, changing nothing: throws StoreError when the store
-  // cannot be written within the busy timeout (a health check).
+  // Takes the writer lock and makes a trial write that is rolled back, changing no record:
+  // throws StoreError when the store cannot be written within the busy timeout (transient), or
+  // the write fails (permanent: a read-only store, file system or server, a full disk, no
+  // privilege to write). A health check.
   virtual void check_writable() = 0;
   // The store's schema, engine and integrity (see StoreHealth). SQLite runs PRAGMA quick_check,
   // which reads every page of the file (about a second per GiB) without taking the writer lock;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The ledger API (SPEC §7b) against a real `idem serve --ledger`, driven with curl: every row of
-# the table, the 400s naming their member, 401 without or with a wrong token, the token file
-# (created 0600, a loose or linked one refused), percent-encoded keys, GET equal to
-# `idem show --json`, the metrics, and a lease that runs out into abandoned.
+# the table, the 400s naming their member (one given twice too), 401 without or with a wrong
+# token, the token file (created 0600, a loose or linked one refused), percent-encoded keys, GET
+# equal to `idem show --json`, the metrics, a lease that runs out into abandoned, and the records
+# of hooks and of the proxy out of its reach.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/ledger_lib.sh"
@@ -175,6 +176,15 @@ expect_bad_field stdout_b64
 call POST /v1/finish '{"key": "x", "attempt_token": "t", "status": "succeeded", "exit_code": 1}'
 expect_bad_field exit_code
 assert_eq none "$(idem status x)" "nothing claimed by bad requests"
+# A member named twice says two things (JSON parsers keep one or the other): refused, named.
+call POST /v1/claim '{"key": "twice-a", "key": "twice-b"}'
+expect_bad_field key
+assert_eq "member 'key' is given twice" "$(answer_field /detail)" "the duplicate's problem"
+call POST /v1/claim '{"key": "twice", "lease": "1m", "ttl": "1h", "lease": "2m"}'
+expect_bad_field lease
+call POST /v1/finish '{"key": "x", "attempt_token": "t", "status": "failed", "status": "succeeded"}'
+expect_bad_field status
+for k in twice-a twice-b twice; do assert_eq none "$(idem status "$k")" "$k after a duplicate member"; done
 # Wrong methods: 405 with Allow.
 call GET /v1/claim
 expect_problem 405
@@ -190,6 +200,49 @@ for outcome in claimed replayed running conflict abandoned renewed finished stal
   grep -q "^idem_ledger_requests_total{outcome=\"$outcome\"} [1-9]" "$T/resp.body" ||
     fail "no idem_ledger_requests_total for $outcome: $(grep ledger "$T/resp.body")"
 done
+stop_daemon
+
+# The records of the daemon's other fronts are not the ledger's: a hook's (PATH#KEY, delivered
+# here for real) and the proxy's (proxy#SCOPE#KEY) can be neither claimed, read, finished nor
+# removed through it (400 naming the key), so a ledger client cannot replay or end them.
+printf '%s\n' '{"hooks": [{"path": "/hooks/x", "command": ["/bin/echo", "ran"],
+                           "key": {"header": "X-Key"}}]}' >"$T/fronts.json"
+start_ledger --config "$T/fronts.json"
+post /hooks/x hello 'X-Key: k1'
+expect_http 200
+assert_status '/hooks/x#k1' succeeded
+idem export >"$T/hook.jsonl"
+grep -F '"key":"/hooks/x#k1"' "$T/hook.jsonl" | sed 's|"key":"/hooks/x#k1"|"key":"proxy#-#k1"|' >"$T/proxy.jsonl"
+capture imported idem import "$T/proxy.jsonl"
+expect_rc 0
+assert_status 'proxy#-#k1' succeeded
+for pair in '/hooks/x#k1 %2Fhooks%2Fx%23k1 hooks' 'proxy#-#k1 proxy%23-%23k1 proxy'; do
+  read -r key encoded front <<<"$pair"
+  claim "$key" '"retry_abandoned": true'
+  expect_bad_field key
+  detail=$(answer_field /detail)
+  case $front in
+    hooks) assert_eq "bad 'key': keys that start with '/' and hold '#' are the hooks' records" "$detail" "claim of $key" ;;
+    proxy) assert_eq "bad 'key': keys that start with 'proxy#' are the proxy's records" "$detail" "claim of $key" ;;
+  esac
+  heartbeat "$key" 0123456789abcdef0123456789abcdef
+  expect_bad_field key
+  finish "$key" 0123456789abcdef0123456789abcdef failed
+  expect_bad_field key
+  call GET "/v1/records/$encoded"
+  expect_bad_field key
+  call DELETE "/v1/records/$encoded?force=1"
+  expect_bad_field key
+  assert_status "$key" succeeded
+done
+# Keys that only look alike are the ledger's: no '#' after a leading '/', or no "proxy#" prefix.
+for key in /hooks/x proxy-k1 'a#/hooks' 'Proxy#-#k1'; do
+  claim "$key" '"lease": "1m"'
+  expect_http 201
+done
+post /hooks/x hello 'X-Key: k1'
+expect_http 200
+assert_body 'ran\n'
 stop_daemon
 
 # A token file open to others, or a symlink, is refused at start (74); a good one is kept.

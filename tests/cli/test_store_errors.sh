@@ -70,6 +70,16 @@ ln -s "$T/target.db" "$T/dangling.db"
 store_error dangling "$T/dangling.db" run -k k -- "${cmd[@]}"
 [[ ! -e $T/target.db ]] || fail "idem created the database through a dangling symlink"
 
+# A folder where the WAL or the shared-memory file goes: refused, and no database file is left
+# behind (a later idem would find an empty file of nobody's making).
+for companion in wal shm; do
+  mkdir -p "$T/taken-$companion/s.db-$companion"
+  store_error "taken-$companion" "$T/taken-$companion/s.db" run -k k -- "${cmd[@]}"
+  assert_bytes "$T/taken-$companion.err" 'idem: store %s is not a regular file; move it away\n' \
+    "$T/taken-$companion/s.db-$companion"
+  [[ ! -e $T/taken-$companion/s.db ]] || fail "a failed open left $T/taken-$companion/s.db behind"
+done
+
 # A database owned by someone else (only root can set that up).
 if (($(id -u) == 0)); then
   IDEM_DB=$T/foreign.db idem run -k k -- true

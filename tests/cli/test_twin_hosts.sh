@@ -8,14 +8,13 @@
 # and the owner's outcome is recorded. An owner that really died is abandoned where its pid can
 # be judged (same machine, boot and namespace; on PostgreSQL once its lease runs out) and nowhere
 # else before its lease ends. Without /etc/machine-id the host name stands in. Needs root (or the
-# capability to make namespaces): skipped (77) otherwise.
+# capability to make namespaces): skipped otherwise (lib.sh's skip).
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 
-[[ -s /etc/machine-id ]] || { echo "SKIP: no /etc/machine-id to simulate other machines with" >&2; exit 77; }
+[[ -s /etc/machine-id ]] || skip "no /etc/machine-id to simulate other machines with"
 if ! err=$(unshare --pid --fork --mount-proc --mount --propagation private -- \
   sh -c 'mount --bind /dev/null /etc/machine-id && [ "$$" = 1 ]' 2>&1); then
-  echo "SKIP: cannot make pid and mount namespaces (needs root or CAP_SYS_ADMIN): $err" >&2
-  exit 77
+  skip "cannot make pid and mount namespaces (needs root or CAP_SYS_ADMIN): $err"
 fi
 pg() { [[ -n ${IDEM_STORE:-} ]]; }
 

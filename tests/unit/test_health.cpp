@@ -1,5 +1,5 @@
 // core/health: the one-line findings of `idem doctor` and its checks of modes, owners, the WAL's
-// size and the records that need a human.
+// size, free space, writability and the records that need a human.
 #include <catch2/catch.hpp>
 
 #include "core/health.hpp"
@@ -91,6 +91,47 @@ TEST_CASE("health: a WAL past 64 MiB is a finding", "[health]") {
   CHECK(big->check == "wal-size");
   CHECK(big->problem.find("holds 100 MiB") != std::string::npos);
   CHECK(big->fix.find("idem gc") != std::string::npos);
+}
+
+TEST_CASE("health: free space below 34 MiB is a warning, below 1 MiB an error", "[health]") {
+  using idem::core::free_space_finding;
+  CHECK_FALSE(free_space_finding("/s", idem::core::k_free_space_warning_bytes));
+  CHECK_FALSE(free_space_finding("/s", int64_t(1) << 40));
+  auto low = free_space_finding("/s", idem::core::k_free_space_warning_bytes - 1);
+  REQUIRE(low);
+  CHECK(low->check == "free-space");
+  CHECK(low->severity == Severity::warning);
+  CHECK(low->subject == "/s");
+  auto full = free_space_finding("/s", idem::core::k_free_space_error_bytes - 1);
+  REQUIRE(full);
+  CHECK(full->check == "free-space");
+  CHECK(full->severity == Severity::error);
+  CHECK(finding_line(*free_space_finding("/s", 0)) ==
+        "error: the file system of store folder /s has 0B free: a run's claim or outcome may not "
+        "fit, and every run then fails (exit 74); free space on it, or give idem a store on "
+        "another one");
+  CHECK(free_space_finding("/s", int64_t(10) << 20)->problem ==
+        "the file system of store folder /s has 10MiB free, less than the 34MiB the store may "
+        "need between checkpoints (an outcome of 16MiB, the default --max-output, in the WAL, "
+        "then in the database)");
+}
+
+TEST_CASE("health: a store that cannot be written, locked or not", "[health]") {
+  using idem::core::writable_finding;
+  const Finding locked =
+      writable_finding("/s/idem.db", "store /s/idem.db: database is locked", true);
+  CHECK(locked.check == "store-writable");
+  CHECK(locked.severity == Severity::error);
+  CHECK(locked.problem == "store /s/idem.db: database is locked");
+  CHECK(locked.fix.find("fuser") != std::string::npos);
+  const Finding readonly = writable_finding(
+      "/s/idem.db", "store /s/idem.db: attempt to write a readonly database", false);
+  CHECK(readonly.check == "store-writable");
+  CHECK(readonly.severity == Severity::error);
+  CHECK(finding_line(readonly) ==
+        "error: a trial write to the store failed: store /s/idem.db: attempt to write a readonly "
+        "database; until it can write, every run fails (exit 74): make its file system or server "
+        "writable, free space on it, or give idem a store it may write");
 }
 
 TEST_CASE("health: abandoned records, and running ones abandoned in fact", "[health]") {

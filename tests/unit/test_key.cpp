@@ -262,3 +262,18 @@ TEST_CASE("record names: the proxy's proxy#SCOPE#KEY", "[key]") {
   CHECK(*record_name_problem("proxy#0123456789ABCDEF#" + key) ==
         "key is 278 bytes; the limit is 255");
 }
+
+TEST_CASE("record names: the fronts of idem serve own their shapes", "[key]") {
+  using idem::core::served_front_of;
+  CHECK(served_front_of("/hooks/x#k") == "hooks");
+  CHECK(served_front_of("/#") == "hooks");
+  CHECK(served_front_of("/a b?c#d") == "hooks");  // no hook path, still the shape: kept apart
+  CHECK(served_front_of("proxy#-#k") == "proxy");
+  CHECK(served_front_of("proxy#") == "proxy");
+  CHECK_FALSE(served_front_of("/hooks/x"));
+  CHECK_FALSE(served_front_of("order#42"));
+  CHECK_FALSE(served_front_of("a/b#c"));
+  CHECK_FALSE(served_front_of("Proxy#-#k"));
+  CHECK_FALSE(served_front_of("proxy-k"));
+  CHECK_FALSE(served_front_of("cmd:0123"));
+}

@@ -74,6 +74,43 @@ TEST_CASE("ledger: a bad claim is refused naming its member") {
   CHECK(bad(idem::http::parse_claim(R"({"key": "k", "fingerprint": 3})")).field == "fingerprint");
 }
 
+TEST_CASE("ledger: a member given twice is refused, at any depth") {
+  auto twice = bad(idem::http::parse_claim(R"({"key": "a", "key": "b"})"));
+  CHECK(twice.field == "key");
+  CHECK(twice.detail == "member 'key' is given twice");
+  CHECK(bad(idem::http::parse_claim(R"({"key": "a", "ttl": "1h", "ttl": "1h"})")).field == "ttl");
+  CHECK(bad(idem::http::parse_heartbeat(
+                R"({"key": "k", "attempt_token": "t", "attempt_token": "u"})"))
+            .field == "attempt_token");
+  CHECK(bad(idem::http::parse_finish(
+                R"({"key": "k", "attempt_token": "t", "status": "failed", "status": "succeeded"})"))
+            .field == "status");
+  // Inside a value (refused for its type anyway, but named as given twice first).
+  CHECK(bad(idem::http::parse_claim(R"({"key": "k", "fingerprint": {"a": 1, "a": 2}})")).field ==
+        "a");
+  // The same name in two objects is no duplicate.
+  CHECK(bad(idem::http::parse_claim(R"({"key": "k", "fingerprint": {"key": 1}})")).field ==
+        "fingerprint");
+}
+
+TEST_CASE("ledger: keys of the daemon's other fronts are refused") {
+  for (const char* body : {R"({"key": "/hooks/x#k"})", R"({"key": "/#"})"}) {
+    auto b = bad(idem::http::parse_claim(body));
+    CHECK(b.field == "key");
+    CHECK(b.detail == "bad 'key': keys that start with '/' and hold '#' are the hooks' records");
+  }
+  auto proxy = bad(idem::http::parse_claim(R"({"key": "proxy#-#k"})"));
+  CHECK(proxy.detail == "bad 'key': keys that start with 'proxy#' are the proxy's records");
+  CHECK(bad(idem::http::parse_heartbeat(R"({"key": "proxy#-#k", "attempt_token": "t"})")).field ==
+        "key");
+  CHECK(bad(idem::http::parse_finish(
+                R"({"key": "/hooks/x#k", "attempt_token": "t", "status": "failed"})"))
+            .field == "key");
+  CHECK(ok<ClaimCall>(idem::http::parse_claim(R"({"key": "/hooks/x"})")).key == "/hooks/x");
+  CHECK(ok<ClaimCall>(idem::http::parse_claim(R"({"key": "a#b"})")).key == "a#b");
+  CHECK(ok<ClaimCall>(idem::http::parse_claim(R"({"key": "Proxy#-#k"})")).key == "Proxy#-#k");
+}
+
 TEST_CASE("ledger: a heartbeat needs a token, and may name a lease") {
   auto h = ok<HeartbeatCall>(idem::http::parse_heartbeat(R"({"key": "k", "attempt_token": "t"})"));
   CHECK(h.attempt_token == "t");
@@ -267,4 +304,9 @@ TEST_CASE("ledger: records by percent-encoded key, removed unless running") {
   CHECK(f.ledger.remove("a%2Fb%20c", false).status == 404);
   REQUIRE(f.ledger.claim(R"({"key": "r"})").status == 201);
   CHECK(f.ledger.remove("r", true).status == 204);
+  // Another front's records are out of reach by path too.
+  CHECK(f.ledger.get("%2Fhooks%2Fx%23k").status == 400);
+  CHECK(f.ledger.get("proxy%23-%23k").status == 400);
+  CHECK(f.ledger.remove("%2Fhooks%2Fx%23k", true).status == 400);
+  CHECK(f.ledger.remove("proxy%23-%23k", true).status == 400);
 }

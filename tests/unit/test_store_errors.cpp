@@ -98,3 +98,22 @@ TEST_CASE("store errors: a folder in place of the database is permanent", "[stor
   REQUIRE(::mkdir(path.c_str(), 0700) == 0);
   CHECK(failure_of([&] { open_sqlite_store(path); }) == StoreFailure::permanent);
 }
+
+TEST_CASE("store errors: a folder at the WAL's path is refused, and no database file is left",
+          "[store][errors]") {
+  for (const char* companion : {"-wal", "-shm"}) {
+    TempDir dir;
+    const std::string path = dir / "idem.db";
+    REQUIRE(::mkdir((path + companion).c_str(), 0700) == 0);
+    try {
+      open_sqlite_store(path);
+      FAIL("opened beside a folder at " << companion);
+    } catch (const StoreError& e) {
+      CHECK(e.failure() == StoreFailure::permanent);
+      CHECK(std::string(e.what()) ==
+            "store " + path + companion + " is not a regular file; move it away");
+    }
+    struct stat st {};
+    CHECK(::lstat(path.c_str(), &st) != 0);
+  }
+}
