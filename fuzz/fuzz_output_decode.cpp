@@ -1,6 +1,7 @@
 // The stored-output decoder (core/output.hpp). Stored records are read back from a database a
 // user can edit, so any blob must either decode or be refused, never crash; and whatever decodes
 // must survive encode/decode unchanged and replay the same bytes per stream in the same order.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -47,31 +48,48 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   auto decoded = CapturedOutput::decode(blob);
   auto decoded_truncated = CapturedOutput::decode(blob, true);
+  auto views = CapturedOutput::chunks_of(blob);
   FUZZ_CHECK(decoded.has_value() == decoded_truncated.has_value());
+  FUZZ_CHECK(decoded.has_value() == views.has_value());
   if (!blob.empty() && blob[0] != 0x01) FUZZ_CHECK(!decoded);
   if (!decoded) return 0;
   const CapturedOutput& output = *decoded;
 
-  FUZZ_CHECK(!output.truncated() && decoded_truncated->truncated());
+  // Empty frames are the marks of streams that lost bytes to the cap: they make the capture
+  // truncated whatever the store's flag says, and are not chunks.
+  const std::vector<Stream> lost = CapturedOutput::lost_streams(*views);
+  FUZZ_CHECK(output.truncated() == !lost.empty() && decoded_truncated->truncated());
+  for (Stream stream : {Stream::out, Stream::err})
+    FUZZ_CHECK(output.lost(stream) ==
+               (std::find(lost.begin(), lost.end(), stream) != lost.end()));
   FUZZ_CHECK(same_chunks(output.chunks(), decoded_truncated->chunks()));
-  for (const auto& chunk : output.chunks())
+  for (const auto& chunk : output.chunks()) {
     FUZZ_CHECK(chunk.stream == Stream::out || chunk.stream == Stream::err);
+    FUZZ_CHECK(!chunk.bytes.empty());
+  }
   FUZZ_CHECK(output.stored_bytes() == total_bytes(output.chunks()));
   // The whole blob is used: the version byte, then 5 header bytes and the data per frame.
   if (!blob.empty())
-    FUZZ_CHECK(size == 1 + 5 * output.chunks().size() + size_t(output.stored_bytes()));
+    FUZZ_CHECK(size == 1 + 5 * views->size() + size_t(output.stored_bytes()));
 
-  // Decoding keeps one chunk per frame, so encoding gives the blob back byte for byte (the one
-  // exception: a version byte with no frames is the empty capture, which encodes as nothing).
+  // Decoding keeps one chunk per non-empty frame, so encoding gives the frames back byte for
+  // byte, then one mark per lost stream (stdout's first): the blob itself when its marks were
+  // already at its end in that order. A version byte with no frames is the empty capture, which
+  // encodes as nothing.
   std::string encoded = output.encode();
-  if (output.chunks().empty())
+  if (output.chunks().empty() && lost.empty())
     FUZZ_CHECK(encoded.empty());
   else
-    FUZZ_CHECK(encoded == blob);
+    FUZZ_CHECK(encoded.size() == 1 + 5 * (output.chunks().size() + lost.size()) +
+                                     size_t(output.stored_bytes()));
+  if (lost.empty() && !output.chunks().empty()) FUZZ_CHECK(encoded == blob);
 
   auto again = CapturedOutput::decode(encoded);
   FUZZ_CHECK(again.has_value());
   FUZZ_CHECK(same_chunks(again->chunks(), output.chunks()));
+  FUZZ_CHECK(again->lost(Stream::out) == output.lost(Stream::out));
+  FUZZ_CHECK(again->lost(Stream::err) == output.lost(Stream::err));
+  FUZZ_CHECK(again->encode() == encoded);
   FUZZ_CHECK(again->stream_bytes(Stream::out) == output.stream_bytes(Stream::out));
   FUZZ_CHECK(again->stream_bytes(Stream::err) == output.stream_bytes(Stream::err));
   FUZZ_CHECK(tagged(*again) == tagged(output));

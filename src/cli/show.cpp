@@ -69,11 +69,17 @@ void print_record(const core::Record& r, const nlohmann::json& j, const Chunks& 
   line("stdout", std::to_string(stream_size(captured, core::Stream::out)) + " bytes");
   line("stderr", std::to_string(stream_size(captured, core::Stream::err)) + " bytes");
   // The cap counts both streams together and, once reached, drops every later write of either:
-  // the stored encoding does not say which stream lost bytes, so neither is named.
-  if (r.output_truncated)
+  // the record's marks say which lost bytes (none in a record from before them: then neither is
+  // named).
+  if (r.output_truncated) {
+    std::string lost;
+    for (core::Stream stream : core::CapturedOutput::lost_streams(captured))
+      lost += std::string(lost.empty() ? "" : " and ") + core::stream_name(stream);
     line("truncated", "only the first " + std::to_string(r.output_bytes) +
-                          " bytes were stored (--max-output); what either stream wrote after "
-                          "them was dropped");
+                          " bytes were stored (--max-output); what " +
+                          (lost.empty() ? std::string("either stream") : lost) +
+                          " wrote after them was dropped");
+  }
   if (!r.note.empty()) line("note", r.note);
 }
 

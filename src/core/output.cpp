@@ -10,9 +10,12 @@ namespace idem::core {
 namespace {
 constexpr char k_format_v1 = 0x01;
 constexpr int64_t k_frame_header = 5;
+constexpr int64_t k_marks_room = 2 * k_frame_header;
 // Reserved beyond the cap for the frame headers of later chunks: 13,000 of them.
 constexpr size_t k_frames_slack = 64 * 1024;
 }  // namespace
+
+const char* stream_name(Stream stream) { return stream == Stream::out ? "stdout" : "stderr"; }
 
 int64_t output_cap_arg(std::string_view flag, std::string_view text) {
   int64_t cap = size_arg(flag, text);
@@ -25,25 +28,56 @@ int64_t output_cap_arg(std::string_view flag, std::string_view text) {
 
 CapturedOutput CapturedOutput::head(int64_t cap_bytes) const {
   CapturedOutput kept(cap_bytes, max_encoded_);
-  for (const Chunk& chunk : chunks_) {
-    kept.append(chunk.stream, chunk.bytes);
-    if (kept.truncated_) break;
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    kept.append(chunks_[i].stream, chunks_[i].bytes);
+    if (!kept.truncated_) continue;
+    // The chunk that did not fit whole and every later one lost bytes to the new cap.
+    for (size_t j = i + 1; j < chunks_.size(); ++j) kept.drop(chunks_[j].stream);
+    break;
   }
   kept.truncated_ = kept.truncated_ || truncated_;
+  kept.lost_ |= lost_;
   return kept;
+}
+
+void CapturedOutput::drop(Stream stream) {
+  truncated_ = true;
+  if (lost_ & bit(stream)) return;
+  lost_ |= bit(stream);
+  encoded_ += k_frame_header;  // its mark
+}
+
+std::string CapturedOutput::lost_marks() const {
+  std::string marks;
+  for (Stream stream : {Stream::out, Stream::err}) {
+    if (!(lost_ & bit(stream))) continue;
+    marks.push_back(char(stream));
+    marks.append(4, '\0');
+  }
+  return marks;
+}
+
+std::vector<Stream> CapturedOutput::lost_streams(const std::vector<ChunkView>& chunks) {
+  std::vector<Stream> lost;
+  for (const ChunkView& chunk : chunks)
+    if (chunk.bytes.empty() && std::find(lost.begin(), lost.end(), chunk.stream) == lost.end())
+      lost.push_back(chunk.stream);
+  return lost;
 }
 
 void CapturedOutput::append(Stream stream, std::string_view bytes) {
   if (bytes.empty()) return;
   const bool new_frame = chunks_.empty() || chunks_.back().stream != stream;
-  int64_t room = std::min(cap_ - stored_, max_encoded_ - encoded_ - (new_frame ? k_frame_header : 0));
+  // The encoded maximum keeps room for the marks of the two streams, should either lose bytes.
+  const int64_t framing = k_marks_room + (new_frame ? k_frame_header : 0);
+  int64_t room = std::min(cap_ - stored_, max_encoded_ - encoded_ - framing);
   if (room <= 0) {
-    truncated_ = true;
+    drop(stream);
     return;
   }
   if (int64_t(bytes.size()) > room) {
     bytes = bytes.substr(0, size_t(room));
-    truncated_ = true;
+    drop(stream);
   }
   std::string& into = new_frame ? chunks_.emplace_back(Chunk{stream, {}}).bytes : chunks_.back().bytes;
   // Grown by doubling, but never past what the cap lets it hold, and straight to that once a
@@ -74,7 +108,7 @@ std::string CapturedOutput::stream_bytes(Stream stream) const {
 }
 
 std::string CapturedOutput::encode() const {
-  if (chunks_.empty()) return {};
+  if (chunks_.empty() && lost_ == 0) return {};
   std::string blob;
   blob.reserve(size_t(encoded_) + 5 * (size_t(encoded_) / UINT32_MAX + 1));
   blob.push_back(k_format_v1);
@@ -91,6 +125,7 @@ std::string CapturedOutput::encode() const {
       rest.remove_prefix(take);
     } while (!rest.empty());
   }
+  blob += lost_marks();
   return blob;
 }
 
@@ -122,9 +157,14 @@ std::string CapturedOutput::take_encoded() {
       std::string().swap(chunk.bytes);
     }
   }
+  if (framed_once && lost_ != 0) {
+    if (blob.empty()) blob.push_back(k_format_v1);
+    blob += lost_marks();
+  }
   chunks_.clear();
   stored_ = 0;
   encoded_ = 1;
+  lost_ = 0;
   return blob;
 }
 
@@ -154,6 +194,11 @@ std::optional<CapturedOutput> CapturedOutput::decode(std::string_view blob, bool
   out.truncated_ = truncated;
   if (blob.empty()) return out;
   for (const ChunkView& view : *views) {
+    if (view.bytes.empty()) {
+      out.lost_ |= bit(view.stream);
+      out.truncated_ = true;
+      continue;
+    }
     out.chunks_.push_back(Chunk{view.stream, std::string(view.bytes)});
     out.stored_ += int64_t(view.bytes.size());
   }

@@ -4,7 +4,9 @@
 //
 // Stored encoding (version 1): the byte 0x01, then per chunk: stream byte (1 = stdout,
 // 2 = stderr), length as 4 bytes little-endian, then the bytes. Adjacent writes to the same stream
-// are merged into one chunk.
+// are merged into one chunk. A capture cut by its cap ends with one empty frame for each stream
+// that lost bytes (stdout's first): readers that do not know the mark see an empty write, and
+// `idem show` names the streams it marks.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,6 +29,8 @@ constexpr int64_t k_max_output_cap = int64_t(900) * 1024 * 1024;
 int64_t output_cap_arg(std::string_view flag, std::string_view text);
 
 enum class Stream : uint8_t { out = 1, err = 2 };
+// "stdout" or "stderr".
+const char* stream_name(Stream stream);
 
 struct Chunk {
   Stream stream;
@@ -51,6 +55,9 @@ class CapturedOutput {
 
   const std::vector<Chunk>& chunks() const { return chunks_; }
   bool truncated() const { return truncated_; }
+  // Whether the cap dropped bytes of `stream` (false when a record from before the mark says
+  // only that it was truncated).
+  bool lost(Stream stream) const { return (lost_ & bit(stream)) != 0; }
   int64_t stored_bytes() const { return stored_; }
   std::string stream_bytes(Stream stream) const;
   // A capture of what this one would have kept under `cap_bytes`: its first bytes, in order,
@@ -66,7 +73,10 @@ class CapturedOutput {
   static std::optional<CapturedOutput> decode(std::string_view blob, bool truncated = false);
   // The chunks of an encoding, in order, as views into `blob`: nothing is copied, so a replay
   // writes a stored output of up to the cap from the one copy it read. nullopt as decode().
+  // Its empty frames are the marks of lost streams, see lost_streams().
   static std::optional<std::vector<ChunkView>> chunks_of(std::string_view blob);
+  // The streams that the marks among `chunks` say lost bytes to the cap.
+  static std::vector<Stream> lost_streams(const std::vector<ChunkView>& chunks);
 
  private:
   int64_t cap_;
@@ -74,7 +84,13 @@ class CapturedOutput {
   int64_t stored_ = 0;
   int64_t encoded_ = 1;  // the size of encode(): format byte, frames
   bool truncated_ = false;
+  uint8_t lost_ = 0;  // bit(stream) for each stream that lost bytes
   std::vector<Chunk> chunks_;
+
+  static uint8_t bit(Stream stream) { return uint8_t(stream); }
+  void drop(Stream stream);
+  // The frames that mark lost streams, for the end of the encoding.
+  std::string lost_marks() const;
 };
 
 }  // namespace idem::core

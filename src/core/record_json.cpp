@@ -70,6 +70,11 @@ nlohmann::json record_detail_json(const Record& r, int64_t now_ms, bool owner_go
   if (!output) throw StoreError("stored output of key '" + display_key(r.key) + "' is corrupt");
   nlohmann::json j = record_json(r, now_ms, owner_gone);
   j["replay_failures"] = r.replay_failures;
+  // Which streams lost bytes to --max-output (empty when none did, or when a record from before
+  // the marks does not say).
+  j["truncated_streams"] = nlohmann::json::array();
+  for (Stream stream : CapturedOutput::lost_streams(*output))
+    j["truncated_streams"].push_back(stream_name(stream));
   // Who the owner is beyond ls's host and pid: what liveness is judged by (null: not recorded).
   j["owner"]["boot_id"] = r.owner.boot_id;
   j["owner"]["machine_id"] =

@@ -79,11 +79,61 @@ TEST_CASE("output: the cap keeps exactly the head and marks truncation", "[outpu
   CHECK(out.stored_bytes() == 10);
   CHECK(out.stream_bytes(Stream::out) == "1234590");
   CHECK(out.stream_bytes(Stream::err) == "678");
-  // The truncation survives the round trip only through the flag the store keeps beside the blob.
-  auto decoded = CapturedOutput::decode(out.encode(), out.truncated());
+  CHECK(out.lost(Stream::out));
+  CHECK(out.lost(Stream::err));
+  // The truncation, and which streams lost bytes, survive the round trip through the marks.
+  auto decoded = CapturedOutput::decode(out.encode());
   REQUIRE(decoded.has_value());
   CHECK(decoded->truncated());
+  CHECK(decoded->lost(Stream::out));
+  CHECK(decoded->lost(Stream::err));
   CHECK(decoded->stream_bytes(Stream::out) == "1234590");
+  CHECK(decoded->chunks().size() == 3);
+  CHECK(decoded->encode() == out.encode());
+}
+
+TEST_CASE("output: only the streams that lost bytes are marked, stdout's mark first", "[output]") {
+  CapturedOutput out(4);
+  out.append(Stream::out, "ab");
+  out.append(Stream::err, "cdef");  // stderr loses "ef"
+  out.append(Stream::err, "g");
+  CHECK(out.lost(Stream::err));
+  CHECK_FALSE(out.lost(Stream::out));
+  std::string blob = out.encode();
+  CHECK(blob.substr(blob.size() - 5) == nul_bytes("\x02\0\0\0\0", 5));
+  auto views = CapturedOutput::chunks_of(blob);
+  REQUIRE(views.has_value());
+  CHECK(CapturedOutput::lost_streams(*views) == std::vector<Stream>{Stream::err});
+  // take_encoded gives the same bytes.
+  CHECK(out.take_encoded() == blob);
+  // A capture that lost nothing has no mark; nor does a record from before the marks.
+  CapturedOutput whole;
+  whole.append(Stream::out, "ab");
+  auto whole_views = CapturedOutput::chunks_of(whole.encode());
+  REQUIRE(whole_views.has_value());
+  CHECK(CapturedOutput::lost_streams(*whole_views).empty());
+  auto old = CapturedOutput::decode(whole.encode(), true);
+  REQUIRE(old.has_value());
+  CHECK(old->truncated());
+  CHECK_FALSE(old->lost(Stream::out));
+  CHECK_FALSE(old->lost(Stream::err));
+}
+
+TEST_CASE("output: a head under a smaller cap marks what it cut and what came after", "[output]") {
+  CapturedOutput all;
+  all.append(Stream::out, "1234");
+  all.append(Stream::err, "56");
+  all.append(Stream::out, "78");
+  CapturedOutput kept = all.head(5);
+  CHECK(kept.truncated());
+  CHECK(kept.stream_bytes(Stream::out) == "1234");
+  CHECK(kept.stream_bytes(Stream::err) == "5");
+  CHECK(kept.lost(Stream::err));
+  CHECK(kept.lost(Stream::out));
+  CapturedOutput roomy = all.head(100);
+  CHECK_FALSE(roomy.truncated());
+  CHECK_FALSE(roomy.lost(Stream::out));
+  CHECK_FALSE(roomy.lost(Stream::err));
 }
 
 TEST_CASE("output: filling the cap exactly is not truncation", "[output]") {
@@ -106,7 +156,14 @@ TEST_CASE("output: a zero cap stores nothing", "[output]") {
   CHECK(out.truncated());
   CHECK(out.chunks().empty());
   CHECK(out.stored_bytes() == 0);
-  CHECK(out.encode().empty());
+  // Nothing kept, but the mark says stdout lost bytes.
+  CHECK(out.encode() == nul_bytes("\x01\x01\0\0\0\0", 6));
+  CHECK(out.take_encoded() == nul_bytes("\x01\x01\0\0\0\0", 6));
+  auto decoded = CapturedOutput::decode(nul_bytes("\x01\x01\0\0\0\0", 6));
+  REQUIRE(decoded.has_value());
+  CHECK(decoded->truncated());
+  CHECK(decoded->lost(Stream::out));
+  CHECK(decoded->chunks().empty());
 }
 
 TEST_CASE("output: encoding is the documented format", "[output]") {
@@ -275,7 +332,15 @@ TEST_CASE("output: random and mutated blobs never crash decode; what decodes re-
     CHECK(decoded->stored_bytes() == total);
     if (blob.size() > 1) {
       ++decoded_nonempty;
-      CHECK(decoded->encode() == blob);
+      // Marks (empty frames) are written at the end, once per stream: the blob comes back as
+      // it was when it had none, and the re-encoding is stable either way.
+      const std::string again = decoded->encode();
+      if (!decoded->truncated()) CHECK(again == blob);
+      auto redecoded = CapturedOutput::decode(again);
+      REQUIRE(redecoded.has_value());
+      CHECK(redecoded->encode() == again);
+      CHECK(redecoded->lost(Stream::out) == decoded->lost(Stream::out));
+      CHECK(redecoded->lost(Stream::err) == decoded->lost(Stream::err));
     }
   }
   CHECK(decoded_nonempty > 1000);  // the generator does reach the valid paths
@@ -284,21 +349,21 @@ TEST_CASE("output: random and mutated blobs never crash decode; what decodes re-
 TEST_CASE("output: framing counts against the encoded maximum, so the blob always fits",
           "[output]") {
   // Alternating one-byte writes cost 6 bytes each once encoded: a byte cap alone would let the
-  // blob grow to six times the cap.
-  CapturedOutput out(INT64_MAX, 1 + 6 * 10);
+  // blob grow to six times the cap. The last 10 bytes are kept for the two streams' marks.
+  CapturedOutput out(INT64_MAX, 1 + 6 * 10 + 10);
   for (int i = 0; i < 20; ++i) out.append(i % 2 ? Stream::err : Stream::out, "x");
   CHECK(out.truncated());
   CHECK(out.stored_bytes() == 10);
-  CHECK(out.encode().size() == 61);
+  CHECK(out.encode().size() == 71);
   // Within one frame the whole remaining room is payload.
-  CapturedOutput one(INT64_MAX, 1 + 5 + 100);
+  CapturedOutput one(INT64_MAX, 1 + 5 + 100 + 10);
   one.append(Stream::out, std::string(60, 'a'));
   one.append(Stream::out, std::string(60, 'b'));
   CHECK(one.stored_bytes() == 100);
-  CHECK(one.encode().size() == 106);
+  CHECK(one.encode().size() == 111);
   CHECK(one.truncated());
   // A new frame that would leave no room for payload is not started.
-  CapturedOutput tight(INT64_MAX, 1 + 5 + 3 + 5);
+  CapturedOutput tight(INT64_MAX, 1 + 5 + 3 + 5 + 10);
   tight.append(Stream::out, "abc");
   tight.append(Stream::err, "d");
   CHECK(tight.chunks().size() == 1);
