@@ -10,10 +10,10 @@
 #include <string>
 #include <string_view>
 
-#include "fuzz_check.hpp"
-#include "utf8_oracle.hpp"
 #include "core/key.hpp"
-#include "http/config.hpp"
+#include "fuzz_check.hpp"
+#include "serve/config.hpp"
+#include "utf8_oracle.hpp"
 #include "util/hex.hpp"
 
 namespace {

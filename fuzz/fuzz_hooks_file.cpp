@@ -13,9 +13,9 @@
 
 #include "core/key.hpp"
 #include "fuzz_check.hpp"
-#include "http/ip_range.hpp"
-#include "http/webhook_file.hpp"
+#include "net/ip_range.hpp"
 #include "utf8_oracle.hpp"
+#include "webhook/file.hpp"
 
 namespace {
 

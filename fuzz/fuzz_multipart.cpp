@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "fuzz_check.hpp"
-#include "http/multipart.hpp"
+#include "webhook/multipart.hpp"
 
 using namespace idem::http::multipart;
 

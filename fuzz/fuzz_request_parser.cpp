@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "http/request_parser.hpp"
+#include "net/request_parser.hpp"
 
 using idem::http::RequestHead;
 using idem::http::RequestParser;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "http/response_parser.hpp"
+#include "net/response_parser.hpp"
 
 using idem::http::ResponseHead;
 using idem::http::ResponseParser;

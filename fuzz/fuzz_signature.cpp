@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "fuzz_check.hpp"
-#include "http/signature.hpp"
+#include "hooks/signature.hpp"
 
 using idem::http::Scheme;
 

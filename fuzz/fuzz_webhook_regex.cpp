@@ -11,8 +11,8 @@
 #include <string_view>
 
 #include "fuzz_check.hpp"
-#include "http/webhook_regex.hpp"
 #include "utf8_oracle.hpp"
+#include "webhook/regex.hpp"
 
 using idem::http::webhook::Regex;
 

@@ -12,8 +12,8 @@
 #include <string_view>
 
 #include "fuzz_check.hpp"
-#include "http/webhook_payload.hpp"
-#include "http/webhook_request.hpp"
+#include "webhook/payload.hpp"
+#include "webhook/request.hpp"
 
 using namespace idem::http::webhook;
 using Source = Argument::Source;

@@ -11,7 +11,7 @@
 #include "cli/inspect.hpp"
 #include "core/errors.hpp"
 #include "core/health.hpp"
-#include "http/daemon.hpp"
+#include "serve/daemon.hpp"
 #include "util/clock.hpp"
 
 namespace idem::cli {

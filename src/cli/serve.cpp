@@ -3,7 +3,7 @@
 
 #include "core/duration.hpp"
 #include "core/errors.hpp"
-#include "http/daemon.hpp"
+#include "serve/daemon.hpp"
 #include "store/store.hpp"
 
 namespace idem::cli {

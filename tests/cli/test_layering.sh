@@ -49,11 +49,11 @@ check() {
 }
 
 # The check catches a forbidden edge, an unknown folder and a misplaced library header.
-mkdir -p "$T/bad/util" "$T/bad/store" "$T/bad/gadgets" "$T/bad/http"
+mkdir -p "$T/bad/util" "$T/bad/store" "$T/bad/gadgets" "$T/bad/net"
 echo '#include "core/key.hpp"' >"$T/bad/util/x.cpp"
 echo '#include "cli/common.hpp"' >"$T/bad/store/y.cpp"
 echo '#include "util/fd.hpp"' >"$T/bad/gadgets/z.cpp"
-printf '#include <sqlite3.h>\n  #include "store/store.hpp"\n' >"$T/bad/http/w.cpp"
+printf '#include <sqlite3.h>\n  #include "store/store.hpp"\n' >"$T/bad/net/w.cpp"
 if check "$T/bad" >"$T/bad.out"; then fail "the check passed a tree with forbidden edges"; fi
 assert_eq 4 "$(wc -l <"$T/bad.out")" "violations found in the bad tree: $(cat "$T/bad.out")"
 

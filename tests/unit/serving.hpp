@@ -3,7 +3,7 @@
 // with the handler it serves; stopped and joined at the end of the scope.
 #include <thread>
 
-#include "http/server.hpp"
+#include "net/server.hpp"
 
 namespace idem::test {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "http/config.hpp"
+#include "serve/config.hpp"
 
 using idem::http::Config;
 using idem::http::ConfigError;

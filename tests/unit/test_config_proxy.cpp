@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "http/config.hpp"
+#include "serve/config.hpp"
 
 using idem::http::Config;
 using idem::http::ConfigError;

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "http/config.hpp"
-#include "http/delivery.hpp"
+#include "hooks/delivery.hpp"
+#include "serve/config.hpp"
 #include "util/hex.hpp"
 
 using idem::http::Delivery;

@@ -7,7 +7,7 @@
 
 #include "core/duration.hpp"
 #include "core/json_key.hpp"
-#include "http/response_parser.hpp"
+#include "net/response_parser.hpp"
 
 using idem::core::format_size;
 using idem::core::parse_duration_ms;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "http/ip_range.hpp"
+#include "net/ip_range.hpp"
 
 using namespace idem::http;
 

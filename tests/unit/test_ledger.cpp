@@ -10,7 +10,7 @@
 
 #include "core/errors.hpp"
 #include "fakes.hpp"
-#include "http/ledger.hpp"
+#include "ledger/ledger.hpp"
 #include "temp_dir.hpp"
 #include "util/hex.hpp"
 

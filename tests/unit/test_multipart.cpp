@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "http/multipart.hpp"
-#include "http/webhook_payload.hpp"
-#include "http/webhook_request.hpp"
+#include "webhook/multipart.hpp"
+#include "webhook/payload.hpp"
+#include "webhook/request.hpp"
 
 using idem::http::multipart::Form;
 using idem::http::multipart::form_boundary;

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/errors.hpp"
-#include "http/pidfile.hpp"
+#include "serve/pidfile.hpp"
 #include "temp_dir.hpp"
 
 using idem::http::parse_pid;

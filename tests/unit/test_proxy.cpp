@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/response.hpp"
-#include "http/proxy.hpp"
+#include "proxy/rules.hpp"
 
 using namespace idem::http;
 

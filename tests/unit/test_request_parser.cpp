@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "http/request_parser.hpp"
+#include "net/request_parser.hpp"
 
 using idem::http::ParserLimits;
 using idem::http::RequestParser;

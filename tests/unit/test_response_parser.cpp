@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "http/response_parser.hpp"
+#include "net/response_parser.hpp"
 
 using idem::http::ResponseHead;
 using idem::http::ResponseLimits;

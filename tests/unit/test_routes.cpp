@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "http/routes.hpp"
+#include "net/routes.hpp"
 
 using namespace idem::http;
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <thread>
 
-#include "http/response_parser.hpp"
-#include "http/server.hpp"
+#include "net/response_parser.hpp"
+#include "net/server.hpp"
 #include "serving.hpp"
 #include "util/fd.hpp"
 

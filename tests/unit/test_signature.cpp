@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "http/signature.hpp"
+#include "hooks/signature.hpp"
 #include "util/hex.hpp"
 
 using idem::http::constant_time_equal;

@@ -12,7 +12,7 @@
 #include "core/fingerprint.hpp"
 #include "core/output.hpp"
 #include "core/response.hpp"
-#include "http/delivery.hpp"
+#include "hooks/delivery.hpp"
 #include "proc/liveness.hpp"
 #include "store/provider.hpp"
 #include "temp_dir.hpp"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "http/systemd.hpp"
+#include "serve/systemd.hpp"
 
 using idem::http::passed_fd_names;
 using Names = std::vector<std::string>;

@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "http/tls.hpp"
+#include "net/tls.hpp"
 #include "temp_dir.hpp"
 #include "util/clock.hpp"
 #include "util/fd.hpp"

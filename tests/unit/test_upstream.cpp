@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "http/request_parser.hpp"
-#include "http/server.hpp"
-#include "http/socket_io.hpp"
-#include "http/upstream.hpp"
+#include "net/request_parser.hpp"
+#include "net/server.hpp"
+#include "net/socket_io.hpp"
+#include "net/upstream.hpp"
 #include "serving.hpp"
 #include "util/clock.hpp"
 #include "util/fd.hpp"

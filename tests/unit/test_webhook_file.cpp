@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "http/webhook_file.hpp"
+#include "webhook/file.hpp"
 
 using idem::http::ConfigError;
 using idem::http::Scheme;

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "http/message.hpp"
-#include "http/webhook_payload.hpp"
+#include "net/message.hpp"
+#include "webhook/payload.hpp"
 
 using namespace idem::http;
 using namespace idem::http::webhook;

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "http/webhook_regex.hpp"
+#include "webhook/regex.hpp"
 
 using idem::http::webhook::compile_regex;
 using idem::http::webhook::Regex;

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "http/webhook_payload.hpp"
-#include "http/webhook_request.hpp"
+#include "webhook/payload.hpp"
+#include "webhook/request.hpp"
 
 using namespace idem::http::webhook;
 using Source = Argument::Source;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/errors.hpp"
-#include "http/webhook_route.hpp"
+#include "webhook/route.hpp"
 
 using idem::http::webhook::cleaned_path;
 using idem::http::webhook::decoded_path;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "http/webhook_template.hpp"
+#include "webhook/template.hpp"
 
 using idem::http::webhook::expand_template;
 using idem::http::webhook::TemplateError;

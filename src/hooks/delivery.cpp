@@ -1,0 +1,616 @@
+#include "hooks/delivery.hpp"
+
+#include <cctype>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <variant>
+
+#include "core/errors.hpp"
+#include "core/fingerprint.hpp"
+#include "core/json_key.hpp"
+#include "core/key.hpp"
+#include "core/output.hpp"
+#include "engine/attempt.hpp"
+#include "engine/command_effect.hpp"
+#include "hooks/signature.hpp"
+#include "net/message.hpp"
+#include "proc/liveness.hpp"
+#include "proc/runner.hpp"
+#include "util/clock.hpp"
+#include "util/fd.hpp"
+#include "util/hex.hpp"
+
+namespace idem::http {
+
+namespace {
+
+constexpr int64_t k_max_stored_answer = 16 * 1024 * 1024;
+constexpr const char* k_retry_after_running = "5";
+// On an answer (first or replayed) whose output went over k_max_stored_answer: the body is cut.
+constexpr const char* k_truncated_header = "Idem-Output-Truncated";
+
+// A delivery that carries no key; `refusal` is the 400 it gets under "no_key": "refuse".
+struct NoKeyFound {
+  Answer refusal;
+};
+
+NoKeyFound no_key_found(const std::string& detail) {
+  return NoKeyFound{problem(400, "No idempotency key", detail)};
+}
+
+// The delivery's key; NoKeyFound when it carries none; or the 400 answer for a key that is there
+// but cannot be used (refused whatever the hook's no_key says).
+std::variant<std::string, NoKeyFound, Answer> find_key(const Hook& hook, const Delivery& d) {
+  std::optional<KeySource> source = hook.key;
+  if (!source && hook.signature) {
+    auto lookup = [&](std::string_view name) { return d.header(name); };
+    if (auto def = default_key(hook.signature->scheme, lookup))
+      source = KeySource{def->kind == DefaultKey::header ? KeySource::header : KeySource::json,
+                         def->name};
+  }
+  if (!source)
+    return no_key_found("hook " + hook.path + " names no key source and its scheme has no default");
+  std::string key;
+  if (source->kind == KeySource::header) {
+    auto value = d.header(source->name);
+    if (!value || value->empty()) return no_key_found("header " + source->name + " is missing");
+    key = *value;
+  } else if (source->kind == KeySource::form) {
+    std::vector<std::string> values = form_values(d.body, source->name);
+    if (values.empty())
+      return no_key_found("the form-encoded body has no field " + source->name);
+    // Which of two would be the key is anyone's guess: refuse rather than pick.
+    if (values.size() > 1)
+      return problem(400, "Bad idempotency key",
+                     "form field " + source->name + " appears " + std::to_string(values.size()) +
+                         " times in the body");
+    key = values[0];
+    if (key.empty()) return no_key_found("form field " + source->name + " is empty");
+  } else {
+    nlohmann::json doc = nlohmann::json::parse(d.body, nullptr, false);
+    if (doc.is_discarded())
+      return no_key_found("the body is not JSON, so " + source->name + " cannot be read from it");
+    std::string why;
+    auto value = core::key_from_json(doc, source->name, &why);
+    if (!value) {
+      bool there = false;
+      try {
+        there = doc.contains(nlohmann::json::json_pointer(source->name));
+      } catch (const nlohmann::json::exception&) {
+      }
+      if (!there) return no_key_found(why);
+      return problem(400, "Bad idempotency key", why);
+    }
+    key = *value;
+  }
+  if (auto why = core::key_problem(key)) return problem(400, "Bad idempotency key", *why);
+  return key;
+}
+
+std::string content_type_of(const std::string& out) {
+  nlohmann::json doc = nlohmann::json::parse(out, nullptr, false);
+  if (!doc.is_discarded() && (doc.is_object() || doc.is_array())) return "application/json";
+  return "text/plain; charset=utf-8";
+}
+
+// What a duplicate of this delivery is answered with (core/response.hpp): the status and the
+// Content-Type; the body is the handler's stdout, in the outcome already. Idempotent-Replayed is
+// the replay's own; Idem-Output-Truncated is derived from the record's output_truncated, which is
+// about the stored stdout, the replayed body (a failure's first answer is a problem, not cut).
+core::Response stored_answer(const Answer& a) {
+  core::Response r;
+  r.status = a.status;
+  if (!a.content_type.empty()) r.headers.emplace_back("Content-Type", a.content_type);
+  return r;
+}
+
+// A duplicate's answer from the record: the stored status and headers in order (the first
+// Content-Type goes where the server writes it), the body its stdout. A record without a
+// response (none was stored) answers 200 as text; a stored one without a Content-Type (a webhook
+// hook's empty output) has none.
+Answer replayed(const core::Record& r) {
+  Answer a;
+  const core::Response stored = r.response.value_or(core::Response{});
+  a.status = stored.status;
+  for (const auto& [name, value] : stored.headers) {
+    if (a.content_type.empty() && core::same_header_name(name, "Content-Type"))
+      a.content_type = value;
+    else
+      a.headers.emplace_back(name, value);
+  }
+  if (a.content_type.empty() && !r.response) a.content_type = "text/plain; charset=utf-8";
+  auto out = core::CapturedOutput::decode(r.output);
+  a.body = out ? out->stream_bytes(core::Stream::out) : std::string();
+  a.headers.emplace_back("Idempotent-Replayed", "true");
+  if (r.output_truncated) a.headers.emplace_back(k_truncated_header, "true");
+  a.outcome = "replayed";
+  return a;
+}
+
+Answer accepted(const std::string& key, const std::string& outcome) {
+  Answer a;
+  a.status = 202;
+  a.content_type = "application/json";
+  a.body = nlohmann::json{{"status", "accepted"}, {"key", key.empty() ? nlohmann::json(nullptr)
+                                                                       : nlohmann::json(key)}}
+               .dump() +
+           "\n";
+  a.key = key;
+  a.outcome = outcome;
+  return a;
+}
+
+// The effect of a hook: its command, with the body on stdin and the request in the environment;
+// the answer follows from how the command ended (SPEC §6).
+class HookEffect final : public DeliveryEffect {
+ public:
+  HookEffect(const Hook& hook, const Delivery& d, const std::string& key)
+      : hook_(hook), delivery_(d), key_(key) {}
+
+  core::Outcome perform(const engine::Attempt& attempt) override {
+    util::Fd stdin_fd = util::memory_file("idem-body", delivery_.body);
+    if (!stdin_fd.valid()) throw Error(k_exit_internal, "cannot buffer the request body");
+    engine::CommandEffect command(proc::daemon_runner(), spec(stdin_fd.get()));
+    core::Outcome o = command.perform(attempt);
+    answer_ = answer_of(command.result(), o);
+    o.response = stored_answer(answer_);
+    return o;
+  }
+  std::string performed() const override { return "the handler ran"; }
+  Answer& answer() override { return answer_; }
+
+ private:
+  proc::RunSpec spec(int stdin_fd) const {
+    proc::RunSpec spec;
+    spec.argv = hook_.command;
+    spec.stdin_fd = stdin_fd;
+    spec.live_stdout_fd = -1;
+    spec.live_stderr_fd = -1;
+    spec.max_output = k_max_stored_answer;
+    spec.timeout_ms = hook_.timeout_ms;
+    spec.kill_after_ms = 5000;
+    spec.extra_env = {{"IDEM_KEY", key_},
+                      {"IDEM_HOOK", hook_.path},
+                      {"IDEM_METHOD", delivery_.method},
+                      {"IDEM_PATH", delivery_.path}};
+    for (auto& variable : header_environment(delivery_))
+      spec.extra_env.push_back(std::move(variable));
+    // No handler reads a sender's secret, its own hook's or another's.
+    spec.unset_env = hook_.withheld_env;
+    return spec;
+  }
+
+  Answer answer_of(const proc::RunResult& result, core::Outcome& o) const {
+    Answer a;
+    if (o.status == core::Status::succeeded) {
+      a.status = 200;
+      a.body = result.output.stream_bytes(core::Stream::out);
+      a.content_type = content_type_of(a.body);
+      a.outcome = "ran";
+      // The client must be able to tell a cut answer from a whole one.
+      if (result.output.truncated()) a.headers.emplace_back(k_truncated_header, "true");
+    } else if (result.timed_out) {
+      a = problem(504, "Handler timed out",
+                  "the handler did not finish within " + std::to_string(hook_.timeout_ms / 1000) +
+                      "s");
+      a.outcome = "timeout";
+      o.note = "stopped by the hook's timeout";
+    } else {
+      std::string why = !result.started
+                            ? std::string("could not start: ") + strerror(result.exec_errno)
+                        : result.signal ? "handler killed by signal " + std::to_string(*result.signal)
+                                        : "handler exited " + std::to_string(*result.exit_code);
+      a = problem(500, "Handler failed", why);
+      a.outcome = "failed";
+      o.note = why;
+    }
+    a.key = key_;
+    return a;
+  }
+
+  const Hook& hook_;
+  const Delivery& delivery_;
+  const std::string key_;
+  Answer answer_;
+};
+
+Answer overloaded(const Hook& hook, const std::string& key) {
+  Answer a = problem(503, "Too many deliveries",
+                     "hook " + hook.path + " is at its concurrency and queue limits");
+  a.headers.emplace_back("Retry-After", "1");
+  a.key = key;
+  a.outcome = "overloaded";
+  return a;
+}
+
+}  // namespace
+
+// A delivery without a key (a native hook's under "no_key": "run"): the handler runs with
+// IDEM_KEY empty and nothing is stored, so every such delivery runs (SPEC §6: "without dedupe").
+Answer deliver_unkeyed(const Hook& hook, HookSlots& slots, const DeliveryServices& services,
+                       const DeliveryPolicy& policy) {
+  if (!slots.reserve()) return overloaded(hook, "");
+  const engine::Attempt unstored{"", 1, "", nullptr};
+  if (hook.async) {
+    services.spawn([make = policy.effect, &slots, unstored] {
+      slots.acquire();
+      try {
+        make("")->perform(unstored);
+      } catch (const std::exception&) {
+      }
+      slots.release();
+    });
+    return policy.early_answer("", "unkeyed");
+  }
+  slots.acquire();
+  Answer a;
+  try {
+    auto effect = policy.effect("");
+    effect->perform(unstored);
+    a = std::move(effect->answer());
+  } catch (const std::exception& e) {
+    slots.release();
+    a = problem(500, "Delivery failed", e.what());
+    a.outcome = "error";
+    return a;
+  }
+  slots.release();
+  if (a.outcome == "ran") a.outcome = "unkeyed";
+  return a;
+}
+
+namespace {
+
+// The failure recorded for a claimed delivery the daemon could not carry out, so that a retry
+// runs it again rather than find it running for good.
+core::Outcome daemon_error(const std::exception& e) {
+  core::Outcome failed;
+  failed.note = std::string("daemon error: ") + e.what();
+  failed.response = core::Response{500, {}};
+  return failed;
+}
+
+// A place among a hook's running and waiting handlers, given back unless a run takes it.
+class Reservation {
+ public:
+  explicit Reservation(HookSlots& slots) : slots_(slots), held_(slots.reserve()) {}
+  ~Reservation() { cancel(); }
+  Reservation(const Reservation&) = delete;
+  Reservation& operator=(const Reservation&) = delete;
+  bool held() const { return held_; }
+  void cancel() {
+    if (held_) slots_.cancel_reservation();
+    held_ = false;
+  }
+  // A claimed run takes the place, over the limits if there was none (the record changed between
+  // the look and the claim: the claim is durable, so it runs anyway).
+  void hand_to_run() {
+    if (!held_) slots_.force_reserve();
+    held_ = false;
+  }
+
+ private:
+  HookSlots& slots_;
+  bool held_;
+};
+
+engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d,
+                                       const std::string& store_key, const core::Owner& owner) {
+  engine::AttemptRequest req;
+  core::Fingerprinter f;
+  f.add_field("kind", "http");
+  f.add_field("body", d.body);
+  req.claim.key = store_key;
+  req.claim.fingerprint = f.hex();
+  req.claim.kind = "http";
+  req.claim.owner = owner;
+  req.claim.ttl_ms = hook.ttl_ms;
+  req.claim.request = stored_request(hook, d);
+  req.claim.policy = core::Policy{false, hook.retry_abandoned};
+  // A synchronous hook's claim is made durable by the synced write of its handler's process
+  // group, before the handler starts (ClaimRequest::sync); an async hook answers on the claim.
+  req.claim.sync = hook.async;
+  // With retry_abandoned, an abandoned delivery runs again once nothing it started is left.
+  req.clear_abandoned = [](const core::Record& r) {
+    return engine::clear_leftovers(r, false, 0) == engine::Leftovers::none;
+  };
+  // A failed delivery runs again once nothing it started is left; until then it is in progress.
+  req.clear_failed = req.clear_abandoned;
+  return req;
+}
+
+// The answer to a delivery that does not run: a replay or a refusal (SPEC §6's table).
+Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
+                              const std::string& key, const DeliveryPolicy& policy) {
+  const std::string shown = "key '" + core::display_key(key) + "'";
+  Answer a;
+  switch (claimed.verdict) {
+    case engine::Verdict::conflict:
+      a = problem(422, "Key reused with another body",
+                  shown + " was delivered before with a different body");
+      a.outcome = "conflict";
+      break;
+    case engine::Verdict::running:
+      if (hook.async) return policy.early_answer(key, "running");
+      if (claimed.existing->status == core::Status::failed)
+        a = problem(
+            409, "Earlier delivery still running",
+            "the handler of " + shown + " failed, but processes it started are still running");
+      else
+        a = problem(409, "Delivery in progress", shown + " is being handled now");
+      a.headers.emplace_back("Retry-After", k_retry_after_running);
+      a.outcome = "running";
+      break;
+    case engine::Verdict::abandoned:
+      if (hook.retry_abandoned) {  // still abandoned: processes it started are alive
+        a = problem(409, "Earlier delivery still running",
+                    "the handler of " + shown +
+                        " was cut off, but processes it started are still running");
+        a.headers.emplace_back("Retry-After", k_retry_after_running);
+      } else {
+        a = problem(409, "Earlier delivery abandoned",
+                    "the handler of " + shown +
+                        " was cut off (the daemon died mid-run); its outcome is unknown");
+      }
+      a.outcome = "abandoned";
+      break;
+    case engine::Verdict::replay:
+      if (hook.async) return policy.early_answer(key, "replayed");
+      a = replayed(*claimed.existing);
+      break;
+    case engine::Verdict::declined:
+      return overloaded(hook, key);
+    case engine::Verdict::claimed:
+      break;
+  }
+  a.key = key;
+  return a;
+}
+
+// Runs a claimed delivery in the background, on a store connection of its own, and records its
+// outcome; the answer (202) has gone already.
+void run_in_background(const std::string& key, const engine::Claimed& claimed, HookSlots& slots,
+                       const DeliveryServices& services, const DeliveryPolicy& policy) {
+  services.spawn([make = policy.effect, key, claimed, &slots, stores = services.stores] {
+    slots.acquire();
+    try {
+      auto store = stores->lease();
+      engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
+      auto effect = make(key);
+      try {
+        engine.carry_out(claimed, *effect);
+      } catch (const std::exception& e) {
+        engine.record_failure(claimed, daemon_error(e));
+      }
+    } catch (const std::exception&) {
+    }
+    slots.release();
+  });
+}
+
+// Runs a claimed delivery now and answers with its outcome.
+Answer run_now(const std::string& key, const engine::Claimed& claimed, HookSlots& slots,
+               engine::Engine& engine, const DeliveryPolicy& policy) {
+  slots.acquire();
+  std::unique_ptr<DeliveryEffect> effect;
+  try {
+    effect = policy.effect(key);
+    engine.carry_out(claimed, *effect);
+  } catch (const std::exception& e) {
+    slots.release();
+    engine.record_failure(claimed, daemon_error(e));
+    Answer a = problem(500, "Delivery failed", "the daemon could not run the handler; its log says why");
+    a.error = e.what();
+    a.key = key;
+    a.outcome = "error";
+    return a;
+  }
+  slots.release();
+  return std::move(effect->answer());
+}
+
+// The answer when the store fails: the reason names the store's path, so it goes to the log, not
+// to the client. A store that will not work without someone acting (not a store, a newer schema,
+// no permission) is a 500: a sender retrying it would only pile up.
+Answer store_failure(const std::exception& e, const std::string& key) {
+  const auto* store_error = dynamic_cast<const StoreError*>(&e);
+  Answer a = store_error != nullptr && !store_error->transient()
+                 ? problem(500, "Store unusable", "the store cannot be used; the log says why")
+                 : problem(503, "Store unavailable", "the store cannot be used now; retry later");
+  a.error = e.what();
+  if (a.status == 503) a.headers.emplace_back("Retry-After", "5");
+  a.key = key;
+  a.outcome = "store_error";
+  return a;
+}
+
+}  // namespace
+
+Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& d,
+                     const DeliveryServices& services, const std::string& key,
+                     const DeliveryPolicy& policy) {
+  // Keys are scoped per hook. When the hook has no place for one more handler, a delivery that
+  // would not run (a duplicate, a conflict) is still answered as the table says; only one that
+  // would run gets 503.
+  const std::string store_key = hook.path + "#" + key;
+  Reservation reservation(slots);
+  try {
+    auto store = services.stores->lease();  // reused: no connection is opened per delivery
+    engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
+    engine::AttemptRequest req = attempt_request(hook, d, store_key, services.owner);
+    req.claim.lease_ms = services.lease_ms;
+    req.decline_run = !reservation.held();
+    const engine::Claimed claimed = engine.claim(req);
+    if (claimed.verdict != engine::Verdict::claimed) {
+      reservation.cancel();
+      return answer_without_running(hook, claimed, key, policy);
+    }
+    reservation.hand_to_run();
+    if (!hook.async) return run_now(key, claimed, slots, engine, policy);
+    // The claim is durable: answer now, run in the background.
+    run_in_background(key, claimed, slots, services, policy);
+    return policy.early_answer(key, "accepted");
+  } catch (const std::exception& e) {
+    reservation.cancel();
+    return store_failure(e, key);
+  }
+}
+
+std::string header_variable(std::string_view name) {
+  std::string var = "IDEM_HEADER_";
+  for (char c : name) {
+    auto byte = static_cast<unsigned char>(c);
+    bool alnum = (byte >= '0' && byte <= '9') || (byte >= 'a' && byte <= 'z') ||
+                 (byte >= 'A' && byte <= 'Z');
+    var.push_back(alnum ? char(std::toupper(byte)) : '_');
+  }
+  return var;
+}
+
+std::optional<std::string> Delivery::header(std::string_view name) const {
+  const std::string variable = header_variable(name);
+  std::optional<std::string> value;
+  for (const auto& [n, v] : headers) {
+    if (header_variable(n) != variable) continue;
+    if (value)
+      value->append(", ").append(v);
+    else
+      value = v;
+  }
+  return value;
+}
+
+std::vector<std::pair<std::string, std::string>> header_environment(const Delivery& d) {
+  std::vector<std::pair<std::string, std::string>> variables;
+  std::map<std::string, size_t> index;  // variable -> its place in `variables`
+  for (const auto& [n, v] : d.headers) {
+    std::string variable = header_variable(n);
+    auto [it, fresh] = index.emplace(variable, variables.size());
+    if (fresh)
+      variables.emplace_back(std::move(variable), v);
+    else
+      variables[it->second].second.append(", ").append(v);
+  }
+  return variables;
+}
+
+bool is_credential_header(const Hook& hook, std::string_view name) {
+  const std::string variable = header_variable(name);
+  auto same = [&](std::string_view known) { return header_variable(known) == variable; };
+  if (same("Authorization") || same("Cookie") || same("Proxy-Authorization")) return true;
+  for (std::string_view known : signature_header_names())
+    if (same(known)) return true;
+  return hook.signature && !hook.signature->header.empty() && same(hook.signature->header);
+}
+
+std::string stored_request(const Hook& hook, const Delivery& d) {
+  nlohmann::json headers = nlohmann::json::object();
+  std::map<std::string, std::string> spelling;  // lower-case name -> the name as first received
+  for (const auto& [n, v] : d.headers) {
+    std::string lower = n;
+    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    auto [it, fresh] = spelling.emplace(lower, n);
+    nlohmann::json& value = headers[it->second];
+    if (is_credential_header(hook, n))
+      value = k_redacted;
+    else if (fresh)
+      value = v;
+    else
+      value = value.get<std::string>() + ", " + v;
+  }
+  return nlohmann::json{{"method", d.method}, {"path", d.path}, {"headers", headers},
+                        {"body_b64", util::to_base64(d.body)}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::vector<std::string> form_values(std::string_view body, std::string_view name) {
+  std::vector<std::string> values;
+  for (auto& [field, value] : form_fields(body)) {
+    if (field == name) values.push_back(std::move(value));
+  }
+  return values;
+}
+
+Answer problem(int status, const std::string& title, const std::string& detail) {
+  Answer a;
+  a.status = status;
+  a.content_type = "application/problem+json";
+  a.body = nlohmann::json{{"type", "about:blank"}, {"title", title}, {"status", status},
+                          {"detail", detail}}
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+           "\n";
+  return a;
+}
+
+bool HookSlots::reserve() {
+  std::lock_guard lock(mutex_);
+  if (reserved_ >= max_running_ + max_waiting_) return false;
+  ++reserved_;
+  return true;
+}
+
+void HookSlots::force_reserve() {
+  std::lock_guard lock(mutex_);
+  ++reserved_;
+}
+
+void HookSlots::acquire() {
+  std::unique_lock lock(mutex_);
+  free_.wait(lock, [&] { return running_ < max_running_; });
+  ++running_;
+}
+
+void HookSlots::release() {
+  {
+    std::lock_guard lock(mutex_);
+    --running_;
+    --reserved_;
+  }
+  free_.notify_one();
+}
+
+void HookSlots::cancel_reservation() {
+  std::lock_guard lock(mutex_);
+  --reserved_;
+}
+
+Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
+               const DeliveryServices& services) {
+  // Nothing is stored or run before the signature check passes (SPEC §8.5).
+  if (hook.signature) {
+    auto lookup = [&](std::string_view name) { return d.header(name); };
+    Verdict v = verify(*hook.signature, lookup, d.body, util::process_clock().now_ms() / 1000);
+    if (!v.ok) {
+      Answer a = problem(401, "Signature check failed", v.problem);
+      a.outcome = "unauthorized";
+      return a;
+    }
+  }
+  DeliveryPolicy policy;
+  if (hook.async) {
+    // The run outlives this call: its effects keep copies of the hook and the delivery.
+    auto kept = std::make_shared<const std::pair<Hook, Delivery>>(hook, d);
+    policy.effect = [kept](const std::string& key) -> std::unique_ptr<DeliveryEffect> {
+      return std::make_unique<HookEffect>(kept->first, kept->second, key);
+    };
+  } else {
+    policy.effect = [&hook, &d](const std::string& key) -> std::unique_ptr<DeliveryEffect> {
+      return std::make_unique<HookEffect>(hook, d, key);
+    };
+  }
+  policy.early_answer = accepted;
+  auto found = find_key(hook, d);
+  if (auto* none = std::get_if<NoKeyFound>(&found)) {
+    if (hook.no_key == NoKey::run) return deliver_unkeyed(hook, slots, services, policy);
+    none->refusal.outcome = "no_key";
+    return none->refusal;
+  }
+  if (auto* refusal = std::get_if<Answer>(&found)) {
+    refusal->outcome = "no_key";
+    return *refusal;
+  }
+  return deliver_keyed(hook, slots, d, services, std::get<std::string>(found), policy);
+}
+
+}  // namespace idem::http

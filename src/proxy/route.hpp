@@ -1,0 +1,35 @@
+#pragma once
+// The Idempotency-Key proxy as a route (SPEC §7): the table's fallback, taking every path no
+// other route takes. A keyed request (proxy.hpp) is claimed through the attempt engine, forwarded
+// once by its Effect, and its answer recorded, or the key released when the policy says so; a
+// duplicate is replayed from the store. Other requests are passed through untouched.
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "core/record.hpp"
+#include "net/routes.hpp"
+#include "proxy/rules.hpp"
+#include "store/provider.hpp"
+
+namespace idem::http {
+
+struct ProxyServices {
+  std::shared_ptr<store::StoreProvider> stores;  // the daemon's connections
+  core::Owner owner;                             // the daemon
+  int64_t lease_ms = 0;  // of every claim (0: none, a store of one host)
+  // Runs work that outlives the request on a thread of its own, which the daemon's drain waits
+  // for: each keyed forward (it may go on after its client got a 504). Throws when it cannot.
+  std::function<void(std::function<void()>)> spawn;
+};
+
+// Its answers count in /metrics as idem_proxy_requests_total{outcome}: forwarded, replayed,
+// conflict, in_flight, abandoned, missing_key, bad_key, bad_request, too_large, released,
+// upstream_error (nothing was sent), upstream_timeout (504: the answer is still awaited),
+// outcome_unknown (502: cut off after the request was sent), answer_too_large (streamed, not
+// stored), refused_unknown and refused_too_large (409s to duplicates of those two),
+// passed_through, store_error, busy, and the transport's refusals (bad_request,
+// request_timeout, too_large, error).
+std::shared_ptr<const Route> make_proxy_route(const ProxyConfig& config, ProxyServices services);
+
+}  // namespace idem::http
