@@ -1,4 +1,4 @@
-// The `idem serve` config (http/config.hpp): whatever the file holds, parse_config either returns
+// The `idem serve` config (serve/config.hpp): whatever the file holds, parse_config either returns
 // a config that keeps every documented invariant or throws ConfigError with a one-line, UTF-8
 // message that starts with the file name and never shows a secret. Nothing else may escape it.
 // Each input is parsed twice with different secrets in the environment: the outcome must not

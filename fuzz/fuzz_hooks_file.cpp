@@ -1,4 +1,4 @@
-// Hooks files of the webhook server (http/webhook_file.hpp): whatever the file holds, JSON, YAML
+// Hooks files of the webhook server (webhook/file.hpp): whatever the file holds, JSON, YAML
 // or a template of either, parse_hooks_files either returns hooks that keep every documented
 // invariant or throws ConfigError with a one-line, UTF-8 message that starts with the file name.
 // Nothing else may escape it. Read plainly, each input is parsed twice with different secrets in

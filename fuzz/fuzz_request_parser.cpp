@@ -1,4 +1,4 @@
-// The HTTP/1.1 request parser (http/request_parser.hpp) on arbitrary bytes. The first byte
+// The HTTP/1.1 request parser (net/request_parser.hpp) on arbitrary bytes. The first byte
 // picks the body limit and how the rest is split into reads; the rest is a connection's input,
 // parsed as pipelined requests until it fails or needs more. Properties:
 // - any split of the input gives the same requests (or the same refusal) as one read;

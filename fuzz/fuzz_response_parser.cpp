@@ -1,4 +1,4 @@
-// The HTTP/1.1 response parser (http/response_parser.hpp) on arbitrary bytes. The first byte
+// The HTTP/1.1 response parser (net/response_parser.hpp) on arbitrary bytes. The first byte
 // says whether the answer is to a HEAD request, whether the connection ends after the input, and
 // how the rest is split into reads. Properties:
 // - any split of the input gives the same head, body and outcome as one read;

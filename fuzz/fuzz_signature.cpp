@@ -1,4 +1,4 @@
-// Signature headers (http/signature.hpp): whatever a sender puts in the signature headers and the
+// Signature headers (hooks/signature.hpp): whatever a sender puts in the signature headers and the
 // body, verify() answers without crashing or throwing, never accepts a delivery for a scheme
 // whose secret did not sign it, and explains every refusal in one line without the secret.
 //

@@ -1,4 +1,4 @@
-// The regex rules of webhook hooks (http/webhook_regex.hpp): whatever pattern an operator writes
+// The regex rules of webhook hooks (webhook/regex.hpp): whatever pattern an operator writes
 // either compiles or is refused with std::invalid_argument and a reason; whatever value a sender
 // sends is matched without crashing, and reads as Go reads it: a byte that is not UTF-8 is a
 // U+FFFD (checked against the fuzz targets' own reading of UTF-8), and every value is a run of

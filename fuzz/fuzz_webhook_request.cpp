@@ -1,4 +1,4 @@
-// The request side of webhook hooks (http/webhook_request.hpp): whatever a sender puts in the
+// The request side of webhook hooks (webhook/request.hpp): whatever a sender puts in the
 // query, a header and the body, under any content type, make_request, evaluate and command_for
 // answer without crashing or throwing; a rule that needs an HMAC under a secret the fuzzer cannot
 // know never holds; errors are one line; rendered values are valid JSON where they are JSON.

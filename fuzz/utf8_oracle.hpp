@@ -1,6 +1,6 @@
 #pragma once
 // The fuzz targets' own reading of well-formed UTF-8, after Unicode's table 3-7 (byte ranges, no
-// decoding): a second opinion on key.cpp's decoder and on config.cpp's one-line messages.
+// decoding): a second opinion on key.cpp's decoder and on config_fields.cpp's one-line messages.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -69,7 +69,7 @@ bool check_files(const std::string& path, Report& report) {
   report.add(core::file_findings(path + "-wal", "WAL", wal, euid));
   report.add(core::file_findings(path + "-shm", "shared-memory file", path_facts(path + "-shm"),
                                  euid));
-  // The ledger API's token file (http/ledger.hpp): the store's path + ".token".
+  // The ledger API's token file (ledger/ledger.hpp): the store's path + ".token".
   report.add(core::file_findings(path + ".token", "ledger token file",
                                  path_facts(path + ".token"), euid));
   if (auto big = core::wal_finding(path + "-wal", wal)) report.add(std::move(*big));

@@ -532,17 +532,6 @@ std::vector<std::string> form_values(std::string_view body, std::string_view nam
   return values;
 }
 
-Answer problem(int status, const std::string& title, const std::string& detail) {
-  Answer a;
-  a.status = status;
-  a.content_type = "application/problem+json";
-  a.body = nlohmann::json{{"type", "about:blank"}, {"title", title}, {"status", status},
-                          {"detail", detail}}
-               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-           "\n";
-  return a;
-}
-
 bool HookSlots::reserve() {
   std::lock_guard lock(mutex_);
   if (reserved_ >= max_running_ + max_waiting_) return false;

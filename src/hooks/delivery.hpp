@@ -13,7 +13,8 @@
 #include <vector>
 
 #include "engine/attempt.hpp"
-#include "serve/config.hpp"
+#include "hooks/config.hpp"
+#include "net/answer.hpp"
 #include "store/provider.hpp"
 #include "store/store.hpp"
 
@@ -59,22 +60,6 @@ std::string stored_request(const Hook& hook, const Delivery& delivery);
 // not followed by two hex digits stays as it is), as the WHATWG URL standard parses forms. Empty
 // when the field is absent. The body itself is never changed.
 std::vector<std::string> form_values(std::string_view body, std::string_view name);
-
-struct Answer {
-  int status = 200;
-  std::string content_type;
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;
-  // For the log line and metrics: the key (if known) and what happened.
-  std::string key;
-  // ran, replayed, conflict, running, abandoned, rejected, bad_request, unkeyed (ran without a
-  // key, under "no_key": "run"), ...
-  std::string outcome;
-  std::string error;  // for the log only, never sent: what failed inside (it may name files)
-};
-
-// RFC 9457 problem details.
-Answer problem(int status, const std::string& title, const std::string& detail);
 
 // Limits how many handlers of one hook run at once; further deliveries wait in a bounded queue.
 class HookSlots {
@@ -122,7 +107,7 @@ class DeliveryEffect : public engine::Effect {
 };
 
 // How the steps below run and answer a delivery: deliver() runs a native hook's command (SPEC
-// §6); a webhook hook (webhook_route.hpp) runs its own and answers as webhook does.
+// §6); a webhook hook (webhook/route.hpp) runs its own and answers as webhook does.
 struct DeliveryPolicy {
   // A new effect for one attempt at `key` ("" when unkeyed). With `hook.async` it is called on a
   // background thread after the request has been answered: what it refers to must outlive that.

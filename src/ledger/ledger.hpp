@@ -11,7 +11,7 @@
 //   DELETE /v1/records/{key}[?force=1]
 //
 // Keys are those of `idem run` (one namespace; kind "ledger"). The parsing and checking of
-// requests is pure (tested without sockets); Ledger drives the attempt engine.
+// requests is pure (rules.hpp, tested without sockets); Ledger drives the attempt engine.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,66 +20,13 @@
 #include <variant>
 
 #include "core/record.hpp"
-#include "hooks/delivery.hpp"
+#include "ledger/rules.hpp"
+#include "net/answer.hpp"
 #include "net/routes.hpp"
 #include "store/provider.hpp"
 #include "util/clock.hpp"
 
 namespace idem::http {
-
-inline constexpr int64_t k_ledger_default_lease_ms = 5 * 60 * 1000;
-inline constexpr int64_t k_ledger_min_lease_ms = 1000;
-inline constexpr int64_t k_ledger_default_ttl_ms = 24 * 60 * 60 * 1000;
-
-// A request the ledger refuses with 400: the field at fault ("" for the body as a whole) and why.
-struct BadField {
-  std::string field;
-  std::string detail;
-};
-
-struct ClaimCall {
-  std::string key;
-  std::string fingerprint;  // the client's own description of what it is about to do
-  int64_t ttl_ms = k_ledger_default_ttl_ms;
-  int64_t lease_ms = k_ledger_default_lease_ms;
-  bool retry_abandoned = false;
-};
-
-struct HeartbeatCall {
-  std::string key;
-  std::string attempt_token;
-  std::optional<int64_t> lease_ms;  // nothing: the claim's lease
-};
-
-struct FinishCall {
-  std::string key;
-  std::string attempt_token;
-  core::Status status = core::Status::succeeded;  // succeeded or failed
-  int exit_code = 0;                 // default: 0 for succeeded, 1 for failed
-  std::optional<int> http_status;    // stored as the record's response status
-  std::string stdout_bytes, stderr_bytes;
-};
-
-template <class Call>
-using Parsed = std::variant<Call, BadField>;
-
-// The bodies of the three POST calls. Refused: a body that is not a JSON object, an unknown
-// member, a missing or wrongly typed one, a bad key (SPEC §1), a bad duration (SPEC §1's forms, or
-// a number of seconds; a lease under 1 s), bad base64, an exit code outside 0-255 or one other
-// than 0 for a success, an HTTP status outside 100-599.
-Parsed<ClaimCall> parse_claim(std::string_view body);
-Parsed<HeartbeatCall> parse_heartbeat(std::string_view body);
-Parsed<FinishCall> parse_finish(std::string_view body);
-
-// A path segment's percent-decoding (RFC 3986 §2.1): %XX is the byte XX, any other byte itself.
-// nothing for a '%' not followed by two hex digits.
-std::optional<std::string> percent_decode(std::string_view text);
-
-// The token of an "Authorization: Bearer TOKEN" value (the scheme case-insensitive), or nothing.
-std::optional<std::string_view> bearer_token(std::string_view authorization);
-
-// Equality whose time depends on the lengths only, never on where the bytes first differ.
-bool same_secret(std::string_view a, std::string_view b);
 
 // The ledger's calls. Thread-safe: each call leases a store connection of its own.
 class Ledger {

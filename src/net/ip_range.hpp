@@ -1,5 +1,5 @@
 #pragma once
-// Address ranges for allow-lists: the native hooks' "allow" (config.hpp) and the ip-whitelist
+// Address ranges for allow-lists: the native hooks' "allow" (hooks/config.hpp) and the ip-whitelist
 // rule of webhook hooks files. Pure.
 #include <array>
 #include <cstdint>

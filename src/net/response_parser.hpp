@@ -1,7 +1,7 @@
 #pragma once
 // A strict, incremental HTTP/1.1 response parser (RFC 9112) with no I/O: bytes in, the answer's
 // head and its body in pieces out, so a large body passes through without being held whole.
-// The framing rules are the request parser's (http/message.hpp); an answer two parsers could
+// The framing rules are the request parser's (net/message.hpp); an answer two parsers could
 // frame differently is refused, since a proxy that stores or relays it would pass on a body the
 // upstream did not mean.
 #include <cstddef>

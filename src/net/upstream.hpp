@@ -1,7 +1,7 @@
 #pragma once
 // The proxy's side towards its upstream: an HTTP/1.1 client over plain TCP with a pool of
 // kept-alive connections, every wait a poll() against the caller's deadline. What a request
-// means is the proxy's business (proxy.hpp); framing of the answer is response_parser's.
+// means is the proxy's business (proxy/rules.hpp); framing of the answer is response_parser's.
 #include <cstdint>
 #include <functional>
 #include <memory>

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "net/ip_range.hpp"
-#include "serve/config_fields.hpp"
+#include "net/config_fields.hpp"
 #include "util/hex.hpp"
 #include "webhook/template.hpp"
 #include "webhook/yaml.hpp"

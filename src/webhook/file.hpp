@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "serve/config.hpp"
+#include "hooks/config.hpp"
 #include "webhook/regex.hpp"
 
 namespace idem::http::webhook {
@@ -96,7 +96,7 @@ struct WebhookHook {
   // idem's extra properties, from the hook's "idem" object (absent: none of them). The key is a
   // parameter source; without one every delivery runs, as in webhook.
   std::optional<Argument> key;
-  // The rest as a native hook's (config.hpp): path (served_path with the bytes a request
+  // The rest as a native hook's (hooks/config.hpp): path (served_path with the bytes a request
   // target cannot hold raw percent-encoded, and '%', '?' and '#': printable ASCII, so that its
   // records are named as a native hook's, e.g. "/hooks/a%20b#KEY"), command
   // ({execute_command}), signature and secret_env, ttl_ms, timeout_ms (0 here unless the idem

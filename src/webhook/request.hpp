@@ -28,7 +28,7 @@ struct Request {
   // "x-www-form-urlencoded" (one string per field, the first of a repeated one); XML when it
   // contains "xml" (as mxj maps it: elements by name, attributes as "-name", text beside
   // attributes as "#text", repeated elements as arrays); multipart/form-data when it starts with
-  // "multipart/form-data;" and holds none of those (http/multipart.hpp): each form value by
+  // "multipart/form-data;" and holds none of those (webhook/multipart.hpp): each form value by
   // name (the first of a repeated one), and each file part that the hook's
   // parse-parameters-as-json names with source payload, or whose own Content-Type is
   // application/json, as the JSON object it holds (nil_map when it holds none); other file parts

@@ -6,7 +6,7 @@
 // yaml-cpp.
 #include <string>
 
-#include "serve/config_fields.hpp"
+#include "net/config_fields.hpp"
 
 namespace idem::http::webhook {
 

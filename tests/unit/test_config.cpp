@@ -1,4 +1,4 @@
-// The `idem serve` config file (http/config.hpp): values, defaults, and one exact message per
+// The `idem serve` config file (serve/config.hpp): values, defaults, and one exact message per
 // mistake.
 #include <catch2/catch.hpp>
 #include <cstdint>

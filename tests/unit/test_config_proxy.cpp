@@ -1,4 +1,4 @@
-// The config's "proxy" section (http/config.hpp, http/proxy.hpp): values, defaults, and one
+// The config's "proxy" section (serve/config.hpp, proxy/rules.hpp): values, defaults, and one
 // message per mistake naming the field.
 #include <catch2/catch.hpp>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// What a delivery means before anything runs (http/delivery.hpp): header names as environment
+// What a delivery means before anything runs (hooks/delivery.hpp): header names as environment
 // variables and the one rule for headers that share one, what the store keeps of the request
 // (credentials by name only), and form-encoded fields.
 #include <catch2/catch.hpp>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "hooks/delivery.hpp"
-#include "serve/config.hpp"
+#include "hooks/config.hpp"
 #include "util/hex.hpp"
 
 using idem::http::Delivery;

@@ -1,5 +1,5 @@
-// multipart/form-data bodies (http/multipart.hpp) and what a webhook hook makes of them
-// (http/webhook_request.hpp). The expected values are what webhook 2.8.0 (Debian's, built with Go
+// multipart/form-data bodies (webhook/multipart.hpp) and what a webhook hook makes of them
+// (webhook/request.hpp). The expected values are what webhook 2.8.0 (Debian's, built with Go
 // 1.19) answered for the same bodies, passed back as its entire-payload.
 #include <catch2/catch.hpp>
 #include <string>

@@ -1,4 +1,4 @@
-// `--pidfile` (http/pidfile.hpp): what a pid file holds, refusing a live process's, replacing a
+// `--pidfile` (serve/pidfile.hpp): what a pid file holds, refusing a live process's, replacing a
 // dead one's, removing only our own.
 #include <sys/wait.h>
 #include <unistd.h>

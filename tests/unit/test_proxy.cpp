@@ -1,4 +1,4 @@
-// The proxy's pure rules (http/proxy.hpp): keys, scopes, fingerprints, which headers go where,
+// The proxy's pure rules (proxy/rules.hpp): keys, scopes, fingerprints, which headers go where,
 // which answers are stored, the problem bodies.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-// The HTTP/1.1 request parser (http/request_parser.hpp): framing, strictness, limits. Every
+// The HTTP/1.1 request parser (net/request_parser.hpp): framing, strictness, limits. Every
 // request is parsed twice, in one piece and a byte at a time, and must come out the same.
 #include <catch2/catch.hpp>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The HTTP/1.1 response parser (http/response_parser.hpp): the status line, header fields,
+// The HTTP/1.1 response parser (net/response_parser.hpp): the status line, header fields,
 // interim answers, and each body framing of RFC 9112 §6.3. Every answer is parsed twice, in one
 // piece and a byte at a time, and must come out the same.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// The daemon's route table (http/routes.hpp): routes are tried in the order they were added and
+// The daemon's route table (net/routes.hpp): routes are tried in the order they were added and
 // the first that takes a path answers; a path none takes finds nothing.
 #include <catch2/catch.hpp>
 #include <memory>

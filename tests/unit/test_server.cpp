@@ -1,4 +1,4 @@
-// The HTTP server (http/server.hpp) over real sockets on 127.0.0.1 with a small handler: answers
+// The HTTP server (net/server.hpp) over real sockets on 127.0.0.1 with a small handler: answers
 // in order on one connection, the connection cap, and a stop that lets a request being handled
 // finish. Also what the ThreadSanitizer run checks the server's threads with.
 #include <arpa/inet.h>

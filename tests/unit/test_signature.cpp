@@ -1,4 +1,4 @@
-// Webhook signature verification (http/signature.hpp).
+// Webhook signature verification (hooks/signature.hpp).
 //
 // Two kinds of vectors. Published ones, from the providers' own documentation or reference
 // libraries, cited where they are used. Our own, for every scheme: the expected signatures were

@@ -1,4 +1,4 @@
-// The service manager's protocols (http/systemd.hpp): which passed descriptors are ours, their
+// The service manager's protocols (serve/systemd.hpp): which passed descriptors are ours, their
 // names, and the reload notification.
 #include <catch2/catch.hpp>
 #include <optional>

@@ -1,4 +1,4 @@
-// TLS for the daemon (http/tls.hpp): the context refuses unusable files with one line, and a
+// TLS for the daemon (net/tls.hpp): the context refuses unusable files with one line, and a
 // TlsStream does the handshake, reads, writes and closes over a real socket against a client
 // made with OpenSSL here, within its deadlines.
 #include <fcntl.h>

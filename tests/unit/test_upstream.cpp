@@ -1,4 +1,4 @@
-// The upstream client (http/upstream.hpp) against real servers on 127.0.0.1: the project's own
+// The upstream client (net/upstream.hpp) against real servers on 127.0.0.1: the project's own
 // http::Server with a small handler for well-behaved answers, and a raw socket server whose
 // connections follow a script for the misbehaviours (a close mid-body, a bad status line, no
 // answer before the deadline, a kept-alive connection closed under a request).

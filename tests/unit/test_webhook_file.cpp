@@ -1,4 +1,4 @@
-// The hooks files of the webhook server (http/webhook_file.hpp): every property, JSON and YAML
+// The hooks files of the webhook server (webhook/file.hpp): every property, JSON and YAML
 // giving the same model, idem's extra properties, and one exact message per mistake.
 #include <catch2/catch.hpp>
 #include <map>

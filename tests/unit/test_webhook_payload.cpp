@@ -1,5 +1,5 @@
-// Payload decoding and rendering as the Go `webhook` server 2.8 does it (http/webhook_payload.hpp)
-// and Go's form decoding (http/message.hpp). The expected values are what webhook 2.8.0
+// Payload decoding and rendering as the Go `webhook` server 2.8 does it (webhook/payload.hpp)
+// and Go's form decoding (net/message.hpp). The expected values are what webhook 2.8.0
 // (Debian's, built with Go 1.19) answered for the same bodies, passed back as its
 // entire-payload.
 #include <catch2/catch.hpp>

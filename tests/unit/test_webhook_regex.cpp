@@ -1,4 +1,4 @@
-// The regex match type's patterns (http/webhook_regex.hpp): Go's regexp syntax through RE2, and
+// The regex match type's patterns (webhook/regex.hpp): Go's regexp syntax through RE2, and
 // values that are not UTF-8 read as Go reads them.
 #include <catch2/catch.hpp>
 

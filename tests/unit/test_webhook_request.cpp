@@ -1,4 +1,4 @@
-// What a webhook hook makes of a request (http/webhook_request.hpp): payloads by content type,
+// What a webhook hook makes of a request (webhook/request.hpp): payloads by content type,
 // parameter sources, trigger rules and the command, checked against the behaviour of the Go
 // `webhook` server 2.8. The HMAC values were computed outside idem (Python's hmac module).
 #include <catch2/catch.hpp>

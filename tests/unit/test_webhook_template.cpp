@@ -1,4 +1,4 @@
-// The --template expansion of hooks files (http/webhook_template.hpp): webhook's functions, Go's
+// The --template expansion of hooks files (webhook/template.hpp): webhook's functions, Go's
 // escapers and trim markers, and one message with its line per unsupported construct.
 #include <catch2/catch.hpp>
 #include <map>

@@ -1,17 +1,33 @@
 #pragma once
-// The readers of config.cpp for one field each, shared with the other file formats the daemon
-// reads (webhook_file.cpp's hooks files), so that a duration, a size, a limit or a signature is
-// read, checked and explained the same way wherever it is written. Each throws Problem: what is
+// The readers of the daemon's config files for one field each, shared by every front's section
+// of the config (hooks/config.cpp, proxy/config.cpp) and the other file formats the daemon reads
+// (webhook/file.cpp's hooks files), so that a duration, a size, a limit or a signature is read,
+// checked and explained the same way wherever it is written. Each throws Problem: what is
 // wrong and where; the caller adds the file name (and, for a hooks file, the hook).
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "serve/config.hpp"
+#include "core/errors.hpp"
+#include "net/ip_range.hpp"
 
-namespace idem::http::config_fields {
+namespace idem::http {
+
+// Returns the value of an environment variable, or nullopt when it is not set.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+// A config that cannot be used. The message is one line: the file name, the field's path when
+// there is one, and what is wrong, e.g. "serve.json: hooks[0].ttl: bad duration '5x'".
+class ConfigError : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
+
+namespace config_fields {
 
 using Json = nlohmann::json;
 
@@ -27,9 +43,12 @@ struct Problem {
 // How a value of the wrong type is named in a message: "a string", "an integer", "null"...
 std::string describe(const Json& value);
 
+// What nlohmann's exception says, without its "[json.exception...] " prefix, made printable.
+std::string without_exception_prefix(const Json::exception& e);
+
 // A user's value in single quotes, shortened and with control characters escaped.
 std::string quote(std::string_view text);
-// Text made fit for a one-line message (see config.cpp).
+// Text made fit for a one-line message (see config_fields.cpp).
 std::string printable(std::string_view text, size_t max_bytes, bool ascii_only);
 // Field paths: member("a", "b") is "a.b" ("b" at the top), element("a", 2) is "a[2]".
 std::string member(const std::string& at, const std::string& name);
@@ -55,17 +74,14 @@ int64_t read_size(const Json& value, const std::string& at);
 bool is_env_name(const std::string& name);  // letters, digits, '_', not starting with a digit
 bool is_token(const std::string& name);     // RFC 9110 token: a header field name
 
-// A hook's path as a native hook's must be: starts with '/', printable ASCII without '?' or
-// '#', short enough for record names, not one of the daemon's own endpoints.
-void check_hook_path(const std::string& path, const std::string& where);
+// An array of HTTP methods: upper-case, distinct, at least one.
+std::vector<std::string> read_methods(const Json& value, const std::string& at);
+// "allow": the peers whose requests are served; every entry an address or a CIDR block.
+std::vector<IpRange> read_allow(const Json& value, const std::string& at);
 
-// A native hook's "signature" object, its secret read through `env` from the variable it names
-// (returned in `secret_env`); `hook_path` names the hook in messages about the variable.
-SignatureConfig read_signature(const Json& value, const std::string& at, const EnvLookup& env,
-                               const std::string& hook_path, std::string& secret_env);
+// The largest body limit a hook or a proxy route may set.
+inline constexpr int64_t k_max_body_limit = int64_t(1) << 30;  // 1 GiB
 
-// The optional settings of a native hook's object, those present in `hook`: ttl, timeout,
-// max_body, async, max_concurrency, max_queue, retry_abandoned; absent ones keep `out`'s values.
-void read_limits(const Json& hook, const std::string& at, Hook& out);
+}  // namespace config_fields
 
-}  // namespace idem::http::config_fields
+}  // namespace idem::http

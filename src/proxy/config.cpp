@@ -1,0 +1,163 @@
+#include "proxy/config.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "core/duration.hpp"
+#include "core/output.hpp"
+#include "net/upstream.hpp"
+
+namespace idem::http {
+
+namespace {
+
+using namespace config_fields;
+
+// One method list of the proxy: keyed methods, which never include the safe ones.
+std::vector<std::string> read_keyed_methods(const Json& value, const std::string& at) {
+  std::vector<std::string> methods = read_methods(value, at);
+  for (size_t i = 0; i < methods.size(); ++i)
+    if (methods[i] == "GET" || methods[i] == "HEAD" || methods[i] == "OPTIONS")
+      fail(element(at, i),
+           quote(methods[i]) + " is never keyed: safe methods are passed through untouched");
+  return methods;
+}
+
+// store_statuses: a non-empty array of statuses and classes (StatusSet), some taken.
+StatusSet read_store_statuses(const Json& value, const std::string& at) {
+  if (!value.is_array() || value.empty())
+    wrong_type(at, "a non-empty array of statuses and classes (\"2xx\", 404, \"!429\")", value);
+  StatusSet set;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string where = element(at, i);
+    std::optional<StatusSet::Item> item;
+    if (value[i].is_number_integer())
+      item = StatusSet::read_item(std::to_string(value[i].get<int64_t>()));
+    else if (value[i].is_string())
+      item = StatusSet::read_item(value[i].get<std::string>());
+    else
+      wrong_type(where, "a status or a class", value[i]);
+    if (!item)
+      fail(where, (value[i].is_string() ? quote(value[i].get<std::string>()) : value[i].dump()) +
+                      " is neither a status (200 to 599) nor a class (2xx to 5xx), with or "
+                      "without a leading '!'");
+    set.items.push_back(*item);
+  }
+  if (std::all_of(set.items.begin(), set.items.end(),
+                  [](const StatusSet::Item& item) { return item.refuses; }))
+    fail(at, "only refuses statuses ('!'): name at least one status or class to store");
+  return set;
+}
+
+// The settings a proxy route may override; absent ones keep what `out` holds.
+void read_proxy_settings(const Json& value, const std::string& at, ProxySettings& out) {
+  if (const Json* v = optional_field(value, "methods"))
+    out.methods = read_keyed_methods(*v, member(at, "methods"));
+  if (const Json* v = optional_field(value, "ttl")) {
+    out.ttl_ms = read_duration_ms(*v, member(at, "ttl"));
+    if (out.ttl_ms == 0) fail(member(at, "ttl"), "must be more than 0");
+  }
+  if (const Json* v = optional_field(value, "timeout")) {
+    out.timeout_ms = read_duration_ms(*v, member(at, "timeout"));
+    if (out.timeout_ms == 0) fail(member(at, "timeout"), "must be more than 0");
+  }
+  if (const Json* v = optional_field(value, "late_answer"))
+    out.late_answer_ms = read_duration_ms(*v, member(at, "late_answer"));
+  if (const Json* v = optional_field(value, "max_body")) {
+    out.max_body = read_size(*v, member(at, "max_body"));
+    if (out.max_body == 0) fail(member(at, "max_body"), "must be more than 0");
+    if (out.max_body > k_max_body_limit)
+      fail(member(at, "max_body"), "must be at most 1GiB, got " + core::format_size(out.max_body));
+  }
+  if (const Json* v = optional_field(value, "store_server_errors"))
+    out.store_server_errors = read_bool(*v, member(at, "store_server_errors"));
+  if (const Json* v = optional_field(value, "store_statuses"))
+    out.store_statuses = read_store_statuses(*v, member(at, "store_statuses"));
+}
+
+std::string read_prefix(const Json& route, const std::string& at) {
+  std::string where = member(at, "prefix");
+  std::string prefix = read_string(required(route, at, "prefix"), where);
+  if (!prefix.starts_with('/')) fail(where, quote(prefix) + " must start with '/'");
+  for (char c : prefix) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte <= 0x20 || byte >= 0x7f)
+      fail(where, quote(prefix) + " contains whitespace, a control or a non-ASCII character");
+    if (c == '?' || c == '#')
+      fail(where, quote(prefix) + " contains '" + std::string(1, c) +
+                      "' (routes are matched on the path alone)");
+  }
+  return prefix;
+}
+
+std::vector<ProxyRouteSettings> read_proxy_routes(const Json& value, const std::string& at,
+                                                  const ProxySettings& inherited) {
+  if (!value.is_array()) wrong_type(at, "an array of routes", value);
+  std::vector<ProxyRouteSettings> routes;
+  for (size_t i = 0; i < value.size(); ++i) {
+    std::string where = element(at, i);
+    expect_object(value[i], where);
+    check_fields(value[i], where,
+                 {"prefix", "methods", "ttl", "timeout", "late_answer", "store_server_errors",
+                  "store_statuses", "max_body"});
+    ProxyRouteSettings route{read_prefix(value[i], where), inherited};
+    for (size_t j = 0; j < routes.size(); ++j)
+      if (routes[j].prefix == route.prefix)
+        fail(member(where, "prefix"),
+             quote(route.prefix) + " is used by " + element(at, j) + " too");
+    read_proxy_settings(value[i], where, route.settings);
+    routes.push_back(std::move(route));
+  }
+  return routes;
+}
+
+// parse_upstream_url names its source; the config's message names the field once.
+void read_upstream(const Json& value, const std::string& at, ProxyConfig& out) {
+  std::string where = member(at, "upstream");
+  out.upstream = read_string(required(value, at, "upstream"), where);
+  try {
+    out.target = parse_upstream_url(where, out.upstream);
+  } catch (const UsageError& e) {
+    std::string_view why = e.what();
+    if (why.starts_with(where + ": ")) why.remove_prefix(where.size() + 2);
+    fail(where, std::string(why));
+  }
+}
+
+}  // namespace
+
+ProxyConfig read_proxy_section(const config_fields::Json& value) {
+  using namespace config_fields;
+  const std::string at = "proxy";
+  expect_object(value, at);
+  check_fields(value, at,
+               {"upstream", "methods", "ttl", "timeout", "late_answer", "max_body", "max_response",
+                "scope_header", "store_server_errors", "store_statuses", "routes", "allow"});
+  ProxyConfig proxy;
+  read_upstream(value, at, proxy);
+  if (const Json* v = optional_field(value, "allow"))
+    proxy.allow = read_allow(*v, member(at, "allow"));
+  read_proxy_settings(value, at, proxy.settings);
+  if (const Json* v = optional_field(value, "max_response")) {
+    proxy.max_response = read_size(*v, member(at, "max_response"));
+    if (proxy.max_response == 0) fail(member(at, "max_response"), "must be more than 0");
+    // The store keeps an output of up to this size (core/output.hpp).
+    if (proxy.max_response > core::k_max_output_cap)
+      fail(member(at, "max_response"), "must be at most " +
+                                           core::format_size(core::k_max_output_cap) + ", got " +
+                                           core::format_size(proxy.max_response));
+  }
+  if (const Json* v = optional_field(value, "scope_header")) {
+    std::string where = member(at, "scope_header");
+    proxy.scope_header = read_string(*v, where);
+    if (!is_token(proxy.scope_header))
+      fail(where, quote(proxy.scope_header) + " is not a valid header name");
+  }
+  // Routes inherit the section's settings, whatever the order of the fields in the file.
+  if (const Json* v = optional_field(value, "routes"))
+    proxy.routes = read_proxy_routes(*v, member(at, "routes"), proxy.settings);
+  return proxy;
+}
+
+}  // namespace idem::http

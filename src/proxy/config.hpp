@@ -1,0 +1,11 @@
+#pragma once
+// The "proxy" section of the daemon's config (SPEC §7), read into proxy/rules.hpp's ProxyConfig.
+#include "net/config_fields.hpp"
+#include "proxy/rules.hpp"
+
+namespace idem::http {
+
+// Throws config_fields::Problem.
+ProxyConfig read_proxy_section(const config_fields::Json& value);
+
+}  // namespace idem::http

@@ -1,0 +1,45 @@
+#include "serve/metrics.hpp"
+
+#include <sstream>
+
+namespace idem::http {
+
+std::string Metrics::render(int64_t shed) {
+  std::lock_guard lock(mutex_);
+  std::ostringstream out;
+  out << "# HELP idem_deliveries_total Deliveries by hook and outcome.\n"
+         "# TYPE idem_deliveries_total counter\n";
+  for (const auto& [k, n] : deliveries_)
+    out << "idem_deliveries_total{hook=\"" << k.first << "\",outcome=\"" << k.second << "\"} " << n
+        << "\n";
+  out << "# HELP idem_replays_total Duplicate deliveries answered from the store.\n"
+         "# TYPE idem_replays_total counter\n";
+  for (const auto& [k, n] : deliveries_)
+    if (k.second == "replayed")
+      out << "idem_replays_total{hook=\"" << k.first << "\"} " << n << "\n";
+  out << "# HELP idem_connections_shed_total Connections closed at once: over the cap.\n"
+         "# TYPE idem_connections_shed_total counter\n"
+      << "idem_connections_shed_total " << shed << "\n";
+  out << "# HELP idem_in_flight Deliveries being handled now.\n# TYPE idem_in_flight gauge\n";
+  for (const auto& [hook, n] : in_flight_)
+    out << "idem_in_flight{hook=\"" << hook << "\"} " << n << "\n";
+  out << "# HELP idem_delivery_duration_seconds Time to answer a delivery.\n"
+         "# TYPE idem_delivery_duration_seconds summary\n";
+  for (const auto& [hook, d] : durations_) {
+    out << "idem_delivery_duration_seconds_sum{hook=\"" << hook << "\"} " << double(d.first) / 1000
+        << "\n";
+    out << "idem_delivery_duration_seconds_count{hook=\"" << hook << "\"} " << d.second << "\n";
+  }
+  std::string family;
+  for (const auto& [k, n] : families_) {
+    if (k.first != family) {
+      family = k.first;
+      out << "# HELP idem_" << family << "_requests_total Requests to the " << family
+          << " by outcome.\n# TYPE idem_" << family << "_requests_total counter\n";
+    }
+    out << "idem_" << family << "_requests_total{outcome=\"" << k.second << "\"} " << n << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace idem::http

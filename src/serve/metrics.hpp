@@ -1,0 +1,42 @@
+#pragma once
+// The daemon's counters, served at /metrics in Prometheus' text format.
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace idem::http {
+
+// Answers by hook and outcome, the non-hook fronts' answers by family, handlers in flight.
+class Metrics {
+ public:
+  void delivery(const std::string& hook, const std::string& outcome, int64_t ms) {
+    std::lock_guard lock(mutex_);
+    ++deliveries_[{hook, outcome}];
+    auto& d = durations_[hook];
+    d.first += ms;
+    ++d.second;
+  }
+  // An answer of a route that is not a hook (the proxy, the ledger): counted in
+  // idem_<family>_requests_total by outcome.
+  void count(const std::string& family, const std::string& outcome) {
+    std::lock_guard lock(mutex_);
+    ++families_[{family, outcome}];
+  }
+  void in_flight(const std::string& hook, int delta) {
+    std::lock_guard lock(mutex_);
+    in_flight_[hook] += delta;
+  }
+  // The metrics in Prometheus' text format; `shed`: the connections closed over the cap.
+  std::string render(int64_t shed);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::pair<std::string, std::string>, int64_t> deliveries_;
+  std::map<std::string, int64_t> in_flight_;
+  std::map<std::string, std::pair<int64_t, int64_t>> durations_;
+  std::map<std::pair<std::string, std::string>, int64_t> families_;  // (family, outcome)
+};
+
+}  // namespace idem::http

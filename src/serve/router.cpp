@@ -1,0 +1,137 @@
+#include "serve/router.hpp"
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+
+#include "net/answer.hpp"
+#include "net/routes.hpp"
+#include "proxy/rules.hpp"
+#include "serve/log.hpp"
+
+namespace idem::http {
+
+namespace {
+
+// The title of the answer to a request the transport refused (see Handler::refused).
+std::string refusal_title(int status) {
+  // clang-format off
+  switch (status) {
+    case 408: return "Request timeout";
+    case 413: return "Body too large";
+    case 414: return "Request line too long";
+    case 431: return "Header fields too large";
+    case 417: return "Expectation not supported";
+    case 501: return "Transfer coding not supported";
+    case 505: return "HTTP version not supported";
+    case 500: return "Internal error";
+    default: return "Bad request";
+  }
+  // clang-format on
+}
+
+// What a refusal says: the parser's reason; when the handler failed (500), its reason goes to
+// the log only.
+std::string refusal_detail(const ParseError& error) {
+  return error.status == 500 ? "the daemon failed to handle the request" : error.reason;
+}
+
+Answer refusal(const ParseError& error) {
+  Answer a = problem(error.status, refusal_title(error.status), refusal_detail(error));
+  if (error.status == 500) a.error = error.reason;
+  return a;
+}
+
+std::string refusal_outcome(int status) {
+  return status == 413   ? "too_large"
+         : status == 408 ? "request_timeout"
+         : status == 500 ? "error"
+                         : "bad_request";
+}
+
+// The Handler: each call takes the table in force, looks the route up once and delegates to it;
+// then logs and counts every answer.
+class Router final : public Handler {
+ public:
+  // `socket`: the Unix socket's router, which routes through State::socket_routes.
+  Router(std::function<std::shared_ptr<const State>()> current, Metrics& metrics,
+         bool socket = false)
+      : current_(std::move(current)), metrics_(metrics), socket_(socket) {}
+
+  Admission admit(const RequestHead& head) override {
+    auto state = current_();
+    if (const Route* route = routes(*state).find(head.path)) return route->admit(head);
+    Answer a = problem(404, "No such hook", "no hook is configured at " + head.path);
+    a.outcome = "not_found";
+    return Admission{to_response(a), 0};
+  }
+
+  Response refused(const RequestHead& head, const ParseError& error) override {
+    auto state = current_();
+    // The proxy's paths are every path, "" too (a head that did not parse): SDKs of
+    // Stripe-style APIs read an answer without the error member as a success, so every answer
+    // the proxy's clients get carries it. Hooks' answers keep their documented form.
+    if (const Route* route = routes(*state).find(head.path); route && route->error_member()) {
+      Response r = proxy_problem(error.status, refusal_title(error.status), refusal_detail(error),
+                                 error.status == 500 ? "api_error" : "invalid_request_error");
+      r.log_fields = {{"family", "proxy"}, {"outcome", refusal_outcome(error.status)}};
+      if (error.status == 500) r.log_fields.emplace_back("error", error.reason);
+      return r;
+    }
+    Answer a = refusal(error);
+    // A refusal of a request whose head named a hook counts for that hook.
+    std::string hook;
+    if (!head.method.empty()) {
+      const Route* route = routes(*state).find(head.path);
+      if (route && !route->hook().empty()) {
+        hook = route->hook();
+        a.outcome = refusal_outcome(error.status);
+      }
+    }
+    return to_response(a, hook);
+  }
+
+  Response handle(Request& req) override {
+    auto state = current_();  // kept alive while its route answers
+    if (const Route* route = routes(*state).find(req.head.path)) return route->handle(req);
+    // Reloaded away between admission and now.
+    return to_response(problem(404, "No such hook", "no hook is configured at " + req.head.path));
+  }
+
+  void answered(const RequestHead& head, const std::string& remote, const Response& response,
+                int64_t duration_ms) override {
+    nlohmann::json line{{"time", now_iso()},         {"remote", remote},
+                        {"method", head.method},     {"path", head.path},
+                        {"status", response.status}, {"duration_ms", duration_ms}};
+    std::string hook, outcome, family;
+    for (const auto& [name, value] : response.log_fields) {
+      line[name] = value;
+      if (name == "hook") hook = value;
+      if (name == "outcome") outcome = value;
+      if (name == "family") family = value;
+    }
+    log_line(line);
+    if (outcome.empty()) outcome = "other";
+    if (!hook.empty())
+      metrics_.delivery(hook, outcome, duration_ms);
+    else if (!family.empty())
+      metrics_.count(family, outcome);
+  }
+
+ private:
+  const RouteTable& routes(const State& state) const {
+    return socket_ ? state.socket_routes : state.routes;
+  }
+  std::function<std::shared_ptr<const State>()> current_;
+  Metrics& metrics_;
+  const bool socket_;
+};
+
+}  // namespace
+
+std::unique_ptr<Handler> make_router(std::function<std::shared_ptr<const State>()> current,
+                                     Metrics& metrics, bool socket) {
+  return std::make_unique<Router>(std::move(current), metrics, socket);
+}
+
+}  // namespace idem::http

@@ -1,0 +1,21 @@
+#pragma once
+// The routes the daemon makes itself: /healthz, /metrics, and one per native hook of the config.
+#include <memory>
+
+#include "hooks/config.hpp"
+#include "hooks/delivery.hpp"
+#include "net/routes.hpp"
+#include "serve/health.hpp"
+#include "serve/services.hpp"
+
+namespace idem::http {
+
+// /healthz: "ok", or 503 while the store cannot be used.
+std::shared_ptr<const Route> health_route(StoreHealth& health);
+// /metrics: the counters, in Prometheus' text format.
+std::shared_ptr<const Route> metrics_route(Services& services);
+// One configured hook: its methods and body limit, then deliver() (SPEC §6's table).
+std::shared_ptr<const Route> native_hook_route(Hook hook, std::shared_ptr<HookSlots> slots,
+                                               Services& services);
+
+}  // namespace idem::http

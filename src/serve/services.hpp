@@ -1,0 +1,58 @@
+#pragma once
+// What the daemon's routes use for as long as it runs: the store's connections, the owner it
+// claims as, the metrics, the store's health, the background work the drain waits for.
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "hooks/delivery.hpp"
+#include "ledger/ledger.hpp"
+#include "proc/liveness.hpp"
+#include "serve/background.hpp"
+#include "serve/daemon.hpp"
+#include "serve/health.hpp"
+#include "serve/metrics.hpp"
+#include "store/provider.hpp"
+#include "util/clock.hpp"
+
+namespace idem::http {
+
+// What the routes use, for as long as the daemon runs; a reload keeps it.
+struct Services {
+  // `unix_socket`: a Unix socket was passed in (socket activation) to serve as --socket's.
+  Services(const DaemonOptions& options, bool unix_socket)
+      // Deliveries lease connections from here, reused across deliveries and threads. Idle ones
+      // are kept up to the connections served at once (at most 16): a burst reuses them, and a
+      // quiet daemon holds only that many open.
+      : stores(std::make_shared<store::StoreProvider>(
+            options.store, store::StoreOptions{options.busy_timeout_ms},
+            size_t(std::clamp(options.max_connections, 1, 16)))),
+        owner(proc::describe_owner()),
+        health(options.store, options.busy_timeout_ms) {
+    if (options.ledger || !options.socket_path.empty() || unix_socket)
+      ledger = std::make_shared<const Ledger>(stores, Ledger::client_owner(owner.host),
+                                              util::process_clock());
+    // Made (or read) at start: a bad token file stops the daemon before it listens.
+    if (options.ledger) ledger_token = load_ledger_token(ledger_token_path(options.store));
+  }
+
+  std::shared_ptr<store::StoreProvider> stores;
+  const core::Owner owner;
+  int64_t lease_ms = 0;  // of every claim: DaemonOptions::lease_ms on a store shared by hosts
+  Metrics metrics;
+  StoreHealth health;
+  Background background;
+  std::function<int64_t()> shed_count;      // set once the server exists, before it serves
+  std::shared_ptr<const Ledger> ledger;     // with --ledger or --socket
+  std::optional<std::string> ledger_token;  // with --ledger: asked of the TCP listener's calls
+};
+
+// What a hook's deliveries use of the daemon. Background work counts as in flight for its hook,
+// and keeps the slots it runs in: a reload may drop the hook's route meanwhile.
+DeliveryServices delivery_services(Services& all, const std::string& path,
+                                   std::shared_ptr<HookSlots> slots);
+
+}  // namespace idem::http

@@ -1,0 +1,98 @@
+#include "serve/state.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "ledger/ledger.hpp"
+#include "proxy/route.hpp"
+#include "serve/routes.hpp"
+#include "webhook/route.hpp"
+
+namespace idem::http {
+
+namespace {
+
+// A hook's slots: its previous ones (its running handlers still count) unless its limits changed.
+std::shared_ptr<HookSlots> slots_for(const Hook& hook, const State* previous) {
+  if (previous) {
+    auto it = previous->slots.find(hook.path);
+    if (it != previous->slots.end() && it->second->max_running() == hook.max_concurrency &&
+        it->second->max_waiting() == hook.max_queue)
+      return it->second;
+  }
+  return std::make_shared<HookSlots>(hook.max_concurrency, hook.max_queue);
+}
+
+// Every secret of every hook, native or webhook's, is kept from every handler; a hooks file's
+// hook may not take a path the config's hooks or the ledger have.
+void join_hooks(State& state, bool ledger) {
+  std::vector<std::string> withheld = state.webhooks.withheld_env;
+  for (const Hook& hook : state.config.hooks)
+    withheld.insert(withheld.end(), hook.withheld_env.begin(), hook.withheld_env.end());
+  std::sort(withheld.begin(), withheld.end());
+  withheld.erase(std::unique(withheld.begin(), withheld.end()), withheld.end());
+  for (Hook& hook : state.config.hooks) hook.withheld_env = withheld;
+  for (webhook::WebhookHook& hook : state.webhooks.hooks) {
+    hook.native.withheld_env = withheld;
+    const std::string& path = hook.native.path;
+    if (ledger && is_ledger_path(path))
+      throw UsageError(hook.file + ": hook " + hook.id + " is served at " + path +
+                       ", a path of the ledger API (--ledger)");
+    for (const Hook& native : state.config.hooks)
+      if (native.path == path)
+        throw UsageError(hook.file + ": hook " + hook.id + " is served at " + path +
+                         ", which a hook of the config has too");
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, Services& services,
+                                         const DaemonOptions& options) {
+  auto state = std::make_shared<State>();
+  state->config = std::move(loaded.config);
+  state->webhooks = std::move(loaded.webhooks);
+  join_hooks(*state, services.ledger_token.has_value());
+  state->routes.add(health_route(services.health));
+  state->routes.add(metrics_route(services));
+  if (services.ledger_token)
+    state->routes.add(ledger_route(services.ledger, services.ledger_token));
+  if (services.ledger) {
+    state->socket_routes.add(health_route(services.health));
+    state->socket_routes.add(metrics_route(services));
+    state->socket_routes.add(ledger_route(services.ledger, std::nullopt));
+  }
+  for (const Hook& hook : state->config.hooks) {
+    if (services.ledger_token && is_ledger_path(hook.path))
+      throw UsageError("hook " + hook.path + " is a path of the ledger API (--ledger)");
+    auto slots = slots_for(hook, previous);
+    state->slots[hook.path] = slots;
+    state->routes.add(native_hook_route(hook, std::move(slots), services));
+  }
+  for (const webhook::WebhookHook& hook : state->webhooks.hooks) {
+    const std::string& path = hook.native.path;
+    auto slots = slots_for(hook.native, previous);
+    state->slots[path] = slots;
+    webhook::RouteServices route_services{
+        delivery_services(services, path, slots),
+        [&metrics = services.metrics, path](int delta) { metrics.in_flight(path, delta); }};
+    state->routes.add(
+        webhook::hook_route(hook, options.hooks, std::move(slots), std::move(route_services)));
+  }
+  // Last: the proxy takes every path; without one, webhook's prefix answers its own 404s.
+  if (state->config.proxy)
+    state->routes.add(make_proxy_route(
+        *state->config.proxy, ProxyServices{services.stores, services.owner, services.lease_ms,
+                                            [&services](std::function<void()> fn) {
+                                              services.background.spawn(std::move(fn));
+                                            }}));
+  else if (!options.hooks.files.empty())
+    state->routes.add(webhook::not_found_route(options.hooks.file_options.urlprefix));
+  return state;
+}
+
+}  // namespace idem::http
