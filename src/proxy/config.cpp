@@ -133,7 +133,8 @@ ProxyConfig read_proxy_section(const config_fields::Json& value) {
   expect_object(value, at);
   check_fields(value, at,
                {"upstream", "methods", "ttl", "timeout", "late_answer", "max_body", "max_response",
-                "scope_header", "store_server_errors", "store_statuses", "routes", "allow"});
+                "max_forwards", "scope_header", "store_server_errors", "store_statuses", "routes",
+                "allow"});
   ProxyConfig proxy;
   read_upstream(value, at, proxy);
   if (const Json* v = optional_field(value, "allow"))
@@ -148,6 +149,8 @@ ProxyConfig read_proxy_section(const config_fields::Json& value) {
                                            core::format_size(core::k_max_output_cap) + ", got " +
                                            core::format_size(proxy.max_response));
   }
+  if (const Json* v = optional_field(value, "max_forwards"))
+    proxy.max_forwards = read_int(*v, member(at, "max_forwards"), 1, 4096);
   if (const Json* v = optional_field(value, "scope_header")) {
     std::string where = member(at, "scope_header");
     proxy.scope_header = read_string(*v, where);

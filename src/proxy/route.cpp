@@ -362,6 +362,7 @@ struct Forward {
   std::string key;  // as the client gave it, for the log
   int64_t start_ms = 0;
   std::shared_ptr<Handover> handover = std::make_shared<Handover>();
+  std::shared_ptr<void> slot;  // among max_forwards, given back when the forward is over
 
   void run() {
     PerCallStore store(stores);
@@ -513,6 +514,25 @@ class ProxyRoute final : public Route {
                     "too_large");
   }
 
+  // A slot among the proxy's max_forwards, or null when all are taken.
+  std::shared_ptr<void> forward_slot() const {
+    std::shared_ptr<std::atomic<int64_t>> count = services_.forwards;
+    if (count->fetch_add(1) >= config_.max_forwards) {
+      count->fetch_sub(1);
+      return nullptr;
+    }
+    return std::shared_ptr<void>(count.get(), [count](void*) { count->fetch_sub(1); });
+  }
+
+  // Nothing was sent and the key is free: the client retries later.
+  static Response busy(const std::string& key, const std::string& why) {
+    Response r =
+        proxy_problem(503, "Proxy busy",
+                      "the proxy cannot forward more requests now; retry later", "api_error");
+    r.headers.emplace_back("Retry-After", "1");
+    return labelled(std::move(r), "busy", key, why);
+  }
+
   engine::AttemptRequest attempt_request(const Request& req, const ProxySettings& s,
                                          const std::string& name) const {
     engine::AttemptRequest ar;
@@ -533,6 +553,10 @@ class ProxyRoute final : public Route {
     const int64_t start_ms = util::monotonic_ms();
     const std::string name = stored_key(key_scope(req.head.headers, config_.scope_header), key);
     auto forward = std::make_shared<Forward>();
+    forward->slot = forward_slot();
+    if (!forward->slot)
+      return busy(key, "max_forwards (" + std::to_string(config_.max_forwards) +
+                           ") forwards are under way");
     try {
       PerCallStore store(services_.stores);
       engine::Engine engine(store, util::process_clock(), proc::owner_gone);
@@ -563,11 +587,7 @@ class ProxyRoute final : public Route {
         PerCallStore(services_.stores).release(name, forward->claimed.attempt_token);
       } catch (const std::exception&) {
       }
-      Response r =
-          proxy_problem(503, "Proxy busy",
-                        "the proxy cannot forward more requests now; retry later", "api_error");
-      r.headers.emplace_back("Retry-After", "1");
-      return labelled(std::move(r), "busy", key, e.what());
+      return busy(key, e.what());
     }
     if (auto answer = handover->take(start_ms + s.timeout_ms, handover)) return std::move(*answer);
     const std::string waited =

@@ -3,6 +3,7 @@
 // other route takes. A keyed request (rules.hpp) is claimed through the attempt engine, forwarded
 // once by its Effect, and its answer recorded, or the key released when the policy says so; a
 // duplicate is replayed from the store. Other requests are passed through untouched.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -21,6 +22,9 @@ struct ProxyServices {
   // Runs work that outlives the request on a thread of its own, which the daemon's drain waits
   // for: each keyed forward (it may go on after its client got a 504). Throws when it cannot.
   std::function<void(std::function<void()>)> spawn;
+  // Keyed forwards under way (ProxyConfig::max_forwards), kept across reloads: a forward of a
+  // route a reload dropped still counts.
+  std::shared_ptr<std::atomic<int64_t>> forwards = std::make_shared<std::atomic<int64_t>>(0);
 };
 
 // Its answers count in /metrics as idem_proxy_requests_total{outcome}: forwarded, replayed,

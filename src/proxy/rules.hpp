@@ -71,6 +71,10 @@ struct ProxyConfig {
   // too large to replay (duplicates get a 409).
   int64_t max_response = 10 << 20;
   std::string scope_header;  // "" or the header that scopes keys in place of Authorization
+  // Keyed forwards under way at once: those whose client waits and those whose answer is still
+  // awaited after a 504 (late_answer). One more is refused with 503 before it is claimed, so its
+  // key stays free: a flood of slow requests cannot pile up threads without end.
+  int64_t max_forwards = 256;
   std::vector<ProxyRouteSettings> routes;
   // The peers whose requests are forwarded; others get 403 before the body is read. Empty: all.
   std::vector<IpRange> allow;

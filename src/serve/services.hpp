@@ -2,6 +2,7 @@
 // What the daemon's routes use for as long as it runs: the store's connections, the owner it
 // claims as, the metrics, the store's health, the background work the drain waits for.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -45,6 +46,8 @@ struct Services {
   Metrics metrics;
   StoreHealth health;
   Background background;
+  // The proxy's keyed forwards under way (ProxyServices::forwards), across reloads.
+  std::shared_ptr<std::atomic<int64_t>> proxy_forwards = std::make_shared<std::atomic<int64_t>>(0);
   std::function<int64_t()> shed_count;      // set once the server exists, before it serves
   std::shared_ptr<const Ledger> ledger;     // with --ledger or --socket
   std::optional<std::string> ledger_token;  // with --ledger: asked of the TCP listener's calls

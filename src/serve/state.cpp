@@ -89,7 +89,8 @@ std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, S
         *state->config.proxy, ProxyServices{services.stores, services.owner, services.lease_ms,
                                             [&services](std::function<void()> fn) {
                                               services.background.spawn(std::move(fn));
-                                            }}));
+                                            },
+                                            services.proxy_forwards}));
   else if (!options.hooks.files.empty())
     state->routes.add(webhook::not_found_route(options.hooks.file_options.urlprefix));
   return state;

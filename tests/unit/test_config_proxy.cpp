@@ -58,6 +58,7 @@ TEST_CASE("config proxy: every field but upstream has a default", "[config][prox
   CHECK_FALSE(p.settings.store_statuses.stores(429));
   CHECK(p.settings.store_statuses.stores(404));
   CHECK(p.max_response == 10 << 20);
+  CHECK(p.max_forwards == 256);
   CHECK(p.scope_header.empty());
   CHECK(p.routes.empty());
 }
@@ -65,7 +66,8 @@ TEST_CASE("config proxy: every field but upstream has a default", "[config][prox
 TEST_CASE("config proxy: the fields are read as given", "[config][proxy]") {
   ProxyConfig p = parse_proxy(
       R"("methods": ["POST", "PUT"], "ttl": "1h", "timeout": 5, "max_body": "2KiB",
-         "max_response": 100, "scope_header": "X-Tenant", "store_server_errors": true,
+         "max_response": 100, "max_forwards": 3, "scope_header": "X-Tenant",
+         "store_server_errors": true,
          "late_answer": "0s", "store_statuses": ["2xx", 429, "!204"],
          "routes": [{"prefix": "/v1/payments", "ttl": "7d", "store_server_errors": false,
                      "late_answer": "1h", "store_statuses": ["4xx"]},
@@ -84,6 +86,7 @@ TEST_CASE("config proxy: the fields are read as given", "[config][proxy]") {
   CHECK(p.settings.timeout_ms == 5 * k_second);
   CHECK(p.settings.max_body == 2048);
   CHECK(p.max_response == 100);
+  CHECK(p.max_forwards == 3);
   CHECK(p.scope_header == "X-Tenant");
   CHECK(p.settings.store_server_errors);
   REQUIRE(p.routes.size() == 2);
@@ -153,6 +156,10 @@ TEST_CASE("config proxy: each bad value is named", "[config][proxy]") {
         "serve.json: proxy.max_response: must be at most 900MiB, got 1GiB");
   CHECK(proxy_error(R"("max_response": 0)") ==
         "serve.json: proxy.max_response: must be more than 0");
+  CHECK(proxy_error(R"("max_forwards": 0)") ==
+        "serve.json: proxy.max_forwards: must be between 1 and 4096, got 0");
+  CHECK_THAT(proxy_error(R"("max_forwards": "many")"),
+             Catch::Contains("serve.json: proxy.max_forwards: expected an integer"));
   CHECK(proxy_error(R"("scope_header": "X Tenant")") ==
         "serve.json: proxy.scope_header: 'X Tenant' is not a valid header name");
   CHECK(proxy_error(R"("store_server_errors": "yes")") ==
