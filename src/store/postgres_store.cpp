@@ -34,9 +34,9 @@
 #include "core/errors.hpp"
 #include "core/key.hpp"
 #include "core/response.hpp"
+#include "store/claim_flow.hpp"
 #include "store/postgres_sql.hpp"
 #include "store/store.hpp"
-#include "util/crash_point.hpp"
 
 namespace idem::store {
 
@@ -153,11 +153,25 @@ class Result {
     if (is_null(row, col)) return 0;
     const char* p = PQgetvalue(result_, row, col);
     switch (PQgetlength(result_, row, col)) {
-      case 8: { uint64_t v; std::memcpy(&v, p, 8); return int64_t(be64toh(v)); }
-      case 4: { uint32_t v; std::memcpy(&v, p, 4); return int32_t(be32toh(v)); }
-      case 2: { uint16_t v; std::memcpy(&v, p, 2); return int16_t(be16toh(v)); }
-      case 1: return p[0] != 0;  // boolean
-      default: return 0;
+      case 8: {
+        uint64_t v;
+        std::memcpy(&v, p, 8);
+        return int64_t(be64toh(v));
+      }
+      case 4: {
+        uint32_t v;
+        std::memcpy(&v, p, 4);
+        return int32_t(be32toh(v));
+      }
+      case 2: {
+        uint16_t v;
+        std::memcpy(&v, p, 2);
+        return int16_t(be16toh(v));
+      }
+      case 1:
+        return p[0] != 0;  // boolean
+      default:
+        return 0;
     }
   }
   std::optional<int> optional_int_at(int row, int col) const {
@@ -212,11 +226,11 @@ class Connection {
     // A network cut shows as a failed call within about ten seconds (keepalives while waiting
     // for an answer, tcp_user_timeout while a request goes unacknowledged), not after the
     // kernel's fifteen minutes: an owner must learn in time that it cannot renew its lease.
-    const char* keys[] = {"application_name", "connect_timeout", "keepalives_idle",
-                          "keepalives_interval", "keepalives_count", "tcp_user_timeout",
-                          "dbname", nullptr};
-    const char* values[] = {"idem", k_connect_timeout_s, "5", "2", "3", "10000",
-                            where.target.c_str(), nullptr};
+    const char* keys[] = {
+        "application_name", "connect_timeout",  "keepalives_idle", "keepalives_interval",
+        "keepalives_count", "tcp_user_timeout", "dbname",          nullptr};
+    const char* values[] = {"idem",  k_connect_timeout_s,  "5",    "2", "3",
+                            "10000", where.target.c_str(), nullptr};
     conn_ = PQconnectdbParams(keys, values, 1);
     if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
       std::string why = conn_ != nullptr ? PQerrorMessage(conn_) : "out of memory";
@@ -225,7 +239,8 @@ class Connection {
       throw PgError{"", first_line(why)};
     }
     // The server's notices ("relation already exists, skipping") are not the user's business.
-    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        conn_, [](void*, const char*) {}, nullptr);
   }
   ~Connection() { PQfinish(conn_); }
   Connection(const Connection&) = delete;
@@ -264,7 +279,8 @@ class Connection {
       return result;
     }
     const char* state = raw != nullptr ? PQresultErrorField(raw, PG_DIAG_SQLSTATE) : nullptr;
-    const char* primary = raw != nullptr ? PQresultErrorField(raw, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+    const char* primary =
+        raw != nullptr ? PQresultErrorField(raw, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
     std::string message = primary != nullptr ? primary : first_line(PQerrorMessage(conn_));
     // A connection that broke has no SQLSTATE to give: it counts as lost.
     if (PQstatus(conn_) == CONNECTION_BAD) throw PgError{"", "connection lost: " + message};
@@ -353,8 +369,11 @@ class PostgresStore final : public Store {
     p.optional_integer(outcome.signal).integer(outcome.timed_out).bytes(outcome.output);
     p.integer(outcome.output_bytes).integer(outcome.output_truncated).text(outcome.note);
     p.optional_text(response);
-    return guarded("finish", [&] {
-      return conn().exec(R"sql(
+    return guarded(
+        "finish",
+        [&] {
+          return conn()
+                     .exec(R"sql(
         UPDATE idem_records SET status = $3, finished_at = $4, expires_at = $4 + ttl_ms,
                exit_code = $5, signal = $6, timed_out = $7 <> 0, output = $8,
                output_bytes = $9, output_truncated = $10 <> 0, note = $11, response = $12,
@@ -362,8 +381,11 @@ class PostgresStore final : public Store {
         WHERE key = $1 AND attempt = $2
           AND ((status = 'running' AND (lease_expires IS NULL OR lease_expires > $4))
                OR (status = $3 AND finished_at = $4 AND attempt_token = ''))
-      )sql", p).changed() == 1;
-    }, OnLoss::repeat);
+      )sql",
+                           p)
+                     .changed() == 1;
+        },
+        OnLoss::repeat);
   }
 
   std::vector<bool> put_all(std::span<const Record> records, bool replace) override {
@@ -380,16 +402,22 @@ class PostgresStore final : public Store {
                          const core::ProcessGroup& group) override {
     Params p;
     p.text(key).integer(attempt).integer(group.pgid).integer(group.leader_start_ticks);
-    return guarded("record the process group", [&] {
-      return conn().exec(R"sql(
+    return guarded(
+        "record the process group",
+        [&] {
+          return conn()
+                     .exec(R"sql(
         UPDATE idem_records SET pgid = $3, pgid_start = $4
-        WHERE key = $1 AND attempt = $2 AND status = 'running')sql", p).changed() == 1;
-    }, OnLoss::repeat);
+        WHERE key = $1 AND attempt = $2 AND status = 'running')sql",
+                           p)
+                     .changed() == 1;
+        },
+        OnLoss::repeat);
   }
 
   bool mark_abandoned(const std::string& key, int64_t attempt) override {
-    return guarded("mark abandoned", [&] { return set_abandoned(key, attempt, k_owner_died); },
-                   OnLoss::fail);
+    return guarded(
+        "mark abandoned", [&] { return set_abandoned(key, attempt, k_owner_died); }, OnLoss::fail);
   }
 
   bool heartbeat(const std::string& key, const std::string& attempt_token, int64_t lease_ms,
@@ -398,31 +426,26 @@ class PostgresStore final : public Store {
     const int64_t now = server_ms(now_ms);
     Params p;
     p.text(key).text(attempt_token).integer(now).integer_or_null(lease_end(now, lease_ms));
-    return guarded("heartbeat", [&] {
-      return conn().exec(R"sql(
+    return guarded(
+        "heartbeat",
+        [&] {
+          return conn()
+                     .exec(R"sql(
         UPDATE idem_records SET lease_expires = $4
         WHERE key = $1 AND attempt_token = $2 AND status = 'running'
-          AND (lease_expires IS NULL OR lease_expires > $3))sql", p).changed() == 1;
-    }, OnLoss::repeat);
+          AND (lease_expires IS NULL OR lease_expires > $3))sql",
+                           p)
+                     .changed() == 1;
+        },
+        OnLoss::repeat);
   }
 
   bool release(const std::string& key, const std::string& attempt_token) override {
     if (attempt_token.empty()) return false;
-    Params p;
-    p.text(key).text(attempt_token);
     return guarded("release", [&] {
       Transaction tx(conn(), lock_timeout_ms_);
-      bool changed = conn().exec(R"sql(
-        DELETE FROM idem_records
-        WHERE key = $1 AND attempt_token = $2 AND status = 'running' AND attempt = 1)sql",
-                                 p).changed() == 1;
-      if (!changed)
-        changed = conn().exec(R"sql(
-          UPDATE idem_records SET attempt = attempt - 1, status = 'abandoned',
-                 note = 'attempt ' || attempt || ' was released', attempt_token = '',
-                 lease_expires = NULL
-          WHERE key = $1 AND attempt_token = $2 AND status = 'running' AND attempt > 1)sql",
-                              p).changed() == 1;
+      Rows rows(*this);
+      const bool changed = release_rows(rows, key, attempt_token);
       tx.commit();
       return changed;
     });
@@ -442,13 +465,10 @@ class PostgresStore final : public Store {
   RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) override {
     return guarded("remove", [&] {
       Transaction tx(conn(), lock_timeout_ms_);
-      auto existing = select_record(key, false, true);
-      if (!existing) return RemoveResult::not_found;
-      if (existing->status == Status::running && !force && !owner_gone(existing->owner))
-        return RemoveResult::running;
-      conn().exec("DELETE FROM idem_records WHERE key = $1", Params().text(key));
-      tx.commit();
-      return RemoveResult::removed;
+      Rows rows(*this);
+      const RemoveResult result = remove_rows(rows, key, force, owner_gone);
+      if (result == RemoveResult::removed) tx.commit();
+      return result;
     });
   }
 
@@ -459,8 +479,7 @@ class PostgresStore final : public Store {
     return guarded("gc", [&] {
       if (query.dry_run) {
         int64_t n = conn().exec(postgres_sql::gc_count(false), p).int_at(0, 0);
-        if (query.older_than_ms > 0)
-          n += conn().exec(postgres_sql::gc_count(true), p).int_at(0, 0);
+        if (query.older_than_ms > 0) n += conn().exec(postgres_sql::gc_count(true), p).int_at(0, 0);
         return n;
       }
       int64_t removed = delete_batches(postgres_sql::gc_delete_batch(false), p);
@@ -515,7 +534,8 @@ class PostgresStore final : public Store {
     p.integer_or_null(r.lease_expires_ms).integer(r.replay_failures);
     p.text(r.owner.machine_id).integer(r.owner.pid_ns);
     if (replace) conn().exec("DELETE FROM idem_records WHERE key = $1", Params().text(r.key));
-    return conn().exec(R"sql(
+    return conn()
+               .exec(R"sql(
       INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
                                 owner_boot_id, owner_pid, owner_start, started_at, finished_at,
                                 ttl_ms, expires_at, exit_code, signal, timed_out, output,
@@ -524,11 +544,10 @@ class PostgresStore final : public Store {
                                 owner_machine_id, owner_pid_ns)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16 <> 0, $17, $18, $19 <> 0, $20, $21, $22, $23,
               $24, '', $25, $26 <> 0, $27, $28)
-      ON CONFLICT (key) DO NOTHING RETURNING attempt)sql", p).rows() == 1;
+      ON CONFLICT (key) DO NOTHING RETURNING attempt)sql",
+                     p)
+               .rows() == 1;
   }
-
-  static constexpr const char* k_owner_died = "owner died mid-run";
-  static constexpr const char* k_lease_ran_out = "lease ran out mid-run";
 
   Connection& conn() {
     if (!conn_) throw PgError{"", "not connected"};
@@ -557,8 +576,8 @@ class PostgresStore final : public Store {
         if (conn_ && conn_->lost()) reconnect();
         return body();
       } catch (const PgError& e) {
-        const bool lost_at_once = e.sqlstate.empty() && conn_ && conn_->lost() &&
-                                  conn_->succeeded() == sent_before;
+        const bool lost_at_once =
+            e.sqlstate.empty() && conn_ && conn_->lost() && conn_->succeeded() == sent_before;
         const bool lost = e.sqlstate.empty() && conn_ && conn_->lost();
         if (((lost_at_once && on_loss == OnLoss::retry_if_nothing_sent) ||
              (lost && on_loss == OnLoss::repeat)) &&
@@ -641,23 +660,20 @@ class PostgresStore final : public Store {
     return version;
   }
 
-  static int64_t lease_end(int64_t now_ms, int64_t lease_ms) {
-    return lease_ms > 0 ? now_ms + lease_ms : 0;
-  }
-
   // After a claim lost its connection: whether its COMMIT had landed, read back by its token
   // (reconnecting) for up to the busy timeout while the server cannot be reached. Nothing when
   // it did not land: the caller claims again. Throws when it cannot be told.
   std::optional<ClaimResult> claim_landed(const ClaimRequest& req, const std::string& token,
                                           const StoreError& first) {
-    const auto give_up = std::chrono::steady_clock::now() +
-                         std::chrono::milliseconds(lock_timeout_ms_);
+    const auto give_up =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(lock_timeout_ms_);
     for (int64_t pause_ms = 50;; pause_ms = std::min<int64_t>(pause_ms * 2, 1000)) {
       try {
         return guarded("claim", [&]() -> std::optional<ClaimResult> {
           Result r = conn().exec(
               "SELECT attempt, lease_expires FROM idem_records WHERE key = $1 AND "
-              "attempt_token = $2 AND status = 'running'", Params().text(req.key).text(token));
+              "attempt_token = $2 AND status = 'running'",
+              Params().text(req.key).text(token));
           if (r.rows() == 0) return std::nullopt;
           return ClaimResult{core::Verdict::claim, r.int_at(0, 0), token, r.int_at(0, 1),
                              std::nullopt};
@@ -676,38 +692,43 @@ class PostgresStore final : public Store {
   ClaimResult claim_once(const ClaimRequest& req, const OwnerGone& owner_gone,
                          const std::string& token) {
     Transaction tx(conn(), lock_timeout_ms_);
-    // A new key: one statement decides and records it (the key's unique constraint decides
-    // between concurrent claimers; a loser waits for the winner's commit, then inserts nothing).
-    Params insert = claim_params(req, 1, token);
-    if (conn().exec(R"sql(
+    Rows rows(*this);
+    ClaimResult result = claim_rows(rows, req, owner_gone, token);
+    tx.commit();
+    return result;
+  }
+
+  // The claim flow's row operations (store/claim_flow.hpp), in the transaction of the operation
+  // that makes them: a key's row is held by FOR UPDATE, a new key by its unique constraint.
+  class Rows final : public RowOperations {
+   public:
+    explicit Rows(PostgresStore& store) : store_(store) {}
+
+    std::optional<Record> lock(const std::string& key) override {
+      return store_.select_record(key, false, true);
+    }
+    std::optional<Record> read_with_output(const std::string& key) override {
+      return store_.select_record(key, true, false);
+    }
+    bool insert(const ClaimRequest& req, int64_t attempt, const std::string& token) override {
+      return store_.conn()
+                 .exec(R"sql(
           INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
                                     owner_boot_id, owner_pid, owner_start, started_at, ttl_ms,
                                     request, attempt_token, lease_expires, replay_failures,
                                     owner_machine_id, owner_pid_ns)
           VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0,
                   $15, $16)
-          ON CONFLICT (key) DO NOTHING RETURNING attempt)sql", insert).rows() == 1)
-      return claimed(tx, req, 1, token);
-    std::optional<Record> existing = select_record(req.key, false, true);
-    // Removed between the insert and the read: a serialization failure of our own making.
-    if (!existing) throw PgError{"40001", "the key was removed during its claim"};
-    const bool lease_out = core::lease_expired(*existing, req.now_ms);
-    const bool gone = core::owner_counts_gone(*existing, req.now_ms, owner_gone);
-    core::Decision d = core::decide(&*existing, req.fingerprint, req.now_ms, gone, req.policy);
-    if (d.mark_abandoned) {
-      set_abandoned(req.key, existing->attempt, lease_out ? k_lease_ran_out : k_owner_died);
-      existing->status = Status::abandoned;
+          ON CONFLICT (key) DO NOTHING RETURNING attempt)sql",
+                       claim_params(req, attempt, token))
+                 .rows() == 1;
     }
-    if (d.verdict != core::Verdict::claim) {
-      if (d.verdict == core::Verdict::replay) existing = select_record(req.key, true, false);
-      ClaimResult result{d.verdict, 0, "", 0, std::move(existing)};
-      if (result.existing) result.existing->attempt_token.clear();  // another owner's capability
-      tx.commit();
-      return result;
-    }
-    Params update = claim_params(req, d.next_attempt, token);
-    update.integer(existing->attempt);
-    if (conn().exec(R"sql(
+    bool replace(const ClaimRequest& req, int64_t attempt, const std::string& token,
+                 int64_t observed) override {
+      Params update = claim_params(req, attempt, token);
+      update.integer(observed);
+      return store_.conn()
+                 .exec(R"sql(
           UPDATE idem_records SET fingerprint = $2, kind = $3, status = 'running', attempt = $4,
                  owner_host = $5, owner_boot_id = $6, owner_pid = $7, owner_start = $8,
                  started_at = $9, ttl_ms = $10, request = $11, finished_at = NULL,
@@ -716,19 +737,44 @@ class PostgresStore final : public Store {
                  response = NULL, pgid = NULL, pgid_start = NULL, attempt_token = $12,
                  lease_expires = $13, replay_failures = $14 <> 0, owner_machine_id = $15,
                  owner_pid_ns = $16
-          WHERE key = $1 AND attempt = $17)sql", update).changed() != 1)
-      throw StoreError("store " + where_.display() + ": claim of '" +
-                       core::display_key(req.key) + "' lost a race it should not have");
-    return claimed(tx, req, d.next_attempt, token);
-  }
+          WHERE key = $1 AND attempt = $17)sql",
+                       update)
+                 .changed() == 1;
+    }
+    bool set_abandoned(const std::string& key, int64_t attempt, const char* note) override {
+      return store_.set_abandoned(key, attempt, note);
+    }
+    bool delete_first_attempt(const std::string& key, const std::string& token) override {
+      return store_.conn()
+                 .exec(R"sql(
+        DELETE FROM idem_records
+        WHERE key = $1 AND attempt_token = $2 AND status = 'running' AND attempt = 1)sql",
+                       Params().text(key).text(token))
+                 .changed() == 1;
+    }
+    bool restore_previous_attempt(const std::string& key, const std::string& token) override {
+      return store_.conn()
+                 .exec(R"sql(
+          UPDATE idem_records SET attempt = attempt - 1, status = 'abandoned',
+                 note = 'attempt ' || attempt || ' was released', attempt_token = '',
+                 lease_expires = NULL
+          WHERE key = $1 AND attempt_token = $2 AND status = 'running' AND attempt > 1)sql",
+                       Params().text(key).text(token))
+                 .changed() == 1;
+    }
+    void delete_record(const std::string& key) override {
+      store_.conn().exec("DELETE FROM idem_records WHERE key = $1", Params().text(key));
+    }
+    bool inserts_first() const override { return true; }
+    // Removed between the insert and the read: a serialization failure of our own making.
+    [[noreturn]] void vanished(const std::string&) override {
+      throw PgError{"40001", "the key was removed during its claim"};
+    }
+    std::string where() const override { return store_.where_.display(); }
 
-  ClaimResult claimed(Transaction& tx, const ClaimRequest& req, int64_t attempt,
-                      const std::string& token) {
-    IDEM_CRASH_POINT("claim-before-commit");
-    tx.commit();
-    return ClaimResult{core::Verdict::claim, attempt, token, lease_end(req.now_ms, req.lease_ms),
-                       std::nullopt};
-  }
+   private:
+    PostgresStore& store_;
+  };
 
   static Params claim_params(const ClaimRequest& req, int64_t attempt, const std::string& token) {
     Params p;
@@ -741,11 +787,13 @@ class PostgresStore final : public Store {
   }
 
   bool set_abandoned(const std::string& key, int64_t attempt, const char* note) {
-    return conn().exec(R"sql(
+    return conn()
+               .exec(R"sql(
       UPDATE idem_records SET status = 'abandoned', note = $3, attempt_token = '',
              lease_expires = NULL
       WHERE key = $1 AND attempt = $2 AND status = 'running')sql",
-                       Params().text(key).integer(attempt).text(note)).changed() == 1;
+                     Params().text(key).integer(attempt).text(note))
+               .changed() == 1;
   }
 
   std::optional<Record> select_record(const std::string& key, bool with_output, bool for_update) {
@@ -823,9 +871,10 @@ bool lists_unfinished_only(const ListQuery& q) {
 }
 
 std::string list_page(const ListQuery& q, bool after) {
-  std::string sql = std::string("SELECT ") + (q.keys_only ? "key, NULL, NULL, NULL, NULL, NULL, "
-                                                            "NULL, NULL, NULL, started_at"
-                                                          : k_list_columns) +
+  std::string sql = std::string("SELECT ") +
+                    (q.keys_only ? "key, NULL, NULL, NULL, NULL, NULL, "
+                                   "NULL, NULL, NULL, started_at"
+                                 : k_list_columns) +
                     " FROM idem_records WHERE true";
   // The partial index's own condition, spelled out: the planner then knows the index holds every
   // row wanted without proving it from `status = ANY ($2)`, whose value a generic plan lacks.
@@ -855,10 +904,10 @@ std::string gc_count(bool ended) {
 // The rows are picked through the partial index and locked with SKIP LOCKED: a row a claim holds
 // (a retry of an expired key) is left for the next gc rather than waited for.
 std::string gc_delete_batch(bool ended) {
-  const std::string picked =
-      ended ? "status <> 'running' AND coalesce(finished_at, started_at) <= $2"
-              " AND (expires_at IS NULL OR expires_at > $1)"
-            : "status <> 'running' AND expires_at <= $1";
+  const std::string picked = ended
+                                 ? "status <> 'running' AND coalesce(finished_at, started_at) <= $2"
+                                   " AND (expires_at IS NULL OR expires_at > $1)"
+                                 : "status <> 'running' AND expires_at <= $1";
   return "DELETE FROM idem_records WHERE key IN (SELECT key FROM idem_records WHERE " + picked +
          " LIMIT $3 FOR UPDATE SKIP LOCKED) AND status <> 'running'";
 }

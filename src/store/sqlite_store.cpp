@@ -42,6 +42,7 @@
 #include "core/key.hpp"
 #include "core/output.hpp"
 #include "core/response.hpp"
+#include "store/claim_flow.hpp"
 #include "store/sqlite_sql.hpp"
 #include "store/store.hpp"
 #include "store/write_queue.hpp"
@@ -587,7 +588,7 @@ struct Created {
 
 // mkdir -p; folders idem creates are 0700 whatever the umask (captured output may hold secrets).
 void make_private_dirs(const std::string& dir, Created& created) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(dir.c_str(), &st) == 0) {
     if (!S_ISDIR(st.st_mode)) throw StoreError("store folder " + dir + " is not a directory");
     return;
@@ -608,7 +609,7 @@ void make_private_dirs(const std::string& dir, Created& created) {
 // is there must be a regular file too: SQLite fails on a folder only once the database file
 // exists, and then with "disk I/O error".
 void refuse_odd_companion(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return;
   if (S_ISLNK(st.st_mode))
     throw StoreError("store " + path + " is a symlink; refusing to follow it");
@@ -622,7 +623,7 @@ mode_t prepare_db_file(const std::string& path, Created& created) {
   refuse_odd_companion(path + "-wal");
   refuse_odd_companion(path + "-shm");
   for (int tries = 0; tries < 2; ++tries) {
-    struct stat st{};
+    struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {
       if (S_ISLNK(st.st_mode))
         throw StoreError("store " + path + " is a symlink; refusing to follow it");
@@ -678,12 +679,12 @@ std::string resolved_path(const std::string& path) {
 }
 
 bool is_empty_file(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
 }
 
 bool is_regular_file(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
@@ -752,61 +753,13 @@ class SqliteStore final : public Store {
     sqlite3_close(db_);
   }
 
-  // The claim's transaction, on the connection of its batch (claim() below).
-  ClaimResult claim_in(Connection db, const ClaimRequest& req, const OwnerGone& owner_gone) {
-    std::optional<Record> existing = select_record(db, req.key, false);
-    // A lease decides alone; only a record without one gets the same-host check.
-    bool gone = existing && core::owner_counts_gone(*existing, req.now_ms, owner_gone);
-    core::Decision d = core::decide(existing ? &*existing : nullptr, req.fingerprint, req.now_ms,
-                                    gone, req.policy);
-    if (d.mark_abandoned) {
-      set_abandoned(db, req.key, existing->attempt,
-                    core::lease_expired(*existing, req.now_ms) ? k_lease_ran_out : k_owner_died);
-      existing->status = Status::abandoned;
-    }
-    ClaimResult result{d.verdict, 0, "", 0, std::nullopt};
-    if (d.verdict != core::Verdict::claim) {
-      if (d.verdict == core::Verdict::replay) existing = select_record(db, req.key, true);
-      result.existing = std::move(existing);
-      if (result.existing) result.existing->attempt_token.clear();  // another owner's capability
-      return result;
-    }
-    const std::string token = new_attempt_token();
-    if (!existing) {
-      Statement insert(db, R"sql(
-        INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                             owner_pid, owner_start, started_at, ttl_ms, request, attempt_token,
-                             lease_expires, replay_failures, owner_machine_id, owner_pid_ns)
-        VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,
-                ?17))sql", path_);
-      bind_claim(insert, req, d.next_attempt, token).run();
-    } else {
-      // Replaces the previous attempt; conditioned on it, so two retries cannot both win.
-      Statement update(db, R"sql(
-        UPDATE records SET fingerprint = ?2, kind = ?3, status = 'running', attempt = ?4,
-               owner_host = ?5, owner_boot_id = ?6, owner_pid = ?7, owner_start = ?8,
-               started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
-               expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0,
-               output_bytes = 0, output_truncated = 0, note = '', response = NULL, pgid = NULL,
-               pgid_start = NULL, attempt_token = ?12, lease_expires = ?13,
-               replay_failures = ?14, owner_machine_id = ?16, owner_pid_ns = ?17
-        WHERE key = ?1 AND attempt = ?15)sql", path_);
-      bind_claim(update, req, d.next_attempt, token).bind(15, existing->attempt).run();
-      if (sqlite3_changes(db) != 1)
-        throw StoreError("store " + path_ + ": claim of '" + core::display_key(req.key) +
-                         "' lost a race it should not have");
-    }
-    IDEM_CRASH_POINT("claim-before-commit");
-    result.attempt = d.next_attempt;
-    result.attempt_token = token;
-    result.lease_expires_ms = lease_end(req.now_ms, req.lease_ms);
-    return result;
-  }
-
   ClaimResult claim(const ClaimRequest& req, const OwnerGone& owner_gone) override {
     ClaimResult result;
     // A claim that need not be synced (ClaimRequest::sync) is so only if its batch needs no sync.
-    batched(req.sync, [&](Connection db) { result = claim_in(db, req, owner_gone); });
+    batched(req.sync, [&](Connection db) {
+      Rows rows(*this, db);
+      result = claim_rows(rows, req, owner_gone, new_attempt_token());
+    });
     if (!req.sync && result.verdict == core::Verdict::claim)
       unsynced_claim_.emplace(req.key, result.attempt);
     return result;
@@ -856,7 +809,8 @@ class SqliteStore final : public Store {
                output_truncated = ?9, note = ?10, response = ?11, attempt_token = '',
                lease_expires = NULL
         WHERE key = ?1 AND attempt = ?2 AND status = 'running'
-          AND (lease_expires IS NULL OR lease_expires > ?4))sql", path_);
+          AND (lease_expires IS NULL OR lease_expires > ?4))sql",
+                       path_);
       update.bind(1, key).bind(2, attempt).bind(3, std::string(core::to_string(outcome.status)));
       update.bind(4, outcome.finished_ms).bind_optional(5, outcome.exit_code);
       update.bind_optional(6, outcome.signal).bind(7, int64_t(outcome.timed_out));
@@ -893,7 +847,8 @@ class SqliteStore final : public Store {
                            lease_expires, replay_failures, owner_machine_id, owner_pid_ns)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
               ?19, ?20, ?21, ?22, ?23, '', ?24, ?25, ?26, ?27)
-      ON CONFLICT (key) DO NOTHING)sql", path_);
+      ON CONFLICT (key) DO NOTHING)sql",
+                     path_);
     insert.bind(1, r.key).bind(2, r.fingerprint).bind(3, r.kind);
     insert.bind(4, std::string(core::to_string(r.status))).bind(5, r.attempt);
     insert.bind(6, r.owner.host).bind(7, r.owner.boot_id).bind(8, r.owner.pid);
@@ -920,14 +875,15 @@ class SqliteStore final : public Store {
     // survives a crash of idem (the frames are in the file, for every other process to read),
     // and what a power cut could take (the group) it takes along with the group's processes; the
     // outcome's sync after it covers it too. One fsync less per run.
-    const bool makes_claim_durable = unsynced_claim_ && unsynced_claim_->first == key &&
-                                     unsynced_claim_->second == attempt;
+    const bool makes_claim_durable =
+        unsynced_claim_ && unsynced_claim_->first == key && unsynced_claim_->second == attempt;
     unsynced_claim_.reset();
     bool changed = false;
     batched(makes_claim_durable, [&](Connection db) {
       Statement update(db, R"sql(
         UPDATE records SET pgid = ?3, pgid_start = ?4
-        WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
+        WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql",
+                       path_);
       update.bind(1, key).bind(2, attempt).bind(3, group.pgid).bind(4, group.leader_start_ticks);
       update.run();
       changed = sqlite3_changes(db) == 1;
@@ -948,7 +904,8 @@ class SqliteStore final : public Store {
     Statement update(db_, R"sql(
       UPDATE records SET lease_expires = ?4
       WHERE key = ?1 AND attempt_token = ?2 AND status = 'running'
-        AND (lease_expires IS NULL OR lease_expires > ?3))sql", path_);
+        AND (lease_expires IS NULL OR lease_expires > ?3))sql",
+                     path_);
     update.bind(1, key).bind(2, attempt_token).bind(3, now_ms);
     update.bind_null_if_zero(4, lease_end(now_ms, lease_ms)).run();
     bool changed = sqlite3_changes(db_) == 1;
@@ -960,20 +917,8 @@ class SqliteStore final : public Store {
   bool release(const std::string& key, const std::string& attempt_token) override {
     if (attempt_token.empty()) return false;
     Transaction tx(db_, path_, writers_->transactions());
-    Statement del(db_, R"sql(
-      DELETE FROM records
-      WHERE key = ?1 AND attempt_token = ?2 AND status = 'running' AND attempt = 1)sql", path_);
-    del.bind(1, key).bind(2, attempt_token).run();
-    bool changed = sqlite3_changes(db_) == 1;
-    if (!changed) {
-      Statement back(db_, R"sql(
-        UPDATE records SET attempt = attempt - 1, status = 'abandoned',
-               note = 'attempt ' || attempt || ' was released', attempt_token = '',
-               lease_expires = NULL
-        WHERE key = ?1 AND attempt_token = ?2 AND status = 'running' AND attempt > 1)sql", path_);
-      back.bind(1, key).bind(2, attempt_token).run();
-      changed = sqlite3_changes(db_) == 1;
-    }
+    Rows rows(*this, connection());
+    const bool changed = release_rows(rows, key, attempt_token);
     tx.commit();
     return changed;
   }
@@ -1005,14 +950,10 @@ class SqliteStore final : public Store {
 
   RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) override {
     Transaction tx(db_, path_, writers_->transactions());
-    auto existing = select_record(key, false);
-    if (!existing) return RemoveResult::not_found;
-    if (existing->status == Status::running && !force && !owner_gone(existing->owner))
-      return RemoveResult::running;
-    Statement del(db_, "DELETE FROM records WHERE key = ?1", path_);
-    del.bind(1, key).run();
-    tx.commit();
-    return RemoveResult::removed;
+    Rows rows(*this, connection());
+    const RemoveResult result = remove_rows(rows, key, force, owner_gone);
+    if (result == RemoveResult::removed) tx.commit();
+    return result;
   }
 
   int64_t gc(const GcQuery& q) override {
@@ -1159,9 +1100,8 @@ class SqliteStore final : public Store {
       sqlite3_stmt* stmt = nullptr;
       int rc = sqlite3_prepare_v2(db_, "PRAGMA journal_mode = WAL", -1, &stmt, nullptr);
       if (rc == SQLITE_OK) rc = sqlite3_step(stmt);
-      std::string mode = rc == SQLITE_ROW
-                             ? reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))
-                             : "";
+      std::string mode =
+          rc == SQLITE_ROW ? reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)) : "";
       sqlite3_finalize(stmt);
       if (rc == SQLITE_ROW && mode == "wal") return;
       if (rc == SQLITE_ROW)
@@ -1188,9 +1128,10 @@ class SqliteStore final : public Store {
     if (count == 0) store->busy_since_ms_ = now;
     const int64_t waited_ms = now - store->busy_since_ms_;
     if (waited_ms >= store->busy_timeout_ms_) return 0;
-    const int64_t pause_ms = waited_ms >= k_busy_fast_ms
-                                 ? k_busy_slow_poll_ms
-                                 : std::min<int64_t>(int64_t(1) << std::min(count, 2), k_busy_poll_ms);
+    const int64_t pause_ms =
+        waited_ms >= k_busy_fast_ms
+            ? k_busy_slow_poll_ms
+            : std::min<int64_t>(int64_t(1) << std::min(count, 2), k_busy_poll_ms);
     std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     return 1;
   }
@@ -1220,7 +1161,8 @@ class SqliteStore final : public Store {
       Statement tables(db_, R"sql(
         SELECT name FROM sqlite_master
         WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\'
-        ORDER BY name)sql", path_);
+        ORDER BY name)sql",
+                       path_);
       while (tables.step()) {
         std::string name = tables.text_at(0);
         if (name == "records") has_records = true;
@@ -1270,8 +1212,7 @@ class SqliteStore final : public Store {
     int version = user_version();
     refuse_foreign_file(application_id(), version);
     refuse_newer_schema(version);
-    for (; version < k_schema_version; ++version)
-      exec(k_migrations[version]);
+    for (; version < k_schema_version; ++version) exec(k_migrations[version]);
     exec(("PRAGMA application_id = " + std::to_string(k_application_id)).c_str());
     exec(("PRAGMA user_version = " + std::to_string(k_schema_version)).c_str());
     tx.commit();
@@ -1287,10 +1228,6 @@ class SqliteStore final : public Store {
     writers_->run(mine, sync, [&](BatchConnection& leader) { body(leader.db); });
   }
 
-  static int64_t lease_end(int64_t now_ms, int64_t lease_ms) {
-    return lease_ms > 0 ? now_ms + lease_ms : 0;
-  }
-
   Statement& bind_claim(Statement& s, const ClaimRequest& req, int64_t attempt,
                         const std::string& token) {
     s.bind(1, req.key).bind(2, req.fingerprint).bind(3, req.kind).bind(4, attempt);
@@ -1303,17 +1240,90 @@ class SqliteStore final : public Store {
     return s;
   }
 
-  static constexpr const char* k_owner_died = "owner died mid-run";
-  static constexpr const char* k_lease_ran_out = "lease ran out mid-run";
-
   bool set_abandoned(Connection db, const std::string& key, int64_t attempt,
                      const char* note = k_owner_died) {
     Statement update(db, R"sql(
       UPDATE records SET status = 'abandoned', note = ?3, attempt_token = '', lease_expires = NULL
-      WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql", path_);
+      WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql",
+                     path_);
     update.bind(1, key).bind(2, attempt).bind(3, std::string(note)).run();
     return sqlite3_changes(db) == 1;
   }
+
+  // The claim flow's row operations (store/claim_flow.hpp), on a connection inside a transaction
+  // that holds the writer lock: the whole store is the claim's.
+  class Rows final : public RowOperations {
+   public:
+    Rows(SqliteStore& store, Connection db) : store_(store), db_(db) {}
+
+    std::optional<Record> lock(const std::string& key) override {
+      return store_.select_record(db_, key, false);
+    }
+    std::optional<Record> read_with_output(const std::string& key) override {
+      return store_.select_record(db_, key, true);
+    }
+    bool insert(const ClaimRequest& req, int64_t attempt, const std::string& token) override {
+      Statement insert(db_, R"sql(
+        INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                             owner_pid, owner_start, started_at, ttl_ms, request, attempt_token,
+                             lease_expires, replay_failures, owner_machine_id, owner_pid_ns)
+        VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,
+                ?17)
+        ON CONFLICT (key) DO NOTHING)sql",
+                       store_.path_);
+      store_.bind_claim(insert, req, attempt, token).run();
+      return sqlite3_changes(db_) == 1;
+    }
+    bool replace(const ClaimRequest& req, int64_t attempt, const std::string& token,
+                 int64_t observed) override {
+      Statement update(db_, R"sql(
+        UPDATE records SET fingerprint = ?2, kind = ?3, status = 'running', attempt = ?4,
+               owner_host = ?5, owner_boot_id = ?6, owner_pid = ?7, owner_start = ?8,
+               started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
+               expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0,
+               output_bytes = 0, output_truncated = 0, note = '', response = NULL, pgid = NULL,
+               pgid_start = NULL, attempt_token = ?12, lease_expires = ?13,
+               replay_failures = ?14, owner_machine_id = ?16, owner_pid_ns = ?17
+        WHERE key = ?1 AND attempt = ?15)sql",
+                       store_.path_);
+      store_.bind_claim(update, req, attempt, token).bind(15, observed).run();
+      return sqlite3_changes(db_) == 1;
+    }
+    bool set_abandoned(const std::string& key, int64_t attempt, const char* note) override {
+      return store_.set_abandoned(db_, key, attempt, note);
+    }
+    bool delete_first_attempt(const std::string& key, const std::string& token) override {
+      Statement del(db_, R"sql(
+        DELETE FROM records
+        WHERE key = ?1 AND attempt_token = ?2 AND status = 'running' AND attempt = 1)sql",
+                    store_.path_);
+      del.bind(1, key).bind(2, token).run();
+      return sqlite3_changes(db_) == 1;
+    }
+    bool restore_previous_attempt(const std::string& key, const std::string& token) override {
+      Statement back(db_, R"sql(
+        UPDATE records SET attempt = attempt - 1, status = 'abandoned',
+               note = 'attempt ' || attempt || ' was released', attempt_token = '',
+               lease_expires = NULL
+        WHERE key = ?1 AND attempt_token = ?2 AND status = 'running' AND attempt > 1)sql",
+                     store_.path_);
+      back.bind(1, key).bind(2, token).run();
+      return sqlite3_changes(db_) == 1;
+    }
+    void delete_record(const std::string& key) override {
+      Statement(db_, "DELETE FROM records WHERE key = ?1", store_.path_).bind(1, key).run();
+    }
+    bool inserts_first() const override { return false; }
+    [[noreturn]] void vanished(const std::string& key) override {
+      throw StoreError("store " + store_.path_ + ": '" + core::display_key(key) +
+                       "' vanished under the writer lock");
+    }
+    std::string where() const override { return store_.path_; }
+
+   private:
+    SqliteStore& store_;
+    Connection db_;
+  };
 
   // A response that cannot be stored throws std::invalid_argument (finish encodes it before its
   // transaction, so nothing is written).
@@ -1370,7 +1380,7 @@ class SqliteStore final : public Store {
   }
 
   int64_t wal_bytes() const {
-    struct stat st{};
+    struct stat st {};
     return ::stat((path_ + "-wal").c_str(), &st) == 0 ? int64_t(st.st_size) : 0;
   }
   bool wal_large() const { return wal_bytes() > k_checkpoint_wal_bytes; }
@@ -1408,8 +1418,8 @@ class SqliteStore final : public Store {
   // group is synced to make it durable (set_process_group).
   std::optional<std::pair<std::string, int64_t>> unsynced_claim_;
   int64_t busy_since_ms_ = 0;
-  int64_t wal_bytes_after_gc_ = 0;  // what gc's checkpoint could not empty (wal_bytes_after_gc)
-  int opened_version_ = 0;  // PRAGMA user_version when the connection was opened
+  int64_t wal_bytes_after_gc_ = 0;     // what gc's checkpoint could not empty (wal_bytes_after_gc)
+  int opened_version_ = 0;             // PRAGMA user_version when the connection was opened
   int32_t opened_application_id_ = 0;  // PRAGMA application_id then
 };
 
@@ -1461,8 +1471,9 @@ std::string list(const ListQuery& q, bool by_key) {
   // from records_unfinished, in the same order. SQLite uses a partial index only for a query whose
   // WHERE holds the index's own condition as a term, so it is spelled exactly as in the index.
   if (lists_unfinished_only(q))
-    sql += " FROM records INDEXED BY records_unfinished"
-           " WHERE status IN ('running', 'abandoned')";
+    sql +=
+        " FROM records INDEXED BY records_unfinished"
+        " WHERE status IN ('running', 'abandoned')";
   else if (by_key)
     sql += " FROM records INDEXED BY sqlite_autoindex_records_1 WHERE 1";
   else
