@@ -31,13 +31,6 @@ std::string like_prefix(const std::string& prefix) {
   return pattern + '%';
 }
 
-bool lists_unfinished_only(const ListQuery& q) {
-  if (!q.live || q.include_expired || q.statuses.empty()) return false;
-  return std::all_of(q.statuses.begin(), q.statuses.end(), [](core::Status s) {
-    return s == core::Status::running || s == core::Status::abandoned;
-  });
-}
-
 std::string list_page(const ListQuery& q, bool after) {
   std::string sql = std::string("SELECT ") +
                     (q.keys_only ? "key, NULL, NULL, NULL, NULL, NULL, "
@@ -52,12 +45,7 @@ std::string list_page(const ListQuery& q, bool after) {
   std::string live = "(expires_at IS NULL OR expires_at > $1)";
   if (!q.statuses.empty()) live += " AND status = ANY ($2)";
   const std::string expired = "expires_at <= $1";
-  if (q.live && q.include_expired && !q.statuses.empty())
-    sql += " AND ((" + live + ") OR " + expired + ")";
-  else if (q.live && !q.include_expired)
-    sql += " AND " + live;
-  else if (!q.live)
-    sql += " AND " + expired;
+  sql += listing_condition(q, live, expired);
   return sql + " ORDER BY started_at DESC, key LIMIT $6";
 }
 

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <string>
 
+#include "store/listing.hpp"
 #include "store/store.hpp"
 
 namespace idem::store::postgres_sql {
@@ -205,9 +206,9 @@ inline constexpr const char* k_write_probe =
 // The LIKE pattern matching exactly the keys that start with `prefix` (\, % and _ escaped).
 std::string like_prefix(const std::string& prefix);
 
-// Whether the listing asks for unfinished records alone (running, abandoned; none expired), which
-// list_page then reads from their partial index, idem_records_unfinished.
-bool lists_unfinished_only(const ListQuery& query);
+// Unfinished records alone (store.hpp) are read by list_page from their partial index,
+// idem_records_unfinished.
+using store::lists_unfinished_only;
 
 // One page of the listing, newest first (started_at DESC, key), keyset-paginated: $1 now (ms),
 // $2 the statuses wanted (a text[]), $3 the prefix's LIKE pattern, $4 and $5 the last row of

@@ -55,13 +55,6 @@ std::string gc_ended(const char* what) {
          " AND (expires_at IS NULL OR expires_at > ?1)";
 }
 
-bool lists_unfinished_only(const ListQuery& q) {
-  if (!q.live || q.include_expired || q.statuses.empty()) return false;
-  return std::all_of(q.statuses.begin(), q.statuses.end(), [](core::Status s) {
-    return s == core::Status::running || s == core::Status::abandoned;
-  });
-}
-
 std::string list(const ListQuery& q, bool by_key) {
   // ls's columns: no request, no output, no response (never read, so a listing costs the same
   // whatever the records hold).
@@ -96,12 +89,7 @@ std::string list(const ListQuery& q, bool by_key) {
     live += ")";
   }
   const std::string expired = "expires_at <= ?1";
-  if (q.live && q.include_expired && !q.statuses.empty())
-    sql += " AND ((" + live + ") OR " + expired + ")";
-  else if (q.live && !q.include_expired)
-    sql += " AND " + live;
-  else if (!q.live)
-    sql += " AND " + expired;
+  sql += listing_condition(q, live, expired);
   sql += " ORDER BY started_at DESC, key";
   if (q.limit > 0) sql += " LIMIT " + std::to_string(q.limit);
   return sql;

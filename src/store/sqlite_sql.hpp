@@ -9,6 +9,7 @@
 #include <iterator>
 #include <string>
 
+#include "store/listing.hpp"
 #include "store/store.hpp"
 
 namespace idem::store::sqlite_sql {
@@ -254,9 +255,9 @@ std::string prefix_end(std::string prefix);
 std::string gc_expired(const char* what);
 std::string gc_ended(const char* what);
 
-// Whether the listing asks for unfinished records alone (running, abandoned; none expired), which
-// list() then reads from their partial index, records_unfinished, whatever `by_key` says.
-bool lists_unfinished_only(const ListQuery& query);
+// Unfinished records alone (store.hpp) are read from their partial index, records_unfinished,
+// whatever list()'s `by_key` says.
+using store::lists_unfinished_only;
 
 // The listing, newest first; `by_key`: through the key index (a rare prefix) rather than in order.
 std::string list(const ListQuery& query, bool by_key);
