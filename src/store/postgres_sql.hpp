@@ -1,11 +1,13 @@
 #pragma once
-// The SQL the PostgreSQL store runs, apart from the connection code so that it reads as one
+// All the SQL the PostgreSQL store runs (the transactions' BEGIN, COMMIT and ROLLBACK aside, in
+// postgres_connection.hpp), apart from the connection code so that it reads as one
 // schema and so that tests can EXPLAIN the very text the store runs (the listing and gc go
 // through indexes at any size). Every value is a $n parameter: nothing a user gives is ever
 // spliced into a statement.
 #include <iterator>
 #include <string>
 
+#include "store/listing.hpp"
 #include "store/store.hpp"
 
 namespace idem::store::postgres_sql {
@@ -102,12 +104,111 @@ inline constexpr const char* k_list_columns =
     "output_truncated, '', note, NULL, pgid, pgid_start, '', lease_expires, replay_failures, "
     "owner_machine_id, owner_pid_ns, NULL::bytea";
 
+// The version table's one row, and the version set by a migration ($1).
+inline constexpr const char* k_insert_schema_row =
+    "INSERT INTO idem_schema (id, version) VALUES (1, 0) ON CONFLICT DO NOTHING";
+inline constexpr const char* k_set_schema_version =
+    "UPDATE idem_schema SET version = $1 WHERE id = 1";
+// The schema version; `lock`: its row locked until the transaction ends.
+const char* schema_version(bool lock);
+
+// Each connection's set-up, in one round trip: the server's clock (ms) and the lock_timeout ($1).
+inline constexpr const char* k_set_up_session =
+    "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint, "
+    "set_config('lock_timeout', $1, false)";
+inline constexpr const char* k_server_version = "SELECT current_setting('server_version')";
+
+// The key's record ($1): k_record_columns, then its output (NULL unless `with_output`); locked
+// with `for_update`.
+const char* select_record(bool with_output, bool for_update);
+
+// The claim (store/claim_flow.hpp): $1 key, $2 fingerprint, $3 kind, $4 attempt, $5..$8 and $15,
+// $16 the owner (host, boot id, pid, start; machine id, pid namespace), $9 now, $10 TTL, $11
+// request, $12 token, $13 lease end (NULL: none), $14 replay_failures (0 or 1); $17 the attempt
+// replaced. The insert returns a row when it inserted.
+inline constexpr const char* k_claim_insert = R"sql(
+          INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
+                                    owner_boot_id, owner_pid, owner_start, started_at, ttl_ms,
+                                    request, attempt_token, lease_expires, replay_failures,
+                                    owner_machine_id, owner_pid_ns)
+          VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0,
+                  $15, $16)
+          ON CONFLICT (key) DO NOTHING RETURNING attempt)sql";
+inline constexpr const char* k_claim_replace = R"sql(
+          UPDATE idem_records SET fingerprint = $2, kind = $3, status = 'running', attempt = $4,
+                 owner_host = $5, owner_boot_id = $6, owner_pid = $7, owner_start = $8,
+                 started_at = $9, ttl_ms = $10, request = $11, finished_at = NULL,
+                 expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = false,
+                 output = NULL, output_bytes = 0, output_truncated = false, note = '',
+                 response = NULL, pgid = NULL, pgid_start = NULL, attempt_token = $12,
+                 lease_expires = $13, replay_failures = $14 <> 0, owner_machine_id = $15,
+                 owner_pid_ns = $16
+          WHERE key = $1 AND attempt = $17)sql";
+// Whether a claim whose answer the connection lost had landed: $1 key, $2 its token.
+inline constexpr const char* k_claim_landed =
+    "SELECT attempt, lease_expires FROM idem_records WHERE key = $1 AND "
+    "attempt_token = $2 AND status = 'running'";
+// $1 key, $2 attempt, $3 the note.
+inline constexpr const char* k_set_abandoned = R"sql(
+      UPDATE idem_records SET status = 'abandoned', note = $3, attempt_token = '',
+             lease_expires = NULL
+      WHERE key = $1 AND attempt = $2 AND status = 'running')sql";
+// Release (Store::release): $1 key, $2 token.
+inline constexpr const char* k_release_first_attempt = R"sql(
+        DELETE FROM idem_records
+        WHERE key = $1 AND attempt_token = $2 AND status = 'running' AND attempt = 1)sql";
+inline constexpr const char* k_restore_previous_attempt = R"sql(
+          UPDATE idem_records SET attempt = attempt - 1, status = 'abandoned',
+                 note = 'attempt ' || attempt || ' was released', attempt_token = '',
+                 lease_expires = NULL
+          WHERE key = $1 AND attempt_token = $2 AND status = 'running' AND attempt > 1)sql";
+
+// $1 key, $2 attempt, $3 status, $4 finished (ms), $5 exit code, $6 signal, $7 timed out, $8
+// output, $9 and $10 its bytes and truncation, $11 note, $12 response. Its last alternative
+// matches this very outcome already written, so that it can be repeated.
+inline constexpr const char* k_finish = R"sql(
+        UPDATE idem_records SET status = $3, finished_at = $4, expires_at = $4 + ttl_ms,
+               exit_code = $5, signal = $6, timed_out = $7 <> 0, output = $8,
+               output_bytes = $9, output_truncated = $10 <> 0, note = $11, response = $12,
+               attempt_token = '', lease_expires = NULL
+        WHERE key = $1 AND attempt = $2
+          AND ((status = 'running' AND (lease_expires IS NULL OR lease_expires > $4))
+               OR (status = $3 AND finished_at = $4 AND attempt_token = ''))
+      )sql";
+// $1 key, $2 attempt, $3 pgid, $4 its leader's start.
+inline constexpr const char* k_set_process_group = R"sql(
+        UPDATE idem_records SET pgid = $3, pgid_start = $4
+        WHERE key = $1 AND attempt = $2 AND status = 'running')sql";
+// $1 key, $2 token, $3 now, $4 the new lease end (NULL: none).
+inline constexpr const char* k_heartbeat = R"sql(
+        UPDATE idem_records SET lease_expires = $4
+        WHERE key = $1 AND attempt_token = $2 AND status = 'running'
+          AND (lease_expires IS NULL OR lease_expires > $3))sql";
+// A record as given (put_all): its columns in order, $1..$28 (no token).
+inline constexpr const char* k_put = R"sql(
+      INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
+                                owner_boot_id, owner_pid, owner_start, started_at, finished_at,
+                                ttl_ms, expires_at, exit_code, signal, timed_out, output,
+                                output_bytes, output_truncated, request, note, response, pgid,
+                                pgid_start, attempt_token, lease_expires, replay_failures,
+                                owner_machine_id, owner_pid_ns)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16 <> 0, $17, $18, $19 <> 0, $20, $21, $22, $23,
+              $24, '', $25, $26 <> 0, $27, $28)
+      ON CONFLICT (key) DO NOTHING RETURNING attempt)sql";
+inline constexpr const char* k_delete_record = "DELETE FROM idem_records WHERE key = $1";
+
+// doctor's trial write (Store::check_writable): each kind of write idem makes, on no row.
+inline constexpr const char* k_write_probe =
+    "INSERT INTO idem_records SELECT * FROM idem_records WHERE false; "
+    "UPDATE idem_records SET note = note WHERE false; "
+    "DELETE FROM idem_records WHERE false";
+
 // The LIKE pattern matching exactly the keys that start with `prefix` (\, % and _ escaped).
 std::string like_prefix(const std::string& prefix);
 
-// Whether the listing asks for unfinished records alone (running, abandoned; none expired), which
-// list_page then reads from their partial index, idem_records_unfinished.
-bool lists_unfinished_only(const ListQuery& query);
+// Unfinished records alone (store.hpp) are read by list_page from their partial index,
+// idem_records_unfinished.
+using store::lists_unfinished_only;
 
 // One page of the listing, newest first (started_at DESC, key), keyset-paginated: $1 now (ms),
 // $2 the statuses wanted (a text[]), $3 the prefix's LIKE pattern, $4 and $5 the last row of

@@ -1,12 +1,251 @@
 #pragma once
-// The SQL the SQLite store runs for gc and ls, apart so that tests can check its query plans
-// (through the indexes, no full scan, no sort for ls's order) on the very text the store runs.
-// Parameters: ?1 now (ms), ?2 the gc cutoff or the ls prefix, ?3 the prefix's end.
+// All the SQL the SQLite store runs: its schema and migrations, and every statement, apart from
+// the code so that it reads as one schema and so that tests can check query plans (through the
+// indexes, no full scan, no sort for ls's order) on the very text the store runs. The transaction
+// wrappers' BEGIN IMMEDIATE / COMMIT / ROLLBACK and SAVEPOINTs, and the synchronous setting they
+// switch, stay with them (sqlite_connection.hpp). The listing and gc's: ?1 now (ms), ?2 the gc
+// cutoff or the ls prefix, ?3 the prefix's end.
+#include <cstdint>
+#include <iterator>
 #include <string>
 
+#include "store/listing.hpp"
 #include "store/store.hpp"
 
 namespace idem::store::sqlite_sql {
+
+// The schema version this build creates and understands (PRAGMA user_version).
+inline constexpr int k_schema_version = 9;
+
+// Migrations from version i to i+1, applied in order inside one BEGIN IMMEDIATE transaction.
+// Never edit a published step: add a new one and bump k_schema_version.
+inline constexpr const char* k_migrations[] = {
+    // 0 -> 1: the records table.
+    R"sql(
+    CREATE TABLE records (
+      key              TEXT    NOT NULL PRIMARY KEY,
+      fingerprint      TEXT    NOT NULL,
+      kind             TEXT    NOT NULL,
+      status           TEXT    NOT NULL
+                       CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned')),
+      attempt          INTEGER NOT NULL,
+      owner_host       TEXT    NOT NULL,
+      owner_boot_id    TEXT    NOT NULL,
+      owner_pid        INTEGER NOT NULL,
+      owner_start      INTEGER NOT NULL,
+      started_at       INTEGER NOT NULL,
+      finished_at      INTEGER,
+      ttl_ms           INTEGER NOT NULL,
+      expires_at       INTEGER,
+      exit_code        INTEGER,
+      signal           INTEGER,
+      timed_out        INTEGER NOT NULL DEFAULT 0,
+      output           BLOB,
+      output_bytes     INTEGER NOT NULL DEFAULT 0,
+      output_truncated INTEGER NOT NULL DEFAULT 0,
+      request          TEXT    NOT NULL DEFAULT '{}',
+      note             TEXT    NOT NULL DEFAULT ''
+    );
+    CREATE INDEX records_by_expiry ON records (expires_at) WHERE expires_at IS NOT NULL;
+    CREATE INDEX records_by_start ON records (started_at);
+    )sql",
+    // 1 -> 2: what an HTTP delivery answered (idem serve), so a duplicate gets the same answer.
+    R"sql(
+    ALTER TABLE records ADD COLUMN http_status INTEGER;
+    ALTER TABLE records ADD COLUMN content_type TEXT NOT NULL DEFAULT '';
+    )sql",
+    // 2 -> 3: indexes gc and ls walk instead of the table. gc takes expired records from
+    // records_expiring and, for --older-than, records whose attempt ended (or, abandoned, began)
+    // before the cutoff from records_by_end, which also holds expires_at so a dry run counts from
+    // the index alone; both leave running records out by construction. ls reads newest first
+    // from records_by_recent, whose order is exactly ls's (started_at DESC, key), so no sort.
+    // They replace the version 1 indexes, which no query can use that way.
+    R"sql(
+    DROP INDEX IF EXISTS records_by_expiry;
+    DROP INDEX IF EXISTS records_by_start;
+    CREATE INDEX records_expiring ON records (expires_at) WHERE status <> 'running';
+    CREATE INDEX records_by_end ON records (coalesce(finished_at, started_at), expires_at)
+      WHERE status <> 'running';
+    CREATE INDEX records_by_recent ON records (started_at DESC, key);
+    -- The process group of the attempt's command and its leader's start time, so a retry of
+    -- an abandoned attempt can tell whether processes of it are still alive.
+    ALTER TABLE records ADD COLUMN pgid INTEGER;
+    ALTER TABLE records ADD COLUMN pgid_start INTEGER;
+    )sql",
+    // 3 -> 4: the attempt's token (a capability: heartbeat and release need it; '' for records
+    // claimed before, which nothing can match) and its lease (Unix ms; NULL: no lease).
+    R"sql(
+    ALTER TABLE records ADD COLUMN attempt_token TEXT NOT NULL DEFAULT '';
+    ALTER TABLE records ADD COLUMN lease_expires INTEGER;
+    )sql",
+    // 4 -> 5: the stored answer (core::Response's stored form, JSON; NULL: none) replaces the
+    // HTTP status and content type of version 2, so the record keeps no HTTP of its own: a
+    // delivery's answer becomes that status with its Content-Type header (none when it had no
+    // content type). json_object writes the same compact form encode_response does. DROP
+    // COLUMN rewrites the table once (SQLite 3.35+); neither column is in an index, so it is
+    // allowed.
+    R"sql(
+    ALTER TABLE records ADD COLUMN response TEXT;
+    UPDATE records
+      SET response = json_object('status', http_status, 'headers',
+                                 CASE WHEN content_type = '' THEN json_array()
+                                      ELSE json_array(json_array('Content-Type', content_type))
+                                 END)
+      WHERE http_status IS NOT NULL;
+    ALTER TABLE records DROP COLUMN http_status;
+    ALTER TABLE records DROP COLUMN content_type;
+    )sql",
+    // 5 -> 6: outputs move to a table of their own, keyed by the attempt that wrote them, so that
+    // finish writes one by incremental blob I/O from the caller's buffer (SQLite would otherwise
+    // build the whole row in memory: a second copy of up to the output cap), which SQLite refuses
+    // for a column of a table with an expression index (records_by_end). Records stay small, so
+    // a claim, ls or gc reading one never walks an output's overflow pages. The triggers keep
+    // an output no longer than its record's attempt: deleting a record (rm, gc, release)
+    // deletes it, and so does a claim that starts a new attempt (the record becomes running;
+    // an expired record's new attempt may have the number of the one it replaces).
+    R"sql(
+    CREATE TABLE outputs (
+      key     TEXT    NOT NULL,
+      attempt INTEGER NOT NULL,
+      output  BLOB    NOT NULL,
+      PRIMARY KEY (key, attempt)
+    );
+    INSERT INTO outputs (key, attempt, output)
+      SELECT key, attempt, output FROM records WHERE length(output) > 0;
+    ALTER TABLE records DROP COLUMN output;
+    CREATE TRIGGER outputs_of_deleted AFTER DELETE ON records
+      BEGIN DELETE FROM outputs WHERE key = old.key; END;
+    CREATE TRIGGER outputs_of_replaced AFTER UPDATE OF status ON records
+      WHEN new.status = 'running' BEGIN DELETE FROM outputs WHERE key = old.key; END;
+    )sql",
+    // 6 -> 7: the replay policy the attempt was claimed under (1: --replay-failures, its failure
+    // is final for every later attempt). Records from before were claimed without a recorded
+    // policy: 0, a failure runs again, as every later attempt without the flag did then.
+    R"sql(
+    ALTER TABLE records ADD COLUMN replay_failures INTEGER NOT NULL DEFAULT 0;
+    )sql",
+    // 7 -> 8: the unfinished records (running and abandoned) in ls's order, for `ls --status
+    // running` and `idem doctor`, which otherwise walk records_by_recent through every finished
+    // record. Partial, so the finished records, nearly all of them, are never in it: a claim adds
+    // its key and a finish takes it out again, an index of a few pages.
+    R"sql(
+    CREATE INDEX records_unfinished ON records (started_at DESC, key)
+      WHERE status IN ('running', 'abandoned');
+    )sql",
+    // 8 -> 9: the owner's machine id and pid namespace (core::Owner), so that a twin host of the
+    // same name, or another container on the same kernel, never judges an owner by a pid it
+    // cannot see. Records from before get '' and 0: their pid is never judged (proc::owner_gone).
+    R"sql(
+    ALTER TABLE records ADD COLUMN owner_machine_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE records ADD COLUMN owner_pid_ns INTEGER NOT NULL DEFAULT 0;
+    )sql",
+};
+static_assert(std::size(k_migrations) == k_schema_version);
+
+// The tables and views of a file, SQLite's own aside (is it an idem store?).
+inline constexpr const char* k_schema_tables = R"sql(
+  SELECT name FROM sqlite_master
+  WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\'
+  ORDER BY name)sql";
+inline constexpr const char* k_user_version = "PRAGMA user_version";
+inline constexpr const char* k_application_id = "PRAGMA application_id";
+
+// Every connection's settings once it is in WAL mode: every commit synced, no automatic
+// checkpoint (see sqlite_store.cpp), no function of the schema run with side effects.
+inline constexpr const char* k_journal_mode_wal = "PRAGMA journal_mode = WAL";
+inline constexpr const char* k_connection_settings =
+    "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0; PRAGMA trusted_schema = OFF";
+
+// The key's record (?1), all of its columns in the order the store reads them, then the rowid of
+// its output in `outputs` (k_output_column: NULL when it has none, or not `with_output`).
+const char* select_record(bool with_output);
+inline constexpr int k_output_column = 28;
+
+// The claim (store/claim_flow.hpp): ?1 key, ?2 fingerprint, ?3 kind, ?4 attempt, ?5..?8 and ?16,
+// ?17 the owner (host, boot id, pid, start; machine id, pid namespace), ?9 now, ?10 TTL, ?11
+// request, ?12 token, ?13 lease end (NULL: none), ?14 replay_failures; ?15 the attempt replaced.
+inline constexpr const char* k_claim_insert = R"sql(
+        INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                             owner_pid, owner_start, started_at, ttl_ms, request, attempt_token,
+                             lease_expires, replay_failures, owner_machine_id, owner_pid_ns)
+        VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,
+                ?17)
+        ON CONFLICT (key) DO NOTHING)sql";
+// Replaces attempt ?15, whatever it holds, by the new running attempt.
+inline constexpr const char* k_claim_replace = R"sql(
+        UPDATE records SET fingerprint = ?2, kind = ?3, status = 'running', attempt = ?4,
+               owner_host = ?5, owner_boot_id = ?6, owner_pid = ?7, owner_start = ?8,
+               started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
+               expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0,
+               output_bytes = 0, output_truncated = 0, note = '', response = NULL, pgid = NULL,
+               pgid_start = NULL, attempt_token = ?12, lease_expires = ?13,
+               replay_failures = ?14, owner_machine_id = ?16, owner_pid_ns = ?17
+        WHERE key = ?1 AND attempt = ?15)sql";
+
+// ?1 key, ?2 attempt, ?3 the note.
+inline constexpr const char* k_set_abandoned = R"sql(
+      UPDATE records SET status = 'abandoned', note = ?3, attempt_token = '', lease_expires = NULL
+      WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql";
+
+// Release (Store::release): ?1 key, ?2 token.
+inline constexpr const char* k_release_first_attempt = R"sql(
+        DELETE FROM records
+        WHERE key = ?1 AND attempt_token = ?2 AND status = 'running' AND attempt = 1)sql";
+inline constexpr const char* k_restore_previous_attempt = R"sql(
+        UPDATE records SET attempt = attempt - 1, status = 'abandoned',
+               note = 'attempt ' || attempt || ' was released', attempt_token = '',
+               lease_expires = NULL
+        WHERE key = ?1 AND attempt_token = ?2 AND status = 'running' AND attempt > 1)sql";
+
+// ?1 key, ?2 attempt, ?3 status, ?4 finished (ms), ?5 exit code, ?6 signal, ?7 timed out, ?8 and
+// ?9 output bytes and truncated, ?10 note, ?11 response. Its output is written after it.
+inline constexpr const char* k_finish = R"sql(
+        UPDATE records SET status = ?3, finished_at = ?4, expires_at = ?4 + ttl_ms,
+               exit_code = ?5, signal = ?6, timed_out = ?7, output_bytes = ?8,
+               output_truncated = ?9, note = ?10, response = ?11, attempt_token = '',
+               lease_expires = NULL
+        WHERE key = ?1 AND attempt = ?2 AND status = 'running'
+          AND (lease_expires IS NULL OR lease_expires > ?4))sql";
+
+// The output of attempt ?2 of key ?1, a zeroblob of ?3 bytes that the store then writes in place.
+inline constexpr const char* k_write_output = R"sql(
+      INSERT OR REPLACE INTO outputs (key, attempt, output) VALUES (?1, ?2, zeroblob(?3)))sql";
+
+// ?1 key, ?2 attempt, ?3 pgid, ?4 its leader's start.
+inline constexpr const char* k_set_process_group = R"sql(
+        UPDATE records SET pgid = ?3, pgid_start = ?4
+        WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql";
+
+// ?1 key, ?2 token, ?3 now, ?4 the new lease end (NULL: none).
+inline constexpr const char* k_heartbeat = R"sql(
+      UPDATE records SET lease_expires = ?4
+      WHERE key = ?1 AND attempt_token = ?2 AND status = 'running'
+        AND (lease_expires IS NULL OR lease_expires > ?3))sql";
+
+// A record as given (put_all): its columns in order, ?1..?28 (no token).
+inline constexpr const char* k_put = R"sql(
+      INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                           owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
+                           exit_code, signal, timed_out, output_bytes, output_truncated,
+                           request, note, response, pgid, pgid_start, attempt_token,
+                           lease_expires, replay_failures, owner_machine_id, owner_pid_ns)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
+              ?19, ?20, ?21, ?22, ?23, '', ?24, ?25, ?26, ?27)
+      ON CONFLICT (key) DO NOTHING)sql";
+
+inline constexpr const char* k_delete_record = "DELETE FROM records WHERE key = ?1";
+// One record of gc's batch, by the rowid picked (never a running one).
+inline constexpr const char* k_gc_delete_row =
+    "DELETE FROM records WHERE rowid = ?1 AND status <> 'running'";
+
+// doctor's trial write (Store::check_writable), rolled back: a table of its own, ?1 bytes.
+inline constexpr const char* k_create_write_probe = "CREATE TABLE idem_write_probe (b BLOB)";
+inline constexpr const char* k_write_probe = "INSERT INTO idem_write_probe VALUES (zeroblob(?1))";
+inline constexpr const char* k_quick_check = "PRAGMA quick_check(5)";
+
+// How many keys are >= ?1 (and < ?2 when `bounded`), counting no further than `max`, from the
+// key index alone.
+std::string count_keys_with_prefix(bool bounded, int64_t max);
 
 // The least string above every string that starts with `prefix`, in byte order ("" if there is
 // none), so "key >= prefix AND key < end" is the prefix as an index range.
@@ -16,9 +255,9 @@ std::string prefix_end(std::string prefix);
 std::string gc_expired(const char* what);
 std::string gc_ended(const char* what);
 
-// Whether the listing asks for unfinished records alone (running, abandoned; none expired), which
-// list() then reads from their partial index, records_unfinished, whatever `by_key` says.
-bool lists_unfinished_only(const ListQuery& query);
+// Unfinished records alone (store.hpp) are read from their partial index, records_unfinished,
+// whatever list()'s `by_key` says.
+using store::lists_unfinished_only;
 
 // The listing, newest first; `by_key`: through the key index (a rare prefix) rather than in order.
 std::string list(const ListQuery& query, bool by_key);

@@ -5,6 +5,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <iterator>
@@ -13,6 +14,7 @@
 
 #include "core/duration.hpp"
 #include "core/errors.hpp"
+#include "store/listing.hpp"
 #include "util/random.hpp"
 
 namespace idem::store {
@@ -151,5 +153,21 @@ int64_t busy_timeout_in_force(std::optional<int64_t> given) {
 }
 
 std::string new_attempt_token() { return util::random_hex(16); }
+
+bool lists_unfinished_only(const ListQuery& q) {
+  if (!q.live || q.include_expired || q.statuses.empty()) return false;
+  return std::all_of(q.statuses.begin(), q.statuses.end(), [](core::Status s) {
+    return s == core::Status::running || s == core::Status::abandoned;
+  });
+}
+
+std::string listing_condition(const ListQuery& q, const std::string& live,
+                              const std::string& expired) {
+  if (q.live && q.include_expired && !q.statuses.empty())
+    return " AND ((" + live + ") OR " + expired + ")";
+  if (q.live && !q.include_expired) return " AND " + live;
+  if (!q.live) return " AND " + expired;
+  return "";
+}
 
 }  // namespace idem::store

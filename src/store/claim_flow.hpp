@@ -1,0 +1,80 @@
+#pragma once
+// The claim and its undoing, written once for every backend: what a claim decides and in which
+// order it writes (owner gone -> core::decide -> mark abandoned -> insert, or update conditioned
+// on the attempt it read), what release and remove change. A backend runs these inside its own
+// transaction, over the row operations below, which it implements with its own SQL; it keeps
+// only what is its own: transactions, retries, durability, reconnection.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/record.hpp"
+#include "store/store.hpp"
+
+namespace idem::store {
+
+// The note of a running attempt marked abandoned because its owner is gone, and because its lease
+// ran out (core::lease_expired).
+inline constexpr const char* k_owner_died = "owner died mid-run";
+inline constexpr const char* k_lease_ran_out = "lease ran out mid-run";
+
+// When a lease of `lease_ms` taken at `now_ms` runs out; 0: no lease (lease_ms 0).
+inline int64_t lease_end(int64_t now_ms, int64_t lease_ms) {
+  return lease_ms > 0 ? now_ms + lease_ms : 0;
+}
+
+// One key's row, as a backend reads and writes it within the transaction the flow runs in. Every
+// write is conditioned on what the flow observed (the attempt, or its token, and `running`), and
+// says whether it changed the row.
+class RowOperations {
+ public:
+  virtual ~RowOperations() = default;
+
+  // The key's record without its output, held against other claimers and removers until the
+  // transaction ends (SQLite: the writer lock the transaction holds; PostgreSQL: FOR UPDATE).
+  virtual std::optional<core::Record> lock(const std::string& key) = 0;
+  // The key's record with its output, for a replay.
+  virtual std::optional<core::Record> read_with_output(const std::string& key) = 0;
+  // Inserts the first attempt (number `attempt`, running, `token`, the request's owner, policy and
+  // lease) unless a record holds the key; whether it did.
+  virtual bool insert(const ClaimRequest& req, int64_t attempt, const std::string& token) = 0;
+  // Replaces the key's attempt `observed`, whatever its status, by a new running attempt as
+  // insert() writes it, clearing the old outcome; whether that attempt was there to replace.
+  virtual bool replace(const ClaimRequest& req, int64_t attempt, const std::string& token,
+                       int64_t observed) = 0;
+  // Marks `attempt` abandoned with `note` if it is still the key's current, running attempt.
+  virtual bool set_abandoned(const std::string& key, int64_t attempt, const char* note) = 0;
+  // Deletes the running attempt 1 holding `token`; whether there was one.
+  virtual bool delete_first_attempt(const std::string& key, const std::string& token) = 0;
+  // Takes the running attempt n > 1 holding `token` back to attempt n-1, abandoned, noted as
+  // released (Store::release); whether there was one.
+  virtual bool restore_previous_attempt(const std::string& key, const std::string& token) = 0;
+  // Deletes the key's record, whatever it holds.
+  virtual void delete_record(const std::string& key) = 0;
+
+  // Whether a claim tries insert() before it reads: a backend whose lock() cannot hold a row that
+  // is not there yet (PostgreSQL) lets the key's unique constraint decide between the claimers of
+  // a new key instead. SQLite holds the whole store's writer lock, so reading first costs a
+  // duplicate nothing but the read.
+  virtual bool inserts_first() const = 0;
+  // Called when inserts_first() and the record that stopped the insert was gone by the read (a
+  // concurrent remove): must throw what makes the backend try the claim again.
+  [[noreturn]] virtual void vanished(const std::string& key) = 0;
+  // The store as messages name it (a path, a URL without its password).
+  virtual std::string where() const = 0;
+};
+
+// Decides and records a claim (Store::claim) in the caller's open transaction, which the caller
+// commits (whatever the verdict: an abandoned owner may have been marked). `token`: the attempt
+// token a claim verdict hands out. The crash point "claim-before-commit" is in here.
+ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const OwnerGone& owner_gone,
+                       const std::string& token);
+
+// Store::release's change, in the caller's open transaction (commit it whatever the answer).
+bool release_rows(RowOperations& rows, const std::string& key, const std::string& token);
+
+// Store::remove's change, in the caller's open transaction; commit it only on `removed`.
+RemoveResult remove_rows(RowOperations& rows, const std::string& key, bool force,
+                         const OwnerGone& owner_gone);
+
+}  // namespace idem::store

@@ -1,0 +1,20 @@
+#pragma once
+// The PostgreSQL store's schema: the version a database holds, and the migrations to this
+// build's (their SQL in postgres_sql.hpp).
+#include <cstdint>
+
+#include "store/postgres_connection.hpp"
+
+namespace idem::store::postgres {
+
+// The schema version the database holds (0: none yet); `lock`: its row locked until the
+// transaction ends. Throws PgError for a version newer than this build's.
+int schema_version(Connection& conn, bool lock);
+
+// Creates or migrates the schema; returns the version found before (0: none). The fast path is
+// one read; otherwise one transaction (its lock_timeout `lock_timeout_ms`) that creates the
+// version table if absent and locks its row, so concurrent first opens from any number of
+// processes migrate once (the losers of a race to create the table retry). Throws PgError.
+int migrate(Connection& conn, int64_t lock_timeout_ms);
+
+}  // namespace idem::store::postgres

@@ -1,0 +1,40 @@
+#pragma once
+// The SQLite store's file safety: the database file and its -wal and -shm are never symlinks and
+// never someone else's; the file is created 0600 in folders created 0700, made private once it is
+// known to be an idem store, and taken back, with the folders, when an open fails.
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace idem::store::sqlite {
+
+// What opening a store created, so that a failed open can take it back.
+struct Created {
+  std::vector<std::string> dirs;  // outermost first
+  bool file = false;
+};
+
+// Refuses symlinks and files owned by someone else; creates the file 0600 if absent. Returns the
+// file's mode, which make_private then narrows once the file is known to be an idem store.
+mode_t prepare_db_file(const std::string& path, Created& created);
+
+// Takes group and other access away from the database file (MODE, as prepare_db_file found it)
+// before SQLite creates its -wal and -shm, which take the database file's mode. Never adds write
+// access the owner removed on purpose. Only once the file is known to be an idem store: a file
+// that is refused is left as it was.
+void make_private(const std::string& path, mode_t mode);
+
+// The path SQLite is given: the folder resolved (SQLite's SQLITE_OPEN_NOFOLLOW refuses a symlink
+// anywhere in the path, and Debian's /var/run or a symlinked $HOME are ordinary), the file name
+// as it is, so NOFOLLOW still refuses a database file that became a symlink after our lstat.
+std::string resolved_path(const std::string& path);
+
+// Takes back what a failed open created. The file only while it is still empty with no WAL file
+// beside it: then no process has made it a database yet (a store that another process has begun
+// to use has a WAL or a header; a folder or other non-file at the -wal path is no WAL, and no
+// process can have written one there), so removing it cannot lose anyone's records. Folders
+// only while empty.
+void take_back(const std::string& path, const Created& created);
+
+}  // namespace idem::store::sqlite
