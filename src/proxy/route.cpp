@@ -526,9 +526,8 @@ class ProxyRoute final : public Route {
 
   // Nothing was sent and the key is free: the client retries later.
   static Response busy(const std::string& key, const std::string& why) {
-    Response r =
-        proxy_problem(503, "Proxy busy",
-                      "the proxy cannot forward more requests now; retry later", "api_error");
+    Response r = proxy_problem(
+        503, "Proxy busy", "the proxy cannot forward more requests now; retry later", "api_error");
     r.headers.emplace_back("Retry-After", "1");
     return labelled(std::move(r), "busy", key, why);
   }
