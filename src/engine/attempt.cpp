@@ -1,8 +1,6 @@
 #include "engine/attempt.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 #include "core/errors.hpp"
 #include "core/key.hpp"
@@ -117,7 +115,7 @@ Claimed Engine::claim(AttemptRequest& request) {
       declined.now_ms = request.claim.now_ms;
       return declined;
     }
-    const int64_t sent_ms = read ? 0 : util::monotonic_ms();
+    const int64_t sent_ms = read ? 0 : clock_.monotonic_ms();
     store::ClaimResult result = read ? std::move(*read) : claim_once(request);
     if (result.verdict == core::Verdict::abandoned && checks_abandoned &&
         policy.retry_only_attempt != result.existing->attempt &&
@@ -167,6 +165,7 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
   std::optional<LeaseKeeper> keeper;
   if (claimed.lease_ms > 0) {
     keeper.emplace(
+        clock_,
         [&] {
           std::lock_guard lock(store_mutex_);
           return store_.heartbeat(claimed.key, claimed.attempt_token, claimed.lease_ms,
@@ -199,7 +198,7 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
     keeper->stop();
     // The keeper may not have looked since the lease ended (this process was paused).
     if (keeper->lost()) throw lease_lost(keeper->why_lost());
-    if (util::monotonic_ms() >= keeper->until_ms())
+    if (clock_.monotonic_ms() >= keeper->until_ms())
       throw lease_lost("it ran out before a renewal got through");
   }
   if (effect.release_instead(done.outcome)) {
@@ -240,10 +239,10 @@ bool Engine::finish_within_lease(const Claimed& claimed, const core::Outcome& ou
     try {
       return store_.finish(claimed.key, claimed.attempt, outcome);
     } catch (const StoreError& e) {
-      const int64_t left_ms = until_ms - util::monotonic_ms();
+      const int64_t left_ms = until_ms - clock_.monotonic_ms();
       if (!e.transient() || left_ms <= 0) throw;
       // The last try comes as the lease ends (a write after it is refused, and says so).
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(pause_ms, left_ms)));
+      clock_.sleep_ms(std::min(pause_ms, left_ms));
     }
   }
 }

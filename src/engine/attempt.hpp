@@ -73,7 +73,7 @@ struct Claimed {
   std::string attempt_token;  // claimed: its capability (heartbeat, release)
   int64_t lease_expires_ms = 0;
   // claimed with a lease: its length, and where it ends on this host's monotonic clock
-  // (util::monotonic_ms, read before the claim was sent: never later than the store's expiry).
+  // (the engine's clock, read before the claim was sent: never later than the store's expiry).
   int64_t lease_ms = 0;
   int64_t lease_until_ms = 0;
   std::optional<core::Record> existing;  // every verdict but claimed and declined
