@@ -27,6 +27,7 @@
 #include "core/errors.hpp"
 #include "http/config.hpp"
 #include "http/delivery.hpp"
+#include "http/store_failure.hpp"
 #include "http/proxy_route.hpp"
 #include "http/ledger.hpp"
 #include "http/pidfile.hpp"
@@ -256,7 +257,12 @@ class Background {
     join_finished();
     ++running_;
     threads_.emplace_back([this, fn = std::move(fn)] {
-      fn();
+      // Nobody waits for background work's answer: what it throws is logged, never lost.
+      try {
+        fn();
+      } catch (const std::exception& e) {
+        log_line({{"time", now_iso()}, {"event", "background_failed"}, {"error", e.what()}});
+      }
       std::lock_guard done(mutex_);
       --running_;
       finished_.push_back(std::this_thread::get_id());
@@ -314,7 +320,7 @@ struct Services {
 
   std::shared_ptr<store::StoreProvider> stores;
   const core::Owner owner;
-  int64_t lease_ms = 0;  // of every claim: DaemonOptions::lease_ms on a store shared by hosts
+  engine::Front front;  // DaemonOptions::lease_ms on a store shared by hosts
   Metrics metrics;
   StoreHealth health;
   Background background;
@@ -332,7 +338,7 @@ DeliveryServices delivery_services(Services& all, const std::string& path,
   DeliveryServices services;
   services.stores = all.stores;
   services.owner = all.owner;
-  services.lease_ms = all.lease_ms;
+  services.front = all.front;
   services.spawn = [&all, path, slots](std::function<void()> fn) {
     all.metrics.in_flight(path, 1);
     all.background.spawn([&all, path, slots, fn = std::move(fn)] {
@@ -368,9 +374,10 @@ class HealthRoute final : public BuiltinRoute {
   Response handle(Request&) const override {
     Response r;
     if (auto why = health_.problem()) {
-      Answer a = problem(503, "Store unavailable", "the store cannot be used now");
+      StoreFailureAnswer s = store_unavailable_answer();
+      Answer a = problem(s.status, s.title, s.detail);
+      a.headers = std::move(s.headers);
       a.error = *why;
-      a.headers.emplace_back("Retry-After", "5");
       r = to_response(a);
     } else {
       r.content_type = "text/plain";
@@ -547,7 +554,7 @@ std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, S
   // Last: the proxy takes every path; without one, webhook's prefix answers its own 404s.
   if (state->config.proxy)
     state->routes.add(make_proxy_route(
-        *state->config.proxy, ProxyServices{services.stores, services.owner, services.lease_ms,
+        *state->config.proxy, ProxyServices{services.stores, services.owner, services.front,
                                             [&services](std::function<void()> fn) {
                                               services.background.spawn(std::move(fn));
                                             }}));
@@ -730,7 +737,7 @@ class Daemon {
         passed_(std::move(passed)),
         services_(options, passed_.unix_socket.has_value()),
         tls_(load_tls(options)) {
-    services_.lease_ms = services_.stores->lease()->spans_hosts() ? options.lease_ms : 0;
+    services_.front = engine::make_front(*services_.stores->lease(), options.lease_ms);
     state_ = build_state(std::move(loaded), nullptr, services_, options);
     log_warnings(*state_);
   }

@@ -398,6 +398,8 @@ class FailingStore final : public idem::store::Store {
     if (heartbeats_refused) return false;
     return real_.heartbeat(k, t, l, n);
   }
+  bool shared = false;  // spans hosts, as a PostgreSQL store does
+  bool spans_hosts() const override { return shared; }
   bool fail_release = false;
   bool release(const std::string& k, const std::string& t) override {
     if (fail_release) throw idem::StoreError("disk full", idem::StoreFailure::transient);
@@ -735,4 +737,30 @@ TEST_CASE("engine: a release the store refuses is reported with what happened", 
   CHECK_THROWS_WITH(engine.carry_out(c, effect),
                     "disk full; the request was forwarded but the key could not be released");
   CHECK(f.store->get("k")->status == Status::running);
+}
+
+TEST_CASE("engine: a front's claims carry its lease only on a store shared by hosts",
+          "[engine][lease]") {
+  Fixture f;
+  FailingStore store(*f.store);
+  const int64_t lease_ms = GENERATE(int64_t{0}, int64_t{30'000});
+  store.shared = GENERATE(false, true);
+  const idem::engine::Front front = idem::engine::make_front(store, lease_ms);
+  CHECK(front.lease_ms == (store.shared ? lease_ms : 0));
+  CHECK(front.clock == &idem::util::process_clock());
+  idem::engine::Front faked = front;
+  faked.clock = &f.clock;
+  Engine engine(store, faked);
+  AttemptRequest r = f.request("k");
+  Claimed c = engine.claim(r);
+  REQUIRE(c.verdict == Verdict::claimed);
+  CHECK(c.lease_ms == front.lease_ms);
+  CHECK(f.store->get("k")->lease_expires_ms ==
+        (front.lease_ms != 0 ? f.clock.now_ms() + front.lease_ms : 0));
+
+  SECTION("a lease the caller sets (a ledger client's) is kept whatever the store") {
+    AttemptRequest own = f.request("own");
+    own.claim.lease_ms = 5000;
+    CHECK(engine.claim(own).lease_ms == 5000);
+  }
 }
