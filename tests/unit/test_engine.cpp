@@ -519,6 +519,13 @@ bool becomes_readable(int fd) {
   return ::poll(&p, 1, 60'000) == 1;
 }
 
+// Moves the fake clock on by `ms`, then waits until the lease keeper has done what the new time
+// asks of it (it waits on the clock again).
+void step(const FakeClock& clock, int64_t ms) {
+  clock.advance(ms);
+  clock.await_waiter(clock.monotonic_ms());
+}
+
 }  // namespace
 
 // Leases (SPEC §1): the engine renews a leased attempt's lease while the effect runs, on a thread
@@ -542,14 +549,12 @@ TEST_CASE("engine: a leased attempt is renewed while it runs and its outcome rec
     f.clock.await_waiter(start);  // the first renewal is due a third of the lease on
     CHECK(counting.heartbeats == 0);
     for (int i = 1; i <= 3; ++i) {
-      f.clock.advance(1000);
-      f.clock.await_waiter(f.clock.monotonic_ms());
+      step(f.clock, 1000);
       CHECK(counting.heartbeats == i);
       CHECK_FALSE(readable(fd));
     }
     // Past where the first lease ended: the renewals carried it on.
-    f.clock.advance(1500);
-    f.clock.await_waiter(f.clock.monotonic_ms());
+    step(f.clock, 1500);
     CHECK(counting.heartbeats == 4);
     CHECK_FALSE(readable(fd));
   };
@@ -586,15 +591,13 @@ TEST_CASE("engine: a lease lost mid-run stops the effect and records nothing", "
     f.runner.during = [&] {
       const int fd = f.runner.calls.back().stop_fd;
       f.clock.await_waiter(start);
-      f.clock.advance(1000);
-      // The renewal failed: tried again a tenth of the lease on, still within the lease.
-      f.clock.await_waiter(f.clock.monotonic_ms());
+      // The renewal fails: tried again a tenth of the lease on, still within the lease.
+      step(f.clock, 1000);
       CHECK(failing.heartbeats == 1);
       CHECK_FALSE(readable(fd));
       // Tried every 300 ms: at 1.3 s, 1.6 s, ..., 2.8 s, then the lease ends at 3 s.
       for (int tries = 2; tries <= 7; ++tries) {
-        f.clock.advance(300);
-        f.clock.await_waiter(f.clock.monotonic_ms());
+        step(f.clock, 300);
         CHECK(failing.heartbeats == tries);
         CHECK_FALSE(readable(fd));
       }
