@@ -172,7 +172,8 @@ int run_begin(const GlobalOptions& global, const BeginOptions& o) {
   const int64_t wait_ms = o.wait.empty() ? 0 : core::duration_arg("--wait", o.wait);
   const std::string fingerprint = fingerprint_of(o);
   auto store = open_store(global);
-  engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
+  // No lease: nothing would renew it once begin has exited.
+  engine::Engine engine(*store, engine::make_front(*store, 0));
   const std::string shown = "key '" + core::display_key(o.key) + "'";
   engine::AttemptRequest req;
   req.claim.key = o.key;

@@ -62,12 +62,12 @@ void report(const std::string& line) {
 
 class Consumer {
  public:
-  Consumer(const EachOptions& o, const Limits& limits)
-      : o_(o), limits_(limits), owner_(proc::describe_owner()) {}
+  Consumer(const EachOptions& o, const Limits& limits, engine::Front front)
+      : o_(o), limits_(limits), front_(std::move(front)), owner_(proc::describe_owner()) {}
 
   // `store` is the calling worker's own connection (SQLite handles are not shared by threads).
   void handle(const Message& m, store::Store& store) {
-    engine::Engine engine(store, util::process_clock(), proc::owner_gone);
+    engine::Engine engine(store, front_);
     engine::AttemptRequest req = attempt_request(m);
     const engine::Claimed claimed = engine.claim(req);
     const std::string where = "line " + std::to_string(m.line) + ", key '" +
@@ -117,7 +117,6 @@ class Consumer {
     req.claim.kind = "each";
     req.claim.owner = owner_;
     req.claim.ttl_ms = limits_.ttl_ms;
-    req.claim.lease_ms = limits_.lease_ms;
     req.claim.request =
         nlohmann::json{{"argv", o_.command}, {"line", m.line}, {"message", m.text}}.dump(
             -1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -179,6 +178,7 @@ class Consumer {
 
   const EachOptions& o_;
   Limits limits_;
+  engine::Front front_;
   core::Owner owner_;
   Tally tally_;
 };
@@ -337,11 +337,11 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
     throw UsageError("bad --key-field '" + o.key_field + "': a JSON Pointer starts with '/'");
   Limits limits = parse_limits(o);
   // A store problem is one error up front, not one per message.
-  if (!open_store(global)->spans_hosts()) limits.lease_ms = 0;
+  const engine::Front front = engine::make_front(*open_store(global), limits.lease_ms);
   proc::install_child_handlers();
   LineReader reader(watch_stop_signals());
 
-  Consumer consumer(o, limits);
+  Consumer consumer(o, limits, front);
   // The messages read but not yet taken by a job, bounded so a long stream is never held whole;
   // the lines of one key go to the jobs one at a time, in input order.
   engine::KeyQueue<Message> queue(size_t(o.jobs) * 4, g_stopped_by);

@@ -67,7 +67,7 @@ int run_end(const GlobalOptions& global, const EndOptions& o) {
   if (!o.stdout_file.empty()) capture_file(o.stdout_file, "--stdout-file", core::Stream::out, output);
   if (!o.stderr_file.empty()) capture_file(o.stderr_file, "--stderr-file", core::Stream::err, output);
   auto store = open_store(global);
-  engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
+  engine::Engine engine(*store, engine::make_front(*store, 0));
   const std::string shown = "key '" + core::display_key(o.key) + "'";
   auto record = engine.current(o.key);
   if (!record) throw Error(k_exit_already_done, "no record for " + shown);

@@ -334,11 +334,10 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
 
   const int64_t lease_ms = configured_lease_ms(o.lease);  // a usage error before the store's
   auto store = open_store(global);
-  engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
+  engine::Engine engine(*store, engine::make_front(*store, lease_ms));
   const std::string shown = "key '" + core::display_key(o.key) + "'";
   engine::AttemptRequest req =
       attempt_request(o, s, cwd, o.hash_stdin ? &stdin_sha256 : nullptr, shown);
-  req.claim.lease_ms = store->spans_hosts() ? lease_ms : 0;
   const engine::Claimed claimed = engine.claim(req);
   if (claimed.verdict != engine::Verdict::claimed)
     return answer_without_running(claimed, o, s, shown);

@@ -1,8 +1,6 @@
 #include "engine/attempt.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 #include "core/errors.hpp"
 #include "core/key.hpp"
@@ -67,8 +65,26 @@ Leftovers clear_leftovers(const core::Record& previous, bool stop, int64_t grace
              : Leftovers::survived;
 }
 
+Front make_front(const store::Store& store, int64_t lease_ms) {
+  Front front = make_front(util::process_clock());
+  if (store.spans_hosts()) front.lease_ms = lease_ms;
+  return front;
+}
+
+Front make_front(const util::Clock& clock) {
+  Front front;
+  front.clock = &clock;
+  return front;
+}
+
+Engine::Engine(store::Store& store, const Front& front)
+    : store_(store),
+      clock_(*front.clock),
+      owner_gone_(front.owner_gone),
+      lease_ms_(front.lease_ms) {}
+
 Engine::Engine(store::Store& store, const util::Clock& clock, store::OwnerGone owner_gone)
-    : store_(store), clock_(clock), owner_gone_(std::move(owner_gone)) {}
+    : Engine(store, Front{&clock, std::move(owner_gone), 0}) {}
 
 store::ClaimResult Engine::claim_once(AttemptRequest& request) {
   request.claim.now_ms = clock_.now_ms();
@@ -98,6 +114,7 @@ Claimed Engine::claim(AttemptRequest& request) {
   // An abandoned attempt is retried only once clear_abandoned has looked at it: claim allowing no
   // retry, check the attempt the claim names, then claim allowing exactly that one (another may
   // have been abandoned meanwhile, and is checked in turn).
+  if (request.claim.lease_ms == 0) request.claim.lease_ms = lease_ms_;
   const bool checks_abandoned = policy.retry_abandoned && request.clear_abandoned;
   if (checks_abandoned) policy.retry_only_attempt = -1;
   // The same for a failed attempt run again: what it left running is checked first.
@@ -117,7 +134,7 @@ Claimed Engine::claim(AttemptRequest& request) {
       declined.now_ms = request.claim.now_ms;
       return declined;
     }
-    const int64_t sent_ms = read ? 0 : util::monotonic_ms();
+    const int64_t sent_ms = read ? 0 : clock_.monotonic_ms();
     store::ClaimResult result = read ? std::move(*read) : claim_once(request);
     if (result.verdict == core::Verdict::abandoned && checks_abandoned &&
         policy.retry_only_attempt != result.existing->attempt &&
@@ -167,6 +184,7 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
   std::optional<LeaseKeeper> keeper;
   if (claimed.lease_ms > 0) {
     keeper.emplace(
+        clock_,
         [&] {
           std::lock_guard lock(store_mutex_);
           return store_.heartbeat(claimed.key, claimed.attempt_token, claimed.lease_ms,
@@ -199,7 +217,7 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
     keeper->stop();
     // The keeper may not have looked since the lease ended (this process was paused).
     if (keeper->lost()) throw lease_lost(keeper->why_lost());
-    if (util::monotonic_ms() >= keeper->until_ms())
+    if (clock_.monotonic_ms() >= keeper->until_ms())
       throw lease_lost("it ran out before a renewal got through");
   }
   if (effect.release_instead(done.outcome)) {
@@ -240,10 +258,10 @@ bool Engine::finish_within_lease(const Claimed& claimed, const core::Outcome& ou
     try {
       return store_.finish(claimed.key, claimed.attempt, outcome);
     } catch (const StoreError& e) {
-      const int64_t left_ms = until_ms - util::monotonic_ms();
+      const int64_t left_ms = until_ms - clock_.monotonic_ms();
       if (!e.transient() || left_ms <= 0) throw;
       // The last try comes as the lease ends (a write after it is refused, and says so).
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(pause_ms, left_ms)));
+      clock_.sleep_ms(std::min(pause_ms, left_ms));
     }
   }
 }
@@ -257,12 +275,13 @@ bool Engine::finish(const std::string& key, int64_t attempt, core::Outcome outco
   return store_.finish(key, attempt, outcome);
 }
 
-void Engine::record_failure(const Claimed& claimed, core::Outcome failed) {
+bool Engine::record_failure(const Claimed& claimed, core::Outcome failed) {
   failed.status = core::Status::failed;
   if (failed.finished_ms == 0) failed.finished_ms = clock_.now_ms();
   try {
-    store_.finish(claimed.key, claimed.attempt, failed);
+    return store_.finish(claimed.key, claimed.attempt, failed);
   } catch (const std::exception&) {
+    return false;  // the first failure is what the caller reports
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "core/decision.hpp"
 #include "core/record.hpp"
+#include "proc/liveness.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
 
@@ -30,8 +31,9 @@ struct WaitPolicy {
 };
 
 struct AttemptRequest {
-  // What is claimed (key, fingerprint, kind, owner, TTL, request, policy, lease). The engine sets
-  // `now_ms` at every look, from its clock.
+  // What is claimed (key, fingerprint, kind, owner, TTL, request, policy). The engine sets
+  // `now_ms` at every look, from its clock, and `lease_ms`, when left 0, to its front's lease (a
+  // front whose clients keep the lease, the ledger, sets it itself).
   store::ClaimRequest claim;
   WaitPolicy wait;
   // With claim.policy.retry_abandoned: called with an abandoned record before it is claimed
@@ -73,7 +75,7 @@ struct Claimed {
   std::string attempt_token;  // claimed: its capability (heartbeat, release)
   int64_t lease_expires_ms = 0;
   // claimed with a lease: its length, and where it ends on this host's monotonic clock
-  // (util::monotonic_ms, read before the claim was sent: never later than the store's expiry).
+  // (the engine's clock, read before the claim was sent: never later than the store's expiry).
   int64_t lease_ms = 0;
   int64_t lease_until_ms = 0;
   std::optional<core::Record> existing;  // every verdict but claimed and declined
@@ -118,8 +120,27 @@ struct Finished {
   bool released = false;  // the effect asked for a release and the store did it (not recorded)
 };
 
+// What the engines of one front (run, each, begin/end, serve's hooks, proxy, ledger) share: the
+// clock, the same-host liveness check of a recorded owner, and the lease its claims carry.
+struct Front {
+  const util::Clock* clock = &util::process_clock();
+  store::OwnerGone owner_gone = proc::owner_gone;
+  // Of every claim the front makes for an effect of its own process (0: none). A lease is what
+  // tells another host that this one is gone, so make_front keeps it only on a store shared by
+  // hosts (Store::spans_hosts); on a store of one host the owner's pid tells it sooner.
+  int64_t lease_ms = 0;
+};
+
+// The front of this process's attempts on `store` (any connection of it): the process clock,
+// proc::owner_gone, and `lease_ms` (--lease) when the store spans hosts, else none.
+Front make_front(const store::Store& store, int64_t lease_ms);
+// The same with another clock and no lease of its own: a front whose clients keep their leases.
+Front make_front(const util::Clock& clock);
+
 class Engine {
  public:
+  // `store`: the connection this engine uses (one per thread for SQLite).
+  Engine(store::Store& store, const Front& front);
   // `owner_gone` is the same-host liveness check of a recorded owner (proc::owner_gone).
   Engine(store::Store& store, const util::Clock& clock, store::OwnerGone owner_gone);
 
@@ -154,8 +175,10 @@ class Engine {
 
   // Records `failed` (its status set to failed, finished now unless set) for a claimed attempt
   // whose effect could not be carried out (an error of the caller's own after the claim), so a
-  // retry may run it rather than find it running for good; ignores a store that fails again.
-  void record_failure(const Claimed& claimed, core::Outcome failed);
+  // retry may run it rather than find it running for good. False when the store fails again (or
+  // another attempt holds the key): the attempt is left to be judged abandoned, and the caller
+  // says so where it reports the first failure.
+  bool record_failure(const Claimed& claimed, core::Outcome failed);
 
   const util::Clock& clock() const { return clock_; }
 
@@ -172,6 +195,7 @@ class Engine {
   store::Store& store_;
   const util::Clock& clock_;
   store::OwnerGone owner_gone_;
+  const int64_t lease_ms_;
   // Held around every store call of carry_out: a lease's renewals come from a thread of their
   // own, on the same connection.
   std::mutex store_mutex_;

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <optional>
 
 #include "core/errors.hpp"
@@ -21,8 +20,8 @@ constexpr int64_t k_max_retry_ms = 1000;
 
 }  // namespace
 
-LeaseKeeper::LeaseKeeper(Renew renew, int64_t lease_ms, int64_t until_ms)
-    : renew_(std::move(renew)), lease_ms_(lease_ms), until_ms_(until_ms) {
+LeaseKeeper::LeaseKeeper(const util::Clock& clock, Renew renew, int64_t lease_ms, int64_t until_ms)
+    : clock_(clock), renew_(std::move(renew)), lease_ms_(lease_ms), until_ms_(until_ms) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(k_exit_internal, "cannot create a pipe");
   lost_read_.reset(fds[0]);
@@ -65,17 +64,17 @@ void LeaseKeeper::lose(std::unique_lock<std::mutex>&, std::string why) {
 void LeaseKeeper::loop() {
   const int64_t every_ms = std::max<int64_t>(1, lease_ms_ / 3);
   const int64_t retry_ms = std::clamp(lease_ms_ / 10, k_min_retry_ms, k_max_retry_ms);
-  int64_t next_ms = util::monotonic_ms() + every_ms;
+  int64_t next_ms = clock_.monotonic_ms() + every_ms;
   std::unique_lock lock(mutex_);
   while (!stopping_ && !lost_) {
-    const int64_t sent_ms = util::monotonic_ms();
+    const int64_t sent_ms = clock_.monotonic_ms();
     if (sent_ms >= until_ms_) {
       lose(lock, "it ran out before a renewal got through");
       break;
     }
     if (sent_ms < next_ms) {
       // Woken early only by stop(); a spurious wake-up just looks again.
-      wake_.wait_for(lock, std::chrono::milliseconds(std::min(next_ms, until_ms_) - sent_ms));
+      clock_.wait_until(wake_, lock, std::min(next_ms, until_ms_));
       continue;
     }
     lock.unlock();
@@ -92,10 +91,10 @@ void LeaseKeeper::loop() {
       next_ms = sent_ms + every_ms;
     } else if (renewed == false) {
       lose(lock, "the key's current attempt is another one now");
-    } else if (util::monotonic_ms() >= until_ms_) {
+    } else if (clock_.monotonic_ms() >= until_ms_) {
       lose(lock, "it ran out before a renewal got through: " + error);
     } else {
-      next_ms = util::monotonic_ms() + retry_ms;
+      next_ms = clock_.monotonic_ms() + retry_ms;
     }
   }
 }

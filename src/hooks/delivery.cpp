@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <variant>
 
@@ -15,6 +16,7 @@
 #include "engine/command_effect.hpp"
 #include "hooks/signature.hpp"
 #include "net/message.hpp"
+#include "net/store_failure.hpp"
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
 #include "util/clock.hpp"
@@ -233,29 +235,24 @@ Answer deliver_unkeyed(const Hook& hook, HookSlots& slots, const DeliveryService
   if (!slots.reserve()) return overloaded(hook, "");
   const engine::Attempt unstored{"", 1, "", nullptr};
   if (hook.async) {
+    // What it throws is logged by the daemon's background runner (DeliveryServices::spawn).
     services.spawn([make = policy.effect, &slots, unstored] {
-      slots.acquire();
-      try {
-        make("")->perform(unstored);
-      } catch (const std::exception&) {
-      }
-      slots.release();
+      HookSlots::Running running(slots);
+      make("")->perform(unstored);
     });
     return policy.early_answer("", "unkeyed");
   }
-  slots.acquire();
   Answer a;
   try {
+    HookSlots::Running running(slots);
     auto effect = policy.effect("");
     effect->perform(unstored);
     a = std::move(effect->answer());
   } catch (const std::exception& e) {
-    slots.release();
     a = problem(500, "Delivery failed", e.what());
     a.outcome = "error";
     return a;
   }
-  slots.release();
   if (a.outcome == "ran") a.outcome = "unkeyed";
   return a;
 }
@@ -269,6 +266,15 @@ core::Outcome daemon_error(const std::exception& e) {
   failed.note = std::string("daemon error: ") + e.what();
   failed.response = core::Response{500, {}};
   return failed;
+}
+
+// What the log says of a claimed delivery that failed in the background, once its failure is
+// recorded (when the store takes it; else the attempt is left to be judged abandoned).
+std::string failed_in_background(const std::string& key, const std::exception& e,
+                                 engine::Engine& engine, const engine::Claimed& claimed) {
+  const bool recorded = engine.record_failure(claimed, daemon_error(e));
+  return "key '" + core::display_key(key) + "': " + e.what() +
+         (recorded ? "" : "; the failure could not be recorded either");
 }
 
 // A place among a hook's running and waiting handlers, given back unless a run takes it.
@@ -372,33 +378,37 @@ Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
 // outcome; the answer (202) has gone already.
 void run_in_background(const std::string& key, const engine::Claimed& claimed, HookSlots& slots,
                        const DeliveryServices& services, const DeliveryPolicy& policy) {
-  services.spawn([make = policy.effect, key, claimed, &slots, stores = services.stores] {
-    slots.acquire();
-    try {
-      auto store = stores->lease();
-      engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
-      auto effect = make(key);
+  services.spawn([make = policy.effect, key, claimed, &slots, stores = services.stores,
+                  front = services.front] {
+    // What it throws is logged by the daemon's background runner (DeliveryServices::spawn).
+    HookSlots::Running running(slots);
+    auto store = [&] {
       try {
-        engine.carry_out(claimed, *effect);
+        return stores->lease();
       } catch (const std::exception& e) {
-        engine.record_failure(claimed, daemon_error(e));
+        throw std::runtime_error("key '" + core::display_key(key) + "': " + e.what() +
+                                 "; it is left to be judged abandoned");
       }
-    } catch (const std::exception&) {
+    }();
+    engine::Engine engine(*store, front);
+    auto effect = make(key);
+    try {
+      engine.carry_out(claimed, *effect);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(failed_in_background(key, e, engine, claimed));
     }
-    slots.release();
   });
 }
 
 // Runs a claimed delivery now and answers with its outcome.
 Answer run_now(const std::string& key, const engine::Claimed& claimed, HookSlots& slots,
                engine::Engine& engine, const DeliveryPolicy& policy) {
-  slots.acquire();
   std::unique_ptr<DeliveryEffect> effect;
   try {
+    HookSlots::Running running(slots);
     effect = policy.effect(key);
     engine.carry_out(claimed, *effect);
   } catch (const std::exception& e) {
-    slots.release();
     engine.record_failure(claimed, daemon_error(e));
     Answer a = problem(500, "Delivery failed", "the daemon could not run the handler; its log says why");
     a.error = e.what();
@@ -406,23 +416,7 @@ Answer run_now(const std::string& key, const engine::Claimed& claimed, HookSlots
     a.outcome = "error";
     return a;
   }
-  slots.release();
   return std::move(effect->answer());
-}
-
-// The answer when the store fails: the reason names the store's path, so it goes to the log, not
-// to the client. A store that will not work without someone acting (not a store, a newer schema,
-// no permission) is a 500: a sender retrying it would only pile up.
-Answer store_failure(const std::exception& e, const std::string& key) {
-  const auto* store_error = dynamic_cast<const StoreError*>(&e);
-  Answer a = store_error != nullptr && !store_error->transient()
-                 ? problem(500, "Store unusable", "the store cannot be used; the log says why")
-                 : problem(503, "Store unavailable", "the store cannot be used now; retry later");
-  a.error = e.what();
-  if (a.status == 503) a.headers.emplace_back("Retry-After", "5");
-  a.key = key;
-  a.outcome = "store_error";
-  return a;
 }
 
 }  // namespace
@@ -437,9 +431,8 @@ Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& d,
   Reservation reservation(slots);
   try {
     auto store = services.stores->lease();  // reused: no connection is opened per delivery
-    engine::Engine engine(*store, util::process_clock(), proc::owner_gone);
+    engine::Engine engine(*store, services.front);
     engine::AttemptRequest req = attempt_request(hook, d, store_key, services.owner);
-    req.claim.lease_ms = services.lease_ms;
     req.decline_run = !reservation.held();
     const engine::Claimed claimed = engine.claim(req);
     if (claimed.verdict != engine::Verdict::claimed) {

@@ -75,6 +75,20 @@ class HookSlots {
   void acquire();
   void release();           // after acquire()
   void cancel_reservation();  // a reservation that never ran
+
+  // A running slot for a reservation, held for its scope: acquired (waiting for one) when made,
+  // released when it goes, however the run ends.
+  class Running {
+   public:
+    explicit Running(HookSlots& slots) : slots_(slots) { slots_.acquire(); }
+    ~Running() { slots_.release(); }
+    Running(const Running&) = delete;
+    Running& operator=(const Running&) = delete;
+
+   private:
+    HookSlots& slots_;
+  };
+
  private:
   std::mutex mutex_;
   std::condition_variable free_;
@@ -89,8 +103,9 @@ struct DeliveryServices {
   // background run keeps them alive.
   std::shared_ptr<store::StoreProvider> stores;
   core::Owner owner;  // the daemon
-  int64_t lease_ms = 0;  // of every claim (0: none, a store of one host)
-  // Runs `fn` in the background and counts it as in flight (for the SIGTERM drain).
+  engine::Front front;  // the daemon's (its lease only on a store shared by hosts)
+  // Runs `fn` in the background and counts it as in flight (for the SIGTERM drain); logs what
+  // it throws.
   std::function<void(std::function<void()>)> spawn;
 };
 

@@ -63,20 +63,6 @@ Answer bad_request(const BadField& bad) {
   return a;
 }
 
-// As a delivery's: the reason names the store, so it goes to the log only.
-Answer store_failure(const std::exception& e, const std::string& key) {
-  const auto* store_error = dynamic_cast<const StoreError*>(&e);
-  const bool permanent = store_error != nullptr && !store_error->transient();
-  Answer a = permanent
-                 ? problem(500, "Store unusable", "the store cannot be used; the log says why")
-                 : problem(503, "Store unavailable", "the store cannot be used now; retry later");
-  if (!permanent) a.headers.emplace_back("Retry-After", "5");
-  a.error = e.what();
-  a.key = key;
-  a.outcome = "store_error";
-  return a;
-}
-
 std::string shown(const std::string& key) { return "key '" + core::display_key(key) + "'"; }
 
 // A record as `idem show --json` prints it, the owner's liveness looked up here.
@@ -201,7 +187,7 @@ Answer Ledger::claim(std::string_view body) const {
   const ClaimCall& call = std::get<ClaimCall>(parsed);
   try {
     auto store = stores_->lease();
-    engine::Engine engine(*store, clock_, proc::owner_gone);
+    engine::Engine engine(*store, engine::make_front(clock_));
     engine::AttemptRequest req = claim_request(call, owner_);
     const engine::Claimed claimed = engine.claim(req);
     return claim_answer(call, claimed, clock_.now_ms());
@@ -240,7 +226,7 @@ Answer Ledger::finish(std::string_view body) const {
   const FinishCall& call = std::get<FinishCall>(parsed);
   try {
     auto store = stores_->lease();
-    engine::Engine engine(*store, clock_, proc::owner_gone);
+    engine::Engine engine(*store, engine::make_front(clock_));
     const int64_t now = clock_.now_ms();
     auto record = engine.current(call.key);
     if (!holds(record, call.attempt_token)) return stale(call.key, record, now);

@@ -2,6 +2,7 @@
 // What a front answers a request with, before the daemon makes it a Response: the status and
 // body, and what its log line and metrics say of it. Shared by the hooks, the webhook hooks and
 // the ledger.
+#include <exception>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,5 +24,7 @@ struct Answer {
 
 // RFC 9457 problem details.
 Answer problem(int status, const std::string& title, const std::string& detail);
+// The problem answering `e`, thrown by a store call (net/store_failure.hpp); `key` for the log.
+Answer store_failure(const std::exception& e, const std::string& key);
 
 }  // namespace idem::http

@@ -6,6 +6,7 @@
 #include <functional>
 #include <mutex>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "core/output.hpp"
 #include "engine/attempt.hpp"
 #include "net/message.hpp"
+#include "net/store_failure.hpp"
 #include "net/upstream.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
@@ -129,8 +131,10 @@ class PerCallStore final : public store::Store {
 class Handover {
  public:
   // The job's side. The final answer, or the end of a streamed one (`whole`: every byte came).
-  void answer(Response r, bool whole) {
+  // False when `r` reaches no client (it has had its 504, or its answer's head went out).
+  bool answer(Response r, bool whole) {
     std::lock_guard lock(mutex_);
+    const bool taken = state_ == State::forwarding;
     if (state_ == State::forwarding) {
       answer_ = std::move(r);
       state_ = State::answered;
@@ -139,6 +143,7 @@ class Handover {
       state_ = State::ended;
     }
     changed_.notify_all();
+    return taken;
   }
   // The head of an answer that goes out as it comes; false when the client is no longer waited
   // for.
@@ -339,13 +344,9 @@ class ForwardEffect final : public engine::Effect {
 };
 
 Response store_failure(const std::exception& e, const std::string& key) {
-  const auto* store_error = dynamic_cast<const StoreError*>(&e);
-  const bool lasting = store_error != nullptr && !store_error->transient();
-  Response r = lasting ? proxy_problem(500, "Store unusable",
-                                       "the store cannot be used; the log says why", "api_error")
-                       : proxy_problem(503, "Store unavailable",
-                                       "the store cannot be used now; retry later", "api_error");
-  if (!lasting) r.headers.emplace_back("Retry-After", "5");
+  StoreFailureAnswer s = store_failure_answer(e);
+  Response r = proxy_problem(s.status, s.title, s.detail, "api_error");
+  for (auto& [name, value] : s.headers) r.headers.emplace_back(std::move(name), std::move(value));
   return labelled(std::move(r), "store_error", key, e.what());
 }
 
@@ -354,6 +355,7 @@ Response store_failure(const std::exception& e, const std::string& key) {
 struct Forward {
   std::shared_ptr<UpstreamPool> pool;
   std::shared_ptr<store::StoreProvider> stores;
+  engine::Front front;
   ProxySettings settings;
   int64_t max_response = 0;
   std::string body;  // the request's; `request.body` views it
@@ -366,9 +368,10 @@ struct Forward {
 
   void run() {
     PerCallStore store(stores);
-    engine::Engine engine(store, util::process_clock(), proc::owner_gone);
+    engine::Engine engine(store, front);
     ForwardEffect effect(*pool, request, settings, max_response, start_ms, *handover);
     Response answer;
+    std::string failure;
     try {
       engine.carry_out(claimed, effect);
       answer = labelled(std::move(effect.answer()), effect.outcome(), key, effect.error());
@@ -377,12 +380,17 @@ struct Forward {
       // made final) when the store takes it.
       core::Outcome failed;
       failed.note = std::string("daemon error: ") + e.what();
-      engine.record_failure(claimed, std::move(failed));
+      const bool recorded = engine.record_failure(claimed, std::move(failed));
+      failure = "Idempotency-Key '" + core::display_key(key) + "': " + e.what() +
+                (recorded ? "" : "; the failure could not be recorded either");
       answer = effect.outcome().empty()
                    ? store_failure(e, key)
                    : labelled(std::move(effect.answer()), effect.outcome(), key, e.what());
     }
-    handover->answer(std::move(answer), effect.streamed_whole());
+    // A failure whose answer reaches no client (a late answer) goes to the daemon's log through
+    // its background runner (ProxyServices::spawn); one a client takes is in its request's line.
+    if (!handover->answer(std::move(answer), effect.streamed_whole()) && !failure.empty())
+      throw std::runtime_error(failure);
   }
 };
 
@@ -541,7 +549,6 @@ class ProxyRoute final : public Route {
     ar.claim.owner = services_.owner;
     ar.claim.ttl_ms = s.ttl_ms;
     ar.claim.request = proxy_stored_request(req.head, req.body);
-    ar.claim.lease_ms = services_.lease_ms;
     // The only failures the proxy records are unknown outcomes: final, never run again.
     ar.claim.policy.replay_failures = true;
     return ar;
@@ -558,7 +565,7 @@ class ProxyRoute final : public Route {
                            ") forwards are under way");
     try {
       PerCallStore store(services_.stores);
-      engine::Engine engine(store, util::process_clock(), proc::owner_gone);
+      engine::Engine engine(store, services_.front);
       engine::AttemptRequest ar = attempt_request(req, s, name);
       forward->claimed = engine.claim(ar);
     } catch (const std::exception& e) {
@@ -570,6 +577,7 @@ class ProxyRoute final : public Route {
     // client's connection) or given up (504), so its answer is stored for the client's retry.
     forward->pool = pool_;
     forward->stores = services_.stores;
+    forward->front = services_.front;
     forward->settings = s;
     forward->max_response = config_.max_response;
     forward->request = upstream_request(req, pool_->target());
@@ -582,11 +590,13 @@ class ProxyRoute final : public Route {
       services_.spawn([forward] { forward->run(); });
     } catch (const std::exception& e) {
       // No thread for it: nothing was sent, so the key is released.
+      std::string error = e.what();
       try {
         PerCallStore(services_.stores).release(name, forward->claimed.attempt_token);
-      } catch (const std::exception&) {
+      } catch (const std::exception& release_error) {
+        error += std::string("; the key could not be released: ") + release_error.what();
       }
-      return busy(key, e.what());
+      return busy(key, error);
     }
     if (auto answer = handover->take(start_ms + s.timeout_ms, handover)) return std::move(*answer);
     const std::string waited =

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core/record.hpp"
+#include "engine/attempt.hpp"
 #include "net/routes.hpp"
 #include "proxy/rules.hpp"
 #include "store/provider.hpp"
@@ -18,9 +19,10 @@ namespace idem::http {
 struct ProxyServices {
   std::shared_ptr<store::StoreProvider> stores;  // the daemon's connections
   core::Owner owner;                             // the daemon
-  int64_t lease_ms = 0;  // of every claim (0: none, a store of one host)
+  engine::Front front;                           // the daemon's
   // Runs work that outlives the request on a thread of its own, which the daemon's drain waits
-  // for: each keyed forward (it may go on after its client got a 504). Throws when it cannot.
+  // for: each keyed forward (it may go on after its client got a 504). Throws when it cannot;
+  // logs what `fn` throws.
   std::function<void(std::function<void()>)> spawn;
   // Keyed forwards under way (ProxyConfig::max_forwards), kept across reloads: a forward of a
   // route a reload dropped still counts.

@@ -2,11 +2,14 @@
 // The daemon's background threads (async handlers, keyed forwards), joined by the drain.
 #include <algorithm>
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <list>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "serve/log.hpp"
 
 namespace idem::http {
 
@@ -21,7 +24,12 @@ class Background {
     join_finished();
     ++running_;
     threads_.emplace_back([this, fn = std::move(fn)] {
-      fn();
+      // Nobody waits for background work's answer: what it throws is logged, never lost.
+      try {
+        fn();
+      } catch (const std::exception& e) {
+        log_line({{"time", now_iso()}, {"event", "background_failed"}, {"error", e.what()}});
+      }
       std::lock_guard done(mutex_);
       --running_;
       finished_.push_back(std::this_thread::get_id());

@@ -41,7 +41,7 @@ class Daemon {
         passed_(std::move(passed)),
         services_(options, passed_.unix_socket.has_value()),
         tls_(load_tls(options)) {
-    services_.lease_ms = services_.stores->lease()->spans_hosts() ? options.lease_ms : 0;
+    services_.front = engine::make_front(*services_.stores->lease(), options.lease_ms);
     state_ = build_state(std::move(loaded), nullptr, services_, options);
     log_warnings(*state_);
   }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "net/ip_range.hpp"
+#include "net/store_failure.hpp"
 #include "serve/log.hpp"
 
 namespace idem::http {
@@ -40,9 +41,10 @@ class HealthRoute final : public BuiltinRoute {
   Response handle(Request&) const override {
     Response r;
     if (auto why = health_.problem()) {
-      Answer a = problem(503, "Store unavailable", "the store cannot be used now");
+      StoreFailureAnswer s = store_unavailable_answer();
+      Answer a = problem(s.status, s.title, s.detail);
+      a.headers = std::move(s.headers);
       a.error = *why;
-      a.headers.emplace_back("Retry-After", "5");
       r = to_response(a);
     } else {
       r.content_type = "text/plain";

@@ -9,7 +9,7 @@ DeliveryServices delivery_services(Services& all, const std::string& path,
   DeliveryServices services;
   services.stores = all.stores;
   services.owner = all.owner;
-  services.lease_ms = all.lease_ms;
+  services.front = all.front;
   services.spawn = [&all, path, slots](std::function<void()> fn) {
     all.metrics.in_flight(path, 1);
     all.background.spawn([&all, path, slots, fn = std::move(fn)] {

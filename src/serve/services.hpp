@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/attempt.hpp"
 #include "hooks/delivery.hpp"
 #include "ledger/ledger.hpp"
 #include "proc/liveness.hpp"
@@ -42,7 +43,7 @@ struct Services {
 
   std::shared_ptr<store::StoreProvider> stores;
   const core::Owner owner;
-  int64_t lease_ms = 0;  // of every claim: DaemonOptions::lease_ms on a store shared by hosts
+  engine::Front front;  // DaemonOptions::lease_ms on a store shared by hosts
   Metrics metrics;
   StoreHealth health;
   Background background;

@@ -86,7 +86,7 @@ std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, S
   // Last: the proxy takes every path; without one, webhook's prefix answers its own 404s.
   if (state->config.proxy)
     state->routes.add(make_proxy_route(
-        *state->config.proxy, ProxyServices{services.stores, services.owner, services.lease_ms,
+        *state->config.proxy, ProxyServices{services.stores, services.owner, services.front,
                                             [&services](std::function<void()> fn) {
                                               services.background.spawn(std::move(fn));
                                             },

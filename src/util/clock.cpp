@@ -1,6 +1,7 @@
 #include "util/clock.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -20,6 +21,12 @@ void SystemClock::sleep_ms(int64_t ms) const {
   timespec left{time_t(ms / 1000), long(ms % 1000) * 1000000L};
   while (nanosleep(&left, &left) != 0 && errno == EINTR) {
   }
+}
+
+void SystemClock::wait_until(std::condition_variable_any& wake, std::unique_lock<std::mutex>& lock,
+                             int64_t deadline_ms) const {
+  const int64_t left_ms = deadline_ms - monotonic_ms();
+  if (left_ms > 0) wake.wait_for(lock, std::chrono::milliseconds(left_ms));
 }
 
 const Clock& process_clock() {

@@ -1,7 +1,9 @@
 #pragma once
 // Wall and monotonic time in milliseconds, and pauses, behind one interface: logic that waits,
 // expires or times out is given a Clock, so tests drive it with a fake one and never sleep.
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 namespace idem::util {
@@ -15,6 +17,12 @@ class Clock {
   virtual int64_t monotonic_ms() const = 0;
   // Pauses the calling thread for `ms` (a poll interval while waiting for a key).
   virtual void sleep_ms(int64_t ms) const = 0;
+  // Blocks on `wake` (with `lock` held around the caller's checks, as for any condition
+  // variable) until monotonic_ms() reaches `deadline_ms` or `wake` is notified; it may return
+  // early for no reason, so the caller looks again. A thread that waits between two deadlines
+  // (the lease keeper's renewals) waits here, so a fake clock moved past the deadline wakes it.
+  virtual void wait_until(std::condition_variable_any& wake, std::unique_lock<std::mutex>& lock,
+                          int64_t deadline_ms) const = 0;
 };
 
 class SystemClock : public Clock {
@@ -22,6 +30,8 @@ class SystemClock : public Clock {
   int64_t now_ms() const override;
   int64_t monotonic_ms() const override;
   void sleep_ms(int64_t ms) const override;
+  void wait_until(std::condition_variable_any& wake, std::unique_lock<std::mutex>& lock,
+                  int64_t deadline_ms) const override;
 };
 
 // The system clock with its wall time moved by a fixed offset: what `process_clock()` is in a

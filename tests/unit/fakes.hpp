@@ -1,11 +1,14 @@
 #pragma once
 // Test doubles for the engine's seams: a clock that moves only when told (or when something
-// sleeps on it), and a command runner that records what it was asked to run and returns scripted
-// results.
+// sleeps on it; a thread waiting on it wakes when it is moved past its deadline), and a command
+// runner that records what it was asked to run and returns scripted results.
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <vector>
 
 #include "proc/runner.hpp"
@@ -25,8 +28,36 @@ class FakeClock final : public util::Clock {
     if (on_sleep) on_sleep();
   }
   void advance(int64_t ms) const {
+    std::lock_guard guard(mutex_);
     wall_ms_ += ms;
     monotonic_ms_ += ms;
+    for (const Waiter& w : waiting_) w.wake->notify_all();
+    moved_.notify_all();
+  }
+  // Waits without a limit: the time moves only through advance() (or sleep_ms) from another
+  // thread, which wakes this one, or `wake` is notified.
+  void wait_until(std::condition_variable_any& wake, std::unique_lock<std::mutex>& lock,
+                  int64_t deadline_ms) const override {
+    // The clock's mutex is held from the look at the time until the wait has begun (released
+    // with the caller's lock, at once), so an advance() in between cannot go unnoticed.
+    std::unique_lock guard(mutex_);
+    if (monotonic_ms_ >= deadline_ms) return;
+    waiting_.push_back({&wake, deadline_ms});
+    moved_.notify_all();
+    Both both{lock, guard};
+    wake.wait(both);
+    waiting_.erase(std::find_if(waiting_.begin(), waiting_.end(),
+                                [&](const Waiter& w) { return w.wake == &wake; }));
+  }
+  // Blocks until a thread waits on the clock for a time later than the monotonic `after_ms`:
+  // it has seen the time move to `after_ms` and done what it does then. What a test awaits
+  // before it moves the time again, instead of sleeping.
+  void await_waiter(int64_t after_ms) const {
+    std::unique_lock guard(mutex_);
+    moved_.wait(guard, [&] {
+      return std::any_of(waiting_.begin(), waiting_.end(),
+                         [&](const Waiter& w) { return w.deadline_ms > after_ms; });
+    });
   }
   int64_t total_slept() const {
     int64_t total = 0;
@@ -41,6 +72,26 @@ class FakeClock final : public util::Clock {
   // Atomic: a lease's renewals read the clock from a thread of their own.
   mutable std::atomic<int64_t> wall_ms_;
   mutable std::atomic<int64_t> monotonic_ms_{1'000'000};
+  // The waiter's lock and the clock's, released and taken again together around its wait.
+  struct Both {
+    std::unique_lock<std::mutex>& caller;
+    std::unique_lock<std::mutex>& clock;
+    void lock() {
+      caller.lock();
+      clock.lock();
+    }
+    void unlock() {
+      clock.unlock();
+      caller.unlock();
+    }
+  };
+  mutable std::mutex mutex_;
+  mutable std::condition_variable_any moved_;
+  struct Waiter {
+    std::condition_variable_any* wake;
+    int64_t deadline_ms;
+  };
+  mutable std::vector<Waiter> waiting_;
 };
 
 class FakeRunner final : public proc::CommandRunner {

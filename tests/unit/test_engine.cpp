@@ -371,6 +371,7 @@ class FailingStore final : public idem::store::Store {
   int finishes = 0;
   std::atomic<int> heartbeats{0};
   std::atomic<bool> heartbeats_unreachable{false};
+  std::atomic<bool> heartbeats_refused{false};  // as a store does once another attempt took over
   idem::store::ClaimResult claim(const idem::store::ClaimRequest& r,
                                  const idem::store::OwnerGone& g) override {
     return real_.claim(r, g);
@@ -394,8 +395,11 @@ class FailingStore final : public idem::store::Store {
     ++heartbeats;
     if (heartbeats_unreachable)
       throw idem::StoreError("server unreachable", idem::StoreFailure::transient);
+    if (heartbeats_refused) return false;
     return real_.heartbeat(k, t, l, n);
   }
+  bool shared = false;  // spans hosts, as a PostgreSQL store does
+  bool spans_hosts() const override { return shared; }
   bool fail_release = false;
   bool release(const std::string& k, const std::string& t) override {
     if (fail_release) throw idem::StoreError("disk full", idem::StoreFailure::transient);
@@ -502,37 +506,61 @@ TEST_CASE("engine: a replay, a conflict and a live holder are answered without t
 
 namespace {
 
-// Waits up to `limit_ms` for `fd` to become readable.
-bool readable_within(int fd, int limit_ms) {
+// Whether `fd` is readable now (the lease-lost pipe), without waiting.
+bool readable(int fd) {
   pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, limit_ms) == 1;
+  return ::poll(&p, 1, 0) == 1;
+}
+
+// Waits for `fd` to become readable, as a command watching its stop fd does; bounded only so a
+// broken keeper fails the test instead of hanging it.
+bool becomes_readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 60'000) == 1;
+}
+
+// Moves the fake clock on by `ms`, then waits until the lease keeper has done what the new time
+// asks of it (it waits on the clock again).
+void step(const FakeClock& clock, int64_t ms) {
+  clock.advance(ms);
+  clock.await_waiter(clock.monotonic_ms());
 }
 
 }  // namespace
 
 // Leases (SPEC §1): the engine renews a leased attempt's lease while the effect runs, on a thread
-// of its own, in real time (a lease of 1 s is renewed about every 333 ms); the fake clock only
-// sets what time the store is told.
+// of its own that waits on the engine's clock: the fake clock moves the time, and the test waits
+// until that thread waits again (it has done what the new time asks), never for real time.
 TEST_CASE("engine: a leased attempt is renewed while it runs and its outcome recorded",
           "[engine][lease]") {
   Fixture f;
   FailingStore counting(*f.store);
   Engine engine(counting, f.clock, [](const idem::core::Owner&) { return false; });
   AttemptRequest r = f.request("k");
-  r.claim.lease_ms = 1000;
+  r.claim.lease_ms = 3000;
+  const int64_t start = f.clock.monotonic_ms();
   Claimed c = engine.claim(r);
   REQUIRE(c.verdict == Verdict::claimed);
-  CHECK(c.lease_ms == 1000);
-  CHECK(c.lease_until_ms > 0);
+  CHECK(c.lease_ms == 3000);
+  CHECK(c.lease_until_ms == start + 3000);
   f.runner.during = [&] {
-    // The command runs until two renewals went through; its lease fd stays quiet meanwhile.
     const int fd = f.runner.calls.back().stop_fd;
     REQUIRE(fd >= 0);
-    for (int i = 0; i < 500 && counting.heartbeats < 2; ++i) CHECK_FALSE(readable_within(fd, 10));
+    f.clock.await_waiter(start);  // the first renewal is due a third of the lease on
+    CHECK(counting.heartbeats == 0);
+    for (int i = 1; i <= 3; ++i) {
+      step(f.clock, 1000);
+      CHECK(counting.heartbeats == i);
+      CHECK_FALSE(readable(fd));
+    }
+    // Past where the first lease ended: the renewals carried it on.
+    step(f.clock, 1500);
+    CHECK(counting.heartbeats == 4);
+    CHECK_FALSE(readable(fd));
   };
   CommandEffect effect(f.runner, {});
   CHECK(engine.carry_out(c, effect).recorded);
-  CHECK(counting.heartbeats >= 2);
+  CHECK(counting.heartbeats == 4);
   CHECK(f.store->get("k")->status == Status::succeeded);
 }
 
@@ -541,27 +569,57 @@ TEST_CASE("engine: a lease lost mid-run stops the effect and records nothing", "
   FailingStore failing(*f.store);
   Engine engine(failing, f.clock, [](const idem::core::Owner&) { return false; });
   AttemptRequest r = f.request("k");
-  r.claim.lease_ms = 1000;
+  r.claim.lease_ms = 3000;
+  const int64_t start = f.clock.monotonic_ms();
   Claimed c = engine.claim(r);
   REQUIRE(c.verdict == Verdict::claimed);
   bool stopped = false;
+  std::string why;
 
-  SECTION("the store says the attempt is no longer current (paused past its lease)") {
+  SECTION("a renewal finds the attempt is no longer the key's current one") {
+    failing.heartbeats_refused = true;
     f.runner.during = [&] {
-      f.clock.advance(5000);  // the store is told it is past the lease
-      stopped = readable_within(f.runner.calls.back().stop_fd, 5000);
+      f.clock.await_waiter(start);
+      f.clock.advance(1000);
+      stopped = becomes_readable(f.runner.calls.back().stop_fd);
+      CHECK(failing.heartbeats == 1);
     };
+    why = "the key's current attempt is another one now";
   }
   SECTION("the store cannot be reached until the lease runs out") {
     failing.heartbeats_unreachable = true;
-    f.runner.during = [&] { stopped = readable_within(f.runner.calls.back().stop_fd, 5000); };
+    f.runner.during = [&] {
+      const int fd = f.runner.calls.back().stop_fd;
+      f.clock.await_waiter(start);
+      // The renewal fails: tried again a tenth of the lease on, still within the lease.
+      step(f.clock, 1000);
+      CHECK(failing.heartbeats == 1);
+      CHECK_FALSE(readable(fd));
+      // Tried every 300 ms: at 1.3 s, 1.6 s, ..., 2.8 s, then the lease ends at 3 s.
+      for (int tries = 2; tries <= 7; ++tries) {
+        step(f.clock, 300);
+        CHECK(failing.heartbeats == tries);
+        CHECK_FALSE(readable(fd));
+      }
+      f.clock.advance(200);
+      stopped = becomes_readable(fd);
+      CHECK(failing.heartbeats == 7);
+    };
+    why = "it ran out before a renewal got through";
+  }
+  SECTION("the process was paused past its lease") {
+    f.runner.during = [&] {
+      f.clock.advance(5000);
+      stopped = becomes_readable(f.runner.calls.back().stop_fd);
+    };
+    why = "it ran out before a renewal got through";
   }
   CommandEffect effect(f.runner, {});
   try {
     engine.carry_out(c, effect);
     FAIL("no error");
   } catch (const idem::StoreError& e) {
-    CHECK_THAT(e.what(), Catch::Contains("key 'k': its lease was lost"));
+    CHECK_THAT(e.what(), Catch::Contains("key 'k': its lease was lost (" + why + ")"));
     CHECK_THAT(e.what(), Catch::Contains("its outcome was not recorded"));
     CHECK(e.transient());
   }
@@ -581,18 +639,37 @@ TEST_CASE("engine: an outcome that cannot be written yet is written again within
   r.claim.lease_ms = 5000;
   Claimed c = engine.claim(r);
   REQUIRE(c.verdict == Verdict::claimed);
-  failing.finish_failures = 3;
   CommandEffect effect(f.runner, {});
-  CHECK(engine.carry_out(c, effect).recorded);
-  CHECK(failing.finishes == 4);
-  CHECK(f.store->get("k")->status == Status::succeeded);
 
+  SECTION("a store back within the lease takes the outcome, after pauses that double") {
+    failing.finish_failures = 3;
+    CHECK(engine.carry_out(c, effect).recorded);
+    CHECK(failing.finishes == 4);
+    CHECK(f.clock.slept == std::vector<int64_t>{50, 100, 200});
+    CHECK(f.store->get("k")->status == Status::succeeded);
+  }
+  SECTION("a store away for the whole lease: the last try comes as the lease ends") {
+    failing.finish_failures = 1000;
+    try {
+      engine.carry_out(c, effect);
+      FAIL("no error");
+    } catch (const idem::StoreError& e) {
+      CHECK_THAT(e.what(), Catch::EndsWith("but its outcome could not be recorded before its "
+                                           "lease ran out: the key counts as abandoned"));
+      CHECK(e.transient());
+    }
+    CHECK(f.clock.slept == std::vector<int64_t>{50, 100, 200, 400, 800, 1000, 1000, 1000, 450});
+    CHECK(f.clock.total_slept() == 5000);
+    CHECK(failing.finishes == 10);
+    CHECK(f.store->get("k")->status == Status::running);
+  }
   SECTION("without a lease a failed write is reported at once") {
     AttemptRequest plain = f.request("plain");
     Claimed p = engine.claim(plain);
     failing.finish_failures = 1;
     CommandEffect again(f.runner, {});
     CHECK_THROWS_AS(engine.carry_out(p, again), idem::StoreError);
+    CHECK(f.clock.slept.empty());
   }
 }
 
@@ -663,4 +740,30 @@ TEST_CASE("engine: a release the store refuses is reported with what happened", 
   CHECK_THROWS_WITH(engine.carry_out(c, effect),
                     "disk full; the request was forwarded but the key could not be released");
   CHECK(f.store->get("k")->status == Status::running);
+}
+
+TEST_CASE("engine: a front's claims carry its lease only on a store shared by hosts",
+          "[engine][lease]") {
+  Fixture f;
+  FailingStore store(*f.store);
+  const int64_t lease_ms = GENERATE(int64_t{0}, int64_t{30'000});
+  store.shared = GENERATE(false, true);
+  const idem::engine::Front front = idem::engine::make_front(store, lease_ms);
+  CHECK(front.lease_ms == (store.shared ? lease_ms : 0));
+  CHECK(front.clock == &idem::util::process_clock());
+  idem::engine::Front faked = front;
+  faked.clock = &f.clock;
+  Engine engine(store, faked);
+  AttemptRequest r = f.request("k");
+  Claimed c = engine.claim(r);
+  REQUIRE(c.verdict == Verdict::claimed);
+  CHECK(c.lease_ms == front.lease_ms);
+  CHECK(f.store->get("k")->lease_expires_ms ==
+        (front.lease_ms != 0 ? f.clock.now_ms() + front.lease_ms : 0));
+
+  SECTION("a lease the caller sets (a ledger client's) is kept whatever the store") {
+    AttemptRequest own = f.request("own");
+    own.claim.lease_ms = 5000;
+    CHECK(engine.claim(own).lease_ms == 5000);
+  }
 }

@@ -4,6 +4,7 @@
 // answered from it.
 #include <catch2/catch.hpp>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -186,4 +187,51 @@ TEST_CASE("store delivery: a failed handler's answer is stored as its status and
   CHECK(r->status == idem::core::Status::failed);
   CHECK(r->response ==
         idem::core::Response{500, {{"Content-Type", "application/problem+json"}}});
+}
+
+TEST_CASE("store delivery: a background run that fails is handed to the runner, its slot freed",
+          "[store][delivery]") {
+  idem::test::TempDir dir;
+  const std::string path = dir / "idem.db";
+  int opened = 0;
+  // The delivery's own connection opens; the background run's (a second one) does not.
+  auto stores = std::make_shared<StoreProvider>(
+      [path, &opened]() -> std::unique_ptr<idem::store::Store> {
+        if (++opened > 1) throw StoreError("store /x: unreachable", StoreFailure::transient);
+        return idem::store::open_sqlite_store(path);
+      },
+      2);
+  Hook hook = keyed_hook();
+  hook.async = true;
+  hook.max_concurrency = 1;
+  hook.max_queue = 0;
+  HookSlots slots(hook.max_concurrency, hook.max_queue);
+  DeliveryServices s = services(stores);
+  std::vector<std::string> logged;  // what the daemon's background runner would log
+  s.spawn = [&logged](std::function<void()> fn) {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      logged.emplace_back(e.what());
+    }
+  };
+  auto a = idem::http::deliver(hook, slots, delivery("k"), s);
+  CHECK(a.status == 202);
+  REQUIRE(logged.size() == 1);
+  CHECK(logged[0] == "key 'k': store /x: unreachable; it is left to be judged abandoned");
+  // The one running slot was given back: a place can be reserved and run again.
+  REQUIRE(slots.reserve());
+  { HookSlots::Running running(slots); }
+}
+
+TEST_CASE("store delivery: a running slot is given back however its run ends", "[delivery]") {
+  HookSlots slots(1, 0);
+  REQUIRE(slots.reserve());
+  CHECK_THROWS_AS(([&] {
+                    HookSlots::Running running(slots);
+                    throw std::runtime_error("handler failed");
+                  }()),
+                  std::runtime_error);
+  CHECK(slots.reserve());  // the place came back with the slot
+  CHECK_FALSE(slots.reserve());
 }
