@@ -6,7 +6,8 @@
 #   fuzz/run.sh [SECONDS]
 #
 # Environment: FUZZ_BUILD=dir to build in (and reuse) a given directory instead of a temporary
-# one; FUZZ_TARGETS="key base64" to run only some targets; FUZZ_CC/FUZZ_CXX for another clang.
+# one; FUZZ_TARGETS="key base64" to run only some targets; FUZZ_CC/FUZZ_CXX for another clang;
+# FUZZ_BUILD_ONLY=1 to build the targets and stop (.ci/run builds them while other tests run).
 # Needs cmake, idem's build dependencies, clang and the libFuzzer runtime (Debian 12:
 # apt install clang libclang-rt-14-dev). Installs nothing itself.
 set -euo pipefail
@@ -62,6 +63,11 @@ then
   tail -n 50 "$work/build.log" >&2
   echo "fuzz/run.sh: building failed (log kept in $work)" >&2
   exit 2
+fi
+
+if [[ ${FUZZ_BUILD_ONLY:-0} != 0 ]]; then
+  rm -rf "$work"
+  exit 0
 fi
 
 # The library is built with recoverable UBSan; halt so undefined behaviour counts as a crash
