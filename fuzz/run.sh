@@ -6,7 +6,9 @@
 #   fuzz/run.sh [SECONDS]
 #
 # Environment: FUZZ_BUILD=dir to build in (and reuse) a given directory instead of a temporary
-# one; FUZZ_TARGETS="key base64" to run only some targets; FUZZ_CC/FUZZ_CXX for another clang.
+# one; FUZZ_TARGETS="key base64" to run only some targets; FUZZ_CC/FUZZ_CXX for another clang;
+# FUZZ_BUILD_ONLY=1 to build the targets and stop (.ci/run builds them while other tests run);
+# FUZZ_JOBS=N to run N targets at a time.
 # Needs cmake, idem's build dependencies, clang and the libFuzzer runtime (Debian 12:
 # apt install clang libclang-rt-14-dev). Installs nothing itself.
 set -euo pipefail
@@ -64,32 +66,58 @@ then
   exit 2
 fi
 
+if [[ ${FUZZ_BUILD_ONLY:-0} != 0 ]]; then
+  rm -rf "$work"
+  exit 0
+fi
+
 # The library is built with recoverable UBSan; halt so undefined behaviour counts as a crash
 # (the targets also set this as their default).
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
-failed=()
-mkdir -p "$work/artifacts"
-for name in "${targets[@]}"; do
-  corpus="$work/corpus/$name"
+# fuzz_one NAME: runs one target on its corpus; its report goes to $work/NAME.report, and
+# $work/NAME.crashed exists if it crashed.
+fuzz_one() {
+  local name=$1 corpus="$work/corpus/$1" log="$work/$1.log" runs rate inputs
   mkdir -p "$corpus"
   if [[ -d $here/corpus/$name ]]; then cp -R "$here/corpus/$name/." "$corpus/"; fi
-  args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
-        -artifact_prefix="$work/artifacts/$name-")
+  local args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+              -artifact_prefix="$work/artifacts/$name-")
   if [[ -f $here/dict/$name.dict ]]; then args+=(-dict="$here/dict/$name.dict"); fi
-  log="$work/$name.log"
+  {
+    echo "== fuzz_$name for ${seconds}s"
+    if "$build/fuzz/fuzz_$name" "${args[@]}" "$corpus" >"$log" 2>&1; then
+      runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+      rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+      echo "   ok: ${runs:-?} runs, ${rate:-?} exec/s, corpus $(find "$corpus" -type f | wc -l) inputs"
+    else
+      touch "$work/$name.crashed"
+      tail -n 40 "$log" | sed 's/^/   | /'
+      inputs=$(find "$work/artifacts" -name "$name-*")
+      echo "   CRASHED: fuzz_$name; input: ${inputs:-(none saved)}"
+    fi
+  } >"$work/$name.report"
+}
 
-  echo "== fuzz_$name for ${seconds}s"
-  if "$build/fuzz/fuzz_$name" "${args[@]}" "$corpus" >"$log" 2>&1; then
-    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
-    echo "   ok: ${runs:-?} runs, ${rate:-?} exec/s, corpus $(find "$corpus" -type f | wc -l) inputs"
-  else
-    failed+=("$name")
-    tail -n 40 "$log" | sed 's/^/   | /'
-    inputs=$(find "$work/artifacts" -name "$name-*")
-    echo "   CRASHED: fuzz_$name; input: ${inputs:-(none saved)}"
+# FUZZ_JOBS targets at a time (default 1; each takes one core for its SECONDS); the reports are
+# printed in the targets' order.
+jobs=${FUZZ_JOBS:-1}
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "fuzz/run.sh: FUZZ_JOBS must be a whole number >= 1" >&2; exit 2; }
+mkdir -p "$work/artifacts"
+running=0
+for name in "${targets[@]}"; do
+  if ((running == jobs)); then
+    wait -n
+    running=$((running - 1))
   fi
+  fuzz_one "$name" &
+  running=$((running + 1))
+done
+wait
+failed=()
+for name in "${targets[@]}"; do
+  cat "$work/$name.report"
+  if [[ -e $work/$name.crashed ]]; then failed+=("$name"); fi
 done
 
 if ((${#failed[@]} > 0)); then

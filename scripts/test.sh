@@ -2,6 +2,9 @@
 # The whole test suite: installs the packages, builds with warnings as errors, runs every unit and
 # end-to-end test through CTest and prints its summary. IDEM_SANITIZE=address (or 1) builds with
 # ASan+UBSan, IDEM_SANITIZE=thread with TSan. Arguments go to ctest (e.g. -L unit).
+# IDEM_BUILD_TARGETS="idem idem_unit_tests ..." builds only those targets (for a subset of the
+# tests: the others would find no program); IDEM_BUILD_ONLY=1 builds and stops there (.ci/run
+# builds a lane while another lane's tests run).
 # The npm packages of tests/node (scripts/npm_deps.sh) are installed first: the proxy's tests
 # drive a real Stripe SDK.
 # The PostgreSQL tests run against a throwaway cluster of their own (scripts/pg_cluster.sh),
@@ -34,7 +37,10 @@ if [[ $build != build ]]; then
   flags+=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
 fi
 cmake -S . -B "$build" "${flags[@]}" >/dev/null
-cmake --build "$build" -j"$(nproc)"
+targets=()
+read -r -a targets <<<"${IDEM_BUILD_TARGETS:-}"
+cmake --build "$build" -j"$(nproc)" ${targets[@]+--target "${targets[@]}"}
+[[ ${IDEM_BUILD_ONLY:-0} == 0 ]] || exit 0
 if [[ -z ${IDEM_TEST_PG_URL:-} ]]; then
   pg_cluster=$(pwd)/scripts/pg_cluster.sh  # the trap runs after the cd below
   pg_env=$("$pg_cluster" start)
