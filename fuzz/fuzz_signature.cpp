@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return second;
     return first;
   };
-  idem::http::Verdict v = idem::http::verify(config, headers, body, 1'700'000'000);
+  idem::http::SignatureCheck v = idem::http::verify(config, headers, body, 1'700'000'000);
   FUZZ_CHECK(!v.ok);
   FUZZ_CHECK(!v.problem.empty());
   FUZZ_CHECK(v.problem.find('\n') == std::string::npos);

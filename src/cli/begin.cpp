@@ -135,7 +135,7 @@ int answer_without_claim(const engine::Claimed& claimed, const BeginOptions& o,
                          const std::string& shown) {
   const core::Record& r = *claimed.existing;
   switch (claimed.verdict) {
-    case engine::Verdict::replay:
+    case engine::ClaimVerdict::replay:
       if (o.print) {
         auto out = core::CapturedOutput::decode(r.output);
         if (out) util::write_all(1, out->stream_bytes(core::Stream::out));
@@ -144,19 +144,19 @@ int answer_without_claim(const engine::Claimed& claimed, const BeginOptions& o,
                     << r.output_bytes << " bytes were stored\n";
       }
       return k_exit_already_done;
-    case engine::Verdict::conflict:
+    case engine::ClaimVerdict::conflict:
       throw Error(k_exit_conflict, shown +
                                        " was used by another command or with another "
                                        "fingerprint; nothing to do here");
-    case engine::Verdict::abandoned:
+    case engine::ClaimVerdict::abandoned:
       throw Error(k_exit_abandoned, shown + ": an earlier owner (pid " +
                                         std::to_string(r.owner.pid) +
                                         ") died mid-run; its outcome is unknown");
-    case engine::Verdict::running:
+    case engine::ClaimVerdict::running:
       throw Error(k_exit_running, shown + " is running in pid " + std::to_string(r.owner.pid) +
                                       " on " + r.owner.host);
-    case engine::Verdict::claimed:
-    case engine::Verdict::declined:
+    case engine::ClaimVerdict::claimed:
+    case engine::ClaimVerdict::declined:
       break;
   }
   throw Error(k_exit_internal,
@@ -189,7 +189,8 @@ int run_begin(const GlobalOptions& global, const BeginOptions& o) {
     return true;
   };
   const engine::Claimed claimed = engine.claim(req);
-  if (claimed.verdict != engine::Verdict::claimed) return answer_without_claim(claimed, o, shown);
+  if (claimed.verdict != engine::ClaimVerdict::claimed)
+    return answer_without_claim(claimed, o, shown);
   if (core::ProcessGroup group = owned_group(req.claim.owner); group.pgid != 0)
     engine.record_group(claimed, group);
   return k_exit_ok;

@@ -73,31 +73,31 @@ class Consumer {
     const std::string where = "line " + std::to_string(m.line) + ", key '" +
                               core::display_key(m.key) + "'";
     switch (claimed.verdict) {
-      case engine::Verdict::claimed:
+      case engine::ClaimVerdict::claimed:
         run(m, engine, claimed, where);
         return;
-      case engine::Verdict::replay:
+      case engine::ClaimVerdict::replay:
         ++tally_.skipped;
         if (o_.verbose) report(where + ": already done, skipped");
         return;
-      case engine::Verdict::conflict:
+      case engine::ClaimVerdict::conflict:
         refuse(where + ": the key was used with another message or command");
         return;
-      case engine::Verdict::abandoned:
+      case engine::ClaimVerdict::abandoned:
         refuse(where + (o_.retry_abandoned
                             ? ": an earlier attempt was abandoned mid-run and processes of it "
                               "are still alive; not run"
                             : ": an earlier attempt was abandoned mid-run; not run (see "
                               "--retry-abandoned)"));
         return;
-      case engine::Verdict::running:
+      case engine::ClaimVerdict::running:
         if (claimed.existing && claimed.existing->status == core::Status::failed) {
           refuse(where +
                  ": an earlier attempt failed and processes of it are still alive; not run");
           return;
         }
         [[fallthrough]];
-      case engine::Verdict::declined:
+      case engine::ClaimVerdict::declined:
         refuse(where + ": running in another process; not run");
         return;
     }

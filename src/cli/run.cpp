@@ -213,7 +213,7 @@ int answer_without_running(const engine::Claimed& claimed, const RunOptions& o,
   const core::Record& r = *claimed.existing;
   const int64_t now_ms = claimed.now_ms;
   switch (claimed.verdict) {
-    case engine::Verdict::replay:
+    case engine::ClaimVerdict::replay:
       if (o.verbose)
         std::cerr << "idem: replaying " << shown << " (" << core::to_string(r.status) << " "
                   << ago(r.finished_ms, now_ms) << ", exit " << core::replay_exit_code(r)
@@ -224,19 +224,19 @@ int answer_without_running(const engine::Claimed& claimed, const RunOptions& o,
         if (!o.quiet) warn_if_truncated(r, shown);
       }
       return core::replay_exit_code(r);
-    case engine::Verdict::conflict:
+    case engine::ClaimVerdict::conflict:
       throw Error(k_exit_conflict,
                   shown + " was used with a different command or input; nothing ran");
-    case engine::Verdict::running:
+    case engine::ClaimVerdict::running:
       throw Error(k_exit_running, running_refusal(r, o, s, shown, now_ms));
-    case engine::Verdict::abandoned:
+    case engine::ClaimVerdict::abandoned:
       throw Error(k_exit_abandoned,
                   shown + ": attempt " + std::to_string(r.attempt) + " (" + owner_text(r.owner) +
                       ", started " + ago(r.started_ms, now_ms) +
                       ") died mid-run and its outcome is unknown" + live_group_text(r) +
                       "; nothing ran. Use --retry-abandoned or 'idem rm' once you have checked");
-    case engine::Verdict::claimed:
-    case engine::Verdict::declined:
+    case engine::ClaimVerdict::claimed:
+    case engine::ClaimVerdict::declined:
       break;
   }
   throw Error(k_exit_internal,
@@ -339,7 +339,7 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
   engine::AttemptRequest req =
       attempt_request(o, s, cwd, o.hash_stdin ? &stdin_sha256 : nullptr, shown);
   const engine::Claimed claimed = engine.claim(req);
-  if (claimed.verdict != engine::Verdict::claimed)
+  if (claimed.verdict != engine::ClaimVerdict::claimed)
     return answer_without_running(claimed, o, s, shown);
   return run_claimed(engine, claimed, o, s, stdin_copy.valid() ? stdin_copy.get() : 0, shown);
 }

@@ -12,16 +12,16 @@ namespace idem::engine {
 
 namespace {
 
-Verdict verdict_of(core::Verdict v) {
+ClaimVerdict verdict_of(core::Verdict v) {
   switch (v) {
-    case core::Verdict::claim: return Verdict::claimed;
-    case core::Verdict::replay: return Verdict::replay;
-    case core::Verdict::conflict: return Verdict::conflict;
-    case core::Verdict::running: return Verdict::running;
-    case core::Verdict::abandoned: return Verdict::abandoned;
-    case core::Verdict::leftovers: return Verdict::running;  // Engine::claim checks them first
+    case core::Verdict::claim: return ClaimVerdict::claimed;
+    case core::Verdict::replay: return ClaimVerdict::replay;
+    case core::Verdict::conflict: return ClaimVerdict::conflict;
+    case core::Verdict::running: return ClaimVerdict::running;
+    case core::Verdict::abandoned: return ClaimVerdict::abandoned;
+    case core::Verdict::leftovers: return ClaimVerdict::running;  // Engine::claim checks them first
   }
-  return Verdict::abandoned;
+  return ClaimVerdict::abandoned;
 }
 
 // `lease_ms` and `sent_ms` (this host's monotonic time before the claim was sent) place the
@@ -34,7 +34,7 @@ Claimed claimed_from(const std::string& key, store::ClaimResult result, int64_t 
   c.attempt = result.attempt;
   c.attempt_token = std::move(result.attempt_token);
   c.lease_expires_ms = result.lease_expires_ms;
-  if (c.verdict == Verdict::claimed && c.lease_expires_ms != 0) {
+  if (c.verdict == ClaimVerdict::claimed && c.lease_expires_ms != 0) {
     c.lease_ms = lease_ms;
     c.lease_until_ms = sent_ms + lease_ms;
   }
@@ -45,14 +45,14 @@ Claimed claimed_from(const std::string& key, store::ClaimResult result, int64_t 
 
 }  // namespace
 
-std::string_view to_string(Verdict verdict) {
+std::string_view to_string(ClaimVerdict verdict) {
   switch (verdict) {
-    case Verdict::claimed: return "claimed";
-    case Verdict::replay: return "replay";
-    case Verdict::conflict: return "conflict";
-    case Verdict::running: return "running";
-    case Verdict::abandoned: return "abandoned";
-    case Verdict::declined: return "declined";
+    case ClaimVerdict::claimed: return "claimed";
+    case ClaimVerdict::replay: return "replay";
+    case ClaimVerdict::conflict: return "conflict";
+    case ClaimVerdict::running: return "running";
+    case ClaimVerdict::abandoned: return "abandoned";
+    case ClaimVerdict::declined: return "declined";
   }
   return "?";
 }

@@ -59,7 +59,7 @@ struct AttemptRequest {
   bool decline_run = false;
 };
 
-enum class Verdict {
+enum class ClaimVerdict {
   claimed,    // the caller holds a new attempt: carry it out (or hand it to the one that will)
   replay,     // a finished outcome stands (`existing`)
   conflict,   // the key was used with another fingerprint
@@ -69,7 +69,7 @@ enum class Verdict {
 };
 
 struct Claimed {
-  Verdict verdict = Verdict::declined;
+  ClaimVerdict verdict = ClaimVerdict::declined;
   std::string key;
   int64_t attempt = 0;        // claimed: the attempt's number
   std::string attempt_token;  // claimed: its capability (heartbeat, release)
@@ -79,8 +79,8 @@ struct Claimed {
   int64_t lease_ms = 0;
   int64_t lease_until_ms = 0;
   std::optional<core::Record> existing;  // every verdict but claimed and declined
-  int64_t now_ms = 0;   // the time of the look that decided
-  bool waited = false;  // running: a wait began and ran out
+  int64_t now_ms = 0;                    // the time of the look that decided
+  bool waited = false;                   // running: a wait began and ran out
 };
 
 // The attempt an effect carries out.
@@ -189,8 +189,7 @@ class Engine {
   std::optional<store::ClaimResult> look(AttemptRequest& request, bool& would_run);
 
   void release(const Claimed& claimed, const Effect& effect, Finished& done);
-  bool finish_within_lease(const Claimed& claimed, const core::Outcome& outcome,
-                           int64_t until_ms);
+  bool finish_within_lease(const Claimed& claimed, const core::Outcome& outcome, int64_t until_ms);
 
   store::Store& store_;
   const util::Clock& clock_;
@@ -201,7 +200,7 @@ class Engine {
   std::mutex store_mutex_;
 };
 
-std::string_view to_string(Verdict verdict);
+std::string_view to_string(ClaimVerdict verdict);
 
 // What is left running of an abandoned or failed attempt (its command's process group: a
 // script's background jobs survive idem's kill -9, and may outlive a command that exited). A

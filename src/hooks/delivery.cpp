@@ -332,12 +332,12 @@ Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
   const std::string shown = "key '" + core::display_key(key) + "'";
   Answer a;
   switch (claimed.verdict) {
-    case engine::Verdict::conflict:
+    case engine::ClaimVerdict::conflict:
       a = problem(422, "Key reused with another body",
                   shown + " was delivered before with a different body");
       a.outcome = "conflict";
       break;
-    case engine::Verdict::running:
+    case engine::ClaimVerdict::running:
       if (hook.async) return policy.early_answer(key, "running");
       if (claimed.existing->status == core::Status::failed)
         a = problem(
@@ -348,7 +348,7 @@ Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
       a.headers.emplace_back("Retry-After", k_retry_after_running);
       a.outcome = "running";
       break;
-    case engine::Verdict::abandoned:
+    case engine::ClaimVerdict::abandoned:
       if (hook.retry_abandoned) {  // still abandoned: processes it started are alive
         a = problem(409, "Earlier delivery still running",
                     "the handler of " + shown +
@@ -361,13 +361,13 @@ Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
       }
       a.outcome = "abandoned";
       break;
-    case engine::Verdict::replay:
+    case engine::ClaimVerdict::replay:
       if (hook.async) return policy.early_answer(key, "replayed");
       a = replayed(*claimed.existing);
       break;
-    case engine::Verdict::declined:
+    case engine::ClaimVerdict::declined:
       return overloaded(hook, key);
-    case engine::Verdict::claimed:
+    case engine::ClaimVerdict::claimed:
       break;
   }
   a.key = key;
@@ -435,7 +435,7 @@ Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& d,
     engine::AttemptRequest req = attempt_request(hook, d, store_key, services.owner);
     req.decline_run = !reservation.held();
     const engine::Claimed claimed = engine.claim(req);
-    if (claimed.verdict != engine::Verdict::claimed) {
+    if (claimed.verdict != engine::ClaimVerdict::claimed) {
       reservation.cancel();
       return answer_without_running(hook, claimed, key, policy);
     }
@@ -562,7 +562,8 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
   // Nothing is stored or run before the signature check passes (SPEC §8.5).
   if (hook.signature) {
     auto lookup = [&](std::string_view name) { return d.header(name); };
-    Verdict v = verify(*hook.signature, lookup, d.body, util::process_clock().now_ms() / 1000);
+    SignatureCheck v =
+        verify(*hook.signature, lookup, d.body, util::process_clock().now_ms() / 1000);
     if (!v.ok) {
       Answer a = problem(401, "Signature check failed", v.problem);
       a.outcome = "unauthorized";

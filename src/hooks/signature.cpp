@@ -44,8 +44,8 @@ std::optional<std::string> standard_webhooks_key(std::string_view secret, std::s
   return key;
 }
 
-Verdict pass() { return {true, {}}; }
-Verdict fail(std::string problem) { return {false, std::move(problem)}; }
+SignatureCheck pass() { return {true, {}}; }
+SignatureCheck fail(std::string problem) { return {false, std::move(problem)}; }
 
 // HTTP's optional whitespace around a header value or a list item.
 std::string_view trim(std::string_view text) {
@@ -105,7 +105,7 @@ std::optional<int64_t> parse_unix_seconds(std::string_view text) {
 
 // Both directions: a timestamp far in the future is as suspect as an old one (a clock gone wrong
 // or a delivery signed ahead of time to be replayed later).
-Verdict check_timestamp(int64_t timestamp, int64_t now_unix_s, int64_t tolerance_s) {
+SignatureCheck check_timestamp(int64_t timestamp, int64_t now_unix_s, int64_t tolerance_s) {
   // The distance between two int64 values always fits in uint64, and unsigned subtraction
   // computes it without overflow.
   uint64_t distance = timestamp >= now_unix_s ? uint64_t(timestamp) - uint64_t(now_unix_s)
@@ -118,8 +118,8 @@ Verdict check_timestamp(int64_t timestamp, int64_t now_unix_s, int64_t tolerance
 
 // A header holding `prefix` then the MAC in `encoding`: the shape of github, shopify, slack's
 // signature and the generic scheme.
-Verdict check_encoded_mac(std::string_view header_name, std::string_view value,
-                          std::string_view prefix, Encoding encoding, std::string_view mac) {
+SignatureCheck check_encoded_mac(std::string_view header_name, std::string_view value,
+                                 std::string_view prefix, Encoding encoding, std::string_view mac) {
   std::optional<std::string> claimed;
   if (value.size() > prefix.size() && value.substr(0, prefix.size()) == prefix)
     claimed = decode(value.substr(prefix.size()), encoding);
@@ -131,8 +131,8 @@ Verdict check_encoded_mac(std::string_view header_name, std::string_view value,
   return pass();
 }
 
-Verdict verify_github(const SignatureConfig& config, const HeaderLookup& headers,
-                      std::string_view body) {
+SignatureCheck verify_github(const SignatureConfig& config, const HeaderLookup& headers,
+                             std::string_view body) {
   std::string problem;
   std::optional<std::string> value = required_header(headers, k_github_signature, problem);
   if (!value) return fail(problem);
@@ -140,8 +140,8 @@ Verdict verify_github(const SignatureConfig& config, const HeaderLookup& headers
                            hmac_sha256(config.secret, body));
 }
 
-Verdict verify_shopify(const SignatureConfig& config, const HeaderLookup& headers,
-                       std::string_view body) {
+SignatureCheck verify_shopify(const SignatureConfig& config, const HeaderLookup& headers,
+                              std::string_view body) {
   std::string problem;
   std::optional<std::string> value = required_header(headers, k_shopify_signature, problem);
   if (!value) return fail(problem);
@@ -149,8 +149,8 @@ Verdict verify_shopify(const SignatureConfig& config, const HeaderLookup& header
                            hmac_sha256(config.secret, body));
 }
 
-Verdict verify_generic(const SignatureConfig& config, const HeaderLookup& headers,
-                       std::string_view body) {
+SignatureCheck verify_generic(const SignatureConfig& config, const HeaderLookup& headers,
+                              std::string_view body) {
   if (trim(config.header).empty()) return fail("no signature header is configured");
   std::string problem;
   std::optional<std::string> value = required_header(headers, config.header, problem);
@@ -159,8 +159,8 @@ Verdict verify_generic(const SignatureConfig& config, const HeaderLookup& header
                            hmac_sha256(config.secret, body));
 }
 
-Verdict verify_slack(const SignatureConfig& config, const HeaderLookup& headers,
-                     std::string_view body, int64_t now_unix_s) {
+SignatureCheck verify_slack(const SignatureConfig& config, const HeaderLookup& headers,
+                            std::string_view body, int64_t now_unix_s) {
   std::string problem;
   std::optional<std::string> timestamp_text = required_header(headers, k_slack_timestamp, problem);
   if (!timestamp_text) return fail(problem);
@@ -173,16 +173,16 @@ Verdict verify_slack(const SignatureConfig& config, const HeaderLookup& headers,
   std::string base;
   base.reserve(4 + timestamp_text->size() + body.size());
   base.append("v0:").append(*timestamp_text).append(":").append(body);
-  Verdict verdict = check_encoded_mac(k_slack_signature, *signature, "v0=", Encoding::hex,
-                                      hmac_sha256(config.secret, base));
+  SignatureCheck verdict = check_encoded_mac(k_slack_signature, *signature, "v0=", Encoding::hex,
+                                             hmac_sha256(config.secret, base));
   if (!verdict.ok) return verdict;
   return check_timestamp(*timestamp, now_unix_s, config.tolerance_s);
 }
 
 // Stripe-Signature: comma-separated key=value items, exactly one `t`, any number of `v1` (several
 // while a secret is being rolled), other schemes such as `v0` ignored.
-Verdict verify_stripe(const SignatureConfig& config, const HeaderLookup& headers,
-                      std::string_view body, int64_t now_unix_s) {
+SignatureCheck verify_stripe(const SignatureConfig& config, const HeaderLookup& headers,
+                             std::string_view body, int64_t now_unix_s) {
   std::string problem;
   std::optional<std::string> value = required_header(headers, k_stripe_signature, problem);
   if (!value) return fail(problem);
@@ -228,8 +228,8 @@ Verdict verify_stripe(const SignatureConfig& config, const HeaderLookup& headers
 
 // Standard Webhooks: the key is the base64 after `whsec_`; webhook-signature is a space-separated
 // list of `version,signature` entries of which only v1 (HMAC-SHA256, base64) is ours to check.
-Verdict verify_standard_webhooks(const SignatureConfig& config, const HeaderLookup& headers,
-                                 std::string_view body, int64_t now_unix_s) {
+SignatureCheck verify_standard_webhooks(const SignatureConfig& config, const HeaderLookup& headers,
+                                        std::string_view body, int64_t now_unix_s) {
   std::string problem;
   std::optional<std::string> key = standard_webhooks_key(config.secret, problem);
   if (!key) return fail(problem);
@@ -295,8 +295,8 @@ std::string_view to_string(Scheme scheme) {
   return "unknown";
 }
 
-Verdict verify(const SignatureConfig& config, const HeaderLookup& headers, std::string_view body,
-               int64_t now_unix_s) {
+SignatureCheck verify(const SignatureConfig& config, const HeaderLookup& headers,
+                      std::string_view body, int64_t now_unix_s) {
   // An empty key would make every MAC computable by anyone: refuse rather than "verify".
   if (config.secret.empty()) return fail("secret is empty");
   switch (config.scheme) {
@@ -357,15 +357,14 @@ std::optional<std::string> secret_problem(Scheme scheme, std::string_view secret
   std::string problem;
   if (!standard_webhooks_key(secret, problem))
     return "a standard-webhooks secret is whsec_ followed by base64, and this one " +
-           std::string(problem == "secret is empty" ? "has nothing after whsec_"
-                                                    : "is not base64");
+           std::string(problem == "secret is empty" ? "has nothing after whsec_" : "is not base64");
   return std::nullopt;
 }
 
 std::span<const std::string_view> signature_header_names() {
   static constexpr std::string_view k_names[] = {
-      "X-Hub-Signature",   k_github_signature,  k_stripe_signature, k_webhook_signature,
-      k_svix_signature,    k_shopify_signature, k_slack_signature};
+      "X-Hub-Signature", k_github_signature,  k_stripe_signature, k_webhook_signature,
+      k_svix_signature,  k_shopify_signature, k_slack_signature};
   return k_names;
 }
 

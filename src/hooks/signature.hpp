@@ -40,7 +40,7 @@ struct SignatureConfig {
 // when the request has none.
 using HeaderLookup = std::function<std::optional<std::string>(std::string_view name)>;
 
-struct Verdict {
+struct SignatureCheck {
   bool ok = false;
   // When !ok, one line saying why, e.g. "X-Hub-Signature-256 is missing", "signature does not
   // match", "timestamp 1700000000 is 412s away from now (tolerance 300s)". Never contains the
@@ -51,8 +51,8 @@ struct Verdict {
 // Checks the delivery's signature under `config`. `body` is the raw request body, byte for byte;
 // `now_unix_s` is the current time for the schemes with a timestamp. Throws nothing the request
 // can provoke.
-Verdict verify(const SignatureConfig& config, const HeaderLookup& headers, std::string_view body,
-               int64_t now_unix_s);
+SignatureCheck verify(const SignatureConfig& config, const HeaderLookup& headers,
+                      std::string_view body, int64_t now_unix_s);
 
 // Where a scheme's deliveries carry their own unique id: the idempotency key used when a hook's
 // config names none. `name` is a header name or a JSON Pointer into the body.

@@ -93,7 +93,7 @@ engine::AttemptRequest claim_request(const ClaimCall& call, const core::Owner& o
 
 Answer claim_answer(const ClaimCall& call, const engine::Claimed& c, int64_t now_ms) {
   switch (c.verdict) {
-    case engine::Verdict::claimed:
+    case engine::ClaimVerdict::claimed:
       return json_answer(201,
                          {{"key", call.key},
                           {"attempt", c.attempt},
@@ -101,15 +101,15 @@ Answer claim_answer(const ClaimCall& call, const engine::Claimed& c, int64_t now
                           {"lease_ms", call.lease_ms},
                           {"lease_expires_at", util::iso8601_utc(c.lease_expires_ms)}},
                          "claimed", call.key);
-    case engine::Verdict::replay:
+    case engine::ClaimVerdict::replay:
       return json_answer(200, {{"record", shown_record(*c.existing, now_ms)}}, "replayed",
                          call.key);
-    case engine::Verdict::conflict:
+    case engine::ClaimVerdict::conflict:
       return refusal(422, "Key reused with another fingerprint",
                      shown(call.key) + " was claimed before for something else (another "
                                        "fingerprint, or another kind of attempt)",
                      "conflict", call.key);
-    case engine::Verdict::running: {
+    case engine::ClaimVerdict::running: {
       Answer a = refusal(409, "Key is running",
                          shown(call.key) + " is held by attempt " +
                              std::to_string(c.existing->attempt) + " now",
@@ -117,13 +117,13 @@ Answer claim_answer(const ClaimCall& call, const engine::Claimed& c, int64_t now
       a.headers.emplace_back("Retry-After", "1");
       return a;
     }
-    case engine::Verdict::abandoned:
+    case engine::ClaimVerdict::abandoned:
       return refusal(409, "Earlier attempt abandoned",
                      shown(call.key) + ": attempt " + std::to_string(c.existing->attempt) +
                          " ended without an outcome (its lease ran out, or its owner died); claim "
                          "with \"retry_abandoned\": true to run it again",
                      "abandoned", call.key);
-    case engine::Verdict::declined:
+    case engine::ClaimVerdict::declined:
       break;
   }
   throw Error(k_exit_internal, "unexpected verdict " + std::string(engine::to_string(c.verdict)));

@@ -440,14 +440,14 @@ Response key_refusal(const KeyReading& k) {
 Response not_forwarded(const engine::Claimed& claimed, const std::string& key) {
   const std::string shown = "Idempotency-Key '" + core::display_key(key) + "'";
   switch (claimed.verdict) {
-    case engine::Verdict::replay:
+    case engine::ClaimVerdict::replay:
       return replayed(*claimed.existing, key);
-    case engine::Verdict::conflict:
+    case engine::ClaimVerdict::conflict:
       return labelled(proxy_problem(422, "Idempotency-Key is already used",
                                     shown + " was used with another request (method, path, "
                                             "query or body)"),
                       "conflict", key);
-    case engine::Verdict::running: {
+    case engine::ClaimVerdict::running: {
       Response r = proxy_problem(409, "A request is outstanding for this Idempotency-Key",
                                  shown + " is being forwarded now; retry later");
       r.headers.emplace_back("Retry-After", "1");
@@ -571,7 +571,7 @@ class ProxyRoute final : public Route {
     } catch (const std::exception& e) {
       return store_failure(e, key);
     }
-    if (forward->claimed.verdict != engine::Verdict::claimed)
+    if (forward->claimed.verdict != engine::ClaimVerdict::claimed)
       return not_forwarded(forward->claimed, key);
     // The claim is durable. The forward goes on after its client has gone (nothing watches the
     // client's connection) or given up (504), so its answer is stored for the client's retry.

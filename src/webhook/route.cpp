@@ -286,7 +286,7 @@ class WebhookRoute final : public Route {
     d.headers = req.head.headers.fields();
     if (native_.signature) {  // nothing is run or stored before it passes (SPEC §8.5)
       auto lookup = [&](std::string_view name) { return d.header(name); };
-      Verdict v =
+      SignatureCheck v =
           verify(*native_.signature, lookup, req.body, util::process_clock().now_ms() / 1000);
       if (!v.ok) {
         Answer a = problem(401, "Signature check failed", v.problem);

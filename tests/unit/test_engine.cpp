@@ -1,8 +1,7 @@
 // The attempt engine with its seams faked: a real SQLite store in a temp dir, a fake clock (waits,
 // TTLs and leases pass without sleeping) and a fake runner (scripted outcomes, no processes).
-#include <sqlite3.h>
-
 #include <poll.h>
+#include <sqlite3.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -21,9 +20,9 @@ using idem::core::Record;
 using idem::core::Status;
 using idem::engine::AttemptRequest;
 using idem::engine::Claimed;
+using idem::engine::ClaimVerdict;
 using idem::engine::CommandEffect;
 using idem::engine::Engine;
-using idem::engine::Verdict;
 using idem::test::env_of;
 using idem::test::FakeClock;
 using idem::test::FakeRunner;
@@ -53,7 +52,7 @@ struct Fixture {
   int run(const std::string& key) {
     AttemptRequest r = request(key);
     Claimed c = engine.claim(r);
-    if (c.verdict != Verdict::claimed) return -1;
+    if (c.verdict != ClaimVerdict::claimed) return -1;
     idem::proc::RunSpec spec;
     spec.argv = {"job", key};
     CommandEffect effect(runner, spec);
@@ -83,7 +82,7 @@ TEST_CASE("engine: a claimed attempt runs once, its group recorded before; later
   AttemptRequest again = f.request("k");
   again.claim.policy.replay_failures = true;
   Claimed c = f.engine.claim(again);
-  CHECK(c.verdict == Verdict::replay);
+  CHECK(c.verdict == ClaimVerdict::replay);
   CHECK(c.existing->exit_code == 3);
   CHECK(f.runner.calls.size() == 1);
   // Without --replay-failures the failure runs again, as attempt 2.
@@ -97,7 +96,7 @@ TEST_CASE("engine: a finished outcome is replayed until its TTL, then the key ru
   CHECK(f.run("k") == 0);
   f.clock.advance(59'999);
   AttemptRequest r = f.request("k");
-  CHECK(f.engine.claim(r).verdict == Verdict::replay);
+  CHECK(f.engine.claim(r).verdict == ClaimVerdict::replay);
   f.clock.advance(2);
   CHECK(f.run("k") == 0);
   CHECK(f.runner.calls.size() == 2);
@@ -107,7 +106,7 @@ TEST_CASE("engine: a finished outcome is replayed until its TTL, then the key ru
 TEST_CASE("engine: a live holder is waited for up to wait_ms, the pauses doubling", "[engine]") {
   Fixture f;
   AttemptRequest holder = f.request("k", 20);
-  REQUIRE(f.engine.claim(holder).verdict == Verdict::claimed);
+  REQUIRE(f.engine.claim(holder).verdict == ClaimVerdict::claimed);
 
   AttemptRequest r = f.request("k");
   r.wait.wait_ms = 1000;
@@ -117,7 +116,7 @@ TEST_CASE("engine: a live holder is waited for up to wait_ms, the pauses doublin
     CHECK(h.owner.pid == 20);
   };
   Claimed c = f.engine.claim(r);
-  CHECK(c.verdict == Verdict::running);
+  CHECK(c.verdict == ClaimVerdict::running);
   CHECK(waits == 1);
   CHECK(f.clock.total_slept() == 1000);
   CHECK(f.clock.slept.front() == 10);
@@ -128,7 +127,7 @@ TEST_CASE("engine: a live holder is waited for up to wait_ms, the pauses doublin
 
   SECTION("no wait: refused at once") {
     AttemptRequest now = f.request("k");
-    CHECK(f.engine.claim(now).verdict == Verdict::running);
+    CHECK(f.engine.claim(now).verdict == ClaimVerdict::running);
     CHECK(f.clock.total_slept() == 1000);
   }
 }
@@ -147,7 +146,7 @@ TEST_CASE("engine: a wait ends when the holder finishes: its outcome is replayed
   };
   AttemptRequest r = f.request("k");
   r.wait.wait_ms = 60'000;
-  CHECK(f.engine.claim(r).verdict == Verdict::replay);
+  CHECK(f.engine.claim(r).verdict == ClaimVerdict::replay);
   CHECK(f.clock.slept.size() == 3);
 }
 
@@ -161,7 +160,7 @@ TEST_CASE("engine: holders waits_without_limit accepts are waited for past wait_
   AttemptRequest r = f.request("k");
   r.wait.waits_without_limit = [](const Record& h) { return h.owner.pid == 20; };
   // The holder failed (an empty outcome): the waiter runs it again.
-  CHECK(f.engine.claim(r).verdict == Verdict::claimed);
+  CHECK(f.engine.claim(r).verdict == ClaimVerdict::claimed);
   CHECK(f.clock.total_slept() > 5000);
 }
 
@@ -181,14 +180,14 @@ TEST_CASE("engine: a lease that ran out makes its attempt abandoned on any host"
   Fixture f;
   AttemptRequest holder = f.request("k", 20);
   holder.claim.lease_ms = 30'000;
-  REQUIRE(f.engine.claim(holder).verdict == Verdict::claimed);
+  REQUIRE(f.engine.claim(holder).verdict == ClaimVerdict::claimed);
   AttemptRequest r = f.request("k");
-  CHECK(f.engine.claim(r).verdict == Verdict::running);
+  CHECK(f.engine.claim(r).verdict == ClaimVerdict::running);
   f.clock.advance(30'001);
-  CHECK(f.engine.claim(r).verdict == Verdict::abandoned);
+  CHECK(f.engine.claim(r).verdict == ClaimVerdict::abandoned);
   r.claim.policy.retry_abandoned = true;
   Claimed c = f.engine.claim(r);
-  CHECK(c.verdict == Verdict::claimed);
+  CHECK(c.verdict == ClaimVerdict::claimed);
   CHECK(c.attempt == 2);
 }
 
@@ -208,11 +207,11 @@ TEST_CASE("engine: an abandoned attempt is retried only once clear_abandoned all
     return clear;
   };
   Claimed c = f.engine.claim(r);
-  CHECK(c.verdict == Verdict::abandoned);
+  CHECK(c.verdict == ClaimVerdict::abandoned);
   CHECK(looked == 1);
   clear = true;
   c = f.engine.claim(r);
-  CHECK(c.verdict == Verdict::claimed);
+  CHECK(c.verdict == ClaimVerdict::claimed);
   CHECK(c.attempt == 2);
   CHECK(looked == 2);
 }
@@ -235,7 +234,7 @@ TEST_CASE("engine: a failed attempt runs again only once clear_failed finds its 
   };
   // Its processes live on: the key is held, as by a live owner, and nothing runs.
   Claimed c = f.engine.claim(r);
-  CHECK(c.verdict == Verdict::running);
+  CHECK(c.verdict == ClaimVerdict::running);
   REQUIRE(c.existing);
   CHECK(c.existing->status == Status::failed);
   CHECK(c.existing->attempt == 1);
@@ -244,7 +243,7 @@ TEST_CASE("engine: a failed attempt runs again only once clear_failed finds its 
   r.wait.wait_ms = 1000;
   f.clock.on_sleep = [&] { clear = f.clock.total_slept() >= 30; };
   c = f.engine.claim(r);
-  CHECK(c.verdict == Verdict::claimed);
+  CHECK(c.verdict == ClaimVerdict::claimed);
   CHECK(c.attempt == 2);
   CHECK(looked == 4);  // before the pauses of 10 and 20 ms, then clear
   CHECK(f.clock.slept == std::vector<int64_t>{10, 20});
@@ -257,7 +256,7 @@ TEST_CASE("engine: a failed attempt runs again only once clear_failed finds its 
   AttemptRequest final_one = f.request("k");
   final_one.claim.policy.replay_failures = true;
   final_one.clear_failed = r.clear_failed;
-  CHECK(f.engine.claim(final_one).verdict == Verdict::replay);
+  CHECK(f.engine.claim(final_one).verdict == ClaimVerdict::replay);
   CHECK(looked == 4);
 }
 
@@ -279,7 +278,7 @@ TEST_CASE("engine: a failed attempt that replaced the one looked at is looked at
     return true;
   };
   Claimed c = f.engine.claim(r);
-  CHECK(c.verdict == Verdict::claimed);
+  CHECK(c.verdict == ClaimVerdict::claimed);
   CHECK(c.attempt == 3);
   CHECK(looked == std::vector<int64_t>{1, 2});
 }
@@ -294,7 +293,7 @@ TEST_CASE("engine: a failed attempt without a recorded group runs again at once"
     FAIL("nothing to look at");
     return false;
   };
-  CHECK(f.engine.claim(r).verdict == Verdict::claimed);
+  CHECK(f.engine.claim(r).verdict == ClaimVerdict::claimed);
 }
 
 TEST_CASE("engine: decline_run declines an attempt that would run, answers the others",
@@ -302,14 +301,14 @@ TEST_CASE("engine: decline_run declines an attempt that would run, answers the o
   Fixture f;
   AttemptRequest r = f.request("k");
   r.decline_run = true;
-  CHECK(f.engine.claim(r).verdict == Verdict::declined);
+  CHECK(f.engine.claim(r).verdict == ClaimVerdict::declined);
   CHECK_FALSE(f.store->get("k"));  // nothing claimed
   CHECK(f.run("k") == 0);
-  CHECK(f.engine.claim(r).verdict == Verdict::replay);
+  CHECK(f.engine.claim(r).verdict == ClaimVerdict::replay);
   AttemptRequest other = f.request("k");
   other.claim.fingerprint = "g";
   other.decline_run = true;
-  CHECK(f.engine.claim(other).verdict == Verdict::conflict);
+  CHECK(f.engine.claim(other).verdict == ClaimVerdict::conflict);
 }
 
 TEST_CASE("engine: a timed-out command is recorded as such and exits 124", "[engine]") {
@@ -328,7 +327,7 @@ TEST_CASE("engine: a stored cap keeps the head in the record and the whole captu
   f.runner.script.push_back(FakeRunner::exited(0, "0123456789"));
   AttemptRequest r = f.request("k");
   Claimed c = f.engine.claim(r);
-  REQUIRE(c.verdict == Verdict::claimed);
+  REQUIRE(c.verdict == ClaimVerdict::claimed);
   idem::proc::RunSpec spec;
   spec.argv = {"job"};
   CommandEffect effect(f.runner, spec, CommandEffect::Capture::kept, 4);
@@ -349,7 +348,7 @@ TEST_CASE("engine: an attempt taken over while it ran records nothing", "[engine
     f.owners_gone = true;
     AttemptRequest thief = f.request("k", 30);
     thief.claim.policy.retry_abandoned = true;
-    REQUIRE(f.engine.claim(thief).verdict == Verdict::claimed);
+    REQUIRE(f.engine.claim(thief).verdict == ClaimVerdict::claimed);
     f.owners_gone = false;
   };
   AttemptRequest r = f.request("k");
@@ -425,8 +424,7 @@ class FailingStore final : public idem::store::Store {
 };
 }  // namespace
 
-TEST_CASE("engine: store failures around the effect are reported with what happened",
-          "[engine]") {
+TEST_CASE("engine: store failures around the effect are reported with what happened", "[engine]") {
   Fixture f;
   FailingStore failing(*f.store);
   Engine engine(failing, f.clock, [](const idem::core::Owner&) { return false; });
@@ -477,19 +475,19 @@ TEST_CASE("engine: a replay, a conflict and a live holder are answered without t
   CommandEffect effect(runner, {});
   engine.carry_out(engine.claim(done), effect);
   AttemptRequest held = request("held", "f");
-  REQUIRE(engine.claim(held).verdict == Verdict::claimed);
+  REQUIRE(engine.claim(held).verdict == ClaimVerdict::claimed);
 
   // Another process takes the writer lock and keeps it.
   sqlite3* writer = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &writer) == SQLITE_OK);
   REQUIRE(sqlite3_exec(writer, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
   AttemptRequest again = request("done", "f");
-  CHECK(engine.claim(again).verdict == Verdict::replay);
+  CHECK(engine.claim(again).verdict == ClaimVerdict::replay);
   AttemptRequest other = request("done", "g");
-  CHECK(engine.claim(other).verdict == Verdict::conflict);
+  CHECK(engine.claim(other).verdict == ClaimVerdict::conflict);
   AttemptRequest busy = request("held", "f");
   Claimed c = engine.claim(busy);
-  CHECK(c.verdict == Verdict::running);
+  CHECK(c.verdict == ClaimVerdict::running);
   CHECK(c.existing->attempt_token.empty());  // the holder's capability stays the holder's
   // What would run needs the lock: refused as busy, which shows the lock is really held.
   AttemptRequest fresh = request("fresh", "f");
@@ -501,7 +499,7 @@ TEST_CASE("engine: a replay, a conflict and a live holder are answered without t
   }
   sqlite3_exec(writer, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(writer);
-  CHECK(engine.claim(fresh).verdict == Verdict::claimed);
+  CHECK(engine.claim(fresh).verdict == ClaimVerdict::claimed);
 }
 
 namespace {
@@ -540,7 +538,7 @@ TEST_CASE("engine: a leased attempt is renewed while it runs and its outcome rec
   r.claim.lease_ms = 3000;
   const int64_t start = f.clock.monotonic_ms();
   Claimed c = engine.claim(r);
-  REQUIRE(c.verdict == Verdict::claimed);
+  REQUIRE(c.verdict == ClaimVerdict::claimed);
   CHECK(c.lease_ms == 3000);
   CHECK(c.lease_until_ms == start + 3000);
   f.runner.during = [&] {
@@ -572,7 +570,7 @@ TEST_CASE("engine: a lease lost mid-run stops the effect and records nothing", "
   r.claim.lease_ms = 3000;
   const int64_t start = f.clock.monotonic_ms();
   Claimed c = engine.claim(r);
-  REQUIRE(c.verdict == Verdict::claimed);
+  REQUIRE(c.verdict == ClaimVerdict::claimed);
   bool stopped = false;
   std::string why;
 
@@ -638,7 +636,7 @@ TEST_CASE("engine: an outcome that cannot be written yet is written again within
   AttemptRequest r = f.request("k");
   r.claim.lease_ms = 5000;
   Claimed c = engine.claim(r);
-  REQUIRE(c.verdict == Verdict::claimed);
+  REQUIRE(c.verdict == ClaimVerdict::claimed);
   CommandEffect effect(f.runner, {});
 
   SECTION("a store back within the lease takes the outcome, after pauses that double") {
@@ -702,7 +700,7 @@ TEST_CASE("engine: an outcome the effect gives up releases the key instead", "[e
   CHECK_FALSE(f.store->get("k"));  // attempt 1 released: as if never claimed
   AttemptRequest again = f.request("k");
   Claimed retry = f.engine.claim(again);
-  CHECK(retry.verdict == Verdict::claimed);
+  CHECK(retry.verdict == ClaimVerdict::claimed);
   CHECK(retry.attempt == 1);
   effect.release = false;
   CHECK(f.engine.carry_out(retry, effect).recorded);
@@ -716,7 +714,7 @@ TEST_CASE("engine: a release by an attempt taken over changes nothing", "[engine
     f.owners_gone = true;
     AttemptRequest thief = f.request("k", 30);
     thief.claim.policy.retry_abandoned = true;
-    REQUIRE(f.engine.claim(thief).verdict == Verdict::claimed);
+    REQUIRE(f.engine.claim(thief).verdict == ClaimVerdict::claimed);
     f.owners_gone = false;
   };
   AttemptRequest r = f.request("k");
@@ -756,7 +754,7 @@ TEST_CASE("engine: a front's claims carry its lease only on a store shared by ho
   Engine engine(store, faked);
   AttemptRequest r = f.request("k");
   Claimed c = engine.claim(r);
-  REQUIRE(c.verdict == Verdict::claimed);
+  REQUIRE(c.verdict == ClaimVerdict::claimed);
   CHECK(c.lease_ms == front.lease_ms);
   CHECK(f.store->get("k")->lease_expires_ms ==
         (front.lease_ms != 0 ? f.clock.now_ms() + front.lease_ms : 0));
