@@ -25,7 +25,7 @@ using namespace config_fields;
 
 constexpr int64_t k_default_max_body = int64_t(10) << 20;  // 10 MiB
 constexpr int k_max_rule_depth = 64;  // nested and/or/not: more is a mistake, or an attack
-// RE2 compiles in linear time and bounded memory (webhook_regex.cpp), but a pattern longer than
+// RE2 compiles in linear time and bounded memory (webhook/regex.cpp), but a pattern longer than
 // this in a hooks file is a mistake, not a rule.
 constexpr size_t k_max_regex_bytes = 4096;
 

@@ -1,5 +1,5 @@
 #pragma once
-// The payloads of webhook hooks (webhook_request.hpp) as the Go `webhook` server decodes and
+// The payloads of webhook hooks (webhook/request.hpp) as the Go `webhook` server decodes and
 // renders them: JSON whose numbers keep the text they were written with (Go's json.Number), XML
 // in the conventions of the mxj package it uses, and Go's json.Marshal for values that are passed
 // on as JSON. Pure.

@@ -2,7 +2,7 @@
 // The regular expressions of webhook's regex match type, as Go's regexp.MatchString reads and
 // matches them: RE2 syntax (\z, \pL, \p{Greek}, (?s), (?P<name>...), (?i) anywhere, [[:alpha:]];
 // no back-references, no lookaround), matched anywhere in the value, in time linear in its
-// length. RE2 itself stays in webhook_regex.cpp (ARCHITECTURE.md's header table). Pure.
+// length. RE2 itself stays in webhook/regex.cpp (ARCHITECTURE.md's header table). Pure.
 #include <memory>
 #include <string>
 #include <string_view>

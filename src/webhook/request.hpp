@@ -1,5 +1,5 @@
 #pragma once
-// What a hook of a webhook hooks file (webhook_file.hpp) makes of one request: the payload
+// What a hook of a webhook hooks file (webhook/file.hpp) makes of one request: the payload
 // decoded by its content type, parameter values by source, trigger rules, and the command's
 // arguments, environment and files. Pure: no I/O, no clock of its own.
 #include <cstdint>
@@ -22,7 +22,7 @@ struct Request {
   std::vector<std::pair<std::string, std::string>> query;    // decoded, in order
   std::string body;          // raw, untouched
   std::string content_type;  // the hook's incoming-payload-content-type, else the header's
-  // The decoded payload (webhook_payload.hpp): JSON when the content type contains "json" (an
+  // The decoded payload (webhook/payload.hpp): JSON when the content type contains "json" (an
   // object; a top-level array is the payload's member "root", as webhook has it: "root.0.id"),
   // with numbers kept as written (json_number values); form-encoded when it contains
   // "x-www-form-urlencoded" (one string per field, the first of a repeated one); XML when it

@@ -1,4 +1,4 @@
-// The one answer of every HTTP front to a store that failed (http/store_failure.hpp).
+// The one answer of every HTTP front to a store that failed (net/store_failure.hpp).
 #include <catch2/catch.hpp>
 #include <stdexcept>
 #include <string>

@@ -407,7 +407,7 @@ TEST_CASE("webhook file: an id is served at its path percent-decoded", "[webhook
 }
 
 TEST_CASE("webhook file: response codes Go does not know load, with a warning", "[webhook_file]") {
-  // webhook answers 200 in their place (webhook_route.hpp); 0 is "not set".
+  // webhook answers 200 in their place (webhook/route.hpp); 0 is "not set".
   HooksFiles files = parse_one("hooks.json", R"([
     {"id": "a", "execute-command": "/x", "trigger-rule-mismatch-http-response-code": 999,
      "success-http-response-code": 99},
