@@ -35,8 +35,9 @@ CapturedOutput CapturedOutput::head(int64_t cap_bytes) const {
     for (size_t j = i + 1; j < chunks_.size(); ++j) kept.drop(chunks_[j].stream);
     break;
   }
+  for (Stream stream : {Stream::out, Stream::err})
+    if (lost_ & bit(stream)) kept.drop(stream);
   kept.truncated_ = kept.truncated_ || truncated_;
-  kept.lost_ |= lost_;
   return kept;
 }
 
