@@ -20,7 +20,7 @@ cat >"$T/proxy.json" <<EOF
            "max_response": 1000,
            "routes": [{"prefix": "/stored", "store_server_errors": true},
                       {"prefix": "/big", "max_body": "1KiB"},
-                      {"prefix": "/large", "max_body": "8MiB"}]}}
+                      {"prefix": "/large", "max_body": "8MiB", "timeout": "60s"}]}}
 EOF
 start_serve --config "$T/proxy.json"
 post /pay '{"p":1}' 'Idempotency-Key: down-1'
@@ -108,7 +108,9 @@ RESP=t4 assert_header Idempotent-Replayed true
 assert_same "$T/t3.body" "$T/t4.body"
 assert_eq 1000 "$(wc -c <"$T/t4.body")" "bytes of an answer at max_response"
 
-# A large request (5 MiB) within its route's limit reaches the upstream whole, once.
+# A large request (5 MiB) within its route's limit reaches the upstream whole, once. Its route
+# waits long enough for 5 MiB through a sanitizer build on a busy machine (the 2s above is for
+# the timeout's own test).
 head -c 3932160 /dev/urandom | base64 -w0 >"$T/5m"  # 5 MiB of text
 RESP=l1 post /large/x "$(cat "$T/5m")" 'Idempotency-Key: large-1' 'X-Answer-Bytes: 500'
 RESP=l1 expect_http 200
