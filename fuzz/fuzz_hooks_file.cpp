@@ -6,6 +6,7 @@
 // would show. Read as a template (where getenv may put the environment into the file), only the
 // invariants are checked.
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <set>
 #include <string>
@@ -114,7 +115,21 @@ void check_rule(const Rule& rule, int depth) {
 void check_hook(const WebhookHook& hook, const HooksFiles& files) {
   FUZZ_CHECK(!hook.id.empty());
   FUZZ_CHECK(hook.file == k_file);
-  FUZZ_CHECK(hook.native.path == "/hooks/" + hook.id);
+  // Served at its id; its records and route named by the id with the bytes a request target
+  // cannot hold raw, and '%', '?' and '#', as %XX.
+  FUZZ_CHECK(hook.served_path == "/hooks/" + hook.id);
+  std::string encoded = "/hooks/";
+  for (char c : hook.id) {
+    auto b = uint8_t(c);
+    if (b > 0x20 && b < 0x7f && c != '%' && c != '?' && c != '#') {
+      encoded += c;
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", b);
+      encoded += hex;
+    }
+  }
+  FUZZ_CHECK(hook.native.path == encoded);
   FUZZ_CHECK(hook.native.path.size() <= idem::core::k_max_hook_path_bytes);
   for (char c : hook.native.path)
     FUZZ_CHECK(uint8_t(c) > 0x20 && uint8_t(c) < 0x7f && c != '?' && c != '#');

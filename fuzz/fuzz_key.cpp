@@ -1,5 +1,6 @@
 // Keys (core/key.hpp): key_problem against an independent reading of "1-255 bytes of printable
-// UTF-8", validate_key agreeing with it, and display_key's bounds.
+// UTF-8 without bidirectional controls or a byte order mark", validate_key agreeing with it, and
+// display_key's bounds.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -19,6 +20,21 @@ bool has_control(std::string_view s) {
     if (b < 0x20 || b == 0x7f) return true;
     if (b == 0xc2 && i + 1 < s.size() && uint8_t(s[i + 1]) >= 0x80 && uint8_t(s[i + 1]) <= 0x9f)
       return true;
+  }
+  return false;
+}
+
+// Bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) and the byte
+// order mark (U+FEFF), found by their UTF-8 bytes: in well-formed UTF-8 a character's encoding
+// never starts inside another's.
+bool has_spoofing(std::string_view s) {
+  for (std::string_view seq : {"\xd8\x9c", "\xe2\x80\x8e", "\xe2\x80\x8f", "\xef\xbb\xbf"})
+    if (s.find(seq) != std::string_view::npos) return true;
+  for (size_t i = 0; i + 2 < s.size(); ++i) {
+    if (uint8_t(s[i]) != 0xe2) continue;
+    auto b1 = uint8_t(s[i + 1]), b2 = uint8_t(s[i + 2]);
+    if (b1 == 0x80 && b2 >= 0xaa && b2 <= 0xae) return true;
+    if (b1 == 0x81 && b2 >= 0xa6 && b2 <= 0xa9) return true;
   }
   return false;
 }
@@ -46,7 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   auto problem = idem::core::key_problem(key);
   bool expected_valid = !key.empty() && key.size() <= idem::core::k_max_key_bytes &&
-                        well_formed_utf8(key) && !has_control(key);
+                        well_formed_utf8(key) && !has_control(key) && !has_spoofing(key);
   FUZZ_CHECK(problem.has_value() == !expected_valid);
   if (problem) {
     FUZZ_CHECK(!problem->empty());
