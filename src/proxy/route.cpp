@@ -532,6 +532,18 @@ class ProxyRoute final : public Route {
     return std::shared_ptr<void>(count.get(), [count](void*) { count->fetch_sub(1); });
   }
 
+  // Releases a claim whose request was never sent; returns `why` for the log, with the release's
+  // own failure when there is one.
+  std::string release(const std::string& name, const engine::Claimed& claimed,
+                      std::string why) const {
+    try {
+      PerCallStore(services_.stores).release(name, claimed.attempt_token);
+    } catch (const std::exception& e) {
+      why += std::string("; the key could not be released: ") + e.what();
+    }
+    return why;
+  }
+
   // Nothing was sent and the key is free: the client retries later.
   static Response busy(const std::string& key, const std::string& why) {
     Response r = proxy_problem(
@@ -559,10 +571,6 @@ class ProxyRoute final : public Route {
     const int64_t start_ms = util::monotonic_ms();
     const std::string name = stored_key(key_scope(req.head.headers, config_.scope_header), key);
     auto forward = std::make_shared<Forward>();
-    forward->slot = forward_slot();
-    if (!forward->slot)
-      return busy(key, "max_forwards (" + std::to_string(config_.max_forwards) +
-                           ") forwards are under way");
     try {
       PerCallStore store(services_.stores);
       engine::Engine engine(store, services_.front);
@@ -573,6 +581,13 @@ class ProxyRoute final : public Route {
     }
     if (forward->claimed.verdict != engine::ClaimVerdict::claimed)
       return not_forwarded(forward->claimed, key);
+    // Only a request that would go out takes one of max_forwards: duplicates are answered from
+    // the store however busy the upstream is. None free: nothing is sent, the key is released.
+    forward->slot = forward_slot();
+    if (!forward->slot)
+      return busy(key, release(name, forward->claimed,
+                               "max_forwards (" + std::to_string(config_.max_forwards) +
+                                   ") forwards are under way"));
     // The claim is durable. The forward goes on after its client has gone (nothing watches the
     // client's connection) or given up (504), so its answer is stored for the client's retry.
     forward->pool = pool_;
@@ -590,13 +605,7 @@ class ProxyRoute final : public Route {
       services_.spawn([forward] { forward->run(); });
     } catch (const std::exception& e) {
       // No thread for it: nothing was sent, so the key is released.
-      std::string error = e.what();
-      try {
-        PerCallStore(services_.stores).release(name, forward->claimed.attempt_token);
-      } catch (const std::exception& release_error) {
-        error += std::string("; the key could not be released: ") + release_error.what();
-      }
-      return busy(key, error);
+      return busy(key, release(name, forward->claimed, e.what()));
     }
     if (auto answer = handover->take(start_ms + s.timeout_ms, handover)) return std::move(*answer);
     const std::string waited =

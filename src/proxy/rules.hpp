@@ -72,8 +72,9 @@ struct ProxyConfig {
   int64_t max_response = 10 << 20;
   std::string scope_header;  // "" or the header that scopes keys in place of Authorization
   // Keyed forwards under way at once: those whose client waits and those whose answer is still
-  // awaited after a 504 (late_answer). One more is refused with 503 before it is claimed, so its
-  // key stays free: a flood of slow requests cannot pile up threads without end.
+  // awaited after a 504 (late_answer). One more is refused with 503, nothing sent and its key
+  // released: a flood of slow requests cannot pile up threads without end. Duplicates, answered
+  // from the store, take no slot.
   int64_t max_forwards = 256;
   std::vector<ProxyRouteSettings> routes;
   // The peers whose requests are forwarded; others get 403 before the body is read. Empty: all.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The proxy's bound on keyed forwards under way (max_forwards): a forward whose answer is still
 # awaited after its client's 504 holds its slot; one more keyed request gets 503 "Proxy busy" with
-# Retry-After before anything is claimed or sent (its key stays free), and goes through once the
-# slot is given back.
+# Retry-After, nothing sent and its key released, and goes through once the slot is given back.
+# Duplicates are answered from the store meanwhile.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/proxy_lib.sh"
@@ -13,13 +13,23 @@ cat >"$T/proxy.json" <<JSON
 JSON
 start_serve --config "$T/proxy.json"
 
+# A stored answer, to be replayed while the slot is taken.
+RESP=first post /done '{"d":1}' 'Idempotency-Key: done-1'
+RESP=first expect_http 200
+
 # The one slot: a slow upstream's answer, awaited past the client's 504.
 mkfifo "$T/hold"
 post /slow '{"s":1}' 'Idempotency-Key: slow-1' "X-Answer-Hold: $T/hold"
 expect_problem 504
 assert_eq running "$(record_status proxy#-#slow-1)" "the slow request's record"
 
-# Another key meanwhile: refused before its claim, nothing sent, the key left free.
+# A duplicate meanwhile is replayed: it sends nothing, so it needs no slot.
+RESP=dup post /done '{"d":1}' 'Idempotency-Key: done-1'
+RESP=dup expect_http 200
+RESP=dup assert_header Idempotent-Replayed true
+assert_eq 1 "$(upstream_count /done)" "executions of done-1"
+
+# Another key meanwhile: refused, nothing sent, the key released.
 RESP=busy post /other '{"o":1}' 'Idempotency-Key: other-1'
 RESP=busy expect_problem 503
 RESP=busy assert_header Retry-After 1
