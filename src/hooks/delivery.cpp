@@ -557,19 +557,20 @@ void HookSlots::cancel_reservation() {
   --reserved_;
 }
 
+std::optional<Answer> signature_refusal(const Hook& hook, const Delivery& d,
+                                        std::string_view body) {
+  if (!hook.signature) return std::nullopt;
+  auto lookup = [&](std::string_view name) { return d.header(name); };
+  SignatureCheck v = verify(*hook.signature, lookup, body, util::process_clock().now_ms() / 1000);
+  if (v.ok) return std::nullopt;
+  Answer a = problem(401, "Signature check failed", v.problem);
+  a.outcome = "unauthorized";
+  return a;
+}
+
 Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
                const DeliveryServices& services) {
-  // Nothing is stored or run before the signature check passes (SPEC §8.5).
-  if (hook.signature) {
-    auto lookup = [&](std::string_view name) { return d.header(name); };
-    SignatureCheck v =
-        verify(*hook.signature, lookup, d.body, util::process_clock().now_ms() / 1000);
-    if (!v.ok) {
-      Answer a = problem(401, "Signature check failed", v.problem);
-      a.outcome = "unauthorized";
-      return a;
-    }
-  }
+  if (auto refusal = signature_refusal(hook, d, d.body)) return std::move(*refusal);
   DeliveryPolicy policy;
   if (hook.async) {
     // The run outlives this call: its effects keep copies of the hook and the delivery.

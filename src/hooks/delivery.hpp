@@ -109,6 +109,12 @@ struct DeliveryServices {
   std::function<void(std::function<void()>)> spawn;
 };
 
+// The 401 for a delivery whose signature `hook` checks and that fails it (headers from
+// `delivery`, `body` byte for byte); nullopt when it passes or the hook checks none. Nothing is
+// stored or run before it (SPEC §8.5).
+std::optional<Answer> signature_refusal(const Hook& hook, const Delivery& delivery,
+                                        std::string_view body);
+
 // Decides and answers one delivery for `hook` (path and method already matched, body within the
 // hook's limit). May block while the handler runs, unless the hook is async.
 Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& delivery,

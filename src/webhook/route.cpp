@@ -284,16 +284,7 @@ class WebhookRoute final : public Route {
     d.method = req.head.method;
     d.path = req.head.path;
     d.headers = req.head.headers.fields();
-    if (native_.signature) {  // nothing is run or stored before it passes (SPEC §8.5)
-      auto lookup = [&](std::string_view name) { return d.header(name); };
-      SignatureCheck v =
-          verify(*native_.signature, lookup, req.body, util::process_clock().now_ms() / 1000);
-      if (!v.ok) {
-        Answer a = problem(401, "Signature check failed", v.problem);
-        a.outcome = "unauthorized";
-        return a;
-      }
-    }
+    if (auto refusal = signature_refusal(native_, d, req.body)) return std::move(*refusal);
     const std::string& target = req.head.target;
     const size_t question = target.find('?');
     Request request =
