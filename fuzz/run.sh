@@ -54,7 +54,8 @@ fi
 
 echo "== building ${targets[*]} in $build"
 if ! CC=$cc CXX=$cxx cmake -S "$root" -B "$build" -DIDEM_FUZZ=ON -DIDEM_TESTS=OFF \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" >"$work/configure.log" 2>&1; then
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DCMAKE_UNITY_BUILD=ON \
+  -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 >"$work/configure.log" 2>&1; then
   cat "$work/configure.log" >&2
   echo "fuzz/run.sh: configuring failed (log kept in $work)" >&2
   exit 2

@@ -14,7 +14,18 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 scripts/npm_deps.sh
 build=build
-flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDEM_WERROR=ON -DIDEM_TESTS=ON -DIDEM_TEST_HOOKS=ON)
+flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDEM_WERROR=ON -DIDEM_TESTS=ON -DIDEM_TEST_HOOKS=ON
+  # Line tables only: what a backtrace needs, for a quarter less compile time than full -g.
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
+# A unity build (the files of a target compiled sixteen at a time) compiles the suite in half the
+# CPU time of one file at a time: the headers (CLI11, nlohmann/json, Catch2, the standard
+# library) are parsed once per batch. IDEM_UNITY=0 builds file by file (what a change to one
+# file rebuilds fastest).
+if [[ ${IDEM_UNITY:-1} != 0 ]]; then
+  flags+=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
+else
+  flags+=(-DCMAKE_UNITY_BUILD=OFF)
+fi
 case "${IDEM_SANITIZE:-}" in
   "" | 0) ;;
   1 | address)

@@ -44,8 +44,8 @@ std::optional<std::string> standard_webhooks_key(std::string_view secret, std::s
   return key;
 }
 
-SignatureCheck pass() { return {true, {}}; }
-SignatureCheck fail(std::string problem) { return {false, std::move(problem)}; }
+SignatureCheck signature_passed() { return {true, {}}; }
+SignatureCheck signature_failed(std::string problem) { return {false, std::move(problem)}; }
 
 // HTTP's optional whitespace around a header value or a list item.
 std::string_view trim(std::string_view text) {
@@ -111,8 +111,8 @@ SignatureCheck check_timestamp(int64_t timestamp, int64_t now_unix_s, int64_t to
   uint64_t distance = timestamp >= now_unix_s ? uint64_t(timestamp) - uint64_t(now_unix_s)
                                               : uint64_t(now_unix_s) - uint64_t(timestamp);
   uint64_t tolerance = tolerance_s > 0 ? uint64_t(tolerance_s) : 0;
-  if (distance <= tolerance) return pass();
-  return fail("timestamp " + std::to_string(timestamp) + " is " + std::to_string(distance) +
+  if (distance <= tolerance) return signature_passed();
+  return signature_failed("timestamp " + std::to_string(timestamp) + " is " + std::to_string(distance) +
               "s away from now (tolerance " + std::to_string(tolerance) + "s)");
 }
 
@@ -124,18 +124,18 @@ SignatureCheck check_encoded_mac(std::string_view header_name, std::string_view 
   if (value.size() > prefix.size() && value.substr(0, prefix.size()) == prefix)
     claimed = decode(value.substr(prefix.size()), encoding);
   if (!claimed) {
-    return fail(std::string(header_name) + " is not in the form " + std::string(prefix) +
+    return signature_failed(std::string(header_name) + " is not in the form " + std::string(prefix) +
                 (encoding == Encoding::hex ? "<hex>" : "<base64>"));
   }
-  if (!constant_time_equal(*claimed, mac)) return fail("signature does not match");
-  return pass();
+  if (!constant_time_equal(*claimed, mac)) return signature_failed("signature does not match");
+  return signature_passed();
 }
 
 SignatureCheck verify_github(const SignatureConfig& config, const HeaderLookup& headers,
                              std::string_view body) {
   std::string problem;
   std::optional<std::string> value = required_header(headers, k_github_signature, problem);
-  if (!value) return fail(problem);
+  if (!value) return signature_failed(problem);
   return check_encoded_mac(k_github_signature, *value, "sha256=", Encoding::hex,
                            hmac_sha256(config.secret, body));
 }
@@ -144,17 +144,17 @@ SignatureCheck verify_shopify(const SignatureConfig& config, const HeaderLookup&
                               std::string_view body) {
   std::string problem;
   std::optional<std::string> value = required_header(headers, k_shopify_signature, problem);
-  if (!value) return fail(problem);
+  if (!value) return signature_failed(problem);
   return check_encoded_mac(k_shopify_signature, *value, "", Encoding::base64,
                            hmac_sha256(config.secret, body));
 }
 
 SignatureCheck verify_generic(const SignatureConfig& config, const HeaderLookup& headers,
                               std::string_view body) {
-  if (trim(config.header).empty()) return fail("no signature header is configured");
+  if (trim(config.header).empty()) return signature_failed("no signature header is configured");
   std::string problem;
   std::optional<std::string> value = required_header(headers, config.header, problem);
-  if (!value) return fail(problem);
+  if (!value) return signature_failed(problem);
   return check_encoded_mac(config.header, *value, config.prefix, config.encoding,
                            hmac_sha256(config.secret, body));
 }
@@ -163,11 +163,11 @@ SignatureCheck verify_slack(const SignatureConfig& config, const HeaderLookup& h
                             std::string_view body, int64_t now_unix_s) {
   std::string problem;
   std::optional<std::string> timestamp_text = required_header(headers, k_slack_timestamp, problem);
-  if (!timestamp_text) return fail(problem);
+  if (!timestamp_text) return signature_failed(problem);
   std::optional<std::string> signature = required_header(headers, k_slack_signature, problem);
-  if (!signature) return fail(problem);
+  if (!signature) return signature_failed(problem);
   std::optional<int64_t> timestamp = parse_unix_seconds(*timestamp_text);
-  if (!timestamp) return fail(std::string(k_slack_timestamp) + " is not a unix timestamp");
+  if (!timestamp) return signature_failed(std::string(k_slack_timestamp) + " is not a unix timestamp");
 
   // Signed as the header's text, not the parsed number: that is what Slack put in the base string.
   std::string base;
@@ -185,7 +185,7 @@ SignatureCheck verify_stripe(const SignatureConfig& config, const HeaderLookup& 
                              std::string_view body, int64_t now_unix_s) {
   std::string problem;
   std::optional<std::string> value = required_header(headers, k_stripe_signature, problem);
-  if (!value) return fail(problem);
+  if (!value) return signature_failed(problem);
 
   std::optional<std::string_view> timestamp_text;
   std::vector<std::string_view> v1_signatures;
@@ -195,11 +195,11 @@ SignatureCheck verify_stripe(const SignatureConfig& config, const HeaderLookup& 
     std::string_view item = trim(rest.substr(0, comma));
     size_t equals = item.find('=');
     if (equals == std::string_view::npos || equals == 0)
-      return fail(std::string(k_stripe_signature) + " is not a list of key=value items");
+      return signature_failed(std::string(k_stripe_signature) + " is not a list of key=value items");
     std::string_view key = item.substr(0, equals);
     std::string_view item_value = item.substr(equals + 1);
     if (key == "t") {
-      if (timestamp_text) return fail(std::string(k_stripe_signature) + " has more than one t=");
+      if (timestamp_text) return signature_failed(std::string(k_stripe_signature) + " has more than one t=");
       timestamp_text = item_value;
     } else if (key == "v1") {
       v1_signatures.push_back(item_value);
@@ -207,10 +207,10 @@ SignatureCheck verify_stripe(const SignatureConfig& config, const HeaderLookup& 
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
-  if (!timestamp_text) return fail(std::string(k_stripe_signature) + " has no t= timestamp");
+  if (!timestamp_text) return signature_failed(std::string(k_stripe_signature) + " has no t= timestamp");
   std::optional<int64_t> timestamp = parse_unix_seconds(*timestamp_text);
-  if (!timestamp) return fail(std::string(k_stripe_signature) + " has a malformed t= timestamp");
-  if (v1_signatures.empty()) return fail(std::string(k_stripe_signature) + " has no v1= signature");
+  if (!timestamp) return signature_failed(std::string(k_stripe_signature) + " has a malformed t= timestamp");
+  if (v1_signatures.empty()) return signature_failed(std::string(k_stripe_signature) + " has no v1= signature");
 
   std::string signed_payload;
   signed_payload.reserve(timestamp_text->size() + 1 + body.size());
@@ -222,7 +222,7 @@ SignatureCheck verify_stripe(const SignatureConfig& config, const HeaderLookup& 
     std::optional<std::string> claimed = from_hex(candidate);
     matched |= claimed.has_value() && constant_time_equal(*claimed, mac);
   }
-  if (!matched) return fail("signature does not match");
+  if (!matched) return signature_failed("signature does not match");
   return check_timestamp(*timestamp, now_unix_s, config.tolerance_s);
 }
 
@@ -232,17 +232,17 @@ SignatureCheck verify_standard_webhooks(const SignatureConfig& config, const Hea
                                         std::string_view body, int64_t now_unix_s) {
   std::string problem;
   std::optional<std::string> key = standard_webhooks_key(config.secret, problem);
-  if (!key) return fail(problem);
+  if (!key) return signature_failed(problem);
 
   const StandardWebhooksHeaders names = standard_webhooks_headers(headers);
   std::optional<std::string> id = required_header(headers, names.id, problem);
-  if (!id) return fail(problem);
+  if (!id) return signature_failed(problem);
   std::optional<std::string> timestamp_text = required_header(headers, names.timestamp, problem);
-  if (!timestamp_text) return fail(problem);
+  if (!timestamp_text) return signature_failed(problem);
   std::optional<std::string> signatures = required_header(headers, names.signature, problem);
-  if (!signatures) return fail(problem);
+  if (!signatures) return signature_failed(problem);
   std::optional<int64_t> timestamp = parse_unix_seconds(*timestamp_text);
-  if (!timestamp) return fail(std::string(names.timestamp) + " is not a unix timestamp");
+  if (!timestamp) return signature_failed(std::string(names.timestamp) + " is not a unix timestamp");
 
   std::string content;
   content.reserve(id->size() + 1 + timestamp_text->size() + 1 + body.size());
@@ -262,8 +262,8 @@ SignatureCheck verify_standard_webhooks(const SignatureConfig& config, const Hea
     std::optional<std::string> claimed = util::from_base64(entry.substr(comma + 1));
     matched |= claimed.has_value() && constant_time_equal(*claimed, mac);
   }
-  if (!saw_v1) return fail(std::string(names.signature) + " has no v1 signature");
-  if (!matched) return fail("signature does not match");
+  if (!saw_v1) return signature_failed(std::string(names.signature) + " has no v1 signature");
+  if (!matched) return signature_failed("signature does not match");
   return check_timestamp(*timestamp, now_unix_s, config.tolerance_s);
 }
 
@@ -298,7 +298,7 @@ std::string_view to_string(Scheme scheme) {
 SignatureCheck verify(const SignatureConfig& config, const HeaderLookup& headers,
                       std::string_view body, int64_t now_unix_s) {
   // An empty key would make every MAC computable by anyone: refuse rather than "verify".
-  if (config.secret.empty()) return fail("secret is empty");
+  if (config.secret.empty()) return signature_failed("secret is empty");
   switch (config.scheme) {
     case Scheme::github:
       return verify_github(config, headers, body);
@@ -313,7 +313,7 @@ SignatureCheck verify(const SignatureConfig& config, const HeaderLookup& headers
     case Scheme::hmac_sha256:
       return verify_generic(config, headers, body);
   }
-  return fail("unknown signature scheme");
+  return signature_failed("unknown signature scheme");
 }
 
 std::optional<DefaultKey> default_key(Scheme scheme) {

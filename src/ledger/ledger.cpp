@@ -376,7 +376,6 @@ class LedgerRoute final : public Route {
     return to_ledger_response(ledger_->remove(key, *force));
   }
 
-  const std::string& hook() const override { return no_hook_; }
 
  private:
   bool authorized(const RequestHead& head) const {
@@ -388,7 +387,6 @@ class LedgerRoute final : public Route {
 
   const std::shared_ptr<const Ledger> ledger_;
   const std::optional<std::string> token_;
-  const std::string no_hook_;
 };
 
 }  // namespace

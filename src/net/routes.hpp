@@ -20,6 +20,7 @@ namespace idem::http {
 // One entry of the table. Every member is called on worker threads, several at once.
 class Route {
  public:
+  static inline const std::string k_not_a_hook;
   virtual ~Route() = default;
   // Whether this route answers requests for `path`, whatever their method: a route answers a
   // method it does not serve itself (405 with Allow).
@@ -29,8 +30,8 @@ class Route {
   // The request, admitted by this route or by its predecessor at the same path before a reload.
   virtual Response handle(Request& request) const = 0;
   // The hook the route's answers and refusals count for in the access log and the metrics;
-  // empty for the routes that are not hooks.
-  virtual const std::string& hook() const = 0;
+  // empty (the default) for the routes that are not hooks.
+  virtual const std::string& hook() const { return k_not_a_hook; }
   // Whether every problem answer on the route's paths, the transport's refusals too, carries
   // the `error` member SDKs of Stripe-style APIs look for (the proxy's, SPEC §7).
   virtual bool error_member() const { return false; }

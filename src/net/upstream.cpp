@@ -25,7 +25,7 @@ namespace idem::http {
 
 namespace {
 
-constexpr size_t k_read_chunk = 64 * 1024;
+constexpr size_t k_upstream_read_chunk = 64 * 1024;
 // An idle connection older than this is closed rather than reused. Servers close idle
 // keep-alive connections after a few seconds (Node's default is 5 s); a request sent on one
 // just as the server closes it fails, and a POST is then never sent again: better a new
@@ -164,7 +164,11 @@ std::vector<Address> resolve(const UpstreamTarget& target) {
   return out;
 }
 
-// The pool's shared state. Exchanges hold a reference to it: a pool outlives its exchanges.
+}  // namespace
+
+// The pool's shared state. Exchanges hold a reference to it: a pool outlives its exchanges. Not
+// in the anonymous namespace: UpstreamPool::Pool (declared in the header) holds one.
+namespace upstream_pool {
 struct Connections {
   struct Idle {
     util::Fd fd;
@@ -204,6 +208,8 @@ struct Connections {
 
   util::Fd open(int64_t deadline_ms);
 };
+}  // namespace upstream_pool
+using upstream_pool::Connections;
 
 util::Fd Connections::open(int64_t deadline_ms) {
   int err = EADDRNOTAVAIL;
@@ -235,6 +241,8 @@ util::Fd Connections::open(int64_t deadline_ms) {
   throw UpstreamError(UpstreamError::connect,
                       "cannot connect to " + target.authority + ": " + why(err));
 }
+
+namespace {
 
 // The request's head as sent: the values come from a strict parser, but a line break in one
 // would be a second request, so each is checked again here.
@@ -338,7 +346,7 @@ class Exchange final : public UpstreamExchange {
   const int64_t deadline_ms_;
   UpstreamHead head_;
   bool extra_ = false;
-  char buffer_[k_read_chunk];
+  char buffer_[k_upstream_read_chunk];
 };
 
 }  // namespace

@@ -30,7 +30,6 @@ constexpr size_t k_max_idle_upstream = 16;
 // How many bytes of a streamed answer wait for its client before the forward waits in turn.
 constexpr size_t k_max_buffered = 1 << 20;
 
-const std::string k_not_a_hook;
 
 Response labelled(Response r, const std::string& outcome, const std::string& key = "",
                   const std::string& error = "") {
@@ -343,7 +342,7 @@ class ForwardEffect final : public engine::Effect {
   std::string error_;
 };
 
-Response store_failure(const std::exception& e, const std::string& key) {
+Response proxy_store_failure(const std::exception& e, const std::string& key) {
   StoreFailureAnswer s = store_failure_answer(e);
   Response r = proxy_problem(s.status, s.title, s.detail, "api_error");
   for (auto& [name, value] : s.headers) r.headers.emplace_back(std::move(name), std::move(value));
@@ -384,7 +383,7 @@ struct Forward {
       failure = "Idempotency-Key '" + core::display_key(key) + "': " + e.what() +
                 (recorded ? "" : "; the failure could not be recorded either");
       answer = effect.outcome().empty()
-                   ? store_failure(e, key)
+                   ? proxy_store_failure(e, key)
                    : labelled(std::move(effect.answer()), effect.outcome(), key, e.what());
     }
     // A failure whose answer reaches no client (a late answer) goes to the daemon's log through
@@ -509,7 +508,6 @@ class ProxyRoute final : public Route {
     return keyed(req, s, k.key);
   }
 
-  const std::string& hook() const override { return k_not_a_hook; }
   bool error_member() const override { return true; }
 
  private:
@@ -577,7 +575,7 @@ class ProxyRoute final : public Route {
       engine::AttemptRequest ar = attempt_request(req, s, name);
       forward->claimed = engine.claim(ar);
     } catch (const std::exception& e) {
-      return store_failure(e, key);
+      return proxy_store_failure(e, key);
     }
     if (forward->claimed.verdict != engine::ClaimVerdict::claimed)
       return not_forwarded(forward->claimed, key);

@@ -14,7 +14,6 @@ namespace idem::http {
 
 namespace {
 
-const std::string k_not_a_hook;
 
 // /healthz and /metrics: GET or HEAD only; a body is read and ignored.
 class BuiltinRoute : public Route {
@@ -28,7 +27,6 @@ class BuiltinRoute : public Route {
     r.headers.emplace_back("Allow", "GET, HEAD");
     return Admission{std::move(r), 0};
   }
-  const std::string& hook() const override { return k_not_a_hook; }
 
  private:
   static constexpr uint64_t k_max_body = 64 * 1024;

@@ -370,7 +370,6 @@ class WebhookRoute final : public Route {
   const RouteServices services_;
 };
 
-const std::string k_no_hook;
 
 // What webhook's router answers without a hook (see not_found_route).
 class NotFoundRoute final : public Route {
@@ -387,7 +386,6 @@ class NotFoundRoute final : public Route {
   }
   Admission admit(const RequestHead& head) const override { return Admission{answer(head), 0}; }
   Response handle(http::Request& req) const override { return answer(req.head); }
-  const std::string& hook() const override { return k_no_hook; }
 
  private:
   static Response plain(int status, std::string body, std::string outcome) {

@@ -116,10 +116,11 @@ assert_same() {  # assert_same EXPECTED_FILE ACTUAL_FILE: byte-exact
 assert_bytes() {  # assert_bytes FILE PRINTF_FORMAT [ARG...]: FILE holds exactly these bytes
   local file=$1
   shift
+  local expected=$T/.expected.$BASHPID  # one per process: a script may assert from subshells
   # shellcheck disable=SC2059
-  printf "$@" >"$T/.expected"
-  cmp -s -- "$T/.expected" "$file" ||
-    fail "$file: want '$(cat -v "$T/.expected" | head -c 500)', got '$(cat -v "$file" | head -c 500)'"
+  printf "$@" >"$expected"
+  cmp -s -- "$expected" "$file" ||
+    fail "$file: want '$(cat -v "$expected" | head -c 500)', got '$(cat -v "$file" | head -c 500)'"
 }
 
 assert_empty() { [[ ! -s $1 ]] || fail "$1 should be empty, holds: $(head -c 500 "$1" | cat -v)"; }

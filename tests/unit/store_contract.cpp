@@ -17,6 +17,9 @@
 #include "core/response.hpp"
 #include "store/store.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_store_contract {
+
 using idem::core::Outcome;
 using idem::core::Owner;
 using idem::core::Record;
@@ -1156,3 +1159,5 @@ TEMPLATE_TEST_CASE("store contract: put_all writes a batch at once, leaving out 
   CHECK(store->get("there")->note == "new");
   CHECK(store->put_all({}, false).empty());
 }
+
+}  // namespace unit_store_contract

@@ -4,6 +4,9 @@
 
 #include "util/clock.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_clock {
+
 using idem::util::human_duration;
 using idem::util::iso8601_utc;
 
@@ -60,3 +63,5 @@ TEST_CASE("clocks: wall clock is in Unix ms, monotonic never goes back", "[clock
   int64_t b = idem::util::monotonic_ms();
   CHECK(b >= a);
 }
+
+}  // namespace unit_clock

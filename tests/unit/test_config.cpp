@@ -9,6 +9,9 @@
 #include "core/errors.hpp"
 #include "serve/config.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_config {
+
 using idem::http::Config;
 using idem::http::ConfigError;
 using idem::http::EnvLookup;
@@ -587,3 +590,5 @@ TEST_CASE("config: the proxy's allow-list", "[config]") {
       error_of(R"({"proxy": {"upstream": "http://127.0.0.1:1", "allow": ["10.0.0.0/8", "x"]}})") ==
       "serve.json: proxy.allow[1]: 'x' is not an address or a CIDR range (e.g. 10.0.0.0/8, ::1)");
 }
+
+}  // namespace unit_config

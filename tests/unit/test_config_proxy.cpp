@@ -7,6 +7,9 @@
 
 #include "serve/config.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_config_proxy {
+
 using idem::http::Config;
 using idem::http::ConfigError;
 using idem::http::parse_config;
@@ -210,3 +213,5 @@ TEST_CASE("config proxy: each bad route is named", "[config][proxy]") {
   CHECK(proxy_error(R"("routes": ["/a"])") ==
         "serve.json: proxy.routes[0]: expected an object, got a string");
 }
+
+}  // namespace unit_config_proxy

@@ -5,6 +5,9 @@
 #include "core/decision.hpp"
 #include "core/record.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_decision {
+
 using idem::core::decide;
 using idem::core::Decision;
 using idem::core::Policy;
@@ -346,3 +349,5 @@ TEST_CASE("decide: rerun_failed_only_attempt runs a failure again only once its 
   CHECK(decide(&failed, k_other_fp, k_now, false, unchecked).verdict == Verdict::conflict);
   CHECK(to_string(Verdict::leftovers) == "leftovers");
 }
+
+}  // namespace unit_decision

@@ -11,6 +11,9 @@
 #include "hooks/config.hpp"
 #include "util/hex.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_delivery {
+
 using idem::http::Delivery;
 using idem::http::form_values;
 using idem::http::header_environment;
@@ -177,3 +180,5 @@ TEST_CASE("form_values: WHATWG form decoding of one field", "[delivery]") {
   // A JSON body is not a form with that field.
   CHECK(form_values(R"({"trigger_id":"x"})", "trigger_id").empty());
 }
+
+}  // namespace unit_delivery

@@ -6,6 +6,9 @@
 #include "core/duration.hpp"
 #include "core/errors.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_duration {
+
 using idem::core::duration_arg;
 using idem::core::format_size;
 using idem::core::parse_duration_ms;
@@ -176,3 +179,5 @@ TEST_CASE("format_size: human sizes", "[size]") {
   CHECK(parse_size(format_size(16 * k_mib)) == 16 * k_mib);
   CHECK(parse_size(format_size(512 * 1024)) == 512 * 1024);
 }
+
+}  // namespace unit_duration

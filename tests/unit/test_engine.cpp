@@ -16,6 +16,9 @@
 #include "store/store.hpp"
 #include "temp_dir.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_engine {
+
 using idem::core::Record;
 using idem::core::Status;
 using idem::engine::AttemptRequest;
@@ -765,3 +768,5 @@ TEST_CASE("engine: a front's claims carry its lease only on a store shared by ho
     CHECK(engine.claim(own).lease_ms == 5000);
   }
 }
+
+}  // namespace unit_engine

@@ -12,6 +12,9 @@
 
 #include "util/fd.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_fd {
+
 using idem::util::Fd;
 using idem::util::read_all;
 using idem::util::write_all;
@@ -161,3 +164,5 @@ TEST_CASE("open_closed_standard_fds: a closed 0, 1 or 2 becomes /dev/null, still
     CHECK(WEXITSTATUS(status) == 0);
   }
 }
+
+}  // namespace unit_fd

@@ -6,6 +6,9 @@
 #include "core/fingerprint.hpp"
 #include "util/sha256.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_fingerprint {
+
 using idem::core::Fingerprinter;
 using idem::core::run_fingerprint;
 using idem::util::sha256_hex;
@@ -106,3 +109,5 @@ TEST_CASE("fingerprint: begin's, with and without what the caller gives", "[fing
   // Never equal to a run's: a begin and a run of one key conflict.
   CHECK(plain != run_fingerprint({}, nullptr));
 }
+
+}  // namespace unit_fingerprint

@@ -9,6 +9,9 @@
 #include "core/json_key.hpp"
 #include "net/response_parser.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_fuzz_regressions {
+
 using idem::core::format_size;
 using idem::core::parse_duration_ms;
 using idem::core::parse_size;
@@ -66,3 +69,5 @@ TEST_CASE("fuzz_response_parser: an answer with the most fields allowed, written
   over.feed(head + "Content-Length: 0\r\n\r\n");
   CHECK(over.state() == idem::http::ResponseParser::State::failed);
 }
+
+}  // namespace unit_fuzz_regressions

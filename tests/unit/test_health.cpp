@@ -5,6 +5,9 @@
 #include "core/health.hpp"
 #include "core/record.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_health {
+
 using idem::core::file_findings;
 using idem::core::Finding;
 using idem::core::finding_line;
@@ -178,3 +181,5 @@ TEST_CASE("health: keys become shell words", "[health]") {
   CHECK(shell_word("$HOME") == "'$HOME'");
   CHECK(shell_word("") == "''");
 }
+
+}  // namespace unit_health

@@ -5,6 +5,9 @@
 
 #include "util/hex.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_hex {
+
 using idem::util::from_base64;
 using idem::util::to_base64;
 using idem::util::to_hex;
@@ -85,3 +88,5 @@ TEST_CASE("base64: any input decodes or is refused, without crashing", "[base64]
     }
   }
 }
+
+}  // namespace unit_hex

@@ -2,6 +2,9 @@
 
 #include "net/ip_range.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_ip_range {
+
 using namespace idem::http;
 
 namespace {
@@ -51,3 +54,5 @@ TEST_CASE("ip_range: bad ranges are named", "[ip_range]") {
   CHECK_THROWS(parse_ranges("10.0.0.0/-1"));
   CHECK(parse_ranges("  ").empty());
 }
+
+}  // namespace unit_ip_range

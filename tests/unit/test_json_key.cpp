@@ -5,6 +5,9 @@
 
 #include "core/json_key.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_json_key {
+
 using idem::core::key_from_json;
 using nlohmann::json;
 
@@ -114,3 +117,5 @@ TEST_CASE("json key: numbers with a fraction or exponent are refused", "[json_ke
   }
   CHECK(key_from_json(json::parse("1e3"), "", nullptr) == std::nullopt);
 }
+
+}  // namespace unit_json_key

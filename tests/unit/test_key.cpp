@@ -6,6 +6,9 @@
 #include "core/errors.hpp"
 #include "core/key.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_key {
+
 using idem::core::derived_key;
 using idem::core::display_key;
 using idem::core::key_problem;
@@ -277,3 +280,5 @@ TEST_CASE("record names: the fronts of idem serve own their shapes", "[key]") {
   CHECK_FALSE(served_front_of("proxy-k"));
   CHECK_FALSE(served_front_of("cmd:0123"));
 }
+
+}  // namespace unit_key

@@ -12,6 +12,9 @@
 
 #include "engine/key_queue.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_key_queue {
+
 namespace {
 
 struct Line {
@@ -125,3 +128,5 @@ TEST_CASE("key queue: a stop ends push and pop", "[key_queue]") {
   reader.join();
   CHECK_FALSE(pushed);
 }
+
+}  // namespace unit_key_queue

@@ -14,6 +14,9 @@
 #include "temp_dir.hpp"
 #include "util/hex.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_ledger {
+
 using idem::http::BadField;
 using idem::http::ClaimCall;
 using idem::http::FinishCall;
@@ -310,3 +313,5 @@ TEST_CASE("ledger: records by percent-encoded key, removed unless running") {
   CHECK(f.ledger.remove("%2Fhooks%2Fx%23k", true).status == 400);
   CHECK(f.ledger.remove("proxy%23-%23k", true).status == 400);
 }
+
+}  // namespace unit_ledger

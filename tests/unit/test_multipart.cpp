@@ -10,6 +10,9 @@
 #include "webhook/payload.hpp"
 #include "webhook/request.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_multipart {
+
 using idem::http::multipart::Form;
 using idem::http::multipart::form_boundary;
 using idem::http::multipart::k_max_parts;
@@ -308,3 +311,5 @@ TEST_CASE("webhook request: multipart forms refused or not multipart", "[multipa
   CHECK(payload_of(form_post(hook, field("form-data; name=a"))) == R"({"a":"v"})");
   CHECK(payload_of(form_post(hook, field("form-data; name=a"), "", "text/plain")) == "500");
 }
+
+}  // namespace unit_multipart

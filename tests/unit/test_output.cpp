@@ -7,6 +7,9 @@
 #include "core/errors.hpp"
 #include "core/output.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_output {
+
 using idem::core::CapturedOutput;
 using idem::core::Chunk;
 using idem::core::Stream;
@@ -483,3 +486,5 @@ TEST_CASE("output: head keeps what a capture with that cap would have kept", "[o
   CHECK(cut.head(100).truncated());
   CHECK(cut.head(100).stream_bytes(Stream::out) == "xy");
 }
+
+}  // namespace unit_output

@@ -12,6 +12,9 @@
 #include "serve/pidfile.hpp"
 #include "temp_dir.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_pidfile {
+
 using idem::http::parse_pid;
 using idem::http::PidFile;
 
@@ -75,3 +78,5 @@ TEST_CASE("pidfile: a successor's file is left alone", "[pidfile]") {
   file.remove();
   CHECK(std::filesystem::exists(path));
 }
+
+}  // namespace unit_pidfile

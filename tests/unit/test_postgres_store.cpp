@@ -14,6 +14,9 @@
 #include "store/postgres_sql.hpp"
 #include "store_contract.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_postgres_store {
+
 using namespace idem;
 using namespace idem::test;
 
@@ -275,4 +278,6 @@ TEST_CASE("postgres store: ls's first page and gc go through their indexes on a 
   CHECK(store->gc(store::GcQuery{k_t0, 0, false}) == 1000);
   CHECK(admin.query("SELECT count(*) FROM idem_records WHERE status = 'running'") == "1000\n");
 }
+
+}  // namespace unit_postgres_store
 #endif

@@ -7,6 +7,9 @@
 #include "core/response.hpp"
 #include "proxy/rules.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_proxy {
+
 using namespace idem::http;
 
 namespace {
@@ -257,3 +260,5 @@ TEST_CASE("proxy: the stored request redacts credentials", "[proxy]") {
   CHECK(j["headers"][1][1] == "1");
   CHECK(j["body_b64"] == "aGk=");
 }
+
+}  // namespace unit_proxy

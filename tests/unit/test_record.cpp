@@ -6,6 +6,9 @@
 #include "core/exit_code.hpp"
 #include "core/record.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_record {
+
 using idem::core::display_status;
 using idem::core::is_expired;
 using idem::core::Record;
@@ -133,3 +136,5 @@ TEST_CASE("record: only a running record's lease runs out, at its expiry instant
     CHECK_FALSE(lease_expired(r, 5001));
   }
 }
+
+}  // namespace unit_record

@@ -5,6 +5,9 @@
 #include "core/output.hpp"
 #include "core/record_export.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_record_export {
+
 using idem::core::Record;
 using idem::core::Status;
 
@@ -117,3 +120,5 @@ TEST_CASE("record_export: a bad line is refused, naming the member") {
   CHECK(refused("timed_out", 0));
   CHECK_THROWS_AS(idem::core::record_from_export(nlohmann::json::array()), std::invalid_argument);
 }
+
+}  // namespace unit_record_export

@@ -6,6 +6,9 @@
 #include "core/record_json.hpp"
 #include "util/hex.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_record_json {
+
 using idem::core::Record;
 using idem::core::Status;
 
@@ -70,3 +73,5 @@ TEST_CASE("record_json: the detail form adds outputs, request, lease; never the 
   r.output = "not an encoding";
   CHECK_THROWS(idem::core::record_detail_json(r, 1'500'000, false, false));
 }
+
+}  // namespace unit_record_json

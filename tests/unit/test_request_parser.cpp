@@ -6,6 +6,9 @@
 
 #include "net/request_parser.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_request_parser {
+
 using idem::http::ParserLimits;
 using idem::http::RequestParser;
 using State = RequestParser::State;
@@ -308,3 +311,5 @@ TEST_CASE("request parser: an incomplete request asks for more", "[request_parse
   CHECK(p.state() == State::complete);
   CHECK(p.body() == "abcd");
 }
+
+}  // namespace unit_request_parser

@@ -8,6 +8,9 @@
 
 #include "core/response.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_response {
+
 using idem::core::decode_response;
 using idem::core::encode_response;
 using idem::core::header_value;
@@ -164,3 +167,5 @@ TEST_CASE("response: random bytes and mutations of a stored form never throw", "
     }
   }
 }
+
+}  // namespace unit_response

@@ -6,6 +6,9 @@
 
 #include "net/response_parser.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_response_parser {
+
 using idem::http::ResponseHead;
 using idem::http::ResponseLimits;
 using idem::http::ResponseParser;
@@ -226,3 +229,5 @@ TEST_CASE("response parser: a large body is handed out in pieces as it is parsed
   CHECK(p.body == body);
   CHECK(p.pieces >= body.size() / 4096);
 }
+
+}  // namespace unit_response_parser

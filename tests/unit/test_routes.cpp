@@ -7,6 +7,9 @@
 
 #include "net/routes.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_routes {
+
 using namespace idem::http;
 
 namespace {
@@ -63,3 +66,5 @@ TEST_CASE("routes: a path no route takes finds nothing", "[routes]") {
   CHECK(table.find("/metrics") == nullptr);
   CHECK(table.find("") == nullptr);
 }
+
+}  // namespace unit_routes

@@ -23,6 +23,9 @@
 #include "temp_dir.hpp"
 #include "util/fd.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_runner {
+
 using idem::core::Owner;
 using idem::core::ProcessGroup;
 using idem::proc::describe_owner;
@@ -604,3 +607,5 @@ TEST_CASE("runner: drain_ms reads what a background process writes after the com
   CHECK(gone);
   if (!gone) ::kill(pid_t(writer), SIGKILL);
 }
+
+}  // namespace unit_runner

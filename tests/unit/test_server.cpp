@@ -21,6 +21,9 @@
 #include "serving.hpp"
 #include "util/fd.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_server {
+
 using namespace idem::http;
 
 namespace {
@@ -330,3 +333,5 @@ TEST_CASE("server: a client gone in the middle of a stream stops it", "[server]"
       idem::util::write_all(c.get(), "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
   CHECK(read_until_closed(c.get()).find("GET /b ") != std::string::npos);
 }
+
+}  // namespace unit_server

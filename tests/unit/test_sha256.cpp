@@ -5,6 +5,9 @@
 #include "util/hex.hpp"
 #include "util/sha256.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_sha256 {
+
 using idem::util::Sha256;
 using idem::util::sha256_hex;
 using idem::util::to_hex;
@@ -32,3 +35,5 @@ TEST_CASE("sha256: incremental equals one-shot; raw digest is 32 bytes", "[sha25
   CHECK(to_hex(b.finish()) == sha256_hex(std::string(2, '\0')));
   CHECK(sha256_hex(std::string(2, '\0')) != sha256_hex(""));
 }
+
+}  // namespace unit_sha256

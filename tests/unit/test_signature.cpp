@@ -19,6 +19,9 @@
 #include "hooks/signature.hpp"
 #include "util/hex.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_signature {
+
 using idem::http::constant_time_equal;
 using idem::http::default_key;
 using idem::http::DefaultKey;
@@ -705,3 +708,5 @@ TEST_CASE("hmac-sha256: header, encoding and prefix from the config", "[signatur
     CHECK(verify(config, lookup({{"X-Signature", hex}}), body, 0).ok);
   }
 }
+
+}  // namespace unit_signature

@@ -28,6 +28,9 @@
 #include "store_contract.hpp"
 #include "temp_dir.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_sqlite_store {
+
 using idem::StoreError;
 using idem::core::Outcome;
 using idem::core::Owner;
@@ -1594,3 +1597,5 @@ TEST_CASE("store: an unsynced claim and many threads' writers through one file",
   sqlite3_finalize(stmt);
   sqlite3_close(db);
 }
+
+}  // namespace unit_sqlite_store

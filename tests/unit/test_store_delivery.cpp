@@ -19,6 +19,9 @@
 #include "temp_dir.hpp"
 #include "util/clock.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_store_delivery {
+
 using idem::StoreError;
 using idem::StoreFailure;
 using idem::http::Delivery;
@@ -235,3 +238,5 @@ TEST_CASE("store delivery: a running slot is given back however its run ends", "
   CHECK(slots.reserve());  // the place came back with the slot
   CHECK_FALSE(slots.reserve());
 }
+
+}  // namespace unit_store_delivery

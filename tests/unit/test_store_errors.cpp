@@ -11,6 +11,9 @@
 #include "store/store.hpp"
 #include "temp_dir.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_store_errors {
+
 using idem::StoreError;
 using idem::StoreFailure;
 using idem::store::open_sqlite_store;
@@ -117,3 +120,5 @@ TEST_CASE("store errors: a folder at the WAL's path is refused, and no database 
     CHECK(::lstat(path.c_str(), &st) != 0);
   }
 }
+
+}  // namespace unit_store_errors

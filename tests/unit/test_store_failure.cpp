@@ -6,6 +6,9 @@
 #include "core/errors.hpp"
 #include "net/store_failure.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_store_failure {
+
 using idem::StoreError;
 using idem::StoreFailure;
 using idem::http::store_failure_answer;
@@ -31,3 +34,5 @@ TEST_CASE("store failure answer: lasting 500, transient or unknown 503 with Retr
   // None of them names the store: the reason goes to the log only.
   for (const auto& a : {lasting, busy, other}) CHECK(a.detail.find("/x") == std::string::npos);
 }
+
+}  // namespace unit_store_failure

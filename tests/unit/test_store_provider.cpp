@@ -11,6 +11,9 @@
 #include "store/store.hpp"
 #include "temp_dir.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_store_provider {
+
 using idem::store::StoreProvider;
 using idem::test::TempDir;
 
@@ -96,3 +99,5 @@ TEST_CASE("provider: threads share a bounded set of connections", "[store][provi
   CHECK(stores.opened() <= k_threads);
   CHECK(stores.idle() == size_t(stores.opened()));
 }
+
+}  // namespace unit_store_provider

@@ -10,6 +10,9 @@
 #include "store/store.hpp"
 #include "temp_dir.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_store_url {
+
 using idem::StoreError;
 using idem::UsageError;
 using idem::store::parse_store_url;
@@ -142,3 +145,5 @@ TEST_CASE("store url: open_store opens SQLite; an unreachable PostgreSQL is a tr
     CHECK(what.find("pw") == std::string::npos);
   }
 }
+
+}  // namespace unit_store_url

@@ -8,6 +8,9 @@
 
 #include "serve/systemd.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_systemd {
+
 using idem::http::passed_fd_names;
 using Names = std::vector<std::string>;
 
@@ -38,3 +41,5 @@ TEST_CASE("systemd: values that cannot be read are refused", "[systemd]") {
 TEST_CASE("systemd: the reload notification carries the monotonic time", "[systemd]") {
   CHECK(idem::http::reloading_state(1234567) == "RELOADING=1\nMONOTONIC_USEC=1234567");
 }
+
+}  // namespace unit_systemd

@@ -20,6 +20,9 @@
 #include "util/clock.hpp"
 #include "util/fd.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_tls {
+
 using idem::http::Stream;
 using idem::http::TlsContext;
 using idem::http::TlsError;
@@ -158,3 +161,5 @@ TEST_CASE("tls: plain HTTP is not a handshake", "[tls]") {
   std::unique_ptr<Stream> stream = context->accept(server_fd.get());
   CHECK_FALSE(stream->open(idem::util::monotonic_ms() + 10000));
 }
+
+}  // namespace unit_tls

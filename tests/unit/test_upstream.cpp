@@ -27,6 +27,9 @@
 #include "util/clock.hpp"
 #include "util/fd.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_upstream {
+
 using namespace idem::http;
 using idem::util::Fd;
 
@@ -418,3 +421,5 @@ TEST_CASE("upstream: pooled connections shared by threads", "[upstream]") {
   CHECK(ok == 80);
   CHECK(pool.opened() <= 8);
 }
+
+}  // namespace unit_upstream

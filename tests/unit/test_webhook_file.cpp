@@ -9,6 +9,9 @@
 
 #include "webhook/file.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_webhook_file {
+
 using idem::http::ConfigError;
 using idem::http::Scheme;
 using idem::http::webhook::Argument;
@@ -880,3 +883,5 @@ TEST_CASE("webhook file: YAML's aliases cannot blow up", "[webhook_file]") {
   }
   CHECK(error_of("hooks.yaml", text) == "hooks.yaml: aliases expand to more than 200000 values");
 }
+
+}  // namespace unit_webhook_file

@@ -9,6 +9,9 @@
 #include "net/message.hpp"
 #include "webhook/payload.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_webhook_payload {
+
 using namespace idem::http;
 using namespace idem::http::webhook;
 
@@ -109,3 +112,5 @@ TEST_CASE("form fields: WHATWG and Go's url.ParseQuery", "[webhook]") {
   CHECK(go_form_fields("a=%41%42&a=2").fields == FormFields{{"a", "AB"}, {"a", "2"}});
   CHECK(go_form_fields("").fields.empty());
 }
+
+}  // namespace unit_webhook_payload

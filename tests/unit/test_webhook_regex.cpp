@@ -9,6 +9,9 @@
 
 #include "webhook/regex.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_webhook_regex {
+
 using idem::http::webhook::compile_regex;
 using idem::http::webhook::Regex;
 
@@ -100,3 +103,5 @@ TEST_CASE("webhook regex: one pattern matched by several threads at once", "[web
   for (std::thread& thread : threads) thread.join();
   for (int count : found) CHECK(count == 400);
 }
+
+}  // namespace unit_webhook_regex

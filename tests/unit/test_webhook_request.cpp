@@ -10,6 +10,9 @@
 #include "webhook/payload.hpp"
 #include "webhook/request.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_webhook_request {
+
 using namespace idem::http::webhook;
 using Source = Argument::Source;
 using Headers = std::vector<std::pair<std::string, std::string>>;
@@ -531,3 +534,5 @@ TEST_CASE("webhook request: regex rules in Go's syntax, on long values", "[webho
   REQUIRE(refused.error);
   CHECK(*refused.error == "regex '(a)\\1': invalid escape sequence: \\1");
 }
+
+}  // namespace unit_webhook_request

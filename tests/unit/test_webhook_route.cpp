@@ -9,6 +9,9 @@
 #include "core/errors.hpp"
 #include "webhook/route.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_webhook_route {
+
 using idem::http::webhook::cleaned_path;
 using idem::http::webhook::decoded_path;
 using idem::http::webhook::executable;
@@ -122,3 +125,5 @@ TEST_CASE("webhook route: --response-header and --http-methods", "[webhook_route
   CHECK_THROWS_AS(parse_http_methods("PO ST"), idem::UsageError);
   CHECK_THROWS_WITH(parse_http_methods(""), Catch::Contains("--http-methods"));
 }
+
+}  // namespace unit_webhook_route

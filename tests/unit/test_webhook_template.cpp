@@ -8,6 +8,9 @@
 
 #include "webhook/template.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_webhook_template {
+
 using idem::http::webhook::expand_template;
 using idem::http::webhook::TemplateError;
 using idem::http::webhook::TemplateOutput;
@@ -168,3 +171,5 @@ TEST_CASE("webhook template: what is not supported is an error naming its line",
     CHECK(error_of(text) == message);
   }
 }
+
+}  // namespace unit_webhook_template

@@ -12,6 +12,9 @@
 
 #include "store/write_queue.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_write_queue {
+
 namespace {
 
 // A transaction of named writes: begin, savepoints and rollbacks keep a pending list; commit
@@ -233,3 +236,5 @@ TEST_CASE("write queue: many threads, every write committed once", "[store][queu
   CHECK(std::adjacent_find(kept.begin(), kept.end()) == kept.end());
   CHECK(journal.most_at_once == 1);
 }
+
+}  // namespace unit_write_queue
