@@ -112,8 +112,9 @@ SignatureCheck check_timestamp(int64_t timestamp, int64_t now_unix_s, int64_t to
                                               : uint64_t(now_unix_s) - uint64_t(timestamp);
   uint64_t tolerance = tolerance_s > 0 ? uint64_t(tolerance_s) : 0;
   if (distance <= tolerance) return signature_passed();
-  return signature_failed("timestamp " + std::to_string(timestamp) + " is " + std::to_string(distance) +
-              "s away from now (tolerance " + std::to_string(tolerance) + "s)");
+  return signature_failed("timestamp " + std::to_string(timestamp) + " is " +
+                          std::to_string(distance) + "s away from now (tolerance " +
+                          std::to_string(tolerance) + "s)");
 }
 
 // A header holding `prefix` then the MAC in `encoding`: the shape of github, shopify, slack's
@@ -124,8 +125,9 @@ SignatureCheck check_encoded_mac(std::string_view header_name, std::string_view 
   if (value.size() > prefix.size() && value.substr(0, prefix.size()) == prefix)
     claimed = decode(value.substr(prefix.size()), encoding);
   if (!claimed) {
-    return signature_failed(std::string(header_name) + " is not in the form " + std::string(prefix) +
-                (encoding == Encoding::hex ? "<hex>" : "<base64>"));
+    return signature_failed(std::string(header_name) + " is not in the form " +
+                            std::string(prefix) +
+                            (encoding == Encoding::hex ? "<hex>" : "<base64>"));
   }
   if (!constant_time_equal(*claimed, mac)) return signature_failed("signature does not match");
   return signature_passed();
@@ -167,7 +169,8 @@ SignatureCheck verify_slack(const SignatureConfig& config, const HeaderLookup& h
   std::optional<std::string> signature = required_header(headers, k_slack_signature, problem);
   if (!signature) return signature_failed(problem);
   std::optional<int64_t> timestamp = parse_unix_seconds(*timestamp_text);
-  if (!timestamp) return signature_failed(std::string(k_slack_timestamp) + " is not a unix timestamp");
+  if (!timestamp)
+    return signature_failed(std::string(k_slack_timestamp) + " is not a unix timestamp");
 
   // Signed as the header's text, not the parsed number: that is what Slack put in the base string.
   std::string base;
@@ -195,11 +198,13 @@ SignatureCheck verify_stripe(const SignatureConfig& config, const HeaderLookup& 
     std::string_view item = trim(rest.substr(0, comma));
     size_t equals = item.find('=');
     if (equals == std::string_view::npos || equals == 0)
-      return signature_failed(std::string(k_stripe_signature) + " is not a list of key=value items");
+      return signature_failed(std::string(k_stripe_signature) +
+                              " is not a list of key=value items");
     std::string_view key = item.substr(0, equals);
     std::string_view item_value = item.substr(equals + 1);
     if (key == "t") {
-      if (timestamp_text) return signature_failed(std::string(k_stripe_signature) + " has more than one t=");
+      if (timestamp_text)
+        return signature_failed(std::string(k_stripe_signature) + " has more than one t=");
       timestamp_text = item_value;
     } else if (key == "v1") {
       v1_signatures.push_back(item_value);
@@ -207,10 +212,13 @@ SignatureCheck verify_stripe(const SignatureConfig& config, const HeaderLookup& 
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
-  if (!timestamp_text) return signature_failed(std::string(k_stripe_signature) + " has no t= timestamp");
+  if (!timestamp_text)
+    return signature_failed(std::string(k_stripe_signature) + " has no t= timestamp");
   std::optional<int64_t> timestamp = parse_unix_seconds(*timestamp_text);
-  if (!timestamp) return signature_failed(std::string(k_stripe_signature) + " has a malformed t= timestamp");
-  if (v1_signatures.empty()) return signature_failed(std::string(k_stripe_signature) + " has no v1= signature");
+  if (!timestamp)
+    return signature_failed(std::string(k_stripe_signature) + " has a malformed t= timestamp");
+  if (v1_signatures.empty())
+    return signature_failed(std::string(k_stripe_signature) + " has no v1= signature");
 
   std::string signed_payload;
   signed_payload.reserve(timestamp_text->size() + 1 + body.size());
@@ -242,7 +250,8 @@ SignatureCheck verify_standard_webhooks(const SignatureConfig& config, const Hea
   std::optional<std::string> signatures = required_header(headers, names.signature, problem);
   if (!signatures) return signature_failed(problem);
   std::optional<int64_t> timestamp = parse_unix_seconds(*timestamp_text);
-  if (!timestamp) return signature_failed(std::string(names.timestamp) + " is not a unix timestamp");
+  if (!timestamp)
+    return signature_failed(std::string(names.timestamp) + " is not a unix timestamp");
 
   std::string content;
   content.reserve(id->size() + 1 + timestamp_text->size() + 1 + body.size());

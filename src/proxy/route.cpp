@@ -30,7 +30,6 @@ constexpr size_t k_max_idle_upstream = 16;
 // How many bytes of a streamed answer wait for its client before the forward waits in turn.
 constexpr size_t k_max_buffered = 1 << 20;
 
-
 Response labelled(Response r, const std::string& outcome, const std::string& key = "",
                   const std::string& error = "") {
   r.log_fields.emplace_back("family", "proxy");
@@ -65,10 +64,10 @@ std::string failure_outcome(const UpstreamError& e) {
 // 504 past the deadline, else 502; the reason, which names the upstream, goes to the log only.
 Response upstream_problem(const UpstreamError& e, const ProxySettings& settings) {
   if (e.kind() == UpstreamError::timeout)
-    return proxy_problem(504, "Upstream timed out",
-                         "the upstream did not answer within " +
-                             std::to_string(settings.timeout_ms) + " ms",
-                         "api_error");
+    return proxy_problem(
+        504, "Upstream timed out",
+        "the upstream did not answer within " + std::to_string(settings.timeout_ms) + " ms",
+        "api_error");
   return proxy_problem(502, "Upstream unavailable",
                        "the upstream could not be reached or broke off its answer", "api_error");
 }
@@ -512,12 +511,12 @@ class ProxyRoute final : public Route {
 
  private:
   Response too_large(uint64_t size, const ProxySettings& s) const {
-    return labelled(proxy_problem(413, "Body too large",
-                                  "the body is " + std::to_string(size) +
-                                      " bytes; the proxy accepts at most " +
-                                      std::to_string(s.max_body) + " here",
-                                  "invalid_request_error"),
-                    "too_large");
+    return labelled(
+        proxy_problem(413, "Body too large",
+                      "the body is " + std::to_string(size) + " bytes; the proxy accepts at most " +
+                          std::to_string(s.max_body) + " here",
+                      "invalid_request_error"),
+        "too_large");
   }
 
   // A slot among the proxy's max_forwards, or null when all are taken.

@@ -14,7 +14,6 @@ namespace idem::http {
 
 namespace {
 
-
 // /healthz and /metrics: GET or HEAD only; a body is read and ignored.
 class BuiltinRoute : public Route {
  public:

@@ -370,7 +370,6 @@ class WebhookRoute final : public Route {
   const RouteServices services_;
 };
 
-
 // What webhook's router answers without a hook (see not_found_route).
 class NotFoundRoute final : public Route {
  public:
