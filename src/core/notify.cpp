@@ -18,10 +18,14 @@ nlohmann::json notify_time_or_null(int64_t unix_ms) {
 
 std::string_view to_string(NotifyEvent event) {
   switch (event) {
-    case NotifyEvent::failed: return "failed";
-    case NotifyEvent::abandoned: return "abandoned";
-    case NotifyEvent::lease_lost: return "lease_lost";
-    case NotifyEvent::recovered: return "recovered";
+    case NotifyEvent::failed:
+      return "failed";
+    case NotifyEvent::abandoned:
+      return "abandoned";
+    case NotifyEvent::lease_lost:
+      return "lease_lost";
+    case NotifyEvent::recovered:
+      return "recovered";
   }
   return "?";
 }

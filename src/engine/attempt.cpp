@@ -281,8 +281,8 @@ void Engine::notify_recorded(core::NotifyEvent event, const std::string& key, in
     record = core::Record{};
     record->key = key;
     record->attempt = attempt;
-    record->status = event == core::NotifyEvent::recovered ? core::Status::succeeded
-                                                           : core::Status::failed;
+    record->status =
+        event == core::NotifyEvent::recovered ? core::Status::succeeded : core::Status::failed;
   }
   record->attempt_token.clear();
   notify(event, *record);

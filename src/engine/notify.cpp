@@ -12,12 +12,14 @@ std::string NotifyReport::text() const {
   std::string head = "notify for key '" + core::display_key(key) + "' (" +
                      std::string(core::to_string(event)) + ")";
   switch (result) {
-    case Result::ran: return head + " ran";
-    case Result::failed: return head + " exited " + std::to_string(exit_code);
+    case Result::ran:
+      return head + " ran";
+    case Result::failed:
+      return head + " exited " + std::to_string(exit_code);
     case Result::timed_out:
       return head + " timed out after " + util::human_duration(duration_ms) + " and was stopped";
-    case Result::not_started: return head + " could not start (exit " +
-                                     std::to_string(exit_code) + ")";
+    case Result::not_started:
+      return head + " could not start (exit " + std::to_string(exit_code) + ")";
     case Result::dropped:
       return head + " dropped: one is running for this key and another waits";
   }

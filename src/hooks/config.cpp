@@ -214,10 +214,10 @@ using PathOwners = std::map<std::string, size_t>;
 Hook read_hook(const Json& value, size_t index, PathOwners& owners, const EnvLookup& env) {
   std::string at = element("hooks", index);
   expect_object(value, at);
-  check_fields(value, at,
-               {"path", "command", "signature", "key", "ttl", "timeout", "max_body", "async",
-                "max_concurrency", "max_queue", "retry_abandoned", "methods", "no_key", "allow",
-                "notify"});
+  check_fields(
+      value, at,
+      {"path", "command", "signature", "key", "ttl", "timeout", "max_body", "async",
+       "max_concurrency", "max_queue", "retry_abandoned", "methods", "no_key", "allow", "notify"});
   Hook hook;
   hook.path = read_path(value, at);
   if (auto [it, fresh] = owners.emplace(hook.path, index); !fresh)

@@ -43,8 +43,7 @@ ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const Owner
       core::decide(existing ? &*existing : nullptr, req.fingerprint, req.now_ms, gone, req.policy);
   std::optional<core::Record> marked;
   if (d.mark_abandoned) {
-    const char* note =
-        core::lease_expired(*existing, req.now_ms) ? k_lease_ran_out : k_owner_died;
+    const char* note = core::lease_expired(*existing, req.now_ms) ? k_lease_ran_out : k_owner_died;
     rows.set_abandoned(req.key, existing->attempt, note);
     existing->status = core::Status::abandoned;
     existing->note = note;

@@ -1,5 +1,6 @@
 // Notifications: which end of an attempt fires which event (core/notify.hpp), and the engine
 // telling its front's notify command, with a fake clock and fake runners (no processes).
+#include <poll.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -116,8 +117,7 @@ TEST_CASE("notify: which end of an attempt fires which event", "[notify]") {
   // A success after a failure or an abandoned attempt recovered; after nothing or a success, no
   // news.
   CHECK(finish_event(Status::failed, outcome_with(Status::succeeded)) == NotifyEvent::recovered);
-  CHECK(finish_event(Status::abandoned, outcome_with(Status::succeeded)) ==
-        NotifyEvent::recovered);
+  CHECK(finish_event(Status::abandoned, outcome_with(Status::succeeded)) == NotifyEvent::recovered);
   CHECK_FALSE(finish_event(std::nullopt, outcome_with(Status::succeeded)));
   CHECK_FALSE(finish_event(Status::succeeded, outcome_with(Status::succeeded)));
   // An HTTP answer stored with a 5xx is a failure (the proxy records it as an answered outcome).
@@ -168,8 +168,7 @@ TEST_CASE("notify: the attempt object says how the attempt ended", "[notify]") {
   CHECK(idem::core::attempt_json(r)["http_status"] == 503);
 }
 
-TEST_CASE("notify: a failure fires --on-failure with the record and attempt on stdin",
-          "[notify]") {
+TEST_CASE("notify: a failure fires --on-failure with the record and attempt on stdin", "[notify]") {
   NotifyFixture f(NotifyOn::failure);
   f.run(FakeRunner::exited(3, "boom"));
   REQUIRE(f.events() == std::vector<std::string>{"failed"});
@@ -242,6 +241,29 @@ TEST_CASE("notify: an owner found gone fires abandoned once, then the retry's su
   idem::engine::CommandEffect effect(f.runner, idem::proc::RunSpec{});
   later.carry_out(c, effect);
   CHECK(f.events() == std::vector<std::string>{"abandoned", "recovered"});
+}
+
+TEST_CASE("notify: a lease lost mid-run is told, with what the attempt knows of itself",
+          "[notify][lease]") {
+  NotifyFixture f(NotifyOn::failure);
+  idem::engine::Engine engine(*f.store, f.front);
+  auto r = f.request();
+  r.claim.lease_ms = 3000;
+  const idem::engine::Claimed c = engine.claim(r);
+  REQUIRE(c.verdict == idem::engine::ClaimVerdict::claimed);
+  f.runner.during = [&] {
+    f.clock.advance(5000);  // paused past its lease: the keeper stops the command
+    pollfd p{f.runner.calls.back().stop_fd, POLLIN, 0};
+    CHECK(::poll(&p, 1, 60'000) == 1);
+  };
+  idem::engine::CommandEffect effect(f.runner, idem::proc::RunSpec{});
+  CHECK_THROWS_AS(engine.carry_out(c, effect), idem::StoreError);
+  REQUIRE(f.events() == std::vector<std::string>{"lease_lost"});
+  nlohmann::json doc = nlohmann::json::parse(f.documents.at(0));
+  CHECK(doc["record"]["status"] == "abandoned");
+  CHECK(doc["attempt"]["number"] == 1);
+  CHECK(doc["attempt"]["ended_by"] == "lease lost");
+  CHECK(doc["attempt"]["note"] == "lease lost: it ran out before a renewal got through");
 }
 
 TEST_CASE("notify: a notify command that fails or times out is reported, the outcome stands",
