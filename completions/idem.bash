@@ -12,7 +12,7 @@ _idem_flags() {
   local global="--store --db -h --help"
   case $1 in
     run) echo "-k --key --ttl --wait --timeout --kill-after --drain --lease --replay-failures --retry-abandoned --kill-stale" \
-      "--hash-stdin --max-output --quiet-replay -q --quiet -v --verbose $global" ;;
+      "--hash-stdin --max-output --on-failure --on-change --notify-timeout --quiet-replay -q --quiet -v --verbose $global" ;;
     ls) echo "--status --prefix --limit --all --json --keys $global" ;;
     show) echo "--json --stdout --stderr --request $global" ;;
     status) echo "$global" ;;
@@ -24,7 +24,7 @@ _idem_flags() {
     serve) echo "--config --upstream --ledger --socket --listen --allow-remote --port-file --max-connections" \
       "--hooks --urlprefix --template --response-header --http-methods" \
       "--request-timeout --grace --busy-timeout --lease --cert --key --tls-min-version --pidfile $global" ;;
-    each) echo "--key-field --ttl --lease --jobs --timeout --kill-after --max-output --replay-failures --retry-abandoned -q --quiet -v --verbose $global" ;;
+    each) echo "--key-field --ttl --lease --jobs --timeout --kill-after --max-output --replay-failures --retry-abandoned --on-failure --on-change --notify-timeout -q --quiet -v --verbose $global" ;;
     begin) echo "-k --key --ttl --wait --owner-pid --fingerprint --hash-stdin --print --retry-abandoned --kill-stale -q --quiet $global" ;;
     end) echo "-k --key --exit --stdout-file --stderr-file --owner-pid $global" ;;
     "") echo "$global --version" ;;
@@ -40,7 +40,7 @@ _idem_takes_value() {
   case $1:$2 in
     *:--db | *:--store | \
       run:-k | run:--key | run:--ttl | run:--wait | run:--timeout | run:--kill-after | run:--lease | \
-      run:--drain | run:--max-output | \
+      run:--drain | run:--max-output | run:--on-failure | run:--on-change | run:--notify-timeout | \
       ls:--status | ls:--prefix | ls:--limit | export:--status | export:--prefix | export:--limit | \
       gc:--older-than | doctor:--config | doctor:--hooks | \
       serve:--config | serve:--upstream | serve:--socket | serve:--listen | serve:--port-file | serve:--max-connections | \
@@ -48,7 +48,7 @@ _idem_takes_value() {
       serve:--hooks | serve:--urlprefix | serve:--response-header | serve:--http-methods | \
       serve:--cert | serve:--key | serve:--tls-min-version | serve:--pidfile | \
       each:--key-field | each:--ttl | each:--lease | each:--jobs | each:--timeout | each:--kill-after | \
-      each:--max-output | \
+      each:--max-output | each:--on-failure | each:--on-change | each:--notify-timeout | \
       begin:-k | begin:--key | begin:--ttl | begin:--wait | begin:--owner-pid | begin:--fingerprint | \
       end:-k | end:--key | end:--exit | end:--stdout-file | end:--stderr-file | end:--owner-pid)
       return 0 ;;

@@ -35,7 +35,7 @@ function __idem_command_at
             case --
                 math $i + 1
                 return 0
-            case -k --key --ttl --wait --timeout --kill-after --lease --max-output --key-field --jobs --db --store
+            case -k --key --ttl --wait --timeout --kill-after --lease --max-output --key-field --jobs --db --store --on-failure --on-change --notify-timeout
                 set i (math $i + 1)
             case '-*'
             case '*'
@@ -153,6 +153,9 @@ complete -c idem -n "__idem_using run" -l retry-abandoned -d 'Run again after an
 complete -c idem -n "__idem_using run" -l kill-stale -d 'End what a failed attempt, or with --retry-abandoned an abandoned one, left running'
 complete -c idem -n "__idem_using run" -l hash-stdin -d 'Add stdin to the fingerprint'
 complete -c idem -n "__idem_using run" -l max-output -x -d 'Stored output cap per record (16MiB)'
+complete -c idem -n "__idem_using run" -l on-failure -x -d 'Shell command run when the attempt fails or is abandoned'
+complete -c idem -n "__idem_using run" -l on-change -x -d 'As --on-failure, and when the key recovers'
+complete -c idem -n "__idem_using run" -l notify-timeout -x -d 'Stop the notify command after DURATION (30s)'
 complete -c idem -n "__idem_using run" -l quiet-replay -d 'On replay write nothing'
 complete -c idem -n "__idem_using run" -s q -l quiet -d 'No refusal message for 65, 69 and 75'
 complete -c idem -n "__idem_using run" -s v -l verbose -d 'Say when a replay or a wait happens'
@@ -227,6 +230,9 @@ complete -c idem -n "__idem_using each" -l kill-after -x -d 'Grace between TERM 
 complete -c idem -n "__idem_using each" -l max-output -x -d 'Stored output cap per message (16MiB)'
 complete -c idem -n "__idem_using each" -l replay-failures -d 'A failed message counts as done, for later runs too'
 complete -c idem -n "__idem_using each" -l retry-abandoned -d 'Run again a message whose owner died mid-run'
+complete -c idem -n "__idem_using each" -l on-failure -x -d 'Shell command run when a message fails or is abandoned'
+complete -c idem -n "__idem_using each" -l on-change -x -d 'As --on-failure, and when a key recovers'
+complete -c idem -n "__idem_using each" -l notify-timeout -x -d 'Stop the notify command after DURATION (30s)'
 complete -c idem -n "__idem_using each" -s q -l quiet -d 'Report only malformed lines and the summary'
 complete -c idem -n "__idem_using each" -s v -l verbose -d 'Also report every skipped message'
 

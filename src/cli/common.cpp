@@ -8,6 +8,7 @@
 #include "core/errors.hpp"
 #include "core/key.hpp"
 #include "core/record_json.hpp"
+#include "engine/notify.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
 
@@ -80,6 +81,53 @@ int64_t configured_lease_ms(const std::string& lease_flag) {
     if (lease_ms < k_min_lease_ms) throw UsageError("IDEM_LEASE must be at least 1s");
   }
   return lease_ms;
+}
+
+void add_notify_options(CLI::App& command, NotifyOptions& notify) {
+  command.add_option("--on-failure", notify.on_failure,
+                     "Run CMD (with /bin/sh -c) when a key's attempt fails, is found abandoned or "
+                     "loses its lease: the event, the record and its attempt as JSON on stdin, "
+                     "IDEM_EVENT and IDEM_KEY in its environment")
+      ->type_name("CMD");
+  command.add_option("--on-change", notify.on_change,
+                     "As --on-failure, and also when a key succeeds after a failure (recovered)")
+      ->type_name("CMD");
+  command.add_option("--notify-timeout", notify.timeout,
+                     "Stop the notify command after DURATION (TERM, KILL 2s later); idem waits "
+                     "for it before it exits")
+      ->type_name("DURATION")->capture_default_str();
+}
+
+std::shared_ptr<const core::NotifySpec> notify_spec(const NotifyOptions& notify) {
+  const int64_t timeout_ms = core::duration_arg("--notify-timeout", notify.timeout);
+  if (timeout_ms == 0) throw UsageError("--notify-timeout must be above zero");
+  const bool change = !notify.on_change.empty();
+  if (notify.on_failure.empty() && !change) return nullptr;
+  if (!notify.on_failure.empty() && change)
+    throw UsageError(
+        "give --on-failure or --on-change, not both (--on-change runs for failures too; "
+        "its command can tell them apart by $IDEM_EVENT)");
+  auto spec = std::make_shared<core::NotifySpec>();
+  spec->argv = core::shell_command(change ? notify.on_change : notify.on_failure);
+  spec->on = change ? core::NotifyOn::change : core::NotifyOn::failure;
+  spec->timeout_ms = timeout_ms;
+  return spec;
+}
+
+void use_notify(engine::Front& front, std::shared_ptr<const core::NotifySpec> spec,
+                bool live_output, std::function<void(const std::string& text)> write_stderr) {
+  if (!spec) return;
+  engine::Notifier::Options options;
+  options.live_output_fd = live_output ? 2 : -1;
+  options.report = [live_output,
+                    write_stderr = std::move(write_stderr)](const engine::NotifyReport& r) {
+    std::string text = live_output ? std::string() : r.output;
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    if (r.result != engine::NotifyReport::Result::ran) text += "idem: " + r.text() + "\n";
+    if (!text.empty()) write_stderr(text);
+  };
+  front.notify = std::move(spec);
+  front.notifier = std::make_shared<engine::Notifier>(std::move(options));
 }
 
 bool owner_gone_now(const core::Record& record, int64_t now_ms) {

@@ -7,7 +7,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/notify.hpp"
 #include "core/record.hpp"
+#include "engine/attempt.hpp"
 #include "store/store.hpp"
 
 namespace idem::cli {
@@ -37,6 +39,22 @@ void add_lease_option(CLI::App& command, std::string& lease);
 // claim carries it on a store shared by hosts (Store::spans_hosts), none on a store of one host,
 // whose owners are checked by pid.
 int64_t configured_lease_ms(const std::string& lease_flag);
+
+// --on-failure CMD, --on-change CMD and --notify-timeout on run and each.
+struct NotifyOptions {
+  std::string on_failure;
+  std::string on_change;
+  std::string timeout = "30s";
+};
+void add_notify_options(CLI::App& command, NotifyOptions& notify);
+// The notify command the flags ask for (a shell command line, run with /bin/sh -c), or null.
+// Usage errors for both flags or a bad timeout.
+std::shared_ptr<const core::NotifySpec> notify_spec(const NotifyOptions& notify);
+// Sets `front` to run `spec` (when there is one): its failures reported on stderr as one
+// `idem: notify ...` line, after the output it wrote (`live_output`: written to stderr as it
+// comes instead; each collects it, so its jobs do not interleave).
+void use_notify(engine::Front& front, std::shared_ptr<const core::NotifySpec> spec,
+                bool live_output, std::function<void(const std::string& text)> write_stderr);
 
 // A static idem has no PostgreSQL backend (store::has_postgres_backend): for a PostgreSQL store
 // it execs idem-pg, the same program linked with libpq (beside this one, or in

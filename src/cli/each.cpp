@@ -253,6 +253,7 @@ CLI::App* register_each(CLI::App& app, EachOptions& o) {
   each->add_flag("--retry-abandoned", o.retry_abandoned,
                  "Run a message again whose earlier handler's owner died mid-run (default: "
                  "refuse it); refused while processes of that attempt are still alive");
+  add_notify_options(*each, o.notify);
   each->add_flag("-q,--quiet", o.quiet, "Report only malformed lines and the summary");
   each->add_flag("-v,--verbose", o.verbose, "Also report every skipped message");
   add_command_argument(*each, o.command,
@@ -336,8 +337,13 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
   if (!o.key_field.empty() && o.key_field[0] != '/')
     throw UsageError("bad --key-field '" + o.key_field + "': a JSON Pointer starts with '/'");
   Limits limits = parse_limits(o);
+  auto notify = notify_spec(o.notify);
   // A store problem is one error up front, not one per message.
-  const engine::Front front = engine::make_front(*open_store(global), limits.lease_ms);
+  engine::Front front = engine::make_front(*open_store(global), limits.lease_ms);
+  use_notify(front, std::move(notify), false, [](const std::string& text) {
+    std::lock_guard lock(g_output_mutex);
+    util::write_all(2, text);
+  });
   proc::install_child_handlers();
   LineReader reader(watch_stop_signals());
 

@@ -19,6 +19,7 @@ struct EachOptions {
   bool retry_abandoned = false;
   bool quiet = false;
   bool verbose = false;
+  NotifyOptions notify;
   std::vector<std::string> command;
 };
 

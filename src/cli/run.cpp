@@ -177,6 +177,7 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
   run->add_option("--max-output", o.max_output,
                   "Stored output cap per record; live output always passes whole")
       ->type_name("SIZE")->capture_default_str();
+  add_notify_options(*run, o.notify);
   run->add_flag("--quiet-replay", o.quiet_replay,
                 "On replay write nothing, only return the stored exit code");
   run->add_flag("-q,--quiet", o.quiet,
@@ -333,8 +334,12 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
   proc::install_signal_handlers();
 
   const int64_t lease_ms = configured_lease_ms(o.lease);  // a usage error before the store's
+  auto notify = notify_spec(o.notify);
   auto store = open_store(global);
-  engine::Engine engine(*store, engine::make_front(*store, lease_ms));
+  engine::Front front = engine::make_front(*store, lease_ms);
+  use_notify(front, std::move(notify), true,
+             [](const std::string& text) { util::write_all(2, text); });
+  engine::Engine engine(*store, front);
   const std::string shown = "key '" + core::display_key(o.key) + "'";
   engine::AttemptRequest req =
       attempt_request(o, s, cwd, o.hash_stdin ? &stdin_sha256 : nullptr, shown);

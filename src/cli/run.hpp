@@ -23,6 +23,7 @@ struct RunOptions {
   bool quiet_replay = false;
   bool quiet = false;
   bool verbose = false;
+  NotifyOptions notify;
   std::vector<std::string> command;
   const CLI::Option* key_option = nullptr;  // tells `-k ""` (an error) from no -k (derived)
 };

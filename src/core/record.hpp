@@ -81,6 +81,10 @@ struct Record {
   std::optional<Response> response;
 };
 
+// The notes of an attempt the store marked abandoned: its owner is gone, or its lease ran out.
+inline constexpr const char* k_note_owner_died = "owner died mid-run";
+inline constexpr const char* k_note_lease_ran_out = "lease ran out mid-run";
+
 // What a finished attempt produced.
 struct Outcome {
   Status status = Status::failed;  // succeeded or failed

@@ -84,7 +84,9 @@ nlohmann::json record_detail_json(const Record& r, int64_t now_ms, bool owner_go
       r.process_group.pgid ? nlohmann::json(r.process_group.pgid) : nlohmann::json(nullptr);
   j["process_group_alive"] = group_alive;
   j["lease_expires_at"] = time_or_null(r.lease_expires_ms);
+  // null for a record that holds none (a discarded value would not serialise as JSON).
   j["request"] = nlohmann::json::parse(r.request, nullptr, false);
+  if (j["request"].is_discarded()) j["request"] = nullptr;
   j["note"] = r.note;
   j["response"] = response_json(r.response);
   j["stdout_b64"] = util::to_base64(stream_bytes(*output, Stream::out));

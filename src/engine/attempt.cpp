@@ -5,6 +5,7 @@
 #include "core/errors.hpp"
 #include "core/key.hpp"
 #include "engine/lease_keeper.hpp"
+#include "engine/notify.hpp"
 #include "proc/liveness.hpp"
 #include "util/crash_point.hpp"
 
@@ -39,6 +40,7 @@ Claimed claimed_from(const std::string& key, store::ClaimResult result, int64_t 
     c.lease_until_ms = sent_ms + lease_ms;
   }
   c.existing = std::move(result.existing);
+  c.replaced_status = result.replaced_status;
   c.now_ms = now_ms;
   return c;
 }
@@ -81,10 +83,12 @@ Engine::Engine(store::Store& store, const Front& front)
     : store_(store),
       clock_(*front.clock),
       owner_gone_(front.owner_gone),
-      lease_ms_(front.lease_ms) {}
+      lease_ms_(front.lease_ms),
+      notify_(front.notify),
+      notifier_(front.notifier) {}
 
 Engine::Engine(store::Store& store, const util::Clock& clock, store::OwnerGone owner_gone)
-    : Engine(store, Front{&clock, std::move(owner_gone), 0}) {}
+    : Engine(store, Front{&clock, std::move(owner_gone), 0, nullptr, nullptr}) {}
 
 store::ClaimResult Engine::claim_once(AttemptRequest& request) {
   request.claim.now_ms = clock_.now_ms();
@@ -136,6 +140,9 @@ Claimed Engine::claim(AttemptRequest& request) {
     }
     const int64_t sent_ms = read ? 0 : clock_.monotonic_ms();
     store::ClaimResult result = read ? std::move(*read) : claim_once(request);
+    // This claim found the owner gone and marked the attempt abandoned: the one to tell.
+    if (result.marked_abandoned && notifies(core::NotifyEvent::abandoned))
+      notify(core::NotifyEvent::abandoned, *result.marked_abandoned);
     if (result.verdict == core::Verdict::abandoned && checks_abandoned &&
         policy.retry_only_attempt != result.existing->attempt &&
         request.clear_abandoned(*result.existing)) {
@@ -208,6 +215,7 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
   IDEM_CRASH_POINT("exited-before-finish");
   if (done.outcome.finished_ms == 0) done.outcome.finished_ms = clock_.now_ms();
   const auto lease_lost = [&](const std::string& why) {
+    notify_lease_lost(claimed, done.outcome, why);
     return StoreError("key '" + core::display_key(claimed.key) + "': its lease was lost (" + why +
                           "), so the attempt counts as abandoned; " + effect.performed() +
                           " and its outcome was not recorded",
@@ -237,7 +245,65 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
   // attempt's lease is lost.
   if (keeper && !done.recorded) throw lease_lost("the store refused the outcome");
   IDEM_CRASH_POINT("finish-after-commit");
+  if (done.recorded && notify_) {
+    const auto event = core::finish_event(claimed.replaced_status, done.outcome);
+    if (event && notifies(*event)) notify_recorded(*event, claimed.key, claimed.attempt);
+  }
   return done;
+}
+
+bool Engine::notifies(core::NotifyEvent event) const {
+  return notify_ && notifier_ && core::notifies(notify_->on, event);
+}
+
+void Engine::notify(core::NotifyEvent event, const core::Record& record) {
+  std::string document;
+  try {
+    document = core::notify_document(event, record, clock_.now_ms());
+  } catch (const std::exception&) {
+    // A corrupt stored output: the record without it still says what happened.
+    core::Record bare = record;
+    bare.output.clear();
+    document = core::notify_document(event, bare, clock_.now_ms());
+  }
+  notifier_->fire(notify_, event, record.key, std::move(document));
+}
+
+void Engine::notify_recorded(core::NotifyEvent event, const std::string& key, int64_t attempt) {
+  std::optional<core::Record> record;
+  try {
+    record = store_.get(key);
+  } catch (const StoreError&) {
+    // Told below from what is known of it.
+  }
+  if (!record || record->attempt != attempt) {
+    // Gone already (removed, taken over): tell what this attempt was.
+    record = core::Record{};
+    record->key = key;
+    record->attempt = attempt;
+    record->status =
+        event == core::NotifyEvent::recovered ? core::Status::succeeded : core::Status::failed;
+  }
+  record->attempt_token.clear();
+  notify(event, *record);
+}
+
+void Engine::notify_lease_lost(const Claimed& claimed, const core::Outcome& outcome,
+                               const std::string& why) {
+  if (!notifies(core::NotifyEvent::lease_lost)) return;
+  // The store may be what is lost: the record is what this attempt knows of itself.
+  core::Record r;
+  r.key = claimed.key;
+  r.attempt = claimed.attempt;
+  r.status = core::Status::abandoned;
+  r.started_ms = claimed.now_ms;
+  r.finished_ms = outcome.finished_ms;
+  r.exit_code = outcome.exit_code;
+  r.signal = outcome.signal;
+  r.timed_out = outcome.timed_out;
+  r.lease_expires_ms = claimed.lease_expires_ms;
+  r.note = "lease lost: " + why;
+  notify(core::NotifyEvent::lease_lost, r);
 }
 
 void Engine::release(const Claimed& claimed, const Effect& effect, Finished& done) {
@@ -278,11 +344,15 @@ bool Engine::finish(const std::string& key, int64_t attempt, core::Outcome outco
 bool Engine::record_failure(const Claimed& claimed, core::Outcome failed) {
   failed.status = core::Status::failed;
   if (failed.finished_ms == 0) failed.finished_ms = clock_.now_ms();
+  bool recorded = false;
   try {
-    return store_.finish(claimed.key, claimed.attempt, failed);
+    recorded = store_.finish(claimed.key, claimed.attempt, failed);
   } catch (const std::exception&) {
     return false;  // the first failure is what the caller reports
   }
+  if (recorded && notifies(core::NotifyEvent::failed))
+    notify_recorded(core::NotifyEvent::failed, claimed.key, claimed.attempt);
+  return recorded;
 }
 
 }  // namespace idem::engine

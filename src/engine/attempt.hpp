@@ -11,12 +11,15 @@
 #include <string>
 
 #include "core/decision.hpp"
+#include "core/notify.hpp"
 #include "core/record.hpp"
 #include "proc/liveness.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
 
 namespace idem::engine {
+
+class Notifier;  // engine/notify.hpp
 
 // What a claim does while another live owner holds the key.
 struct WaitPolicy {
@@ -79,6 +82,9 @@ struct Claimed {
   int64_t lease_ms = 0;
   int64_t lease_until_ms = 0;
   std::optional<core::Record> existing;  // every verdict but claimed and declined
+  // claimed: the status of the record the attempt replaced (nullopt: none), which tells a
+  // success after a failure (a notification's `recovered`).
+  std::optional<core::Status> replaced_status;
   int64_t now_ms = 0;                    // the time of the look that decided
   bool waited = false;                   // running: a wait began and ran out
 };
@@ -129,6 +135,10 @@ struct Front {
   // tells another host that this one is gone, so make_front keeps it only on a store shared by
   // hosts (Store::spans_hosts); on a store of one host the owner's pid tells it sooner.
   int64_t lease_ms = 0;
+  // The notify command of the front's attempts (null: none) and what runs it. The engine tells
+  // it of an attempt that failed, was found abandoned, lost its lease, or recovered.
+  std::shared_ptr<const core::NotifySpec> notify;
+  std::shared_ptr<Notifier> notifier;
 };
 
 // The front of this process's attempts on `store` (any connection of it): the process clock,
@@ -189,12 +199,21 @@ class Engine {
   std::optional<store::ClaimResult> look(AttemptRequest& request, bool& would_run);
 
   void release(const Claimed& claimed, const Effect& effect, Finished& done);
+  bool notifies(core::NotifyEvent event) const;
+  // Runs the notify command for `event` of `record` (never throws).
+  void notify(core::NotifyEvent event, const core::Record& record);
+  // The same for the attempt just recorded, read back from the store.
+  void notify_recorded(core::NotifyEvent event, const std::string& key, int64_t attempt);
+  void notify_lease_lost(const Claimed& claimed, const core::Outcome& outcome,
+                         const std::string& why);
   bool finish_within_lease(const Claimed& claimed, const core::Outcome& outcome, int64_t until_ms);
 
   store::Store& store_;
   const util::Clock& clock_;
   store::OwnerGone owner_gone_;
   const int64_t lease_ms_;
+  std::shared_ptr<const core::NotifySpec> notify_;
+  std::shared_ptr<Notifier> notifier_;
   // Held around every store call of carry_out: a lease's renewals come from a thread of their
   // own, on the same connection.
   std::mutex store_mutex_;

@@ -214,9 +214,10 @@ using PathOwners = std::map<std::string, size_t>;
 Hook read_hook(const Json& value, size_t index, PathOwners& owners, const EnvLookup& env) {
   std::string at = element("hooks", index);
   expect_object(value, at);
-  check_fields(value, at,
-               {"path", "command", "signature", "key", "ttl", "timeout", "max_body", "async",
-                "max_concurrency", "max_queue", "retry_abandoned", "methods", "no_key", "allow"});
+  check_fields(
+      value, at,
+      {"path", "command", "signature", "key", "ttl", "timeout", "max_body", "async",
+       "max_concurrency", "max_queue", "retry_abandoned", "methods", "no_key", "allow", "notify"});
   Hook hook;
   hook.path = read_path(value, at);
   if (auto [it, fresh] = owners.emplace(hook.path, index); !fresh)
@@ -231,6 +232,8 @@ Hook read_hook(const Json& value, size_t index, PathOwners& owners, const EnvLoo
   if (const Json* v = optional_field(value, "allow"))
     hook.allow = read_allow(*v, member(at, "allow"));
   read_limits(value, at, hook);
+  if (const Json* v = optional_field(value, "notify"))
+    hook.notify = read_notify(*v, member(at, "notify"));
   if (const Json* v = optional_field(value, "signature"))
     hook.signature = read_signature(*v, member(at, "signature"), env, hook.path, hook.secret_env);
   return hook;

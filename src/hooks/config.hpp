@@ -2,6 +2,7 @@
 // The "hooks" section of the daemon's config (SPEC §6): native hooks, each a path, a command and
 // its settings. Parsing is pure: secrets are read through the caller's environment lookup.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,9 @@ struct Hook {
   // Every secret_env of the config, this hook's and the others': no handler gets them in its
   // environment, so a handler cannot read any sender's secret.
   std::vector<std::string> withheld_env;
+  // "notify": run when a delivery fails, is found abandoned or (on "change") recovers; null:
+  // none. Its withheld_env is the daemon's (serve/state.cpp).
+  std::shared_ptr<core::NotifySpec> notify;
 };
 
 // The "hooks" array, in the file's order; each hook's withheld_env holds the secret_env of all.

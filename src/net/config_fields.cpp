@@ -306,6 +306,47 @@ std::vector<std::string> read_methods(const Json& value, const std::string& at) 
   return methods;
 }
 
+std::shared_ptr<core::NotifySpec> read_notify(const Json& value, const std::string& at) {
+  expect_object(value, at);
+  check_fields(value, at, {"command", "on", "timeout"});
+  auto spec = std::make_shared<core::NotifySpec>();
+  const std::string where = member(at, "command");
+  const Json& command = required(value, at, "command");
+  if (command.is_string()) {
+    std::string line = command.get<std::string>();
+    if (line.find_first_not_of(" \t") == std::string::npos)
+      fail(where, "is empty; give a shell command line or an array [PROGRAM, ARG...]");
+    if (line.find('\0') != std::string::npos) fail(where, "contains a NUL character");
+    spec->argv = core::shell_command(line);
+  } else if (command.is_array()) {
+    if (command.empty()) fail(where, "is empty; it must name at least the program to run");
+    for (size_t i = 0; i < command.size(); ++i) {
+      std::string arg = read_string(command[i], element(where, i));
+      if (arg.find('\0') != std::string::npos)
+        fail(element(where, i), quote(arg) + " contains a NUL character");
+      spec->argv.push_back(std::move(arg));
+    }
+    if (spec->argv[0].empty()) fail(element(where, 0), "the program name is empty");
+  } else {
+    wrong_type(where, "a shell command line or an array [PROGRAM, ARG...]", command);
+  }
+  if (const Json* on = optional_field(value, "on")) {
+    const std::string on_at = member(at, "on");
+    const std::string word = read_string(*on, on_at);
+    const auto parsed = core::notify_on_from_string(word);
+    if (!parsed)
+      fail(on_at, quote(word) +
+                      " is neither \"failure\" (failed, abandoned, lease lost) nor \"change\" "
+                      "(those and recovered)");
+    spec->on = *parsed;
+  }
+  if (const Json* timeout = optional_field(value, "timeout")) {
+    spec->timeout_ms = read_duration_ms(*timeout, member(at, "timeout"));
+    if (spec->timeout_ms == 0) fail(member(at, "timeout"), "must be more than 0");
+  }
+  return spec;
+}
+
 // "allow": the peers whose requests are served; every entry an address or a CIDR block.
 std::vector<IpRange> read_allow(const Json& value, const std::string& at) {
   if (!value.is_array()) wrong_type(at, "an array of addresses and CIDR ranges", value);

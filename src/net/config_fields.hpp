@@ -6,6 +6,7 @@
 // wrong and where; the caller adds the file name (and, for a hooks file, the hook).
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/notify.hpp"
 #include "net/ip_range.hpp"
 
 namespace idem::http {
@@ -78,6 +80,11 @@ bool is_token(const std::string& name);     // RFC 9110 token: a header field na
 std::vector<std::string> read_methods(const Json& value, const std::string& at);
 // "allow": the peers whose requests are served; every entry an address or a CIDR block.
 std::vector<IpRange> read_allow(const Json& value, const std::string& at);
+
+// "notify" of a hook or the proxy: {"command": LINE or [PROGRAM, ARG...], "on": "failure" or
+// "change", "timeout": DURATION}. A string is a shell command line (/bin/sh -c), an array is run
+// as is; "on" defaults to "failure", "timeout" to 30s.
+std::shared_ptr<core::NotifySpec> read_notify(const Json& value, const std::string& at);
 
 // The largest body limit a hook or a proxy route may set.
 inline constexpr int64_t k_max_body_limit = int64_t(1) << 30;  // 1 GiB

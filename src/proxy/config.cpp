@@ -134,9 +134,11 @@ ProxyConfig read_proxy_section(const config_fields::Json& value) {
   check_fields(value, at,
                {"upstream", "methods", "ttl", "timeout", "late_answer", "max_body", "max_response",
                 "max_forwards", "scope_header", "store_server_errors", "store_statuses", "routes",
-                "allow"});
+                "allow", "notify"});
   ProxyConfig proxy;
   read_upstream(value, at, proxy);
+  if (const Json* v = optional_field(value, "notify"))
+    proxy.notify = read_notify(*v, member(at, "notify"));
   if (const Json* v = optional_field(value, "allow"))
     proxy.allow = read_allow(*v, member(at, "allow"));
   read_proxy_settings(value, at, proxy.settings);

@@ -4,12 +4,14 @@
 // of its answer are stored, which answers are stored at all, and the problem answers. The route
 // that applies them (claim, forward, record or release) is route.cpp.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "core/notify.hpp"
 #include "core/response.hpp"
 #include "net/ip_range.hpp"
 #include "net/request_parser.hpp"
@@ -79,6 +81,9 @@ struct ProxyConfig {
   std::vector<ProxyRouteSettings> routes;
   // The peers whose requests are forwarded; others get 403 before the body is read. Empty: all.
   std::vector<IpRange> allow;
+  // "notify": run when a keyed request's recorded outcome failed (an upstream's stored 5xx, an
+  // exchange cut off after the request went out) or, on "change", recovered; null: none.
+  std::shared_ptr<core::NotifySpec> notify;
 
   // The settings of the longest route prefix that takes `path`, else the section's.
   const ProxySettings& settings_for(std::string_view path) const;

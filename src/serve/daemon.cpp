@@ -42,6 +42,7 @@ class Daemon {
         services_(options, passed_.unix_socket.has_value()),
         tls_(load_tls(options)) {
     services_.front = engine::make_front(*services_.stores->lease(), options.lease_ms);
+    services_.front.notifier = daemon_notifier(services_.background);
     state_ = build_state(std::move(loaded), nullptr, services_, options);
     log_warnings(*state_);
   }

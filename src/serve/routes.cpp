@@ -116,7 +116,8 @@ class HookRoute final : public Route {
     d.headers = req.head.headers.fields();
     d.body = std::move(req.body);
     services_.metrics.in_flight(hook_.path, 1);
-    Answer a = deliver(hook_, *slots_, d, delivery_services(services_, hook_.path, slots_));
+    Answer a =
+        deliver(hook_, *slots_, d, delivery_services(services_, hook_.path, slots_, hook_.notify));
     services_.metrics.in_flight(hook_.path, -1);
     return to_response(std::move(a), hook_.path);
   }

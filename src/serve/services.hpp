@@ -55,8 +55,14 @@ struct Services {
 };
 
 // What a hook's deliveries use of the daemon. Background work counts as in flight for its hook,
-// and keeps the slots it runs in: a reload may drop the hook's route meanwhile.
+// and keeps the slots it runs in: a reload may drop the hook's route meanwhile. `notify`: the
+// hook's notify command (null: none).
 DeliveryServices delivery_services(Services& all, const std::string& path,
-                                   std::shared_ptr<HookSlots> slots);
+                                   std::shared_ptr<HookSlots> slots,
+                                   std::shared_ptr<const core::NotifySpec> notify = nullptr);
+
+// The daemon's notifier: notify commands run in the background (the drain waits for them), each
+// reported as one line of the log.
+std::shared_ptr<engine::Notifier> daemon_notifier(Background& background);
 
 }  // namespace idem::http

@@ -35,7 +35,12 @@ void join_hooks(State& state, bool ledger) {
     withheld.insert(withheld.end(), hook.withheld_env.begin(), hook.withheld_env.end());
   std::sort(withheld.begin(), withheld.end());
   withheld.erase(std::unique(withheld.begin(), withheld.end()), withheld.end());
-  for (Hook& hook : state.config.hooks) hook.withheld_env = withheld;
+  for (Hook& hook : state.config.hooks) {
+    hook.withheld_env = withheld;
+    if (hook.notify) hook.notify->withheld_env = withheld;  // no secret reaches it either
+  }
+  if (state.config.proxy && state.config.proxy->notify)
+    state.config.proxy->notify->withheld_env = withheld;
   for (webhook::WebhookHook& hook : state.webhooks.hooks) {
     hook.native.withheld_env = withheld;
     const std::string& path = hook.native.path;
@@ -84,14 +89,16 @@ std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, S
         webhook::hook_route(hook, options.hooks, std::move(slots), std::move(route_services)));
   }
   // Last: the proxy takes every path; without one, webhook's prefix answers its own 404s.
-  if (state->config.proxy)
+  if (state->config.proxy) {
+    engine::Front proxy_front = services.front;
+    if (state->config.proxy->notify) proxy_front.notify = state->config.proxy->notify;
     state->routes.add(make_proxy_route(
-        *state->config.proxy, ProxyServices{services.stores, services.owner, services.front,
+        *state->config.proxy, ProxyServices{services.stores, services.owner, proxy_front,
                                             [&services](std::function<void()> fn) {
                                               services.background.spawn(std::move(fn));
                                             },
                                             services.proxy_forwards}));
-  else if (!options.hooks.files.empty())
+  } else if (!options.hooks.files.empty())
     state->routes.add(webhook::not_found_route(options.hooks.file_options.urlprefix));
   return state;
 }

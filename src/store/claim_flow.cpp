@@ -41,22 +41,30 @@ ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const Owner
   const bool gone = existing && core::owner_counts_gone(*existing, req.now_ms, owner_gone);
   const core::Decision d =
       core::decide(existing ? &*existing : nullptr, req.fingerprint, req.now_ms, gone, req.policy);
+  std::optional<core::Record> marked;
   if (d.mark_abandoned) {
-    rows.set_abandoned(req.key, existing->attempt,
-                       core::lease_expired(*existing, req.now_ms) ? k_lease_ran_out : k_owner_died);
+    const char* note = core::lease_expired(*existing, req.now_ms) ? k_lease_ran_out : k_owner_died;
+    rows.set_abandoned(req.key, existing->attempt, note);
     existing->status = core::Status::abandoned;
+    existing->note = note;
+    existing->attempt_token.clear();  // another owner's capability
+    marked = existing;
   }
   if (d.verdict != core::Verdict::claim) {
     if (d.verdict == core::Verdict::replay) existing = rows.read_with_output(req.key);
     ClaimResult result{d.verdict, 0, "", 0, std::move(existing)};
     if (result.existing) result.existing->attempt_token.clear();  // another owner's capability
+    result.marked_abandoned = std::move(marked);
     return result;
   }
   // Replaces the previous attempt; conditioned on it, so two retries cannot both win.
   const bool written = existing ? rows.replace(req, d.next_attempt, token, existing->attempt)
                                 : rows.insert(req, d.next_attempt, token);
   if (!written) lost_race(rows, req.key);
-  return claimed(req, d.next_attempt, token);
+  ClaimResult result = claimed(req, d.next_attempt, token);
+  if (existing) result.replaced_status = existing->status;
+  result.marked_abandoned = std::move(marked);
+  return result;
 }
 
 bool release_rows(RowOperations& rows, const std::string& key, const std::string& token) {

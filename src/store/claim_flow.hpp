@@ -15,8 +15,8 @@ namespace idem::store {
 
 // The note of a running attempt marked abandoned because its owner is gone, and because its lease
 // ran out (core::lease_expired).
-inline constexpr const char* k_owner_died = "owner died mid-run";
-inline constexpr const char* k_lease_ran_out = "lease ran out mid-run";
+inline constexpr const char* k_owner_died = core::k_note_owner_died;
+inline constexpr const char* k_lease_ran_out = core::k_note_lease_ran_out;
 
 // When a lease of `lease_ms` taken at `now_ms` runs out; 0: no lease (lease_ms 0).
 inline int64_t lease_end(int64_t now_ms, int64_t lease_ms) {

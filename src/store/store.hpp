@@ -54,6 +54,12 @@ struct ClaimResult {
   std::string attempt_token;            // its capability, for heartbeat and release (claim only)
   int64_t lease_expires_ms = 0;         // its lease (claim only); 0: none
   std::optional<core::Record> existing;  // the record that decided a non-claim verdict
+  // claim: the status of the record the new attempt replaced (abandoned if this claim marked it
+  // so); nullopt for a key that had none. What a notification of its end compares with.
+  std::optional<core::Status> replaced_status = std::nullopt;
+  // The running record this claim found its owner gone for and marked abandoned, as marked (its
+  // token cleared; without output), whatever the verdict; nullopt when it marked none.
+  std::optional<core::Record> marked_abandoned = std::nullopt;
 };
 
 // Which records `list` visits: live (unexpired) ones whose stored status is in `statuses` (empty:

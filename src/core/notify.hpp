@@ -1,0 +1,72 @@
+#pragma once
+// Notifications: which end of an attempt is told to a notify command, and what it is told (the
+// event, the record and its last attempt, as one JSON document on its stdin). Pure: running the
+// command is the engine's (engine/notify.hpp).
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/record.hpp"
+
+namespace idem::core {
+
+enum class NotifyEvent {
+  failed,      // an attempt's outcome was recorded as a failure
+  abandoned,   // a claim found an attempt whose owner is gone, and marked it abandoned
+  lease_lost,  // the owner lost its attempt's lease: nothing was recorded, the key is abandoned
+  recovered,   // an attempt succeeded where the one before it had failed or been abandoned
+};
+
+std::string_view to_string(NotifyEvent event);
+
+// Which events run the command: `failure` the three that are bad news (--on-failure), `change`
+// those and recovered (--on-change). change takes in failure, so one word says which.
+enum class NotifyOn { failure, change };
+
+std::string_view to_string(NotifyOn on);
+std::optional<NotifyOn> notify_on_from_string(std::string_view text);
+
+inline constexpr int64_t k_notify_timeout_ms = 30 * 1000;
+
+struct NotifySpec {
+  // The command as run: {"/bin/sh", "-c", LINE} for a command line (the CLI's flags, a config
+  // string), or the config's array as is.
+  std::vector<std::string> argv;
+  NotifyOn on = NotifyOn::failure;
+  // How long it may run before its process group gets TERM (then KILL shortly after).
+  int64_t timeout_ms = k_notify_timeout_ms;
+  // Variables kept out of its environment: the daemon's secrets.
+  std::vector<std::string> withheld_env;
+};
+
+// The argv of a command line run through the shell, as cron runs its lines.
+std::vector<std::string> shell_command(const std::string& line);
+
+bool notifies(NotifyOn on, NotifyEvent event);
+
+// Whether an outcome is a failure to tell: a failed status, or an HTTP answer of 5xx that was
+// stored (the proxy records an upstream's stored 5xx as an outcome that answered).
+bool outcome_failed(const Outcome& outcome);
+
+// The event of a recorded outcome, given the status of the record the attempt's claim replaced
+// (nullopt: the key had none): failed for any failure, recovered for a success after a failed or
+// abandoned attempt, else none.
+std::optional<NotifyEvent> finish_event(std::optional<Status> previous, const Outcome& outcome);
+
+// Why an attempt ended, one word or two: "exit", "signal", "timeout", "owner died", "lease ran
+// out", "lease lost", "running", or "error" (a failure that is no exit: could not start, a
+// daemon error; the record's note says more).
+std::string ended_by(const Record& record, std::optional<NotifyEvent> event = std::nullopt);
+
+// The record's current attempt as the notify document shows it: number, owner, start, end,
+// duration, exit code, signal, HTTP status, outcome and why it ended.
+nlohmann::json attempt_json(const Record& record, std::optional<NotifyEvent> event = std::nullopt);
+
+// The document the notify command reads on stdin: {"event", "key", "time", "record" (what
+// `idem show --json` prints), "attempt" (attempt_json)}. Throws StoreError for a corrupt output.
+std::string notify_document(NotifyEvent event, const Record& record, int64_t now_ms);
+
+}  // namespace idem::core

@@ -1,0 +1,345 @@
+// Notifications: which end of an attempt fires which event (core/notify.hpp), and the engine
+// telling its front's notify command, with a fake clock and fake runners (no processes).
+#include <poll.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/notify.hpp"
+#include "engine/attempt.hpp"
+#include "engine/command_effect.hpp"
+#include "engine/notify.hpp"
+#include "fakes.hpp"
+#include "net/config_fields.hpp"
+#include "store/store.hpp"
+#include "temp_dir.hpp"
+
+using idem::core::NotifyEvent;
+using idem::core::NotifyOn;
+using idem::core::Outcome;
+using idem::core::Status;
+using idem::test::env_of;
+using idem::test::FakeClock;
+using idem::test::FakeRunner;
+using idem::test::TempDir;
+
+namespace {
+
+Outcome outcome_with(Status status, std::optional<int> http_status = std::nullopt) {
+  Outcome o;
+  o.status = status;
+  o.exit_code = status == Status::succeeded ? 0 : 1;
+  if (http_status) o.response = idem::core::Response{*http_status, {}};
+  return o;
+}
+
+std::string read_all_fd(int fd) {
+  std::string text;
+  char buf[4096];
+  for (off_t at = 0;;) {
+    ssize_t n = ::pread(fd, buf, sizeof buf, at);
+    if (n <= 0) return text;
+    text.append(buf, size_t(n));
+    at += n;
+  }
+}
+
+// An engine whose front notifies through a fake runner; each notify's event, key and document
+// are kept.
+struct NotifyFixture {
+  TempDir dir;
+  std::unique_ptr<idem::store::Store> store = idem::store::open_sqlite_store(dir.path() + "/n.db");
+  FakeClock clock;
+  FakeRunner runner;         // the attempts' commands
+  FakeRunner notify_runner;  // the notify commands
+  bool owners_gone = false;
+  std::vector<std::string> documents;
+  std::vector<idem::engine::NotifyReport> reports;
+  idem::engine::Front front;
+
+  explicit NotifyFixture(NotifyOn on) {
+    auto spec = std::make_shared<idem::core::NotifySpec>();
+    spec->argv = idem::core::shell_command("notify-me");
+    spec->on = on;
+    spec->withheld_env = {"HOOK_SECRET"};
+    idem::engine::Notifier::Options options;
+    options.runner = &notify_runner;
+    options.report = [this](const idem::engine::NotifyReport& r) { reports.push_back(r); };
+    notify_runner.during = [this] {
+      documents.push_back(read_all_fd(notify_runner.calls.back().stdin_fd));
+    };
+    front = idem::engine::make_front(clock);
+    front.owner_gone = [this](const idem::core::Owner&) { return owners_gone; };
+    front.notify = spec;
+    front.notifier = std::make_shared<idem::engine::Notifier>(std::move(options));
+  }
+
+  idem::engine::AttemptRequest request(bool retry_abandoned = false,
+                                       const std::string& key = "k") const {
+    idem::engine::AttemptRequest r;
+    r.claim.key = key;
+    r.claim.request = R"({"argv":["job"]})";
+    r.claim.fingerprint = "f";
+    r.claim.owner = {"host-a", "boot-a", 10, 110};
+    r.claim.ttl_ms = 60'000;
+    r.claim.policy.retry_abandoned = retry_abandoned;
+    return r;
+  }
+  // Runs `key` once with the next scripted result.
+  void run(idem::proc::RunResult result, const std::string& key = "k") {
+    idem::engine::Engine engine(*store, front);
+    idem::engine::AttemptRequest r = request(false, key);
+    const idem::engine::Claimed c = engine.claim(r);
+    REQUIRE(c.verdict == idem::engine::ClaimVerdict::claimed);
+    runner.script.push_back(std::move(result));
+    idem::engine::CommandEffect effect(runner, idem::proc::RunSpec{});
+    engine.carry_out(c, effect);
+  }
+  std::vector<std::string> events() const {
+    std::vector<std::string> out;
+    for (const auto& call : notify_runner.calls) out.push_back(env_of(call, "IDEM_EVENT"));
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("notify: which end of an attempt fires which event", "[notify]") {
+  using idem::core::finish_event;
+  // A failure always fires, whatever came before.
+  CHECK(finish_event(std::nullopt, outcome_with(Status::failed)) == NotifyEvent::failed);
+  CHECK(finish_event(Status::succeeded, outcome_with(Status::failed)) == NotifyEvent::failed);
+  CHECK(finish_event(Status::failed, outcome_with(Status::failed)) == NotifyEvent::failed);
+  // A success after a failure or an abandoned attempt recovered; after nothing or a success, no
+  // news.
+  CHECK(finish_event(Status::failed, outcome_with(Status::succeeded)) == NotifyEvent::recovered);
+  CHECK(finish_event(Status::abandoned, outcome_with(Status::succeeded)) == NotifyEvent::recovered);
+  CHECK_FALSE(finish_event(std::nullopt, outcome_with(Status::succeeded)));
+  CHECK_FALSE(finish_event(Status::succeeded, outcome_with(Status::succeeded)));
+  // An HTTP answer stored with a 5xx is a failure (the proxy records it as an answered outcome).
+  CHECK(finish_event(std::nullopt, outcome_with(Status::succeeded, 502)) == NotifyEvent::failed);
+  CHECK_FALSE(finish_event(std::nullopt, outcome_with(Status::succeeded, 404)));
+
+  // --on-failure takes the bad news; --on-change also the recovery.
+  for (NotifyEvent e : {NotifyEvent::failed, NotifyEvent::abandoned, NotifyEvent::lease_lost}) {
+    CHECK(idem::core::notifies(NotifyOn::failure, e));
+    CHECK(idem::core::notifies(NotifyOn::change, e));
+  }
+  CHECK_FALSE(idem::core::notifies(NotifyOn::failure, NotifyEvent::recovered));
+  CHECK(idem::core::notifies(NotifyOn::change, NotifyEvent::recovered));
+}
+
+TEST_CASE("notify: the attempt object says how the attempt ended", "[notify]") {
+  idem::core::Record r;
+  r.key = "k";
+  r.attempt = 3;
+  r.status = Status::failed;
+  r.owner = {"host-a", "boot-a", 10, 110};
+  r.started_ms = 1'000;
+  r.finished_ms = 3'500;
+  r.exit_code = 124;
+  r.signal = 15;
+  r.timed_out = true;
+  nlohmann::json a = idem::core::attempt_json(r);
+  CHECK(a["number"] == 3);
+  CHECK(a["owner"]["host"] == "host-a");
+  CHECK(a["owner"]["pid"] == 10);
+  CHECK(a["duration_ms"] == 2'500);
+  CHECK(a["outcome"] == "failed");
+  CHECK(a["ended_by"] == "timeout");
+  CHECK(a["http_status"].is_null());
+  r.timed_out = false;
+  CHECK(idem::core::ended_by(r) == "signal");
+  r.signal.reset();
+  CHECK(idem::core::ended_by(r) == "exit");
+  r.exit_code.reset();
+  CHECK(idem::core::ended_by(r) == "error");
+  r.status = Status::abandoned;
+  r.note = idem::core::k_note_lease_ran_out;
+  CHECK(idem::core::ended_by(r) == "lease ran out");
+  r.note = idem::core::k_note_owner_died;
+  CHECK(idem::core::ended_by(r) == "owner died");
+  CHECK(idem::core::ended_by(r, NotifyEvent::lease_lost) == "lease lost");
+  r.response = idem::core::Response{503, {}};
+  CHECK(idem::core::attempt_json(r)["http_status"] == 503);
+}
+
+TEST_CASE("notify: a failure fires --on-failure with the record and attempt on stdin", "[notify]") {
+  NotifyFixture f(NotifyOn::failure);
+  f.run(FakeRunner::exited(3, "boom"));
+  REQUIRE(f.events() == std::vector<std::string>{"failed"});
+  const auto& call = f.notify_runner.calls[0];
+  CHECK(call.argv == std::vector<std::string>{"/bin/sh", "-c", "notify-me"});
+  CHECK(env_of(call, "IDEM_KEY") == "k");
+  CHECK(call.unset_env == std::vector<std::string>{"HOOK_SECRET"});
+  CHECK(call.timeout_ms == idem::core::k_notify_timeout_ms);
+  nlohmann::json doc = nlohmann::json::parse(f.documents.at(0));
+  CHECK(doc["event"] == "failed");
+  CHECK(doc["key"] == "k");
+  CHECK(doc["record"]["status"] == "failed");
+  CHECK(doc["record"]["exit_code"] == 3);
+  CHECK(doc["record"]["stdout_b64"] == "Ym9vbQ==");
+  CHECK(doc["attempt"]["number"] == 1);
+  CHECK(doc["attempt"]["exit_code"] == 3);
+  CHECK(doc["attempt"]["outcome"] == "failed");
+  CHECK(doc["attempt"]["ended_by"] == "exit");
+  REQUIRE(f.reports.size() == 1);
+  CHECK(f.reports[0].result == idem::engine::NotifyReport::Result::ran);
+
+  // A second failure fires again; the success after it is a recovery --on-failure leaves out.
+  f.run(FakeRunner::exited(4));
+  f.run(FakeRunner::exited(0));
+  CHECK(f.events() == std::vector<std::string>{"failed", "failed"});
+}
+
+TEST_CASE("notify: --on-change also tells a success after a failure, and only that one",
+          "[notify]") {
+  NotifyFixture f(NotifyOn::change);
+  f.run(FakeRunner::exited(0), "other");  // a first success: nothing to tell
+  CHECK(f.events().empty());
+  f.run(FakeRunner::timed_out());
+  f.run(FakeRunner::exited(0));
+  CHECK(f.events() == std::vector<std::string>{"failed", "recovered"});
+  nlohmann::json doc = nlohmann::json::parse(f.documents.at(1));
+  CHECK(doc["event"] == "recovered");
+  CHECK(doc["attempt"]["number"] == 2);
+  CHECK(doc["record"]["status"] == "succeeded");
+  // A replay fires nothing.
+  idem::engine::Engine engine(*f.store, f.front);
+  auto r = f.request();
+  CHECK(engine.claim(r).verdict == idem::engine::ClaimVerdict::replay);
+  CHECK(f.events().size() == 2);
+}
+
+TEST_CASE("notify: an owner found gone fires abandoned once, then the retry's success recovers",
+          "[notify]") {
+  NotifyFixture f(NotifyOn::change);
+  idem::engine::Engine engine(*f.store, f.front);
+  auto first = f.request();
+  REQUIRE(engine.claim(first).verdict == idem::engine::ClaimVerdict::claimed);
+  f.owners_gone = true;  // its owner died without finishing
+  idem::engine::Engine later(*f.store, f.front);
+  auto again = f.request();
+  CHECK(later.claim(again).verdict == idem::engine::ClaimVerdict::abandoned);
+  REQUIRE(f.events() == std::vector<std::string>{"abandoned"});
+  nlohmann::json doc = nlohmann::json::parse(f.documents.at(0));
+  CHECK(doc["record"]["status"] == "abandoned");
+  CHECK(doc["attempt"]["ended_by"] == "owner died");
+  CHECK(doc["attempt"]["owner"]["pid"] == 10);
+  // Found abandoned again: the store says so already, nothing new to tell.
+  auto third = f.request();
+  CHECK(later.claim(third).verdict == idem::engine::ClaimVerdict::abandoned);
+  CHECK(f.events().size() == 1);
+  // Retried and succeeded: recovered.
+  auto retry = f.request(true);
+  const idem::engine::Claimed c = later.claim(retry);
+  REQUIRE(c.verdict == idem::engine::ClaimVerdict::claimed);
+  idem::engine::CommandEffect effect(f.runner, idem::proc::RunSpec{});
+  later.carry_out(c, effect);
+  CHECK(f.events() == std::vector<std::string>{"abandoned", "recovered"});
+}
+
+TEST_CASE("notify: a lease lost mid-run is told, with what the attempt knows of itself",
+          "[notify][lease]") {
+  NotifyFixture f(NotifyOn::failure);
+  idem::engine::Engine engine(*f.store, f.front);
+  auto r = f.request();
+  r.claim.lease_ms = 3000;
+  const idem::engine::Claimed c = engine.claim(r);
+  REQUIRE(c.verdict == idem::engine::ClaimVerdict::claimed);
+  f.runner.during = [&] {
+    f.clock.advance(5000);  // paused past its lease: the keeper stops the command
+    pollfd p{f.runner.calls.back().stop_fd, POLLIN, 0};
+    CHECK(::poll(&p, 1, 60'000) == 1);
+  };
+  idem::engine::CommandEffect effect(f.runner, idem::proc::RunSpec{});
+  CHECK_THROWS_AS(engine.carry_out(c, effect), idem::StoreError);
+  REQUIRE(f.events() == std::vector<std::string>{"lease_lost"});
+  nlohmann::json doc = nlohmann::json::parse(f.documents.at(0));
+  CHECK(doc["record"]["status"] == "abandoned");
+  CHECK(doc["attempt"]["number"] == 1);
+  CHECK(doc["attempt"]["ended_by"] == "lease lost");
+  CHECK(doc["attempt"]["note"] == "lease lost: it ran out before a renewal got through");
+}
+
+TEST_CASE("notify: a notify command that fails or times out is reported, the outcome stands",
+          "[notify]") {
+  NotifyFixture f(NotifyOn::failure);
+  f.notify_runner.script.push_back(FakeRunner::exited(7, "cannot send"));
+  f.notify_runner.script.push_back(FakeRunner::timed_out());
+  f.run(FakeRunner::exited(1));
+  f.run(FakeRunner::exited(2));
+  REQUIRE(f.reports.size() == 2);
+  CHECK(f.reports[0].result == idem::engine::NotifyReport::Result::failed);
+  CHECK(f.reports[0].exit_code == 7);
+  CHECK(f.reports[0].output == "cannot send");
+  CHECK(f.reports[0].text() == "notify for key 'k' (failed) exited 7");
+  CHECK(f.reports[1].result == idem::engine::NotifyReport::Result::timed_out);
+  CHECK(f.store->get("k")->exit_code == 2);
+}
+
+TEST_CASE("notify: at most one runs per key, one more waits, further ones are dropped",
+          "[notify]") {
+  std::vector<std::function<void()>> deferred;
+  std::vector<idem::engine::NotifyReport> reports;
+  FakeRunner runner;
+  idem::engine::Notifier::Options options;
+  options.runner = &runner;
+  options.defer = [&](std::function<void()> fn) { deferred.push_back(std::move(fn)); };
+  options.report = [&](const idem::engine::NotifyReport& r) { reports.push_back(r); };
+  idem::engine::Notifier notifier(std::move(options));
+  auto spec = std::make_shared<idem::core::NotifySpec>();
+  spec->argv = {"tell"};
+  notifier.fire(spec, NotifyEvent::failed, "k", "{}");
+  notifier.fire(spec, NotifyEvent::failed, "k", "{}");
+  notifier.fire(spec, NotifyEvent::failed, "k", "{}");  // two are queued for k already
+  notifier.fire(spec, NotifyEvent::failed, "other", "{}");
+  REQUIRE(reports.size() == 1);
+  CHECK(reports[0].result == idem::engine::NotifyReport::Result::dropped);
+  CHECK(reports[0].key == "k");
+  REQUIRE(deferred.size() == 3);
+  for (auto& fn : deferred) fn();
+  CHECK(runner.calls.size() == 3);
+  // Once they ran, the key takes new ones again.
+  notifier.fire(spec, NotifyEvent::failed, "k", "{}");
+  CHECK(deferred.size() == 4);
+  // A recovery is not what an on-failure command is for: nothing is queued.
+  notifier.fire(spec, NotifyEvent::recovered, "k", "{}");
+  CHECK(deferred.size() == 4);
+}
+
+TEST_CASE("notify: the config's notify object", "[notify][config]") {
+  using idem::http::config_fields::Json;
+  using idem::http::config_fields::Problem;
+  using idem::http::config_fields::read_notify;
+  auto spec = read_notify(Json::parse(R"({"command": "mail -s x root", "on": "change",
+                                          "timeout": "5s"})"),
+                          "hooks[0].notify");
+  CHECK(spec->argv == std::vector<std::string>{"/bin/sh", "-c", "mail -s x root"});
+  CHECK(spec->on == NotifyOn::change);
+  CHECK(spec->timeout_ms == 5000);
+  spec = read_notify(Json::parse(R"({"command": ["curl", "-fsS", "http://x/fail"]})"), "n");
+  CHECK(spec->argv == std::vector<std::string>{"curl", "-fsS", "http://x/fail"});
+  CHECK(spec->on == NotifyOn::failure);
+  CHECK(spec->timeout_ms == idem::core::k_notify_timeout_ms);
+  const auto problem = [](const char* text) {
+    try {
+      read_notify(Json::parse(text), "proxy.notify");
+    } catch (const Problem& p) {
+      return p.at + ": " + p.what;
+    }
+    return std::string("accepted");
+  };
+  CHECK(problem(R"({"on": "change"})") == "proxy.notify: missing field 'command'");
+  CHECK(problem(R"({"command": "  "})").starts_with("proxy.notify.command: is empty"));
+  CHECK(problem(R"({"command": []})").starts_with("proxy.notify.command: is empty"));
+  CHECK(problem(R"({"command": "x", "on": "always"})")
+            .starts_with("proxy.notify.on: 'always' is neither \"failure\""));
+  CHECK(problem(R"({"command": "x", "timeout": "0s"})") ==
+        "proxy.notify.timeout: must be more than 0");
+  CHECK(problem(R"({"command": "x", "when": "x"})").starts_with("proxy.notify: unknown field"));
+}
