@@ -18,6 +18,9 @@
 #include "store/store.hpp"
 #include "temp_dir.hpp"
 
+// The cases and helpers of this file, apart from every other unit file's (unity builds).
+namespace unit_notify {
+
 using idem::core::NotifyEvent;
 using idem::core::NotifyOn;
 using idem::core::Outcome;
@@ -343,3 +346,5 @@ TEST_CASE("notify: the config's notify object", "[notify][config]") {
         "proxy.notify.timeout: must be more than 0");
   CHECK(problem(R"({"command": "x", "when": "x"})").starts_with("proxy.notify: unknown field"));
 }
+
+}  // namespace unit_notify
