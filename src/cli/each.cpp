@@ -337,7 +337,9 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
     throw UsageError("bad --key-field '" + o.key_field + "': a JSON Pointer starts with '/'");
   Limits limits = parse_limits(o);
   // A store problem is one error up front, not one per message.
-  const engine::Front front = engine::make_front(*open_store(global), limits.lease_ms);
+  engine::Front front = engine::make_front(*open_store(global), limits.lease_ms);
+  // Replays counted here and written once at the end, in one unsynced transaction.
+  front.replays = std::make_shared<store::ReplayTally>();
   proc::install_child_handlers();
   LineReader reader(watch_stop_signals());
 
@@ -383,6 +385,11 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
   }
   queue.close();
   for (auto& w : workers) w.join();
+  try {
+    if (!front.replays->empty()) front.replays->flush(*open_store(global));
+  } catch (const StoreError&) {
+    // A statistic: the replays themselves were answered.
+  }
   if (broken) throw StoreError(store_error);
 
   print_summary(total, tally);

@@ -6,6 +6,7 @@
 // statuses, report lines).
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "core/decision.hpp"
 #include "core/record.hpp"
 #include "proc/liveness.hpp"
+#include "store/replay_tally.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
 
@@ -129,6 +131,10 @@ struct Front {
   // tells another host that this one is gone, so make_front keeps it only on a store shared by
   // hosts (Store::spans_hosts); on a store of one host the owner's pid tells it sooner.
   int64_t lease_ms = 0;
+  // Where its replays are counted: a tally the front flushes itself (the daemon, `each`), or,
+  // when none, the store at once, unsynced, each replay its own short write (`run`). A failure to
+  // count never fails the replay.
+  std::shared_ptr<store::ReplayTally> replays;
 };
 
 // The front of this process's attempts on `store` (any connection of it): the process clock,
@@ -187,6 +193,7 @@ class Engine {
   // What a read of the key decides without a write, or nullopt when only a claim can decide
   // (`would_run`: the attempt would run; else a dead owner's record must be marked abandoned).
   std::optional<store::ClaimResult> look(AttemptRequest& request, bool& would_run);
+  void count_replay(const std::string& key, int64_t now_ms);
 
   void release(const Claimed& claimed, const Effect& effect, Finished& done);
   bool finish_within_lease(const Claimed& claimed, const core::Outcome& outcome, int64_t until_ms);
@@ -195,6 +202,7 @@ class Engine {
   const util::Clock& clock_;
   store::OwnerGone owner_gone_;
   const int64_t lease_ms_;
+  const std::shared_ptr<store::ReplayTally> replays_;
   // Held around every store call of carry_out: a lease's renewals come from a thread of their
   // own, on the same connection.
   std::mutex store_mutex_;

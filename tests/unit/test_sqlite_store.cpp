@@ -405,7 +405,7 @@ TEST_CASE("store: an older (empty, version 0) database is migrated in place", "[
   auto store = open_sqlite_store(path);
   REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "9");
+  CHECK(raw.text("PRAGMA user_version") == "10");
 }
 
 TEST_CASE("store: a version 1 store keeps its records when migrated to version 2", "[store][files]") {
@@ -437,7 +437,7 @@ TEST_CASE("store: a version 1 store keeps its records when migrated to version 2
   CHECK(old->exit_code == 7);
   CHECK_FALSE(old->response);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "9");
+  CHECK(raw.text("PRAGMA user_version") == "10");
 }
 
 TEST_CASE("store: a corrupt file is a StoreError, not a crash", "[store][files]") {
@@ -824,7 +824,7 @@ TEST_CASE("store: a version 2 store keeps its records when migrated to version 3
   CHECK(kept->response->headers.empty());  // it had no content type
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("PRAGMA user_version") == "10");
     CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
                    "type = 'index' AND name LIKE 'records%' ORDER BY name)") ==
           "records_by_end records_by_recent records_expiring records_unfinished");
@@ -960,7 +960,7 @@ TEST_CASE("store: a version 3 store keeps its records when migrated to version 4
   CHECK(store->claim(again, k_alive).verdict == Verdict::running);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("PRAGMA user_version") == "10");
     CHECK(raw.text("SELECT count(*) FROM records WHERE attempt_token = '' AND lease_expires IS "
                    "NULL") == "2");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
@@ -1054,7 +1054,7 @@ TEST_CASE("store: a version 4 store's HTTP status and content type become its re
   CHECK(json->output_bytes == 12);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("PRAGMA user_version") == "10");
     CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name IN "
                    "('http_status', 'content_type')") == "0");
     // The migration writes the very text the store does.
@@ -1146,7 +1146,7 @@ TEST_CASE("store: a version 5 store's outputs move to their own table", "[store]
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("PRAGMA user_version") == "10");
     CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name = 'output'") ==
           "0");
     // Only outputs with bytes get a row, under the attempt that wrote them.
@@ -1154,8 +1154,8 @@ TEST_CASE("store: a version 5 store's outputs move to their own table", "[store]
                    "(SELECT * FROM outputs ORDER BY key)") == "binary 1,both 2");
     CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
                    "type IN ('index', 'trigger') AND tbl_name = 'records' ORDER BY name)") ==
-          "outputs_of_deleted outputs_of_replaced records_by_end records_by_recent "
-          "records_expiring records_unfinished sqlite_autoindex_records_1");
+          "attempts_of_deleted outputs_of_deleted outputs_of_replaced records_by_end "
+          "records_by_recent records_expiring records_unfinished sqlite_autoindex_records_1");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
   // Every record reads as it did, byte for byte.
@@ -1216,14 +1216,14 @@ TEST_CASE("store: a schema one newer than this binary's is refused, its outputs 
   {
     RawDb raw(path);
     raw.exec(k_version_5);
-    raw.exec("PRAGMA user_version = 10;");
+    raw.exec("PRAGMA user_version = 11;");
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   try {
     open_sqlite_store(path);
-    FAIL("a version 10 store was opened");
+    FAIL("a version 11 store was opened");
   } catch (const StoreError& e) {
-    CHECK(std::string(e.what()).find("schema version 10, newer than this idem understands (9)") !=
+    CHECK(std::string(e.what()).find("schema version 11, newer than this idem understands (10)") !=
           std::string::npos);
   }
   RawDb raw(path);
@@ -1289,7 +1289,7 @@ TEST_CASE("store: a version 6 store's records get the replay policy of a failure
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("PRAGMA user_version") == "10");
     CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
     CHECK(raw.text("SELECT group_concat(key || ' ' || replay_failures, ',') FROM "
                    "(SELECT * FROM records ORDER BY key)") == "done 0,failed 0,running 0");
@@ -1365,7 +1365,7 @@ TEST_CASE("store: a version 7 store gets the index of its unfinished records", "
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("PRAGMA user_version") == "10");
     CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
     CHECK(raw.text(k_unfinished_keys) == "crashed,running");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
@@ -1432,7 +1432,7 @@ TEST_CASE("store: a version 8 store's owners get no machine id and no pid namesp
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("PRAGMA user_version") == "10");
     CHECK(raw.text("SELECT group_concat(key || ' ' || quote(owner_machine_id) || ' ' || "
                    "owner_pid_ns, ',') FROM (SELECT * FROM records ORDER BY key)") ==
           "crashed '' 0,done '' 0,failed '' 0,running '' 0");
