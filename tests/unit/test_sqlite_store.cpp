@@ -1227,7 +1227,7 @@ TEST_CASE("store: a schema one newer than this binary's is refused, its outputs 
           std::string::npos);
   }
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "10");
+  CHECK(raw.text("PRAGMA user_version") == "11");
   CHECK(raw.text("SELECT count(*) FROM sqlite_master WHERE name = 'outputs'") == "0");
 }
 
