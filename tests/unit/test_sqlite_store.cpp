@@ -1594,3 +1594,62 @@ TEST_CASE("store: an unsynced claim and many threads' writers through one file",
   sqlite3_finalize(stmt);
   sqlite3_close(db);
 }
+
+namespace {
+
+// The version 9 schema, frozen here as it was published (version 8 with the owner's machine id
+// and pid namespace), with records of each kind of ending.
+std::string version_9() {
+  return version_8() + R"sql(;
+  ALTER TABLE records ADD COLUMN owner_machine_id TEXT NOT NULL DEFAULT '';
+  ALTER TABLE records ADD COLUMN owner_pid_ns INTEGER NOT NULL DEFAULT 0;
+  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                       owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
+                       exit_code, signal, timed_out, response, note)
+  VALUES ('hook', 'fp', 'http', 'succeeded', 1, 'h', 'b', 8, 1, 1600, 1700, 86400000,
+          4000000000000, 0, NULL, 0, '{"status":202,"headers":[]}', ''),
+         ('leased', 'fp', 'ledger', 'abandoned', 1, 'h', '', 0, 0, 1650, NULL, 86400000, NULL,
+          NULL, NULL, 0, NULL, 'lease ran out mid-run'),
+         ('slow', 'fp', 'each', 'failed', 1, 'h', 'b', 9, 1, 1660, 1670, 86400000,
+          4000000000000, 124, NULL, 1, NULL, ''),
+         ('killed', 'fp', 'run', 'failed', 1, 'h', 'b', 9, 1, 1680, 1690, 86400000,
+          4000000000000, NULL, 9, 0, NULL, '');
+  PRAGMA user_version = 9;)sql";
+}
+
+}  // namespace
+
+TEST_CASE("store: a version 9 store's records get their current attempt as their history",
+          "[store][files][history]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    RawDb raw(path);
+    raw.exec(version_9().c_str());
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  auto store = open_sqlite_store(path);
+  {
+    RawDb raw(path);
+    CHECK(raw.text("PRAGMA user_version") == "10");
+    CHECK(raw.text("SELECT group_concat(key || ' ' || number || ' ' || started_by || ' ' || "
+                   "outcome || ' ' || reason || ' ' || coalesce(http_status, '-') || ' ' || "
+                   "coalesce(ended_at, '-'), ',') FROM (SELECT * FROM attempts ORDER BY key)") ==
+          "crashed 1 run abandoned owner died - -,done 1 each succeeded exit - 2100,"
+          "failed 2 run failed exit - 2000,hook 1 hook succeeded status 202 1700,"
+          "killed 1 run failed signal - 1690,leased 1 ledger abandoned lease ran out - -,"
+          "running 1 begin running  - -,slow 1 each failed timeout - 1670");
+    CHECK(raw.text("SELECT sum(replays) FROM records") == "0");
+    CHECK(raw.text("PRAGMA integrity_check") == "ok");
+  }
+  // The history goes on from there, and goes with its record.
+  ClaimRequest retry = request("failed", 3000);
+  retry.fingerprint = "fp";
+  REQUIRE(store->claim(retry, k_alive).verdict == Verdict::claim);
+  auto h = store->history("failed");
+  REQUIRE(h.size() == 2);
+  CHECK(h[0].number == 2);
+  CHECK(h[1].number == 3);
+  REQUIRE(store->remove("hook", false, k_alive) == RemoveResult::removed);
+  CHECK(store->history("hook").empty());
+}
