@@ -49,6 +49,10 @@ CLI::App* register_log(CLI::App& app, LogOptions& options);
 int run_log(const GlobalOptions& global, const LogOptions& options);
 // The attempts as `idem log` prints them (show too, each line after `indent`).
 void print_history_table(const std::vector<core::HistoryEntry>& entries, const std::string& indent);
+// The entries as shown: a running last attempt whose owner is gone shows as abandoned.
+std::vector<core::HistoryEntry> shown_history(const core::Record& record,
+                                              std::vector<core::HistoryEntry> entries,
+                                              int64_t now_ms);
 
 struct StatusOptions {
   std::string key;

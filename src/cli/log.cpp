@@ -8,6 +8,7 @@
 #include "core/errors.hpp"
 #include "core/history.hpp"
 #include "core/key.hpp"
+#include "core/record_json.hpp"
 #include "util/clock.hpp"
 
 namespace idem::cli {
@@ -18,7 +19,8 @@ CLI::App* register_log(CLI::App& app, LogOptions& o) {
       ->required()
       ->type_name("KEY");
   log->add_flag("--json", o.json, "One JSON object: the key, its replays and its attempts");
-  log->footer("Examples:\n  idem log backup-2026-11-29\n  idem log order-42 --json | jq '.attempts[-1]'");
+  log->footer(
+      "Examples:\n  idem log backup-2026-11-29\n  idem log order-42 --json | jq '.attempts[-1]'");
   return log;
 }
 
@@ -41,7 +43,8 @@ std::vector<std::string> history_row(const core::HistoryEntry& e) {
           "pid " + std::to_string(e.pid) + " on " + e.host};
 }
 
-void print_history_table(const std::vector<core::HistoryEntry>& entries, const std::string& indent) {
+void print_history_table(const std::vector<core::HistoryEntry>& entries,
+                         const std::string& indent) {
   std::vector<std::vector<std::string>> rows{
       {"#", "TRIGGER", "OUTCOME", "ENDED BY", "RESULT", "STARTED", "DURATION", "OWNER"}};
   for (const core::HistoryEntry& e : entries) rows.push_back(history_row(e));
@@ -58,13 +61,29 @@ void print_history_table(const std::vector<core::HistoryEntry>& entries, const s
   }
 }
 
+std::vector<core::HistoryEntry> shown_history(const core::Record& record,
+                                              std::vector<core::HistoryEntry> entries,
+                                              int64_t now_ms) {
+  // A running attempt whose owner is gone shows as abandoned, as `idem show` shows its record;
+  // the store records it so at the key's next claim.
+  if (!entries.empty() && entries.back().outcome == core::Status::running &&
+      record.status == core::Status::running &&
+      core::effective_status(record, now_ms, owner_gone_now(record, now_ms)) == "abandoned") {
+    entries.back().outcome = core::Status::abandoned;
+    entries.back().reason = core::lease_expired(record, now_ms) ? core::k_ended_lease_ran_out
+                                                                : core::k_ended_owner_died;
+  }
+  return entries;
+}
+
 int run_log(const GlobalOptions& global, const LogOptions& o) {
   core::validate_record_name(o.key);
   auto store = open_store(global);
   const auto record = store->get(o.key);
   if (!record)
     throw Error(k_exit_already_done, "no record for key '" + core::display_key(o.key) + "'");
-  const std::vector<core::HistoryEntry> entries = store->history(o.key);
+  const std::vector<core::HistoryEntry> entries =
+      shown_history(*record, store->history(o.key), util::process_clock().now_ms());
   if (o.json) {
     std::cout << core::history_document(*record, entries)
                      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)

@@ -115,7 +115,7 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
   // What an attempt left running when its owner died (a retry refuses to overlap it).
   const bool group_alive = proc::process_group_alive(r.owner, r.process_group);
   nlohmann::json j = core::record_detail_json(r, now, owner_gone_now(r, now), group_alive);
-  const std::vector<core::HistoryEntry> history = store->history(o.key);
+  const std::vector<core::HistoryEntry> history = shown_history(r, store->history(o.key), now);
   j["attempts"] = core::history_array(history);
   if (o.json) {
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";

@@ -11,8 +11,8 @@ namespace {
 
 // The fronts `ls --front` knows and the kind each records.
 constexpr std::pair<std::string_view, std::string_view> k_front_kinds[] = {
-    {"run", "run"},     {"each", "each"},   {"begin", "begin"},
-    {"hook", "http"},   {"proxy", "proxy"}, {"ledger", "ledger"},
+    {"run", "run"},   {"each", "each"},   {"begin", "begin"},
+    {"hook", "http"}, {"proxy", "proxy"}, {"ledger", "ledger"},
 };
 
 nlohmann::json int_or_null(const std::optional<int>& v) {
@@ -79,8 +79,7 @@ std::optional<int64_t> parse_rfc3339_ms(std::string_view t) {
     if (!om || *oh > 23 || *om > 59) return std::nullopt;
     offset_min = sign * (*oh * 60 + *om);
   }
-  if (i != t.size() || *mo < 1 || *mo > 12 || *d < 1 || *d > 31 || *h > 23 || *mi > 59 ||
-      *sec > 60)
+  if (i != t.size() || *mo < 1 || *mo > 12 || *d < 1 || *d > 31 || *h > 23 || *mi > 59 || *sec > 60)
     return std::nullopt;
   const int64_t seconds =
       days_from_civil(*y, *mo, *d) * 86400 + *h * 3600 + *mi * 60 + *sec - offset_min * 60;
