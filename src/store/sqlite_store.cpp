@@ -62,9 +62,9 @@ using core::Status;
 // Every process that opens the store alone (the usual case for `idem run`) rebuilds the WAL's
 // index by reading the whole WAL, so it is kept small: a run adds about 20 KiB.
 constexpr int64_t k_checkpoint_wal_bytes = 256 * 1024;
-// The blob of doctor's trial write (check_writable): with its table's page and page 1, four
-// WAL frames (16 KiB), about what a run's claim writes.
-constexpr int64_t k_write_probe_bytes = 12 * 1024;
+// The blob of doctor's trial write (check_writable): with its table's page and page 1, five
+// WAL frames (20 KiB), about what a run's claim writes (the record's pages, its history's).
+constexpr int64_t k_write_probe_bytes = 16 * 1024;
 // gc deletes at most this many records per write transaction: a few milliseconds of writer lock.
 constexpr int k_gc_batch = 500;
 // Between two gc batches the writer lock is left free this long. A waiting writer polls the lock
