@@ -249,7 +249,11 @@ Answer Ledger::finish(std::string_view body) const {
   }
 }
 
-Answer Ledger::get(std::string_view encoded_key) const {
+Answer Ledger::get(std::string_view encoded_key) const { return found(encoded_key, false); }
+
+Answer Ledger::attempts(std::string_view encoded_key) const { return found(encoded_key, true); }
+
+Answer Ledger::found(std::string_view encoded_key, bool history_only) const {
   auto key = path_key(encoded_key);
   if (auto* bad = std::get_if<Answer>(&key)) return std::move(*bad);
   const std::string& k = std::get<std::string>(key);
@@ -258,21 +262,10 @@ Answer Ledger::get(std::string_view encoded_key) const {
     auto record = store->get(k);
     if (!record) return refusal(404, "No such record", "no record for " + shown(k), "not_found", k);
     const std::vector<core::HistoryEntry> history = store->history(k);
-    return json_answer(200, shown_record(*record, clock_.now_ms(), &history), "found", k);
-  } catch (const std::exception& e) {
-    return store_failure(e, k);
-  }
-}
-
-Answer Ledger::attempts(std::string_view encoded_key) const {
-  auto key = path_key(encoded_key);
-  if (auto* bad = std::get_if<Answer>(&key)) return std::move(*bad);
-  const std::string& k = std::get<std::string>(key);
-  try {
-    auto store = stores_->lease();
-    auto record = store->get(k);
-    if (!record) return refusal(404, "No such record", "no record for " + shown(k), "not_found", k);
-    return json_answer(200, core::history_document(*record, store->history(k)), "found", k);
+    return json_answer(200,
+                       history_only ? core::history_document(*record, history)
+                                    : shown_record(*record, clock_.now_ms(), &history),
+                       "found", k);
   } catch (const std::exception& e) {
     return store_failure(e, k);
   }

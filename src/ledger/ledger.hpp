@@ -49,6 +49,9 @@ class Ledger {
   static core::Owner client_owner(const std::string& host);
 
  private:
+  // The record of a /v1/records/ path with its history (get), or its history alone (attempts).
+  Answer found(std::string_view encoded_key, bool history_only) const;
+
   const std::shared_ptr<store::StoreProvider> stores_;
   const core::Owner owner_;
   const util::Clock& clock_;

@@ -278,13 +278,27 @@ TEST_CASE("postgres store: ls's first page and gc go through their indexes on a 
 }
 #endif
 
+namespace {
+
+// Runs a script of several statements on the schema at `url`, as one transaction.
+void run_script(const std::string& url, const std::string& script) {
+  PGconn* conn = PQconnectdb(url.c_str());
+  REQUIRE(PQstatus(conn) == CONNECTION_OK);
+  PGresult* r = PQexec(conn, script.c_str());
+  const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+  std::string error = ok ? "" : PQresultErrorMessage(r);
+  PQclear(r);
+  PQfinish(conn);
+  REQUIRE(error.empty());
+}
+
+}  // namespace
+
 TEST_CASE("postgres store: a version 4 schema's records get their current attempt as their "
           "history", "[store][postgres][history]") {
   PostgresBackend backend;
   {
     // The published steps 0 -> 4 (never edited), and records as version 4 wrote them.
-    PGconn* conn = PQconnectdb(backend.url().c_str());
-    REQUIRE(PQstatus(conn) == CONNECTION_OK);
     std::string script = std::string(store::postgres_sql::k_create_schema_table) +
                          "; INSERT INTO idem_schema (id, version) VALUES (1, 4);";
     for (int i = 0; i < 4; ++i) script += std::string(store::postgres_sql::k_migrations[i]) + ";";
@@ -303,12 +317,7 @@ TEST_CASE("postgres store: a version 4 schema's records get their current attemp
       INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
                                 owner_boot_id, owner_pid, owner_start, started_at, ttl_ms)
       VALUES ('running', 'fp', 'begin', 'running', 1, 'h', 'b', 10, 1, 1500, 86400000))sql";
-    PGresult* r = PQexec(conn, script.c_str());
-    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-    std::string error = ok ? "" : PQresultErrorMessage(r);
-    PQclear(r);
-    PQfinish(conn);
-    REQUIRE(error.empty());
+    run_script(backend.url(), script);
   }
   auto store = backend.open();
   Admin admin(backend.url());
