@@ -46,7 +46,9 @@ CLI::App* register_ls(CLI::App& app, LsOptions& o) {
   ls->add_flag("--all", o.all, "Include expired records");
   ls->add_flag("--json", o.json, "JSON Lines with ISO-8601 UTC times");
   ls->add_flag("--keys", o.keys, "Only the keys, one per line (for shell completion)");
-  ls->footer("Examples:\n  idem ls --status failed --status abandoned\n  idem ls --front hook --since 1h\n  idem ls --prefix backup- --json | jq .key");
+  ls->footer(
+      "Examples:\n  idem ls --status failed --status abandoned\n  idem ls --front hook --since "
+      "1h\n  idem ls --prefix backup- --json | jq .key");
   return ls;
 }
 

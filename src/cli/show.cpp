@@ -81,7 +81,8 @@ void print_record(const core::Record& r, const nlohmann::json& j, const Chunks& 
                           " wrote after them was dropped");
   }
   if (!r.note.empty()) line("note", r.note);
-  line("replays", r.replays ? std::to_string(r.replays) + ", the last " + j["last_replay_at"].get<std::string>()
+  line("replays", r.replays ? std::to_string(r.replays) + ", the last " +
+                                  j["last_replay_at"].get<std::string>()
                             : "0");
 }
 

@@ -71,8 +71,7 @@ bool release_rows(RowOperations& rows, const std::string& key, const std::string
   return true;
 }
 
-bool abandon_rows(RowOperations& rows, const std::string& key, int64_t attempt,
-                  const char* note) {
+bool abandon_rows(RowOperations& rows, const std::string& key, int64_t attempt, const char* note) {
   if (!rows.set_abandoned(key, attempt, note)) return false;
   rows.abandon_history(key, core::abandon_reason(note));
   return true;

@@ -82,8 +82,7 @@ bool release_rows(RowOperations& rows, const std::string& key, const std::string
 
 // Store::mark_abandoned's change (and the claim's, for a dead owner's attempt): `attempt`, if
 // still the key's current running one, abandoned with `note`, its history entry with it.
-bool abandon_rows(RowOperations& rows, const std::string& key, int64_t attempt,
-                  const char* note);
+bool abandon_rows(RowOperations& rows, const std::string& key, int64_t attempt, const char* note);
 
 // Store::remove's change, in the caller's open transaction; commit it only on `removed`.
 RemoveResult remove_rows(RowOperations& rows, const std::string& key, bool force,

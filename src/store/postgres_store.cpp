@@ -234,9 +234,10 @@ class PostgresStore final : public Store {
       return Params().text(c.key).integer(c.count).integer(server_ms(c.last_ms));
     };
     if (counts.size() == 1) {
-      guarded("count replays",
-              [&] { return conn().exec(postgres_sql::k_count_replays, params(counts[0])).changed(); },
-              OnLoss::fail);
+      guarded(
+          "count replays",
+          [&] { return conn().exec(postgres_sql::k_count_replays, params(counts[0])).changed(); },
+          OnLoss::fail);
       return;
     }
     guarded("count replays", [&] {

@@ -59,14 +59,14 @@ std::string gc_ended(const char* what) {
 std::string list(const ListQuery& q, bool by_key) {
   // ls's columns: no request, no output, no response (never read, so a listing costs the same
   // whatever the records hold).
-  std::string sql = q.keys_only
-                        ? "SELECT key"
-                        : "SELECT key, fingerprint, kind, status, attempt, owner_host, "
-                          "owner_boot_id, owner_pid, owner_start, started_at, finished_at, ttl_ms, "
-                          "expires_at, exit_code, signal, timed_out, output_bytes, "
-                          "output_truncated, '', note, NULL, pgid, pgid_start, '', "
-                          "lease_expires, replay_failures, owner_machine_id, owner_pid_ns, replays, "
-                          "last_replay_at, NULL";
+  std::string sql =
+      q.keys_only ? "SELECT key"
+                  : "SELECT key, fingerprint, kind, status, attempt, owner_host, "
+                    "owner_boot_id, owner_pid, owner_start, started_at, finished_at, ttl_ms, "
+                    "expires_at, exit_code, signal, timed_out, output_bytes, "
+                    "output_truncated, '', note, NULL, pgid, pgid_start, '', "
+                    "lease_expires, replay_failures, owner_machine_id, owner_pid_ns, replays, "
+                    "last_replay_at, NULL";
   // Newest first straight from records_by_recent, whose order is the listing's, stopping at the
   // limit; or a prefix's range of the key index, then sorted; or, for unfinished records only,
   // from records_unfinished, in the same order. SQLite uses a partial index only for a query whose

@@ -20,16 +20,16 @@ inline constexpr int k_schema_version = 10;
 // A key's history entry made from its record as it stands (the migration to version 10, and
 // import): its current attempt, as far as the record tells it. A released attempt's record notes
 // it ("attempt N was released"); any other abandoned one counts as its owner's death.
-#define IDEM_SQLITE_HISTORY_OF_RECORDS                                                         \
+#define IDEM_SQLITE_HISTORY_OF_RECORDS                                                           \
   "INSERT INTO attempts (key, number, started_by, owner_host, owner_pid, started_at, ended_at, " \
-  "outcome, reason, exit_code, signal, http_status, note) "                                   \
-  "SELECT key, attempt, CASE kind WHEN 'http' THEN 'hook' ELSE kind END, owner_host, "        \
-  "owner_pid, started_at, finished_at, status, "                                              \
-  "CASE WHEN status = 'running' THEN '' "                                                      \
-  "WHEN status = 'abandoned' THEN CASE WHEN note LIKE 'lease ran out%' THEN 'lease ran out' "  \
-  "WHEN note LIKE '% was released' THEN 'released' ELSE 'owner died' END "                     \
-  "WHEN timed_out THEN 'timeout' WHEN signal IS NOT NULL THEN 'signal' "                       \
-  "WHEN response IS NOT NULL THEN 'status' WHEN exit_code IS NOT NULL THEN 'exit' "            \
+  "outcome, reason, exit_code, signal, http_status, note) "                                      \
+  "SELECT key, attempt, CASE kind WHEN 'http' THEN 'hook' ELSE kind END, owner_host, "           \
+  "owner_pid, started_at, finished_at, status, "                                                 \
+  "CASE WHEN status = 'running' THEN '' "                                                        \
+  "WHEN status = 'abandoned' THEN CASE WHEN note LIKE 'lease ran out%' THEN 'lease ran out' "    \
+  "WHEN note LIKE '% was released' THEN 'released' ELSE 'owner died' END "                       \
+  "WHEN timed_out THEN 'timeout' WHEN signal IS NOT NULL THEN 'signal' "                         \
+  "WHEN response IS NOT NULL THEN 'status' WHEN exit_code IS NOT NULL THEN 'exit' "              \
   "ELSE 'error' END, exit_code, signal, json_extract(response, '$.status'), note FROM records"
 
 // Migrations from version i to i+1, applied in order inside one BEGIN IMMEDIATE transaction.
@@ -301,8 +301,7 @@ inline constexpr const char* k_history_finish = R"sql(
              http_status = ?7, note = ?8
       WHERE key = ?1 AND number = (SELECT max(number) FROM attempts WHERE key = ?1))sql";
 // An imported record's history: its current attempt (?1 key).
-inline constexpr const char* k_history_of_record =
-    IDEM_SQLITE_HISTORY_OF_RECORDS " WHERE key = ?1";
+inline constexpr const char* k_history_of_record = IDEM_SQLITE_HISTORY_OF_RECORDS " WHERE key = ?1";
 inline constexpr const char* k_history = R"sql(
       SELECT number, started_by, owner_host, owner_pid, started_at, ended_at, outcome, reason,
              exit_code, signal, http_status, note
@@ -337,7 +336,8 @@ std::string gc_ended(const char* what);
 // whatever list()'s `by_key` says.
 using store::lists_unfinished_only;
 
-// The listing, newest first; ?4 the kind, ?5 and ?6 the bounds of started_at (ListQuery); `by_key`: through the key index (a rare prefix) rather than in order.
+// The listing, newest first; ?4 the kind, ?5 and ?6 the bounds of started_at (ListQuery); `by_key`:
+// through the key index (a rare prefix) rather than in order.
 std::string list(const ListQuery& query, bool by_key);
 
 }  // namespace idem::store::sqlite_sql

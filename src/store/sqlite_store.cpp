@@ -568,8 +568,8 @@ class SqliteStore final : public Store {
         Statement(db_, sqlite_sql::k_replays_clear, store_.path_).bind(1, req.key).run();
       }
       Statement insert(db_, sqlite_sql::k_history_start, store_.path_);
-      insert.bind(1, req.key).bind(2, req.trigger.empty() ? core::trigger_of_kind(req.kind)
-                                                          : req.trigger);
+      insert.bind(1, req.key)
+          .bind(2, req.trigger.empty() ? core::trigger_of_kind(req.kind) : req.trigger);
       insert.bind(3, req.owner.host).bind(4, req.owner.pid).bind(5, req.now_ms).run();
     }
     void abandon_history(const std::string& key, const char* reason) override {
@@ -594,8 +594,8 @@ class SqliteStore final : public Store {
     update.bind(1, key).bind(2, std::string(core::to_string(outcome.status)));
     update.bind(3, outcome.finished_ms).bind(4, std::string(core::end_reason(outcome)));
     update.bind_optional(5, outcome.exit_code).bind_optional(6, outcome.signal);
-    update.bind_optional(7, outcome.response ? std::optional<int>(outcome.response->status)
-                                             : std::nullopt);
+    update.bind_optional(
+        7, outcome.response ? std::optional<int>(outcome.response->status) : std::nullopt);
     update.bind(8, outcome.note).run();
   }
 

@@ -1159,8 +1159,10 @@ TEMPLATE_TEST_CASE("store contract: put_all writes a batch at once, leaving out 
 
 // --- Attempt history and replay counts --------------------------------------------------------
 
-TEMPLATE_TEST_CASE("store contract: every attempt of a key is kept, written with its claim and "
-                   "its finish", "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE(
+    "store contract: every attempt of a key is kept, written with its claim and "
+    "its finish",
+    "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   CHECK(store->history("k").empty());
@@ -1209,9 +1211,10 @@ TEMPLATE_TEST_CASE("store contract: every attempt of a key is kept, written with
   CHECK(store->history("k2")[0].trigger == "run");
 }
 
-TEMPLATE_TEST_CASE("store contract: the history says why an attempt ended: timeout, signal, an "
-                   "error, its owner's death, its lease, a release",
-                   "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE(
+    "store contract: the history says why an attempt ended: timeout, signal, an "
+    "error, its owner's death, its lease, a release",
+    "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   // Finished attempts.
@@ -1261,11 +1264,15 @@ TEMPLATE_TEST_CASE("store contract: the history says why an attempt ended: timeo
   ClaimResult second = store->claim(request("rel", k_t0 + 20), k_alive);
   REQUIRE(second.verdict == Verdict::claim);
   REQUIRE(store->release("rel", second.attempt_token));
-  REQUIRE(store->claim([] {
-    ClaimRequest r = request("rel", k_t0 + 30);
-    r.policy.retry_abandoned = true;
-    return r;
-  }(), k_alive).verdict == Verdict::claim);
+  REQUIRE(store
+              ->claim(
+                  [] {
+                    ClaimRequest r = request("rel", k_t0 + 30);
+                    r.policy.retry_abandoned = true;
+                    return r;
+                  }(),
+                  k_alive)
+              .verdict == Verdict::claim);
   h = store->history("rel");
   REQUIRE(h.size() == 3);
   CHECK(h[0].outcome == Status::failed);
@@ -1276,9 +1283,10 @@ TEMPLATE_TEST_CASE("store contract: the history says why an attempt ended: timeo
   CHECK(store->get("rel")->attempt == 2);
 }
 
-TEMPLATE_TEST_CASE("store contract: a history ends with its record: removed, collected, or "
-                   "expired and claimed again", "[store][contract][history]",
-                   IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE(
+    "store contract: a history ends with its record: removed, collected, or "
+    "expired and claimed again",
+    "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   put_finished(*store, "rm", k_t0, Status::succeeded, k_t0 + 1);
@@ -1329,8 +1337,10 @@ TEMPLATE_TEST_CASE("store contract: replays are counted per key, the last one's 
   CHECK(replay.existing->replays == 4);
 }
 
-TEMPLATE_TEST_CASE("store contract: ls filters by kind and by the attempt's start, through its "
-                   "order", "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE(
+    "store contract: ls filters by kind and by the attempt's start, through its "
+    "order",
+    "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   for (int i = 0; i < 6; ++i) {

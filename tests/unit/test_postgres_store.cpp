@@ -294,8 +294,10 @@ void run_script(const std::string& url, const std::string& script) {
 
 }  // namespace
 
-TEST_CASE("postgres store: a version 4 schema's records get their current attempt as their "
-          "history", "[store][postgres][history]") {
+TEST_CASE(
+    "postgres store: a version 4 schema's records get their current attempt as their "
+    "history",
+    "[store][postgres][history]") {
   PostgresBackend backend;
   {
     // The published steps 0 -> 4 (never edited), and records as version 4 wrote them.
