@@ -141,9 +141,9 @@ struct Front {
   // it of an attempt that failed, was found abandoned, lost its lease, or recovered.
   std::shared_ptr<const core::NotifySpec> notify;
   std::shared_ptr<Notifier> notifier;
-  // Where its replays are counted: a tally the front flushes itself (the daemon, `each`), or,
-  // when none, the store at once, unsynced, each replay its own short write (`run`). A failure to
-  // count never fails the replay.
+  // Where its replays are counted: a tally the front flushes itself (the daemon, `each`, and
+  // `run` after the replayed output), or, when none, the store at once, unsynced, each replay
+  // its own short write. A failure to count never fails the replay.
   std::shared_ptr<store::ReplayTally> replays;
 };
 
