@@ -568,9 +568,9 @@ std::optional<Answer> signature_refusal(const Hook& hook, const Delivery& d,
   return a;
 }
 
-Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
-               const DeliveryServices& services) {
-  if (auto refusal = signature_refusal(hook, d, d.body)) return std::move(*refusal);
+namespace {
+
+DeliveryPolicy hook_policy(const Hook& hook, const Delivery& d) {
   DeliveryPolicy policy;
   if (hook.async) {
     // The run outlives this call: its effects keep copies of the hook and the delivery.
@@ -584,6 +584,20 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
     };
   }
   policy.early_answer = accepted;
+  return policy;
+}
+
+}  // namespace
+
+Answer rerun_delivery(const Hook& hook, HookSlots& slots, const Delivery& d,
+                      const DeliveryServices& services, const std::string& key) {
+  return deliver_keyed(hook, slots, d, services, key, hook_policy(hook, d));
+}
+
+Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
+               const DeliveryServices& services) {
+  if (auto refusal = signature_refusal(hook, d, d.body)) return std::move(*refusal);
+  const DeliveryPolicy policy = hook_policy(hook, d);
   auto found = find_key(hook, d);
   if (auto* none = std::get_if<NoKeyFound>(&found)) {
     if (hook.no_key == NoKey::run) return deliver_unkeyed(hook, slots, services, policy);

@@ -120,6 +120,13 @@ std::optional<Answer> signature_refusal(const Hook& hook, const Delivery& delive
 Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& delivery,
                const DeliveryServices& services);
 
+// A stored delivery of `hook` run again as a new attempt of its key (`key`: the delivery's,
+// without the hook's path), as deliver() would run it but with no signature to check: the
+// stored request keeps credentials by name only. A failed record is claimed again; a succeeded
+// or running one is answered as a duplicate (nothing runs).
+Answer rerun_delivery(const Hook& hook, HookSlots& slots, const Delivery& delivery,
+                      const DeliveryServices& services, const std::string& key);
+
 // What an attempt at a delivery carries out, and the answer it makes of it.
 class DeliveryEffect : public engine::Effect {
  public:

@@ -277,6 +277,7 @@ class SqliteStore final : public Store {
     if (params >= 1) select.bind(1, q.now_ms);
     if (params >= 2) select.bind(2, q.prefix);
     if (params >= 3) select.bind(3, end);
+    if (q.after) select.bind(7, q.after->first).bind(8, q.after->second);
     while (select.step()) {
       Record r;
       if (q.keys_only)
