@@ -20,6 +20,7 @@ std::string ui_head(const std::string& title) {
          "<title>" +
          html_escape(title) +
          " · idem</title><link rel=\"stylesheet\" href=\"/ui/app.css\">"
+         "<link rel=\"icon\" href=\"/ui/icon.svg\">"
          "<script src=\"/ui/app.js\" defer></script></head><body>"
          "<header><a class=\"brand\" href=\"/ui\">idem</a> <span>delivery log</span></header>"
          "<main>";
@@ -153,7 +154,7 @@ std::string render_ui_list(const UiPage& page, int64_t now_ms, const std::string
       option("exit0", "exit 0", f.result) + option("exit_nonzero", "exit ≠ 0", f.result) +
       "</select></label><button type=\"submit\">Filter</button> <a href=\"/ui\">Clear</a></form>";
   // The live update refreshes the first page only: a later page stays where the reader is.
-  out += "<p class=\"bar\">";
+  out += "<div class=\"bar\">";
   if (!f.after) out += "<label><input type=\"checkbox\" id=\"live\" checked> Live</label> ";
   out +=
       "<form method=\"post\" action=\"/ui/rerun-failed\" class=\"inline confirm\" "
@@ -165,7 +166,8 @@ std::string render_ui_list(const UiPage& page, int64_t now_ms, const std::string
     out += "<input type=\"hidden\" name=\"" + html_escape(name) + "\" value=\"" +
            html_escape(value) + "\">";
   out +=
-      "<button type=\"submit\" id=\"rerun-failed\">Re-run failed (at most 20)</button></form></p>";
+      "<button type=\"submit\" id=\"rerun-failed\">Re-run failed (at most "
+      "20)</button></form></div>";
   out +=
       "<table class=\"records\"><thead><tr><th>Started</th><th>Key</th><th>Front</th>"
       "<th>Status</th><th>Attempt</th><th>Result</th><th>Duration</th></tr></thead>"
@@ -305,6 +307,12 @@ std::string_view ui_app_js() {
   });
 })();
 )JS";
+}
+
+std::string_view ui_icon_svg() {
+  return "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 16 16\"><rect width=\"16\" "
+         "height=\"16\" rx=\"3\" fill=\"#1d2430\"/><path d=\"M4 8h8M8 4v8\" stroke=\"#fff\" "
+         "stroke-width=\"2\"/></svg>\n";
 }
 
 std::string_view ui_app_css() {

@@ -54,8 +54,9 @@ std::string render_ui_detail(const core::Record& record, const std::vector<UiAtt
 std::string render_ui_message(int status, const std::string& title, const std::string& text);
 std::string render_ui_login(const std::string& error);
 
-// The static script and style sheet (/ui/app.js, /ui/app.css).
+// The static script, style sheet and icon (/ui/app.js, /ui/app.css, /ui/icon.svg).
 std::string_view ui_app_js();
+std::string_view ui_icon_svg();
 std::string_view ui_app_css();
 
 }  // namespace idem::http

@@ -46,7 +46,7 @@ Response ui_redirect(const std::string& location) {
 
 bool ui_get_path(std::string_view path) {
   return path == "/ui" || path == "/ui/" || path == "/ui/rows" || path == "/ui/record" ||
-         path == "/ui/app.js" || path == "/ui/app.css";
+         path == "/ui/app.js" || path == "/ui/app.css" || path == "/ui/icon.svg";
 }
 
 bool ui_post_path(std::string_view path) {
@@ -117,6 +117,8 @@ class UiRoute final : public Route {
       return ui_message(404, "Not found", "the page has no such address");
     if (path == "/ui/app.js")
       return ui_response(200, "text/javascript; charset=utf-8", std::string(ui_app_js()));
+    if (path == "/ui/icon.svg")
+      return ui_response(200, "image/svg+xml", std::string(ui_icon_svg()));
     if (path == "/ui/app.css")
       return ui_response(200, "text/css; charset=utf-8", std::string(ui_app_css()));
     auto query = parse_form(query_of(req.head.target));
@@ -161,19 +163,21 @@ class UiRoute final : public Route {
     return hmac_sha256_hex(options_.csrf_secret, session);
   }
 
-  // A POST comes from this page: its Origin is this host's (Sec-Fetch-Site, when sent, says
-  // same-origin), and its form carries the token of the session cookie it sends.
+  // A POST comes from this page: its Origin is this host's, and its form carries the token of
+  // the session cookie it sends. Under Referrer-Policy: no-referrer a browser sends "Origin: null"
+  // on a form's POST; then Sec-Fetch-Site, which no page can set, must say same-origin.
   std::optional<Response> forged(const Request& req,
                                  const std::vector<std::pair<std::string, std::string>>& form,
                                  bool check_csrf) const {
     auto origin = req.head.headers.get("Origin");
     auto host = req.head.headers.get("Host");
+    auto site = req.head.headers.get("Sec-Fetch-Site");
     const std::string here(host.value_or(""));
-    if (!origin || (*origin != "http://" + here && *origin != "https://" + here))
+    const bool same_origin =
+        origin && (*origin == "http://" + here || *origin == "https://" + here ||
+                   (*origin == "null" && site && *site == "same-origin"));
+    if (!same_origin || (site && *site != "same-origin"))
       return ui_message(403, "Forbidden", "the request does not come from this page (Origin)");
-    if (auto site = req.head.headers.get("Sec-Fetch-Site"))
-      if (*site != "same-origin" && *site != "none")
-        return ui_message(403, "Forbidden", "the request does not come from this page");
     if (!check_csrf) return std::nullopt;
     std::string session;
     if (auto cookie = req.head.headers.get("Cookie"))
