@@ -13,8 +13,9 @@ _idem_flags() {
   case $1 in
     run) echo "-k --key --ttl --wait --timeout --kill-after --drain --lease --replay-failures --retry-abandoned --kill-stale" \
       "--hash-stdin --max-output --on-failure --on-change --notify-timeout --quiet-replay -q --quiet -v --verbose $global" ;;
-    ls) echo "--status --prefix --limit --all --json --keys $global" ;;
+    ls) echo "--status --prefix --front --since --until --limit --all --json --keys $global" ;;
     show) echo "--json --stdout --stderr --request $global" ;;
+    log) echo "--json $global" ;;
     status) echo "$global" ;;
     rm) echo "--force $global" ;;
     gc) echo "--dry-run --older-than $global" ;;
@@ -41,7 +42,7 @@ _idem_takes_value() {
     *:--db | *:--store | \
       run:-k | run:--key | run:--ttl | run:--wait | run:--timeout | run:--kill-after | run:--lease | \
       run:--drain | run:--max-output | run:--on-failure | run:--on-change | run:--notify-timeout | \
-      ls:--status | ls:--prefix | ls:--limit | export:--status | export:--prefix | export:--limit | \
+      ls:--status | ls:--prefix | ls:--front | ls:--since | ls:--until | ls:--limit | export:--status | export:--prefix | export:--limit | \
       gc:--older-than | doctor:--config | doctor:--hooks | \
       serve:--config | serve:--upstream | serve:--socket | serve:--listen | serve:--port-file | serve:--max-connections | \
       serve:--request-timeout | serve:--grace | serve:--busy-timeout | serve:--lease | \
@@ -239,7 +240,7 @@ _idem() {
     _idem_add "${subs[@]}"
   else
     case $sub in
-      show | status) ((npos == 0)) && _idem_add_keys ;;
+      show | status | log) ((npos == 0)) && _idem_add_keys ;;
       rm) _idem_add_keys ;;
       run | each) _idem_add -- ;;  # the command comes after `--`
       import) ((npos == 0)) && _idem_add_files ;;

@@ -344,6 +344,8 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
     std::lock_guard lock(g_output_mutex);
     util::write_all(2, text);
   });
+  // Replays counted here and written once at the end, in one unsynced transaction.
+  front.replays = std::make_shared<store::ReplayTally>();
   proc::install_child_handlers();
   LineReader reader(watch_stop_signals());
 
@@ -389,6 +391,11 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
   }
   queue.close();
   for (auto& w : workers) w.join();
+  try {
+    if (!front.replays->empty()) front.replays->flush(*open_store(global));
+  } catch (const StoreError&) {
+    // A statistic: the replays themselves were answered.
+  }
   if (broken) throw StoreError(store_error);
 
   print_summary(total, tally);

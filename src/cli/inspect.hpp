@@ -5,12 +5,16 @@
 #include <vector>
 
 #include "cli/common.hpp"
+#include "core/history.hpp"
 
 namespace idem::cli {
 
 struct LsOptions {
   std::vector<std::string> statuses;
   std::string prefix;
+  std::string front;  // run, each, begin, hook, proxy, ledger (core::kind_of_front)
+  std::string since;  // a duration back from now, or an RFC 3339 time (core::parse_time_bound)
+  std::string until;
   std::string limit = "0";  // validated by ls itself, for a one-line message
   bool all = false;
   bool json = false;
@@ -36,6 +40,19 @@ struct ShowOptions {
 };
 CLI::App* register_show(CLI::App& app, ShowOptions& options);
 int run_show(const GlobalOptions& global, const ShowOptions& options);
+
+struct LogOptions {
+  std::string key;
+  bool json = false;
+};
+CLI::App* register_log(CLI::App& app, LogOptions& options);
+int run_log(const GlobalOptions& global, const LogOptions& options);
+// The attempts as `idem log` prints them (show too, each line after `indent`).
+void print_history_table(const std::vector<core::HistoryEntry>& entries, const std::string& indent);
+// The entries as shown: a running last attempt whose owner is gone shows as abandoned.
+std::vector<core::HistoryEntry> shown_history(const core::Record& record,
+                                              std::vector<core::HistoryEntry> entries,
+                                              int64_t now_ms);
 
 struct StatusOptions {
   std::string key;

@@ -4,6 +4,7 @@
 
 #include "cli/inspect.hpp"
 #include "core/errors.hpp"
+#include "core/history.hpp"
 #include "core/record_json.hpp"
 #include "util/clock.hpp"
 
@@ -31,11 +32,23 @@ CLI::App* register_ls(CLI::App& app, LsOptions& o) {
                  "(repeatable)")
       ->type_name("STATUS")->allow_extra_args(false);
   ls->add_option("--prefix", o.prefix, "Only keys starting with PREFIX")->type_name("PREFIX");
+  ls->add_option("--front", o.front,
+                 "Only records made by this front: run, each, begin, hook, proxy, ledger")
+      ->type_name("FRONT");
+  ls->add_option("--since", o.since,
+                 "Only records whose attempt started at or after WHEN: a duration back from now "
+                 "(1h, 7d) or an RFC 3339 time")
+      ->type_name("WHEN");
+  ls->add_option("--until", o.until,
+                 "Only records whose attempt started before WHEN (as for --since)")
+      ->type_name("WHEN");
   ls->add_option("--limit", o.limit, "At most N records (default, or 0: all)")->type_name("N");
   ls->add_flag("--all", o.all, "Include expired records");
   ls->add_flag("--json", o.json, "JSON Lines with ISO-8601 UTC times");
   ls->add_flag("--keys", o.keys, "Only the keys, one per line (for shell completion)");
-  ls->footer("Examples:\n  idem ls --status failed --status abandoned\n  idem ls --prefix backup- --json | jq .key");
+  ls->footer(
+      "Examples:\n  idem ls --status failed --status abandoned\n  idem ls --front hook --since "
+      "1h\n  idem ls --prefix backup- --json | jq .key");
   return ls;
 }
 
@@ -106,6 +119,23 @@ store::ListQuery list_query(const LsOptions& o, int64_t limit, int64_t now, bool
   store::ListQuery q;
   q.prefix = o.prefix;
   q.now_ms = now;
+  if (!o.front.empty()) {
+    std::optional<std::string> kind = core::kind_of_front(o.front);
+    if (!kind)
+      throw UsageError("bad --front '" + o.front + "': use " + std::string(core::known_fronts()));
+    q.kind = *kind;
+  }
+  auto bound = [&](const char* flag, const std::string& text) -> int64_t {
+    if (text.empty()) return 0;
+    std::optional<int64_t> ms = core::parse_time_bound(text, now);
+    if (!ms || *ms <= 0)
+      throw UsageError(std::string("bad ") + flag + " '" + text +
+                       "': use a duration such as 1h or 7d, or an RFC 3339 time such as "
+                       "2026-12-01T08:00:00Z");
+    return *ms;
+  };
+  q.since_ms = bound("--since", o.since);
+  q.until_ms = bound("--until", o.until);
   check_here = false;
   if (o.statuses.empty()) {
     q.include_expired = o.all;

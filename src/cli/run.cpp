@@ -339,13 +339,24 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
   engine::Front front = engine::make_front(*store, lease_ms);
   use_notify(front, std::move(notify), true,
              [](const std::string& text) { util::write_all(2, text); });
+  // A replay is counted after its output went out, never before: the count is a write, and a
+  // replay must not wait behind another process's write transaction to answer.
+  front.replays = std::make_shared<store::ReplayTally>();
   engine::Engine engine(*store, front);
   const std::string shown = "key '" + core::display_key(o.key) + "'";
   engine::AttemptRequest req =
       attempt_request(o, s, cwd, o.hash_stdin ? &stdin_sha256 : nullptr, shown);
   const engine::Claimed claimed = engine.claim(req);
-  if (claimed.verdict != engine::ClaimVerdict::claimed)
-    return answer_without_running(claimed, o, s, shown);
+  if (claimed.verdict != engine::ClaimVerdict::claimed) {
+    const int code = answer_without_running(claimed, o, s, shown);
+    std::cout.flush();
+    try {
+      if (!front.replays->empty()) front.replays->flush(*store);
+    } catch (const StoreError&) {
+      // A statistic: the replay itself was answered.
+    }
+    return code;
+  }
   return run_claimed(engine, claimed, o, s, stdin_copy.valid() ? stdin_copy.get() : 0, shown);
 }
 

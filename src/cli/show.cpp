@@ -81,6 +81,9 @@ void print_record(const core::Record& r, const nlohmann::json& j, const Chunks& 
                           " wrote after them was dropped");
   }
   if (!r.note.empty()) line("note", r.note);
+  line("replays", r.replays ? std::to_string(r.replays) + ", the last " +
+                                  j["last_replay_at"].get<std::string>()
+                            : "0");
 }
 
 }  // namespace
@@ -113,11 +116,15 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
   // What an attempt left running when its owner died (a retry refuses to overlap it).
   const bool group_alive = proc::process_group_alive(r.owner, r.process_group);
   nlohmann::json j = core::record_detail_json(r, now, owner_gone_now(r, now), group_alive);
+  const std::vector<core::HistoryEntry> history = shown_history(r, store->history(o.key), now);
+  j["attempts"] = core::history_array(history);
   if (o.json) {
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   print_record(r, j, *output, request, group_alive);
+  std::cout << "attempts:\n";
+  print_history_table(history, "  ");
   return 0;
 }
 

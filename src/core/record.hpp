@@ -79,6 +79,10 @@ struct Record {
   // The answer a duplicate gets (a hook's, later a proxied upstream's), its body the stored
   // stdout (see core/response.hpp); nothing for a command's outcome.
   std::optional<Response> response;
+  // Duplicates answered from this record (replays) since it was first claimed, and when the last
+  // was (Unix ms; 0: none). Counted apart from the claim, without a sync (Store::count_replays).
+  int64_t replays = 0;
+  int64_t last_replay_ms = 0;
 };
 
 // The notes of an attempt the store marked abandoned: its owner is gone, or its lease ran out.

@@ -89,6 +89,8 @@ nlohmann::json record_detail_json(const Record& r, int64_t now_ms, bool owner_go
   if (j["request"].is_discarded()) j["request"] = nullptr;
   j["note"] = r.note;
   j["response"] = response_json(r.response);
+  j["replays"] = r.replays;
+  j["last_replay_at"] = time_or_null(r.last_replay_ms);
   j["stdout_b64"] = util::to_base64(stream_bytes(*output, Stream::out));
   j["stderr_b64"] = util::to_base64(stream_bytes(*output, Stream::err));
   return j;

@@ -85,10 +85,11 @@ Engine::Engine(store::Store& store, const Front& front)
       owner_gone_(front.owner_gone),
       lease_ms_(front.lease_ms),
       notify_(front.notify),
-      notifier_(front.notifier) {}
+      notifier_(front.notifier),
+      replays_(front.replays) {}
 
 Engine::Engine(store::Store& store, const util::Clock& clock, store::OwnerGone owner_gone)
-    : Engine(store, Front{&clock, std::move(owner_gone), 0, nullptr, nullptr}) {}
+    : Engine(store, Front{&clock, std::move(owner_gone), 0, nullptr, nullptr, nullptr}) {}
 
 store::ClaimResult Engine::claim_once(AttemptRequest& request) {
   request.claim.now_ms = clock_.now_ms();
@@ -110,6 +111,20 @@ std::optional<store::ClaimResult> Engine::look(AttemptRequest& request, bool& wo
   existing->attempt_token.clear();  // the holder's capability is never handed to another
   answer.existing = std::move(existing);
   return answer;
+}
+
+void Engine::count_replay(const std::string& key, int64_t now_ms) {
+  if (replays_) {
+    replays_->add(key, now_ms);
+    return;
+  }
+  // A statistic: a store that cannot take the write now (read-only, busy past its timeout) loses
+  // this count, never the replay.
+  try {
+    const store::ReplayCount count{key, 1, now_ms};
+    store_.count_replays({&count, 1});
+  } catch (const StoreError&) {
+  }
 }
 
 Claimed Engine::claim(AttemptRequest& request) {
@@ -157,6 +172,7 @@ Claimed Engine::claim(AttemptRequest& request) {
       // Its processes live on: they hold the key as a live owner would, until they end.
       result.verdict = core::Verdict::running;
     }
+    if (result.verdict == core::Verdict::replay) count_replay(key, request.claim.now_ms);
     if (result.verdict != core::Verdict::running)
       return claimed_from(key, std::move(result), request.claim.now_ms, request.claim.lease_ms,
                           sent_ms);

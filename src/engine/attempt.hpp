@@ -6,6 +6,7 @@
 // statuses, report lines).
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "core/notify.hpp"
 #include "core/record.hpp"
 #include "proc/liveness.hpp"
+#include "store/replay_tally.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
 
@@ -139,6 +141,10 @@ struct Front {
   // it of an attempt that failed, was found abandoned, lost its lease, or recovered.
   std::shared_ptr<const core::NotifySpec> notify;
   std::shared_ptr<Notifier> notifier;
+  // Where its replays are counted: a tally the front flushes itself (the daemon, `each`, and
+  // `run` after the replayed output), or, when none, the store at once, unsynced, each replay
+  // its own short write. A failure to count never fails the replay.
+  std::shared_ptr<store::ReplayTally> replays;
 };
 
 // The front of this process's attempts on `store` (any connection of it): the process clock,
@@ -197,6 +203,7 @@ class Engine {
   // What a read of the key decides without a write, or nullopt when only a claim can decide
   // (`would_run`: the attempt would run; else a dead owner's record must be marked abandoned).
   std::optional<store::ClaimResult> look(AttemptRequest& request, bool& would_run);
+  void count_replay(const std::string& key, int64_t now_ms);
 
   void release(const Claimed& claimed, const Effect& effect, Finished& done);
   bool notifies(core::NotifyEvent event) const;
@@ -214,6 +221,7 @@ class Engine {
   const int64_t lease_ms_;
   std::shared_ptr<const core::NotifySpec> notify_;
   std::shared_ptr<Notifier> notifier_;
+  const std::shared_ptr<store::ReplayTally> replays_;
   // Held around every store call of carry_out: a lease's renewals come from a thread of their
   // own, on the same connection.
   std::mutex store_mutex_;

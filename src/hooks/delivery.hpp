@@ -143,6 +143,9 @@ struct DeliveryPolicy {
   // With `hook.async`: the answer to the delivery that starts a run, and to each duplicate of a
   // running or succeeded one; `outcome` is the log's (accepted, running, replayed, unkeyed).
   std::function<Answer(const std::string& key, const std::string& outcome)> early_answer;
+  // What started the attempt, as its history shows it (store::ClaimRequest::trigger): empty for
+  // a delivery, core::k_trigger_rerun for a re-run a user asked for.
+  std::string trigger;
 };
 
 // A delivery with a usable key (core::key_problem passed), decided by the attempt engine under

@@ -14,6 +14,7 @@
 #include "core/duration.hpp"
 #include "core/errors.hpp"
 #include "core/fingerprint.hpp"
+#include "core/history.hpp"
 #include "core/key.hpp"
 #include "core/output.hpp"
 #include "core/record_json.hpp"
@@ -66,10 +67,14 @@ Answer bad_request(const BadField& bad) {
 std::string shown(const std::string& key) { return "key '" + core::display_key(key) + "'"; }
 
 // A record as `idem show --json` prints it, the owner's liveness looked up here.
-json shown_record(const core::Record& r, int64_t now_ms) {
+// With `history`, its attempts too (GET; a replay's answer leaves them out, to stay one read).
+json shown_record(const core::Record& r, int64_t now_ms,
+                  const std::vector<core::HistoryEntry>* history = nullptr) {
   const bool gone = core::owner_counts_gone(r, now_ms, proc::owner_gone);
-  return core::record_detail_json(r, now_ms, gone,
-                                  proc::process_group_alive(r.owner, r.process_group));
+  json j = core::record_detail_json(r, now_ms, gone,
+                                    proc::process_group_alive(r.owner, r.process_group));
+  if (history) j["attempts"] = core::history_array(*history);
+  return j;
 }
 
 engine::AttemptRequest claim_request(const ClaimCall& call, const core::Owner& owner) {
@@ -244,14 +249,23 @@ Answer Ledger::finish(std::string_view body) const {
   }
 }
 
-Answer Ledger::get(std::string_view encoded_key) const {
+Answer Ledger::get(std::string_view encoded_key) const { return found(encoded_key, false); }
+
+Answer Ledger::attempts(std::string_view encoded_key) const { return found(encoded_key, true); }
+
+Answer Ledger::found(std::string_view encoded_key, bool history_only) const {
   auto key = path_key(encoded_key);
   if (auto* bad = std::get_if<Answer>(&key)) return std::move(*bad);
   const std::string& k = std::get<std::string>(key);
   try {
-    auto record = stores_->lease()->get(k);
+    auto store = stores_->lease();
+    auto record = store->get(k);
     if (!record) return refusal(404, "No such record", "no record for " + shown(k), "not_found", k);
-    return json_answer(200, shown_record(*record, clock_.now_ms()), "found", k);
+    const std::vector<core::HistoryEntry> history = store->history(k);
+    return json_answer(200,
+                       history_only ? core::history_document(*record, history)
+                                    : shown_record(*record, clock_.now_ms(), &history),
+                       "found", k);
   } catch (const std::exception& e) {
     return store_failure(e, k);
   }
@@ -294,6 +308,9 @@ Answer Ledger::remove(std::string_view encoded_key, bool force) const {
 namespace {
 
 constexpr std::string_view k_records_prefix = "/v1/records/";
+// GET /v1/records/{key}/attempts: a key's own '/' is percent-encoded (%2F), so a raw one
+// before this suffix ends the key.
+constexpr std::string_view k_attempts_suffix = "/attempts";
 
 Response to_ledger_response(Answer a) {
   Response r;
@@ -370,7 +387,12 @@ class LedgerRoute final : public Route {
     if (path == "/v1/heartbeat") return to_ledger_response(ledger_->heartbeat(req.body));
     if (path == "/v1/finish") return to_ledger_response(ledger_->finish(req.body));
     std::string_view key = std::string_view(path).substr(k_records_prefix.size());
-    if (req.head.method != "DELETE") return to_ledger_response(ledger_->get(key));
+    if (req.head.method != "DELETE") {
+      if (key.ends_with(k_attempts_suffix))
+        return to_ledger_response(
+            ledger_->attempts(key.substr(0, key.size() - k_attempts_suffix.size())));
+      return to_ledger_response(ledger_->get(key));
+    }
     auto force = force_of(req.head.target);
     if (!force) return to_ledger_response(bad_request({"force", "use ?force=1 or no query"}));
     return to_ledger_response(ledger_->remove(key, *force));

@@ -8,6 +8,7 @@
 //   POST /v1/finish     {"key", "attempt_token", "status", "exit_code"?, "http_status"?,
 //                        "stdout_b64"?, "stderr_b64"?}
 //   GET    /v1/records/{key}            the record, as `idem show --json` prints it
+//   GET    /v1/records/{key}/attempts   its attempt history, as `idem log --json` prints it
 //   DELETE /v1/records/{key}[?force=1]
 //
 // Keys are those of `idem run` (one namespace; kind "ledger"). The parsing and checking of
@@ -41,12 +42,16 @@ class Ledger {
   Answer finish(std::string_view body) const;
   // `encoded_key`: the path segment after /v1/records/, percent-encoded.
   Answer get(std::string_view encoded_key) const;
+  Answer attempts(std::string_view encoded_key) const;
   Answer remove(std::string_view encoded_key, bool force) const;
 
   // The owner the ledger claims for: this host's name, pid 0, no boot id.
   static core::Owner client_owner(const std::string& host);
 
  private:
+  // The record of a /v1/records/ path with its history (get), or its history alone (attempts).
+  Answer found(std::string_view encoded_key, bool history_only) const;
+
   const std::shared_ptr<store::StoreProvider> stores_;
   const core::Owner owner_;
   const util::Clock& clock_;

@@ -102,6 +102,12 @@ class PerCallStore final : public store::Store {
   std::optional<core::Record> get(const std::string& key) override {
     return stores_->lease()->get(key);
   }
+  std::vector<core::HistoryEntry> history(const std::string& key) override {
+    return stores_->lease()->history(key);
+  }
+  void count_replays(std::span<const store::ReplayCount> counts) override {
+    stores_->lease()->count_replays(counts);
+  }
   void list(const store::ListQuery& query, const store::RecordVisitor& visit) override {
     stores_->lease()->list(query, visit);
   }

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -43,6 +44,7 @@ class Daemon {
         tls_(load_tls(options)) {
     services_.front = engine::make_front(*services_.stores->lease(), options.lease_ms);
     services_.front.notifier = daemon_notifier(services_.background);
+    services_.front.replays = std::make_shared<store::ReplayTally>();
     state_ = build_state(std::move(loaded), nullptr, services_, options);
     log_warnings(*state_);
   }
@@ -74,11 +76,19 @@ class Daemon {
     notifier_.ready();
 
     std::thread signals([&] { watch_signals(handled, server); });
+    std::thread replays([&] { flush_replays_until_stopped(); });
     server.run();
     // run ended without a signal (a socket error): stop the signal thread too.
     if (!stopping_) pthread_kill(signals.native_handle(), SIGTERM);
     signals.join();
     services_.background.wait();
+    {
+      std::lock_guard lock(flush_mutex_);
+      flushing_ = false;
+    }
+    flush_wake_.notify_all();
+    replays.join();
+    flush_replays();  // what the last requests counted
     log_line({{"time", now_iso()}, {"event", "stopped"}});
     return 0;
   }
@@ -88,6 +98,32 @@ class Daemon {
   static void log_warnings(const State& state) {
     for (const auto& warning : state.webhooks.warnings)
       log_line({{"time", now_iso()}, {"event", "warning"}, {"warning", warning}});
+  }
+
+  // Replays are counted in memory (engine::Front::replays) and written every
+  // k_replay_flush_interval, in one unsynced transaction, so that a duplicate delivery stays a
+  // read; the last counts are written once the daemon has stopped serving.
+  static constexpr auto k_replay_flush_interval = std::chrono::seconds(1);
+
+  void flush_replays_until_stopped() {
+    std::unique_lock lock(flush_mutex_);
+    while (flushing_) {
+      flush_wake_.wait_for(lock, k_replay_flush_interval);
+      if (!flushing_) return;
+      lock.unlock();
+      flush_replays();
+      lock.lock();
+    }
+  }
+
+  void flush_replays() {
+    if (services_.front.replays->empty()) return;
+    try {
+      services_.front.replays->flush(*services_.stores->lease());
+    } catch (const std::exception& e) {
+      // Kept for the next flush; a statistic, never an outcome.
+      log_line({{"time", now_iso()}, {"event", "replay_count_failed"}, {"error", e.what()}});
+    }
   }
 
   std::shared_ptr<const State> current() {
@@ -187,6 +223,9 @@ class Daemon {
   std::mutex state_mutex_;
   std::shared_ptr<const State> state_;
   std::atomic<bool> stopping_{false};
+  std::mutex flush_mutex_;
+  std::condition_variable flush_wake_;
+  bool flushing_ = true;  // the replay flusher runs until the daemon stops serving
 };
 
 }  // namespace

@@ -1,8 +1,10 @@
 #include "serve/ui.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "core/history.hpp"
 #include "core/record_json.hpp"
 #include "engine/attempt.hpp"
 #include "proc/liveness.hpp"
@@ -61,23 +63,32 @@ std::shared_ptr<const Route> make_ui_route(
     store::ListQuery q;
     if (l.status) q.statuses = {*l.status};
     q.prefix = l.prefix;
+    q.kind = l.kind;
+    q.since_ms = l.since_ms;
+    q.until_ms = l.until_ms;
     q.after = l.after;
     q.now_ms = l.now_ms;
     stores->lease()->list(q, visit);
   };
   b.get = [stores](const std::string& key) { return stores->lease()->get(key); };
-  b.attempts = [](const core::Record& r) {
-    UiAttempt a;
-    a.number = r.attempt;
-    a.trigger = r.kind;
-    a.status = std::string(core::to_string(r.status));
-    a.owner = r.owner.host + " pid " + std::to_string(r.owner.pid);
-    a.started_ms = r.started_ms;
-    a.finished_ms = r.finished_ms;
-    a.exit_code = r.exit_code;
-    if (r.response) a.http_status = r.response->status;
-    a.note = r.note;
-    return std::vector<UiAttempt>{a};
+  b.attempts = [stores](const core::Record& r) {
+    std::vector<UiAttempt> attempts;
+    for (const core::HistoryEntry& e : stores->lease()->history(r.key)) {
+      UiAttempt a;
+      a.number = e.number;
+      a.trigger = e.trigger;
+      a.status = std::string(core::to_string(e.outcome));
+      a.owner = e.host + " pid " + std::to_string(e.pid);
+      a.started_ms = e.started_ms;
+      a.finished_ms = e.ended_ms;
+      a.exit_code = e.exit_code;
+      a.http_status = e.http_status;
+      a.note = e.note.empty() ? e.reason : e.reason + ": " + e.note;
+      attempts.push_back(std::move(a));
+    }
+    // Newest first, as the list.
+    std::reverse(attempts.begin(), attempts.end());
+    return attempts;
   };
   b.remove = [stores](const std::string& key) {
     switch (stores->lease()->remove(key, false, proc::owner_gone)) {

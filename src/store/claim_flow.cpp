@@ -31,7 +31,10 @@ ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const Owner
     // A new key: one statement decides and records it (the key's unique constraint decides
     // between concurrent claimers; a loser waits for the winner's commit, then inserts nothing).
     // Attempt 1 is what core::decide gives a key with no record.
-    if (rows.insert(req, 1, token)) return claimed(req, 1, token);
+    if (rows.insert(req, 1, token)) {
+      rows.start_history(req, false);
+      return claimed(req, 1, token);
+    }
     existing = rows.lock(req.key);
     if (!existing) rows.vanished(req.key);
   } else {
@@ -44,7 +47,7 @@ ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const Owner
   std::optional<core::Record> marked;
   if (d.mark_abandoned) {
     const char* note = core::lease_expired(*existing, req.now_ms) ? k_lease_ran_out : k_owner_died;
-    rows.set_abandoned(req.key, existing->attempt, note);
+    abandon_rows(rows, req.key, existing->attempt, note);
     existing->status = core::Status::abandoned;
     existing->note = note;
     existing->attempt_token.clear();  // another owner's capability
@@ -61,6 +64,7 @@ ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const Owner
   const bool written = existing ? rows.replace(req, d.next_attempt, token, existing->attempt)
                                 : rows.insert(req, d.next_attempt, token);
   if (!written) lost_race(rows, req.key);
+  rows.start_history(req, existing && core::is_expired(*existing, req.now_ms));
   ClaimResult result = claimed(req, d.next_attempt, token);
   if (existing) result.replaced_status = existing->status;
   result.marked_abandoned = std::move(marked);
@@ -69,7 +73,16 @@ ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const Owner
 
 bool release_rows(RowOperations& rows, const std::string& key, const std::string& token) {
   if (token.empty()) return false;  // records claimed before tokens hold '': nothing matches
-  return rows.delete_first_attempt(key, token) || rows.restore_previous_attempt(key, token);
+  if (rows.delete_first_attempt(key, token)) return true;  // its history goes with the record
+  if (!rows.restore_previous_attempt(key, token)) return false;
+  rows.abandon_history(key, core::k_ended_released);
+  return true;
+}
+
+bool abandon_rows(RowOperations& rows, const std::string& key, int64_t attempt, const char* note) {
+  if (!rows.set_abandoned(key, attempt, note)) return false;
+  rows.abandon_history(key, core::abandon_reason(note));
+  return true;
 }
 
 RemoveResult remove_rows(RowOperations& rows, const std::string& key, bool force,

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "core/history.hpp"
 #include "core/record.hpp"
 #include "store/store.hpp"
 
@@ -49,8 +50,14 @@ class RowOperations {
   // Takes the running attempt n > 1 holding `token` back to attempt n-1, abandoned, noted as
   // released (Store::release); whether there was one.
   virtual bool restore_previous_attempt(const std::string& key, const std::string& token) = 0;
-  // Deletes the key's record, whatever it holds.
+  // Deletes the key's record, whatever it holds (its history goes with it).
   virtual void delete_record(const std::string& key) = 0;
+  // Adds the history entry of the attempt just claimed (running; the request's trigger, owner
+  // and time) as the key's next. `afresh`: the claim replaced an expired record, whose history
+  // and replay count go first (an expired record behaves as absent).
+  virtual void start_history(const ClaimRequest& req, bool afresh) = 0;
+  // Ends the key's latest history entry, if it is still running, as abandoned for `reason`.
+  virtual void abandon_history(const std::string& key, const char* reason) = 0;
 
   // Whether a claim tries insert() before it reads: a backend whose lock() cannot hold a row that
   // is not there yet (PostgreSQL) lets the key's unique constraint decide between the claimers of
@@ -72,6 +79,10 @@ ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const Owner
 
 // Store::release's change, in the caller's open transaction (commit it whatever the answer).
 bool release_rows(RowOperations& rows, const std::string& key, const std::string& token);
+
+// Store::mark_abandoned's change (and the claim's, for a dead owner's attempt): `attempt`, if
+// still the key's current running one, abandoned with `note`, its history entry with it.
+bool abandon_rows(RowOperations& rows, const std::string& key, int64_t attempt, const char* note);
 
 // Store::remove's change, in the caller's open transaction; commit it only on `removed`.
 RemoveResult remove_rows(RowOperations& rows, const std::string& key, bool force,

@@ -42,6 +42,9 @@ std::string list_page(const ListQuery& q, bool after) {
   if (lists_unfinished_only(q)) sql += " AND status IN ('running', 'abandoned')";
   if (!q.prefix.empty()) sql += " AND key LIKE $3";
   if (after) sql += " AND (started_at < $4 OR (started_at = $4 AND key > $5))";
+  if (!q.kind.empty()) sql += " AND kind = $7";
+  if (q.since_ms > 0) sql += " AND started_at >= $8";
+  if (q.until_ms > 0) sql += " AND started_at < $9";
   std::string live = "(expires_at IS NULL OR expires_at > $1)";
   if (!q.statuses.empty()) live += " AND status = ANY ($2)";
   const std::string expired = "expires_at <= $1";

@@ -13,7 +13,7 @@
 namespace idem::store::postgres_sql {
 
 // The schema version this build creates and understands.
-inline constexpr int k_schema_version = 4;
+inline constexpr int k_schema_version = 5;
 
 // Creates the version table if absent; run in the migration's transaction.
 inline constexpr const char* k_create_schema_table = R"sql(
@@ -21,6 +21,21 @@ inline constexpr const char* k_create_schema_table = R"sql(
     id      integer PRIMARY KEY CHECK (id = 1),
     version integer NOT NULL
   ))sql";
+
+// A key's history entry made from its record as it stands (the migration to version 5, and
+// import): its current attempt, as far as the record tells it (see sqlite_sql.hpp).
+#define IDEM_PG_HISTORY_OF_RECORDS                                                            \
+  "INSERT INTO idem_attempts (key, number, started_by, owner_host, owner_pid, started_at, "   \
+  "ended_at, outcome, reason, exit_code, signal, http_status, note) "                         \
+  "SELECT key, attempt, CASE kind WHEN 'http' THEN 'hook' ELSE kind END, owner_host, "        \
+  "owner_pid, started_at, finished_at, status, "                                              \
+  "CASE WHEN status = 'running' THEN '' "                                                     \
+  "WHEN status = 'abandoned' THEN CASE WHEN note LIKE 'lease ran out%' THEN 'lease ran out' " \
+  "WHEN note LIKE '% was released' THEN 'released' ELSE 'owner died' END "                    \
+  "WHEN timed_out THEN 'timeout' WHEN signal IS NOT NULL THEN 'signal' "                      \
+  "WHEN response IS NOT NULL THEN 'status' WHEN exit_code IS NOT NULL THEN 'exit' "           \
+  "ELSE 'error' END, exit_code, signal, (response::json ->> 'status')::bigint, note "         \
+  "FROM idem_records"
 
 // Migrations from version i to i+1, applied in order in one transaction that holds the lock on
 // idem_schema's one row. Never edit a published step: add one and bump k_schema_version.
@@ -88,6 +103,34 @@ inline constexpr const char* k_migrations[] = {
     ALTER TABLE idem_records ADD COLUMN owner_machine_id text NOT NULL DEFAULT '';
     ALTER TABLE idem_records ADD COLUMN owner_pid_ns bigint NOT NULL DEFAULT 0;
     )sql",
+    // 4 -> 5: the attempt history (core::HistoryEntry), one row per attempt, keyed by the key and
+    // the attempt's place in it (a key's history is one range of the primary key), deleted with
+    // its record by the foreign key's cascade (rm, gc, a released first attempt). Each record
+    // from before gets its current attempt as its history. And the replays counted per key
+    // (Store::count_replays): constant defaults, no rewrite of idem_records.
+    R"sql(
+    CREATE TABLE idem_attempts (
+      key         text COLLATE "C" NOT NULL
+                  REFERENCES idem_records (key) ON DELETE CASCADE,
+      number      bigint NOT NULL,
+      started_by  text   NOT NULL,
+      owner_host  text   NOT NULL,
+      owner_pid   bigint NOT NULL,
+      started_at  bigint NOT NULL,
+      ended_at    bigint,
+      outcome     text   NOT NULL
+                  CHECK (outcome IN ('running', 'succeeded', 'failed', 'abandoned')),
+      reason      text   NOT NULL DEFAULT '',
+      exit_code   bigint,
+      signal      bigint,
+      http_status bigint,
+      note        text   NOT NULL DEFAULT '',
+      PRIMARY KEY (key, number)
+    );
+    )sql" IDEM_PG_HISTORY_OF_RECORDS R"sql(;
+    ALTER TABLE idem_records ADD COLUMN replays bigint NOT NULL DEFAULT 0;
+    ALTER TABLE idem_records ADD COLUMN last_replay_at bigint;
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -96,13 +139,13 @@ inline constexpr const char* k_record_columns =
     "key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, owner_start, "
     "started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, output_bytes, "
     "output_truncated, request, note, response, pgid, pgid_start, attempt_token, lease_expires, "
-    "replay_failures, owner_machine_id, owner_pid_ns";
+    "replay_failures, owner_machine_id, owner_pid_ns, replays, last_replay_at";
 // The same for ls: no request, response or token (never listed).
 inline constexpr const char* k_list_columns =
     "key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, owner_start, "
     "started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, output_bytes, "
     "output_truncated, '', note, NULL, pgid, pgid_start, '', lease_expires, replay_failures, "
-    "owner_machine_id, owner_pid_ns, NULL::bytea";
+    "owner_machine_id, owner_pid_ns, replays, last_replay_at, NULL::bytea";
 
 // The version table's one row, and the version set by a migration ($1).
 inline constexpr const char* k_insert_schema_row =
@@ -164,17 +207,25 @@ inline constexpr const char* k_restore_previous_attempt = R"sql(
           WHERE key = $1 AND attempt_token = $2 AND status = 'running' AND attempt > 1)sql";
 
 // $1 key, $2 attempt, $3 status, $4 finished (ms), $5 exit code, $6 signal, $7 timed out, $8
-// output, $9 and $10 its bytes and truncation, $11 note, $12 response. Its last alternative
-// matches this very outcome already written, so that it can be repeated.
+// output, $9 and $10 its bytes and truncation, $11 note, $12 response; $13 why it ended and $14
+// the answer's status, for the history entry it ends in the same statement. Its last alternative
+// matches this very outcome already written, so that it can be repeated. Answers the count of
+// records written (1 or 0).
 inline constexpr const char* k_finish = R"sql(
-        UPDATE idem_records SET status = $3, finished_at = $4, expires_at = $4 + ttl_ms,
+        WITH r AS (UPDATE idem_records SET status = $3, finished_at = $4, expires_at = $4 + ttl_ms,
                exit_code = $5, signal = $6, timed_out = $7 <> 0, output = $8,
                output_bytes = $9, output_truncated = $10 <> 0, note = $11, response = $12,
                attempt_token = '', lease_expires = NULL
         WHERE key = $1 AND attempt = $2
           AND ((status = 'running' AND (lease_expires IS NULL OR lease_expires > $4))
                OR (status = $3 AND finished_at = $4 AND attempt_token = ''))
-      )sql";
+        RETURNING 1),
+        h AS (UPDATE idem_attempts SET outcome = $3, ended_at = $4, reason = $13, exit_code = $5,
+                     signal = $6, http_status = $14, note = $11
+              WHERE key = $1
+                AND number = (SELECT max(number) FROM idem_attempts WHERE key = $1)
+                AND EXISTS (SELECT 1 FROM r))
+        SELECT count(*) FROM r)sql";
 // $1 key, $2 attempt, $3 pgid, $4 its leader's start.
 inline constexpr const char* k_set_process_group = R"sql(
         UPDATE idem_records SET pgid = $3, pgid_start = $4
@@ -197,6 +248,36 @@ inline constexpr const char* k_put = R"sql(
       ON CONFLICT (key) DO NOTHING RETURNING attempt)sql";
 inline constexpr const char* k_delete_record = "DELETE FROM idem_records WHERE key = $1";
 
+// The history (core::HistoryEntry), each statement one range of the key's primary key. The
+// claimed attempt's entry: $1 key, $2 trigger, $3 host, $4 pid, $5 started.
+inline constexpr const char* k_history_start = R"sql(
+      INSERT INTO idem_attempts (key, number, started_by, owner_host, owner_pid, started_at,
+                                 outcome)
+      SELECT $1, coalesce(max(number), 0) + 1, $2, $3, $4, $5, 'running'
+      FROM idem_attempts WHERE key = $1)sql";
+// An expired record's history and replays, before its key's new first attempt ($1 key).
+inline constexpr const char* k_history_clear = R"sql(
+      WITH h AS (DELETE FROM idem_attempts WHERE key = $1)
+      UPDATE idem_records SET replays = 0, last_replay_at = NULL WHERE key = $1)sql";
+// The latest entry, if running, abandoned: $1 key, $2 the reason.
+inline constexpr const char* k_history_abandon = R"sql(
+      UPDATE idem_attempts SET outcome = 'abandoned', reason = $2
+      WHERE key = $1 AND number = (SELECT max(number) FROM idem_attempts WHERE key = $1)
+        AND outcome = 'running')sql";
+// An imported record's history: its current attempt ($1 key).
+inline constexpr const char* k_history_of_record = IDEM_PG_HISTORY_OF_RECORDS " WHERE key = $1";
+inline constexpr const char* k_history = R"sql(
+      SELECT number, started_by, owner_host, owner_pid, started_at, ended_at, outcome, reason,
+             exit_code, signal, http_status, note
+      FROM idem_attempts WHERE key = $1 ORDER BY number)sql";
+// $1 key, $2 replays to add, $3 the last one's time; its transaction's commit is not waited
+// for (Store::count_replays).
+inline constexpr const char* k_count_replays = R"sql(
+      WITH unsynced AS (SELECT set_config('synchronous_commit', 'off', true))
+      UPDATE idem_records SET replays = replays + $2,
+             last_replay_at = greatest(coalesce(last_replay_at, 0), $3)
+      FROM unsynced WHERE key = $1)sql";
+
 // doctor's trial write (Store::check_writable): each kind of write idem makes, on no row.
 inline constexpr const char* k_write_probe =
     "INSERT INTO idem_records SELECT * FROM idem_records WHERE false; "
@@ -212,7 +293,8 @@ using store::lists_unfinished_only;
 
 // One page of the listing, newest first (started_at DESC, key), keyset-paginated: $1 now (ms),
 // $2 the statuses wanted (a text[]), $3 the prefix's LIKE pattern, $4 and $5 the last row of
-// the previous page (started_at, key), $6 the page size. `after` says whether $4/$5 apply.
+// the previous page (started_at, key), $6 the page size, $7 the kind, $8 and $9 the bounds of
+// started_at. `after` says whether $4/$5 apply.
 std::string list_page(const ListQuery& query, bool after);
 
 // gc: $1 now, $2 the --older-than cutoff, $3 the batch size. The expired records, or (`ended`)

@@ -84,7 +84,9 @@ Record read_record(const Result& r, int row) {
   rec.attempt_token = r.bytes_at(row, 23);
   rec.lease_expires_ms = r.int_at(row, 24);
   rec.replay_failures = r.int_at(row, 25) != 0;
-  rec.output = r.bytes_at(row, 28);
+  rec.replays = r.int_at(row, 28);
+  rec.last_replay_ms = r.int_at(row, 29);
+  rec.output = r.bytes_at(row, 30);
   return rec;
 }
 
@@ -136,9 +138,11 @@ class PostgresStore final : public Store {
     p.integer(server_ms(outcome.finished_ms)).optional_integer(outcome.exit_code);
     p.optional_integer(outcome.signal).integer(outcome.timed_out).bytes(outcome.output);
     p.integer(outcome.output_bytes).integer(outcome.output_truncated).text(outcome.note);
-    p.optional_text(response);
+    p.optional_text(response).text(core::end_reason(outcome));
+    p.optional_integer(outcome.response ? std::optional<int>(outcome.response->status)
+                                        : std::nullopt);
     return guarded(
-        "finish", [&] { return conn().exec(postgres_sql::k_finish, p).changed() == 1; },
+        "finish", [&] { return conn().exec(postgres_sql::k_finish, p).int_at(0, 0) == 1; },
         OnLoss::repeat);
   }
 
@@ -163,8 +167,13 @@ class PostgresStore final : public Store {
   }
 
   bool mark_abandoned(const std::string& key, int64_t attempt) override {
-    return guarded(
-        "mark abandoned", [&] { return set_abandoned(key, attempt, k_owner_died); }, OnLoss::fail);
+    return guarded("mark abandoned", [&] {
+      Transaction tx(conn(), lock_timeout_ms_);
+      Rows rows(*this);
+      const bool changed = abandon_rows(rows, key, attempt, k_owner_died);
+      tx.commit();
+      return changed;
+    });
   }
 
   bool heartbeat(const std::string& key, const std::string& attempt_token, int64_t lease_ms,
@@ -193,10 +202,58 @@ class PostgresStore final : public Store {
     return guarded("read", [&] { return select_record(key, true, false); });
   }
 
+  std::vector<core::HistoryEntry> history(const std::string& key) override {
+    return guarded("read the history", [&] {
+      std::vector<core::HistoryEntry> entries;
+      Result r = conn().exec(postgres_sql::k_history, Params().text(key));
+      for (int row = 0; row < r.rows(); ++row) {
+        core::HistoryEntry e;
+        e.number = r.int_at(row, 0);
+        e.trigger = r.bytes_at(row, 1);
+        e.host = r.bytes_at(row, 2);
+        e.pid = r.int_at(row, 3);
+        e.started_ms = r.int_at(row, 4);
+        e.ended_ms = r.int_at(row, 5);
+        e.outcome = core::status_from_string(r.bytes_at(row, 6)).value_or(Status::failed);
+        e.reason = r.bytes_at(row, 7);
+        e.exit_code = r.optional_int_at(row, 8);
+        e.signal = r.optional_int_at(row, 9);
+        e.http_status = r.optional_int_at(row, 10);
+        e.note = r.bytes_at(row, 11);
+        entries.push_back(std::move(e));
+      }
+      return entries;
+    });
+  }
+
+  // One statement for one key (the CLI's replay), else one transaction; never waited for on the
+  // server's WAL flush (k_count_replays).
+  void count_replays(std::span<const ReplayCount> counts) override {
+    if (counts.empty()) return;
+    auto params = [&](const ReplayCount& c) {
+      return Params().text(c.key).integer(c.count).integer(server_ms(c.last_ms));
+    };
+    if (counts.size() == 1) {
+      guarded(
+          "count replays",
+          [&] { return conn().exec(postgres_sql::k_count_replays, params(counts[0])).changed(); },
+          OnLoss::fail);
+      return;
+    }
+    guarded("count replays", [&] {
+      Transaction tx(conn(), lock_timeout_ms_);
+      for (const ReplayCount& c : counts) conn().exec(postgres_sql::k_count_replays, params(c));
+      tx.commit();
+      return 0;
+    });
+  }
+
   void list(const ListQuery& query, const RecordVisitor& visit) override {
     if (!query.live && !query.include_expired) return;
     ListQuery q = query;
     q.now_ms = server_ms(q.now_ms);
+    q.since_ms = server_ms(q.since_ms);
+    q.until_ms = server_ms(q.until_ms);
     guarded("list", [&] { return list_pages(q, visit); });
   }
 
@@ -269,7 +326,9 @@ class PostgresStore final : public Store {
     p.integer_or_null(r.lease_expires_ms).integer(r.replay_failures);
     p.text(r.owner.machine_id).integer(r.owner.pid_ns);
     if (replace) conn().exec(postgres_sql::k_delete_record, Params().text(r.key));
-    return conn().exec(postgres_sql::k_put, p).rows() == 1;
+    if (conn().exec(postgres_sql::k_put, p).rows() != 1) return false;
+    conn().exec(postgres_sql::k_history_of_record, Params().text(r.key));
+    return true;
   }
 
   Connection& conn() {
@@ -408,6 +467,16 @@ class PostgresStore final : public Store {
     void delete_record(const std::string& key) override {
       store_.conn().exec(postgres_sql::k_delete_record, Params().text(key));
     }
+    void start_history(const ClaimRequest& req, bool afresh) override {
+      if (afresh) store_.conn().exec(postgres_sql::k_history_clear, Params().text(req.key));
+      Params p;
+      p.text(req.key).text(req.trigger.empty() ? core::trigger_of_kind(req.kind) : req.trigger);
+      p.text(req.owner.host).integer(req.owner.pid).integer(req.now_ms);
+      store_.conn().exec(postgres_sql::k_history_start, p);
+    }
+    void abandon_history(const std::string& key, const char* reason) override {
+      store_.conn().exec(postgres_sql::k_history_abandon, Params().text(key).text(reason));
+    }
     bool inserts_first() const override { return true; }
     // Removed between the insert and the read: a serialization failure of our own making.
     [[noreturn]] void vanished(const std::string&) override {
@@ -454,6 +523,7 @@ class PostgresStore final : public Store {
       Params p;
       p.integer(q.now_ms).text_array(statuses).text(postgres_sql::like_prefix(q.prefix));
       p.integer(last ? last->first : 0).text(last ? last->second : "").integer(page);
+      p.text(q.kind).integer(q.since_ms).integer(q.until_ms);
       Result r = conn().exec(postgres_sql::list_page(q, last.has_value()), p);
       for (int row = 0; row < r.rows(); ++row) {
         Record rec;

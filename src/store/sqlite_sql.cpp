@@ -12,7 +12,8 @@ constexpr const char* k_record_columns =
     "SELECT key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, "
     "owner_start, started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, "
     "output_bytes, output_truncated, request, note, response, pgid, pgid_start, "
-    "attempt_token, lease_expires, replay_failures, owner_machine_id, owner_pid_ns";
+    "attempt_token, lease_expires, replay_failures, owner_machine_id, owner_pid_ns, replays, "
+    "last_replay_at";
 
 }  // namespace
 
@@ -58,13 +59,14 @@ std::string gc_ended(const char* what) {
 std::string list(const ListQuery& q, bool by_key) {
   // ls's columns: no request, no output, no response (never read, so a listing costs the same
   // whatever the records hold).
-  std::string sql = q.keys_only
-                        ? "SELECT key"
-                        : "SELECT key, fingerprint, kind, status, attempt, owner_host, "
-                          "owner_boot_id, owner_pid, owner_start, started_at, finished_at, ttl_ms, "
-                          "expires_at, exit_code, signal, timed_out, output_bytes, "
-                          "output_truncated, '', note, NULL, pgid, pgid_start, '', "
-                          "lease_expires, replay_failures, owner_machine_id, owner_pid_ns, NULL";
+  std::string sql =
+      q.keys_only ? "SELECT key"
+                  : "SELECT key, fingerprint, kind, status, attempt, owner_host, "
+                    "owner_boot_id, owner_pid, owner_start, started_at, finished_at, ttl_ms, "
+                    "expires_at, exit_code, signal, timed_out, output_bytes, "
+                    "output_truncated, '', note, NULL, pgid, pgid_start, '', "
+                    "lease_expires, replay_failures, owner_machine_id, owner_pid_ns, replays, "
+                    "last_replay_at, NULL";
   // Newest first straight from records_by_recent, whose order is the listing's, stopping at the
   // limit; or a prefix's range of the key index, then sorted; or, for unfinished records only,
   // from records_unfinished, in the same order. SQLite uses a partial index only for a query whose
@@ -81,6 +83,9 @@ std::string list(const ListQuery& q, bool by_key) {
     sql += " AND key >= ?2";
     if (!prefix_end(q.prefix).empty()) sql += " AND key < ?3";
   }
+  if (!q.kind.empty()) sql += " AND kind = ?4";
+  if (q.since_ms > 0) sql += " AND started_at >= ?5";
+  if (q.until_ms > 0) sql += " AND started_at < ?6";
   std::string live = "(expires_at IS NULL OR expires_at > ?1)";
   if (!q.statuses.empty()) {
     live += " AND status IN (";

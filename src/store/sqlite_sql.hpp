@@ -15,7 +15,22 @@
 namespace idem::store::sqlite_sql {
 
 // The schema version this build creates and understands (PRAGMA user_version).
-inline constexpr int k_schema_version = 9;
+inline constexpr int k_schema_version = 10;
+
+// A key's history entry made from its record as it stands (the migration to version 10, and
+// import): its current attempt, as far as the record tells it. A released attempt's record notes
+// it ("attempt N was released"); any other abandoned one counts as its owner's death.
+#define IDEM_SQLITE_HISTORY_OF_RECORDS                                                           \
+  "INSERT INTO attempts (key, number, started_by, owner_host, owner_pid, started_at, ended_at, " \
+  "outcome, reason, exit_code, signal, http_status, note) "                                      \
+  "SELECT key, attempt, CASE kind WHEN 'http' THEN 'hook' ELSE kind END, owner_host, "           \
+  "owner_pid, started_at, finished_at, status, "                                                 \
+  "CASE WHEN status = 'running' THEN '' "                                                        \
+  "WHEN status = 'abandoned' THEN CASE WHEN note LIKE 'lease ran out%' THEN 'lease ran out' "    \
+  "WHEN note LIKE '% was released' THEN 'released' ELSE 'owner died' END "                       \
+  "WHEN timed_out THEN 'timeout' WHEN signal IS NOT NULL THEN 'signal' "                         \
+  "WHEN response IS NOT NULL THEN 'status' WHEN exit_code IS NOT NULL THEN 'exit' "              \
+  "ELSE 'error' END, exit_code, signal, json_extract(response, '$.status'), note FROM records"
 
 // Migrations from version i to i+1, applied in order inside one BEGIN IMMEDIATE transaction.
 // Never edit a published step: add a new one and bump k_schema_version.
@@ -139,6 +154,35 @@ inline constexpr const char* k_migrations[] = {
     ALTER TABLE records ADD COLUMN owner_machine_id TEXT NOT NULL DEFAULT '';
     ALTER TABLE records ADD COLUMN owner_pid_ns INTEGER NOT NULL DEFAULT 0;
     )sql",
+    // 9 -> 10: the attempt history (core::HistoryEntry), one row per attempt, keyed by the key
+    // and the attempt's place in it, so a key's history is one range of the primary key (WITHOUT
+    // ROWID: the table is that index); a trigger deletes it with its record (rm, gc, a released
+    // first attempt). Each record from before gets its current attempt as its history. And the
+    // replays counted per key (Store::count_replays).
+    R"sql(
+    CREATE TABLE attempts (
+      key         TEXT    NOT NULL,
+      number      INTEGER NOT NULL,
+      started_by  TEXT    NOT NULL,
+      owner_host  TEXT    NOT NULL,
+      owner_pid   INTEGER NOT NULL,
+      started_at  INTEGER NOT NULL,
+      ended_at    INTEGER,
+      outcome     TEXT    NOT NULL
+                  CHECK (outcome IN ('running', 'succeeded', 'failed', 'abandoned')),
+      reason      TEXT    NOT NULL DEFAULT '',
+      exit_code   INTEGER,
+      signal      INTEGER,
+      http_status INTEGER,
+      note        TEXT    NOT NULL DEFAULT '',
+      PRIMARY KEY (key, number)
+    ) WITHOUT ROWID;
+    )sql" IDEM_SQLITE_HISTORY_OF_RECORDS R"sql(;
+    CREATE TRIGGER attempts_of_deleted AFTER DELETE ON records
+      BEGIN DELETE FROM attempts WHERE key = old.key; END;
+    ALTER TABLE records ADD COLUMN replays INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE records ADD COLUMN last_replay_at INTEGER;
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -159,7 +203,7 @@ inline constexpr const char* k_connection_settings =
 // The key's record (?1), all of its columns in the order the store reads them, then the rowid of
 // its output in `outputs` (k_output_column: NULL when it has none, or not `with_output`).
 const char* select_record(bool with_output);
-inline constexpr int k_output_column = 28;
+inline constexpr int k_output_column = 30;
 
 // The claim (store/claim_flow.hpp): ?1 key, ?2 fingerprint, ?3 kind, ?4 attempt, ?5..?8 and ?16,
 // ?17 the owner (host, boot id, pid, start; machine id, pid namespace), ?9 now, ?10 TTL, ?11
@@ -234,6 +278,39 @@ inline constexpr const char* k_put = R"sql(
       ON CONFLICT (key) DO NOTHING)sql";
 
 inline constexpr const char* k_delete_record = "DELETE FROM records WHERE key = ?1";
+
+// The history (core::HistoryEntry), each statement one range of the key's primary key. The
+// claimed attempt's entry: ?1 key, ?2 trigger, ?3 host, ?4 pid, ?5 started.
+inline constexpr const char* k_history_start = R"sql(
+      INSERT INTO attempts (key, number, started_by, owner_host, owner_pid, started_at, outcome)
+      VALUES (?1, coalesce((SELECT max(number) FROM attempts WHERE key = ?1), 0) + 1, ?2, ?3, ?4,
+              ?5, 'running'))sql";
+// An expired record's history and replays, before its key's new first attempt (?1 key).
+inline constexpr const char* k_history_clear = "DELETE FROM attempts WHERE key = ?1";
+inline constexpr const char* k_replays_clear =
+    "UPDATE records SET replays = 0, last_replay_at = NULL WHERE key = ?1";
+// The latest entry, if running, abandoned: ?1 key, ?2 the reason.
+inline constexpr const char* k_history_abandon = R"sql(
+      UPDATE attempts SET outcome = 'abandoned', reason = ?2
+      WHERE key = ?1 AND number = (SELECT max(number) FROM attempts WHERE key = ?1)
+        AND outcome = 'running')sql";
+// The latest entry finished: ?1 key, ?2 outcome, ?3 ended, ?4 reason, ?5 exit code, ?6 signal,
+// ?7 HTTP status, ?8 note.
+inline constexpr const char* k_history_finish = R"sql(
+      UPDATE attempts SET outcome = ?2, ended_at = ?3, reason = ?4, exit_code = ?5, signal = ?6,
+             http_status = ?7, note = ?8
+      WHERE key = ?1 AND number = (SELECT max(number) FROM attempts WHERE key = ?1))sql";
+// An imported record's history: its current attempt (?1 key).
+inline constexpr const char* k_history_of_record = IDEM_SQLITE_HISTORY_OF_RECORDS " WHERE key = ?1";
+inline constexpr const char* k_history = R"sql(
+      SELECT number, started_by, owner_host, owner_pid, started_at, ended_at, outcome, reason,
+             exit_code, signal, http_status, note
+      FROM attempts WHERE key = ?1 ORDER BY number)sql";
+// ?1 key, ?2 replays to add, ?3 the last one's time.
+inline constexpr const char* k_count_replays = R"sql(
+      UPDATE records SET replays = replays + ?2,
+             last_replay_at = max(coalesce(last_replay_at, 0), ?3)
+      WHERE key = ?1)sql";
 // One record of gc's batch, by the rowid picked (never a running one).
 inline constexpr const char* k_gc_delete_row =
     "DELETE FROM records WHERE rowid = ?1 AND status <> 'running'";
@@ -259,7 +336,8 @@ std::string gc_ended(const char* what);
 // whatever list()'s `by_key` says.
 using store::lists_unfinished_only;
 
-// The listing, newest first; `by_key`: through the key index (a rare prefix) rather than in order.
+// The listing, newest first; ?4 the kind, ?5 and ?6 the bounds of started_at (ListQuery); `by_key`:
+// through the key index (a rare prefix) rather than in order.
 std::string list(const ListQuery& query, bool by_key);
 
 }  // namespace idem::store::sqlite_sql

@@ -62,9 +62,9 @@ using core::Status;
 // Every process that opens the store alone (the usual case for `idem run`) rebuilds the WAL's
 // index by reading the whole WAL, so it is kept small: a run adds about 20 KiB.
 constexpr int64_t k_checkpoint_wal_bytes = 256 * 1024;
-// The blob of doctor's trial write (check_writable): with its table's page and page 1, four
-// WAL frames (16 KiB), about what a run's claim writes.
-constexpr int64_t k_write_probe_bytes = 12 * 1024;
+// The blob of doctor's trial write (check_writable): with its table's page and page 1, five
+// WAL frames (20 KiB), about what a run's claim writes (the record's pages, its history's).
+constexpr int64_t k_write_probe_bytes = 16 * 1024;
 // gc deletes at most this many records per write transaction: a few milliseconds of writer lock.
 constexpr int k_gc_batch = 500;
 // Between two gc batches the writer lock is left free this long. A waiting writer polls the lock
@@ -173,6 +173,7 @@ class SqliteStore final : public Store {
       update.bind(10, outcome.note).bind_optional(11, response);
       update.run();
       changed = sqlite3_changes(db) == 1;
+      if (changed) finish_history(db, key, outcome);
       if (changed && !outcome.output.empty()) write_output(db, key, attempt, outcome.output);
       IDEM_CRASH_POINT("finish-before-commit");
     });
@@ -210,6 +211,7 @@ class SqliteStore final : public Store {
     insert.bind(26, r.owner.machine_id).bind(27, r.owner.pid_ns);
     insert.run();
     const bool changed = sqlite3_changes(db) == 1;
+    if (changed) Statement(db, sqlite_sql::k_history_of_record, path_).bind(1, r.key).run();
     if (changed && !r.output.empty()) write_output(db, r.key, r.attempt, r.output);
     return changed;
   }
@@ -236,7 +238,10 @@ class SqliteStore final : public Store {
 
   bool mark_abandoned(const std::string& key, int64_t attempt) override {
     bool changed = false;
-    batched(true, [&](Connection db) { changed = set_abandoned(db, key, attempt); });
+    batched(true, [&](Connection db) {
+      Rows rows(*this, db);
+      changed = abandon_rows(rows, key, attempt, k_owner_died);
+    });
     return changed;
   }
 
@@ -264,6 +269,42 @@ class SqliteStore final : public Store {
 
   std::optional<Record> get(const std::string& key) override { return select_record(key, true); }
 
+  std::vector<core::HistoryEntry> history(const std::string& key) override {
+    std::vector<core::HistoryEntry> entries;
+    Statement select(db_, sqlite_sql::k_history, path_);
+    select.bind(1, key);
+    while (select.step()) {
+      core::HistoryEntry e;
+      e.number = select.int_at(0);
+      e.trigger = select.text_at(1);
+      e.host = select.text_at(2);
+      e.pid = select.int_at(3);
+      e.started_ms = select.int_at(4);
+      e.ended_ms = select.int_at(5);
+      e.outcome = core::status_from_string(select.text_at(6)).value_or(Status::failed);
+      e.reason = select.text_at(7);
+      e.exit_code = select.optional_int_at(8);
+      e.signal = select.optional_int_at(9);
+      e.http_status = select.optional_int_at(10);
+      e.note = select.text_at(11);
+      entries.push_back(std::move(e));
+    }
+    return entries;
+  }
+
+  // Unsynced (Store::count_replays): the WAL keeps the commit consistent, and the next synced
+  // commit of any writer makes it durable.
+  void count_replays(std::span<const ReplayCount> counts) override {
+    if (counts.empty()) return;
+    batched(false, [&](Connection db) {
+      for (const ReplayCount& c : counts) {
+        Statement update(db, sqlite_sql::k_count_replays, path_);
+        update.bind(1, c.key).bind(2, c.count).bind(3, c.last_ms).run();
+      }
+    });
+    checkpoint_if_wal_large();
+  }
+
   void list(const ListQuery& q, const RecordVisitor& visit) override {
     if (!q.live && !q.include_expired) return;
     const std::string end = sqlite_sql::prefix_end(q.prefix);
@@ -277,6 +318,9 @@ class SqliteStore final : public Store {
     if (params >= 1) select.bind(1, q.now_ms);
     if (params >= 2) select.bind(2, q.prefix);
     if (params >= 3) select.bind(3, end);
+    if (params >= 4) select.bind(4, q.kind);
+    if (params >= 5) select.bind(5, q.since_ms);
+    if (params >= 6) select.bind(6, q.until_ms);
     if (q.after) select.bind(7, q.after->first).bind(8, q.after->second);
     while (select.step()) {
       Record r;
@@ -474,8 +518,7 @@ class SqliteStore final : public Store {
     return s;
   }
 
-  bool set_abandoned(Connection db, const std::string& key, int64_t attempt,
-                     const char* note = k_owner_died) {
+  bool set_abandoned(Connection db, const std::string& key, int64_t attempt, const char* note) {
     Statement update(db, sqlite_sql::k_set_abandoned, path_);
     update.bind(1, key).bind(2, attempt).bind(3, std::string(note)).run();
     return sqlite3_changes(db) == 1;
@@ -520,6 +563,20 @@ class SqliteStore final : public Store {
     void delete_record(const std::string& key) override {
       Statement(db_, sqlite_sql::k_delete_record, store_.path_).bind(1, key).run();
     }
+    void start_history(const ClaimRequest& req, bool afresh) override {
+      if (afresh) {
+        Statement(db_, sqlite_sql::k_history_clear, store_.path_).bind(1, req.key).run();
+        Statement(db_, sqlite_sql::k_replays_clear, store_.path_).bind(1, req.key).run();
+      }
+      Statement insert(db_, sqlite_sql::k_history_start, store_.path_);
+      insert.bind(1, req.key)
+          .bind(2, req.trigger.empty() ? core::trigger_of_kind(req.kind) : req.trigger);
+      insert.bind(3, req.owner.host).bind(4, req.owner.pid).bind(5, req.now_ms).run();
+    }
+    void abandon_history(const std::string& key, const char* reason) override {
+      Statement update(db_, sqlite_sql::k_history_abandon, store_.path_);
+      update.bind(1, key).bind(2, std::string(reason)).run();
+    }
     bool inserts_first() const override { return false; }
     [[noreturn]] void vanished(const std::string& key) override {
       throw StoreError("store " + store_.path_ + ": '" + core::display_key(key) +
@@ -531,6 +588,17 @@ class SqliteStore final : public Store {
     SqliteStore& store_;
     Connection db_;
   };
+
+  // The key's latest history entry ended by `outcome`, in finish's transaction.
+  void finish_history(Connection db, const std::string& key, const core::Outcome& outcome) {
+    Statement update(db, sqlite_sql::k_history_finish, path_);
+    update.bind(1, key).bind(2, std::string(core::to_string(outcome.status)));
+    update.bind(3, outcome.finished_ms).bind(4, std::string(core::end_reason(outcome)));
+    update.bind_optional(5, outcome.exit_code).bind_optional(6, outcome.signal);
+    update.bind_optional(
+        7, outcome.response ? std::optional<int>(outcome.response->status) : std::nullopt);
+    update.bind(8, outcome.note).run();
+  }
 
   // A response that cannot be stored throws std::invalid_argument (finish encodes it before its
   // transaction, so nothing is written).
@@ -566,6 +634,8 @@ class SqliteStore final : public Store {
     r.attempt_token = s.text_at(23);
     r.lease_expires_ms = s.int_at(24);
     r.replay_failures = s.int_at(25) != 0;
+    r.replays = s.int_at(28);
+    r.last_replay_ms = s.int_at(29);
     return r;
   }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/decision.hpp"
+#include "core/history.hpp"
 #include "core/record.hpp"
 
 namespace idem::store {
@@ -23,6 +24,9 @@ struct ClaimRequest {
   std::string key;
   std::string fingerprint;
   std::string kind = "run";
+  // What started the attempt, as its history shows it (core::HistoryEntry::trigger): empty for
+  // the kind's own (core::trigger_of_kind), core::k_trigger_rerun for a re-run a user asked for.
+  std::string trigger;
   core::Owner owner;
   int64_t ttl_ms = 0;
   std::string request;  // JSON of what was asked
@@ -70,6 +74,11 @@ struct ListQuery {
   bool live = true;
   bool include_expired = false;
   std::string prefix;  // literal, byte-exact
+  std::string kind;    // only records of this kind (ls --front); empty: any
+  // Only records whose current attempt started at or after since_ms and before until_ms (Unix
+  // ms; 0: no bound), read as a range of the newest-first index.
+  int64_t since_ms = 0;
+  int64_t until_ms = 0;
   int64_t limit = 0;   // 0: no limit
   bool keys_only = false;  // visit records that carry only their key (cheaper: index only)
   int64_t now_ms = 0;
@@ -83,6 +92,14 @@ struct ListQuery {
 using RecordVisitor = std::function<bool(const core::Record&)>;
 
 enum class RemoveResult { removed, not_found, running };
+
+// Replays of one key to add to its record (Store::count_replays): how many, and the last one's
+// time (Unix ms).
+struct ReplayCount {
+  std::string key;
+  int64_t count = 0;
+  int64_t last_ms = 0;
+};
 
 // What `idem doctor` learns of a store beyond its records (Store::health).
 struct StoreHealth {
@@ -155,6 +172,13 @@ class Store {
   virtual bool release(const std::string& key, const std::string& attempt_token) = 0;
 
   virtual std::optional<core::Record> get(const std::string& key) = 0;
+  // The key's attempt history, oldest first (empty when the key has no record): one index range,
+  // written by the claim, finish, abandon and release of each attempt in their own transactions.
+  virtual std::vector<core::HistoryEntry> history(const std::string& key) = 0;
+  // Adds replays to the records of their keys (those still there), in one transaction that is not
+  // synced: a replay stays a read on its own path, and a power cut may lose the last counts (a
+  // statistic, never an outcome). The daemon and `each` gather them first (ReplayTally).
+  virtual void count_replays(std::span<const ReplayCount> counts) = 0;
   // Newest first (ties by key), streamed: records carry no output, request or response (see
   // get()), and nothing is held but the current row, so the first page costs the same on any
   // store size.

@@ -263,7 +263,8 @@ class UiRoute final : public Route {
     filter.after.reset();
     const int64_t now = backend_.now_ms();
     std::vector<core::Record> chosen;
-    UiListing listing{filter.status, filter.key_prefix(), std::nullopt, now};
+    UiListing listing{filter.status,   filter.key_prefix(), filter.front, filter.since_ms,
+                      filter.until_ms, std::nullopt,        now};
     int64_t scanned = 0;
     backend_.list(listing, [&](const core::Record& r) {
       if (filter.since_ms && r.started_ms < filter.since_ms) return false;
@@ -290,9 +291,8 @@ class UiRoute final : public Route {
 UiPage collect_ui_page(const UiBackend& backend, const UiFilter& filter, int64_t now_ms) {
   UiPage page;
   page.filter = filter;
-  UiListing listing{filter.status, filter.key_prefix(), filter.after, now_ms};
-  // until: the listing starts just before it (a record that started at until - 1 with any key).
-  if (!listing.after && filter.until_ms) listing.after = UiCursor{filter.until_ms - 1, ""};
+  UiListing listing{filter.status,   filter.key_prefix(), filter.front, filter.since_ms,
+                    filter.until_ms, filter.after,        now_ms};
   const bool whole = filter.result.size() == 3;  // an HTTP class: read each record whole
   const int64_t budget = whole ? k_ui_scan_budget / 5 : k_ui_scan_budget;
   bool more = false;

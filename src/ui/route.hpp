@@ -18,11 +18,14 @@
 
 namespace idem::http {
 
-// What a listing asks of the store: live records of `status` (none: any) whose key starts with
-// `prefix`, newest first, after `after`.
+// What a listing asks of the store: live records of `status` (none: any) and `kind` whose key
+// starts with `prefix` and that started in the range, newest first, after `after`.
 struct UiListing {
   std::optional<core::Status> status;
   std::string prefix;
+  std::string kind;      // empty: any
+  int64_t since_ms = 0;  // started at or after; 0: no bound
+  int64_t until_ms = 0;  // started before; 0: no bound
   std::optional<UiCursor> after;
   int64_t now_ms = 0;
 };

@@ -86,7 +86,9 @@ for ((i = 0; i < 30; i++)); do
   bg_wait "k$i"
   for attempt in 1 2; do
     capture "chaos-$i-$attempt" idem run -k "chaos-$i" -- "${once[@]}"
-    [[ $rc == 0 || $rc == 69 ]] || fail "chaos-$i attempt $attempt exited $rc: $(cat -v "$T/chaos-$i-$attempt.err")"
+    # On PostgreSQL a kill that came after the claim leaves the key leased for 2 s: running (75)
+    # until then, as any other host would see it.
+    [[ $rc == 0 || $rc == 69 || (-n ${IDEM_STORE:-} && $rc == 75) ]] || fail "chaos-$i attempt $attempt exited $rc: $(cat -v "$T/chaos-$i-$attempt.err")"
   done
   n=0
   [[ ! -e $T/once.$i ]] || n=$(wc -l <"$T/once.$i")

@@ -100,6 +100,8 @@ grep -qi '^location: /ui/record?key=.*notice=rerun' "$T/post.headers" ||
   fail "re-run answered: $(cat "$T/post.headers")"
 assert_status "/hooks/x#$hostile" succeeded
 assert_eq 2 "$(idem show --json "/hooks/x#$hostile" | jsonq /attempt)" "attempt after the re-run"
+idem log --json "/hooks/x#$hostile" >"$T/log.json"
+assert_eq rerun "$(jsonq /attempts/1/trigger <"$T/log.json")" "the history's trigger of the re-run"
 # A succeeded one is not re-run.
 assert_eq 303 "$(form /ui/rerun "key=$key_q&csrf=$token" -H "$origin")" "re-run of a success"
 grep -qi 'notice=not_rerun' "$T/post.headers" || fail "a success was re-run: $(cat "$T/post.headers")"

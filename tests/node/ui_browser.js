@@ -85,6 +85,15 @@ async function main() {
     check((await page.$eval('#status', (e) => e.textContent)) === 'succeeded', 'succeeded after re-run');
     check((await page.$eval('#attempt', (e) => e.textContent)) === '2', 'attempt 2 after re-run');
     check((await page.$eval('.notice', (e) => e.textContent)).startsWith('Re-run done'), 'the notice');
+    // The attempts, newest first: the re-run, then the delivery.
+    const attempts = await page.$$eval('#attempts tbody tr',
+        (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+    console.log('attempts: ' + JSON.stringify(attempts));
+    check(attempts.length === 2, 'two attempts');
+    check(attempts[0][0] === '2' && attempts[0][1] === 'rerun' && attempts[0][2] === 'succeeded',
+          'attempt 2 is the re-run, succeeded');
+    check(attempts[1][0] === '1' && attempts[1][1] === 'hook' && attempts[1][2] === 'failed',
+          'attempt 1 is the delivery, failed');
     await shot('rerun');
 
     // Remove it.

@@ -1190,4 +1190,240 @@ TEMPLATE_TEST_CASE("store contract: put_all writes a batch at once, leaving out 
   CHECK(store->put_all({}, false).empty());
 }
 
+// --- Attempt history and replay counts --------------------------------------------------------
+
+TEMPLATE_TEST_CASE(
+    "store contract: every attempt of a key is kept, written with its claim and "
+    "its finish",
+    "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  CHECK(store->history("k").empty());
+  ClaimRequest req = request("k", k_t0, 100);
+  REQUIRE(store->claim(req, k_alive).verdict == Verdict::claim);
+  auto h = store->history("k");
+  REQUIRE(h.size() == 1);
+  CHECK(h[0].number == 1);
+  CHECK(h[0].trigger == "run");
+  CHECK(h[0].host == "host-a");
+  CHECK(h[0].pid == 100);
+  CHECK(h[0].started_ms == k_t0);
+  CHECK(h[0].ended_ms == 0);
+  CHECK(h[0].outcome == Status::running);
+  CHECK(h[0].reason.empty());
+  REQUIRE(store->finish("k", 1, outcome(Status::failed, 3, k_t0 + 50)));
+  // The failure runs again, as a manual re-run from another process, and is answered this time.
+  req = request("k", k_t0 + 100, 200);
+  req.kind = "http";
+  req.trigger = idem::core::k_trigger_rerun;
+  REQUIRE(store->claim(req, k_alive).verdict == Verdict::claim);
+  Outcome answered = outcome(Status::succeeded, 0, k_t0 + 130);
+  answered.response = idem::core::Response{201, {}};
+  REQUIRE(store->finish("k", 2, answered));
+  h = store->history("k");
+  REQUIRE(h.size() == 2);
+  CHECK(h[0].outcome == Status::failed);
+  CHECK(h[0].reason == "exit");
+  CHECK(h[0].exit_code == 3);
+  CHECK(h[0].ended_ms == k_t0 + 50);
+  CHECK(h[0].http_status == std::nullopt);
+  CHECK(h[1].number == 2);
+  CHECK(h[1].trigger == "rerun");
+  CHECK(h[1].pid == 200);
+  CHECK(h[1].outcome == Status::succeeded);
+  CHECK(h[1].reason == "status");
+  CHECK(h[1].http_status == 201);
+  CHECK(h[1].ended_ms == k_t0 + 130);
+  // A stale finish changes neither the record nor its history.
+  CHECK_FALSE(store->finish("k", 1, outcome(Status::succeeded, 0, k_t0 + 140)));
+  CHECK(store->history("k")[1].ended_ms == k_t0 + 130);
+  // Another key's history is its own.
+  REQUIRE(store->claim(request("k2", k_t0), k_alive).verdict == Verdict::claim);
+  CHECK(store->history("k").size() == 2);
+  CHECK(store->history("k2").size() == 1);
+  CHECK(store->history("k2")[0].trigger == "run");
+}
+
+TEMPLATE_TEST_CASE(
+    "store contract: the history says why an attempt ended: timeout, signal, an "
+    "error, its owner's death, its lease, a release",
+    "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  // Finished attempts.
+  REQUIRE(store->claim(request("timeout"), k_alive).verdict == Verdict::claim);
+  Outcome timed = outcome(Status::failed, 124, k_t0 + 10);
+  timed.timed_out = true;
+  REQUIRE(store->finish("timeout", 1, timed));
+  CHECK(store->history("timeout")[0].reason == "timeout");
+  REQUIRE(store->claim(request("signal"), k_alive).verdict == Verdict::claim);
+  Outcome killed = outcome(Status::failed, std::nullopt, k_t0 + 10);
+  killed.signal = 9;
+  REQUIRE(store->finish("signal", 1, killed));
+  CHECK(store->history("signal")[0].reason == "signal");
+  CHECK(store->history("signal")[0].signal == 9);
+  REQUIRE(store->claim(request("error"), k_alive).verdict == Verdict::claim);
+  Outcome error = outcome(Status::failed, std::nullopt, k_t0 + 10);
+  error.note = "upstream unreachable";
+  REQUIRE(store->finish("error", 1, error));
+  CHECK(store->history("error")[0].reason == "error");
+  CHECK(store->history("error")[0].note == "upstream unreachable");
+  // The owner died: the next claim marks it, and retries it when allowed.
+  REQUIRE(store->claim(request("died"), k_alive).verdict == Verdict::claim);
+  ClaimRequest retry = request("died", k_t0 + 100, 101);
+  retry.policy.retry_abandoned = true;
+  REQUIRE(store->claim(retry, k_gone).verdict == Verdict::claim);
+  auto h = store->history("died");
+  REQUIRE(h.size() == 2);
+  CHECK(h[0].outcome == Status::abandoned);
+  CHECK(h[0].reason == "owner died");
+  CHECK(h[1].outcome == Status::running);
+  // mark_abandoned says the same.
+  CHECK(store->mark_abandoned("died", 2));
+  CHECK(store->history("died")[1].reason == "owner died");
+  // A lease that ran out.
+  ClaimRequest leased = request("leased");
+  leased.lease_ms = 1000;
+  REQUIRE(store->claim(leased, k_alive).verdict == Verdict::claim);
+  CHECK(store->claim(request("leased", k_t0 + 5000), k_alive).verdict == Verdict::abandoned);
+  CHECK(store->history("leased")[0].reason == "lease ran out");
+  // A release: a first attempt's goes with its record; a later one's is kept, ended as released,
+  // and the next claim is a new entry after it.
+  ClaimResult first = store->claim(request("rel"), k_alive);
+  REQUIRE(store->release("rel", first.attempt_token));
+  CHECK(store->history("rel").empty());
+  REQUIRE(store->claim(request("rel"), k_alive).verdict == Verdict::claim);
+  REQUIRE(store->finish("rel", 1, outcome(Status::failed, 1, k_t0 + 10)));
+  ClaimResult second = store->claim(request("rel", k_t0 + 20), k_alive);
+  REQUIRE(second.verdict == Verdict::claim);
+  REQUIRE(store->release("rel", second.attempt_token));
+  REQUIRE(store
+              ->claim(
+                  [] {
+                    ClaimRequest r = request("rel", k_t0 + 30);
+                    r.policy.retry_abandoned = true;
+                    return r;
+                  }(),
+                  k_alive)
+              .verdict == Verdict::claim);
+  h = store->history("rel");
+  REQUIRE(h.size() == 3);
+  CHECK(h[0].outcome == Status::failed);
+  CHECK(h[1].outcome == Status::abandoned);
+  CHECK(h[1].reason == "released");
+  CHECK(h[2].number == 3);
+  CHECK(h[2].outcome == Status::running);
+  CHECK(store->get("rel")->attempt == 2);
+}
+
+TEMPLATE_TEST_CASE(
+    "store contract: a history ends with its record: removed, collected, or "
+    "expired and claimed again",
+    "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  put_finished(*store, "rm", k_t0, Status::succeeded, k_t0 + 1);
+  REQUIRE(store->history("rm").size() == 1);
+  REQUIRE(store->remove("rm", false, k_alive) == RemoveResult::removed);
+  CHECK(store->history("rm").empty());
+  // gc: every expired record's history goes, in its batches, a live one's stays.
+  for (int i = 0; i < 7; ++i)
+    put_finished(*store, "old" + std::to_string(i), k_t0, Status::failed, k_t0 + 1, 1000);
+  put_finished(*store, "live", k_t0, Status::succeeded, k_t0 + 1);
+  GcQuery gc;
+  gc.now_ms = k_t0 + 10'000;
+  CHECK(store->gc(gc) == 7);
+  for (int i = 0; i < 7; ++i) CHECK(store->history("old" + std::to_string(i)).empty());
+  CHECK(store->history("live").size() == 1);
+  // A key claimed again after its record expired starts a new history at 1, its replays at 0.
+  put_finished(*store, "exp", k_t0, Status::failed, k_t0 + 1, 1000);
+  const idem::store::ReplayCount counted{"exp", 2, k_t0 + 2};
+  store->count_replays({&counted, 1});
+  REQUIRE(store->claim(request("exp", k_t0 + 5000), k_alive).verdict == Verdict::claim);
+  auto h = store->history("exp");
+  REQUIRE(h.size() == 1);
+  CHECK(h[0].number == 1);
+  CHECK(h[0].started_ms == k_t0 + 5000);
+  CHECK(store->get("exp")->replays == 0);
+  CHECK(store->get("exp")->last_replay_ms == 0);
+}
+
+TEMPLATE_TEST_CASE("store contract: replays are counted per key, the last one's time kept",
+                   "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  put_finished(*store, "a", k_t0, Status::succeeded, k_t0 + 1);
+  put_finished(*store, "b", k_t0, Status::succeeded, k_t0 + 1);
+  CHECK(store->get("a")->replays == 0);
+  const std::vector<idem::store::ReplayCount> batch{
+      {"a", 3, k_t0 + 50}, {"b", 1, k_t0 + 20}, {"gone", 5, k_t0 + 20}};
+  store->count_replays(batch);
+  const idem::store::ReplayCount late{"a", 1, k_t0 + 40};  // flushed after a later one
+  store->count_replays({&late, 1});
+  CHECK(store->get("a")->replays == 4);
+  CHECK(store->get("a")->last_replay_ms == k_t0 + 50);
+  CHECK(store->get("b")->replays == 1);
+  CHECK_FALSE(store->get("gone"));  // a count for a key without a record makes none
+  // A new attempt keeps the count (the record is the same); the replayed record shows it.
+  ClaimResult replay = store->claim(request("a", k_t0 + 60), k_alive);
+  REQUIRE(replay.verdict == Verdict::replay);
+  CHECK(replay.existing->replays == 4);
+}
+
+TEMPLATE_TEST_CASE(
+    "store contract: ls filters by kind and by the attempt's start, through its "
+    "order",
+    "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  for (int i = 0; i < 6; ++i) {
+    ClaimRequest req = request("k" + std::to_string(i), k_t0 + i * 1000);
+    req.kind = i % 2 ? "http" : "run";
+    REQUIRE(store->claim(req, k_alive).verdict == Verdict::claim);
+  }
+  ListQuery q;
+  q.now_ms = k_t0 + 10'000;
+  q.kind = "http";
+  CHECK(keys_of(listed(*store, q)) == std::vector<std::string>{"k5", "k3", "k1"});
+  q.kind.clear();
+  q.since_ms = k_t0 + 2000;
+  q.until_ms = k_t0 + 5000;
+  CHECK(keys_of(listed(*store, q)) == std::vector<std::string>{"k4", "k3", "k2"});
+  q.kind = "run";
+  q.limit = 1;
+  CHECK(keys_of(listed(*store, q)) == std::vector<std::string>{"k4"});
+  q.limit = 0;
+  q.prefix = "k2";
+  CHECK(keys_of(listed(*store, q)) == std::vector<std::string>{"k2"});
+}
+
+TEMPLATE_TEST_CASE("store contract: an imported record's history is its current attempt",
+                   "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  Record r;
+  r.key = "imp";
+  r.fingerprint = k_fp;
+  r.kind = "proxy";
+  r.status = Status::failed;
+  r.attempt = 3;
+  r.owner = idem::test::owner(7);
+  r.started_ms = k_t0;
+  r.finished_ms = k_t0 + 9;
+  r.ttl_ms = k_day;
+  r.expires_ms = k_t0 + k_day;
+  r.response = idem::core::Response{502, {}};
+  REQUIRE(store->put(r, false));
+  auto h = store->history("imp");
+  REQUIRE(h.size() == 1);
+  CHECK(h[0].number == 3);
+  CHECK(h[0].trigger == "proxy");
+  CHECK(h[0].outcome == Status::failed);
+  CHECK(h[0].reason == "status");
+  CHECK(h[0].http_status == 502);
+  CHECK(h[0].ended_ms == k_t0 + 9);
+  REQUIRE(store->put(r, true));  // replaced: one entry still
+  CHECK(store->history("imp").size() == 1);
+}
+
 }  // namespace unit_store_contract

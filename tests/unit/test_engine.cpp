@@ -408,6 +408,14 @@ class FailingStore final : public idem::store::Store {
     return real_.release(k, t);
   }
   std::optional<Record> get(const std::string& k) override { return real_.get(k); }
+  std::vector<idem::core::HistoryEntry> history(const std::string& k) override {
+    return real_.history(k);
+  }
+  bool fail_replay_count = false;  // as a read-only store does
+  void count_replays(std::span<const idem::store::ReplayCount> c) override {
+    if (fail_replay_count) throw idem::StoreError("attempt to write a readonly database");
+    real_.count_replays(c);
+  }
   void list(const idem::store::ListQuery& q, const idem::store::RecordVisitor& v) override {
     real_.list(q, v);
   }

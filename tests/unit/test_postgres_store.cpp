@@ -105,7 +105,7 @@ TEST_CASE("postgres store: concurrent first opens create the schema once", "[sto
   INFO(errors);
   CHECK(opened.load() == k_threads);
   Admin admin(backend.url());
-  CHECK(admin.query("SELECT version FROM idem_schema") == "4\n");
+  CHECK(admin.query("SELECT version FROM idem_schema") == "5\n");
   CHECK(admin.query("SELECT count(*) FROM idem_records") == "1\n");
 }
 
@@ -128,12 +128,13 @@ TEST_CASE("postgres store: a connection the server dropped is made again, and on
   // not repeated, the error is transient, and the next operation connects again.
   drop_connections();
   try {
-    store->mark_abandoned("a", 1);
+    const store::ReplayCount one{"a", 1, 1000};
+    store->count_replays({&one, 1});
     FAIL("a write on a dropped connection succeeded");
   } catch (const StoreError& e) {
     CHECK(e.transient());
   }
-  CHECK(store->get("a")->status == core::Status::running);
+  CHECK(store->get("a")->replays == 0);
   // A finish is repeatable: done again on a new connection, and a repeat of one that landed
   // (its answer lost) says it is recorded.
   drop_connections();
@@ -173,7 +174,7 @@ TEST_CASE(
   }
   auto store = backend.open();
   Admin admin(backend.url());
-  CHECK(admin.query("SELECT version FROM idem_schema") == "4\n");
+  CHECK(admin.query("SELECT version FROM idem_schema") == "5\n");
   CHECK(admin.query("SELECT key || ' ' || replay_failures FROM idem_records ORDER BY key") ==
         "done false\nfailed false\n");
   // Version 3's partial index of unfinished records, which holds none of these finished ones.
@@ -277,6 +278,74 @@ TEST_CASE("postgres store: ls's first page and gc go through their indexes on a 
         }()).size() == 20);
   CHECK(store->gc(store::GcQuery{k_t0, 0, false}) == 1000);
   CHECK(admin.query("SELECT count(*) FROM idem_records WHERE status = 'running'") == "1000\n");
+}
+
+
+namespace {
+
+// Runs a script of several statements on the schema at `url`, as one transaction.
+void run_script(const std::string& url, const std::string& script) {
+  PGconn* conn = PQconnectdb(url.c_str());
+  REQUIRE(PQstatus(conn) == CONNECTION_OK);
+  PGresult* r = PQexec(conn, script.c_str());
+  const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+  std::string error = ok ? "" : PQresultErrorMessage(r);
+  PQclear(r);
+  PQfinish(conn);
+  REQUIRE(error.empty());
+}
+
+}  // namespace
+
+TEST_CASE(
+    "postgres store: a version 4 schema's records get their current attempt as their "
+    "history",
+    "[store][postgres][history]") {
+  PostgresBackend backend;
+  {
+    // The published steps 0 -> 4 (never edited), and records as version 4 wrote them.
+    std::string script = std::string(store::postgres_sql::k_create_schema_table) +
+                         "; INSERT INTO idem_schema (id, version) VALUES (1, 4);";
+    for (int i = 0; i < 4; ++i) script += std::string(store::postgres_sql::k_migrations[i]) + ";";
+    script += R"sql(
+      INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
+                                owner_boot_id, owner_pid, owner_start, started_at, finished_at,
+                                ttl_ms, expires_at, exit_code, signal, timed_out, response, note)
+      VALUES ('failed', 'fp', 'run', 'failed', 2, 'h', 'b', 7, 1, 1000, 2000, 86400000,
+              4000000000000, 3, NULL, false, NULL, ''),
+             ('hook', 'fp', 'http', 'succeeded', 1, 'h', 'b', 8, 1, 1100, 2100, 86400000,
+              4000000000000, 0, NULL, false, '{"status":202,"headers":[]}', ''),
+             ('leased', 'fp', 'ledger', 'abandoned', 1, 'h', '', 0, 0, 1200, NULL, 86400000,
+              NULL, NULL, NULL, false, NULL, 'lease ran out mid-run'),
+             ('slow', 'fp', 'each', 'failed', 1, 'h', 'b', 9, 1, 1300, 1400, 86400000,
+              4000000000000, 124, NULL, true, NULL, '');
+      INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
+                                owner_boot_id, owner_pid, owner_start, started_at, ttl_ms)
+      VALUES ('running', 'fp', 'begin', 'running', 1, 'h', 'b', 10, 1, 1500, 86400000))sql";
+    run_script(backend.url(), script);
+  }
+  auto store = backend.open();
+  Admin admin(backend.url());
+  CHECK(admin.query("SELECT version FROM idem_schema") == "5\n");
+  CHECK(admin.query("SELECT key || ' ' || number || ' ' || started_by || ' ' || outcome || ' ' || "
+                    "reason || ' ' || coalesce(http_status::text, '-') || ' ' || "
+                    "coalesce(ended_at::text, '-') FROM idem_attempts ORDER BY key") ==
+        "failed 2 run failed exit - 2000\n"
+        "hook 1 hook succeeded status 202 2100\n"
+        "leased 1 ledger abandoned lease ran out - -\n"
+        "running 1 begin running  - -\n"
+        "slow 1 each failed timeout - 1400\n");
+  CHECK(admin.query("SELECT sum(replays) FROM idem_records") == "0\n");
+  // The history goes on from there, and goes with its record.
+  store::ClaimRequest retry = request("failed", 3000);
+  retry.fingerprint = "fp";
+  REQUIRE(store->claim(retry, k_alive).verdict == core::Verdict::claim);
+  auto h = store->history("failed");
+  REQUIRE(h.size() == 2);
+  CHECK(h[0].number == 2);
+  CHECK(h[1].number == 3);
+  REQUIRE(store->remove("hook", false, k_alive) == store::RemoveResult::removed);
+  CHECK(admin.query("SELECT count(*) FROM idem_attempts WHERE key = 'hook'") == "0\n");
 }
 
 }  // namespace unit_postgres_store

@@ -408,7 +408,7 @@ TEST_CASE("store: an older (empty, version 0) database is migrated in place", "[
   auto store = open_sqlite_store(path);
   REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "9");
+  CHECK(raw.text("PRAGMA user_version") == "10");
 }
 
 TEST_CASE("store: a version 1 store keeps its records when migrated to version 2", "[store][files]") {
@@ -440,7 +440,7 @@ TEST_CASE("store: a version 1 store keeps its records when migrated to version 2
   CHECK(old->exit_code == 7);
   CHECK_FALSE(old->response);
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "9");
+  CHECK(raw.text("PRAGMA user_version") == "10");
 }
 
 TEST_CASE("store: a corrupt file is a StoreError, not a crash", "[store][files]") {
@@ -827,7 +827,7 @@ TEST_CASE("store: a version 2 store keeps its records when migrated to version 3
   CHECK(kept->response->headers.empty());  // it had no content type
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("PRAGMA user_version") == "10");
     CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
                    "type = 'index' AND name LIKE 'records%' ORDER BY name)") ==
           "records_by_end records_by_recent records_expiring records_unfinished");
@@ -963,7 +963,7 @@ TEST_CASE("store: a version 3 store keeps its records when migrated to version 4
   CHECK(store->claim(again, k_alive).verdict == Verdict::running);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("PRAGMA user_version") == "10");
     CHECK(raw.text("SELECT count(*) FROM records WHERE attempt_token = '' AND lease_expires IS "
                    "NULL") == "2");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
@@ -1057,7 +1057,7 @@ TEST_CASE("store: a version 4 store's HTTP status and content type become its re
   CHECK(json->output_bytes == 12);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("PRAGMA user_version") == "10");
     CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name IN "
                    "('http_status', 'content_type')") == "0");
     // The migration writes the very text the store does.
@@ -1149,7 +1149,7 @@ TEST_CASE("store: a version 5 store's outputs move to their own table", "[store]
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("PRAGMA user_version") == "10");
     CHECK(raw.text("SELECT count(*) FROM pragma_table_info('records') WHERE name = 'output'") ==
           "0");
     // Only outputs with bytes get a row, under the attempt that wrote them.
@@ -1157,8 +1157,8 @@ TEST_CASE("store: a version 5 store's outputs move to their own table", "[store]
                    "(SELECT * FROM outputs ORDER BY key)") == "binary 1,both 2");
     CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
                    "type IN ('index', 'trigger') AND tbl_name = 'records' ORDER BY name)") ==
-          "outputs_of_deleted outputs_of_replaced records_by_end records_by_recent "
-          "records_expiring records_unfinished sqlite_autoindex_records_1");
+          "attempts_of_deleted outputs_of_deleted outputs_of_replaced records_by_end "
+          "records_by_recent records_expiring records_unfinished sqlite_autoindex_records_1");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
   // Every record reads as it did, byte for byte.
@@ -1219,18 +1219,18 @@ TEST_CASE("store: a schema one newer than this binary's is refused, its outputs 
   {
     RawDb raw(path);
     raw.exec(k_version_5);
-    raw.exec("PRAGMA user_version = 10;");
+    raw.exec("PRAGMA user_version = 11;");
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   try {
     open_sqlite_store(path);
-    FAIL("a version 10 store was opened");
+    FAIL("a version 11 store was opened");
   } catch (const StoreError& e) {
-    CHECK(std::string(e.what()).find("schema version 10, newer than this idem understands (9)") !=
+    CHECK(std::string(e.what()).find("schema version 11, newer than this idem understands (10)") !=
           std::string::npos);
   }
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "10");
+  CHECK(raw.text("PRAGMA user_version") == "11");
   CHECK(raw.text("SELECT count(*) FROM sqlite_master WHERE name = 'outputs'") == "0");
 }
 
@@ -1292,7 +1292,7 @@ TEST_CASE("store: a version 6 store's records get the replay policy of a failure
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("PRAGMA user_version") == "10");
     CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
     CHECK(raw.text("SELECT group_concat(key || ' ' || replay_failures, ',') FROM "
                    "(SELECT * FROM records ORDER BY key)") == "done 0,failed 0,running 0");
@@ -1368,7 +1368,7 @@ TEST_CASE("store: a version 7 store gets the index of its unfinished records", "
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("PRAGMA user_version") == "10");
     CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
     CHECK(raw.text(k_unfinished_keys) == "crashed,running");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
@@ -1435,7 +1435,7 @@ TEST_CASE("store: a version 8 store's owners get no machine id and no pid namesp
   auto store = open_sqlite_store(path);
   {
     RawDb raw(path);
-    CHECK(raw.text("PRAGMA user_version") == "9");
+    CHECK(raw.text("PRAGMA user_version") == "10");
     CHECK(raw.text("SELECT group_concat(key || ' ' || quote(owner_machine_id) || ' ' || "
                    "owner_pid_ns, ',') FROM (SELECT * FROM records ORDER BY key)") ==
           "crashed '' 0,done '' 0,failed '' 0,running '' 0");
@@ -1596,6 +1596,65 @@ TEST_CASE("store: an unsynced claim and many threads' writers through one file",
   CHECK(sqlite3_column_int(stmt, 0) == k_keys);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
+}
+
+namespace {
+
+// The version 9 schema, frozen here as it was published (version 8 with the owner's machine id
+// and pid namespace), with records of each kind of ending.
+std::string version_9() {
+  return version_8() + R"sql(;
+  ALTER TABLE records ADD COLUMN owner_machine_id TEXT NOT NULL DEFAULT '';
+  ALTER TABLE records ADD COLUMN owner_pid_ns INTEGER NOT NULL DEFAULT 0;
+  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                       owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
+                       exit_code, signal, timed_out, response, note)
+  VALUES ('hook', 'fp', 'http', 'succeeded', 1, 'h', 'b', 8, 1, 1600, 1700, 86400000,
+          4000000000000, 0, NULL, 0, '{"status":202,"headers":[]}', ''),
+         ('leased', 'fp', 'ledger', 'abandoned', 1, 'h', '', 0, 0, 1650, NULL, 86400000, NULL,
+          NULL, NULL, 0, NULL, 'lease ran out mid-run'),
+         ('slow', 'fp', 'each', 'failed', 1, 'h', 'b', 9, 1, 1660, 1670, 86400000,
+          4000000000000, 124, NULL, 1, NULL, ''),
+         ('killed', 'fp', 'run', 'failed', 1, 'h', 'b', 9, 1, 1680, 1690, 86400000,
+          4000000000000, NULL, 9, 0, NULL, '');
+  PRAGMA user_version = 9;)sql";
+}
+
+}  // namespace
+
+TEST_CASE("store: a version 9 store's records get their current attempt as their history",
+          "[store][files][history]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  {
+    RawDb raw(path);
+    raw.exec(version_9().c_str());
+  }
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  auto store = open_sqlite_store(path);
+  {
+    RawDb raw(path);
+    CHECK(raw.text("PRAGMA user_version") == "10");
+    CHECK(raw.text("SELECT group_concat(key || ' ' || number || ' ' || started_by || ' ' || "
+                   "outcome || ' ' || reason || ' ' || coalesce(http_status, '-') || ' ' || "
+                   "coalesce(ended_at, '-'), ',') FROM (SELECT * FROM attempts ORDER BY key)") ==
+          "crashed 1 run abandoned owner died - -,done 1 each succeeded exit - 2100,"
+          "failed 2 run failed exit - 2000,hook 1 hook succeeded status 202 1700,"
+          "killed 1 run failed signal - 1690,leased 1 ledger abandoned lease ran out - -,"
+          "running 1 begin running  - -,slow 1 each failed timeout - 1670");
+    CHECK(raw.text("SELECT sum(replays) FROM records") == "0");
+    CHECK(raw.text("PRAGMA integrity_check") == "ok");
+  }
+  // The history goes on from there, and goes with its record.
+  ClaimRequest retry = request("failed", 3000);
+  retry.fingerprint = "fp";
+  REQUIRE(store->claim(retry, k_alive).verdict == Verdict::claim);
+  auto h = store->history("failed");
+  REQUIRE(h.size() == 2);
+  CHECK(h[0].number == 2);
+  CHECK(h[1].number == 3);
+  REQUIRE(store->remove("hook", false, k_alive) == RemoveResult::removed);
+  CHECK(store->history("hook").empty());
 }
 
 }  // namespace unit_sqlite_store
