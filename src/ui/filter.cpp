@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "core/history.hpp"
 #include "ui/html.hpp"
 #include "util/hex.hpp"
 
@@ -23,36 +24,17 @@ int64_t ui_number(std::string_view s) {
   return n;
 }
 
-// Days from 1970-01-01 to the civil date (Howard Hinnant's algorithm).
-int64_t ui_days_from_civil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
 const char* const k_ui_results[] = {"2xx", "3xx", "4xx", "5xx", "exit0", "exit_nonzero"};
 
 }  // namespace
 
 std::optional<int64_t> parse_ui_time(std::string_view t) {
-  // YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SS
-  if (t.size() != 16 && t.size() != 19) return std::nullopt;
-  if (t[4] != '-' || t[7] != '-' || (t[10] != 'T' && t[10] != ' ') || t[13] != ':' ||
-      (t.size() == 19 && t[16] != ':'))
-    return std::nullopt;
-  auto field = [&](size_t at, size_t n) -> int64_t {
-    std::string_view f = t.substr(at, n);
-    return all_digits(f) ? ui_number(f) : -1;
-  };
-  const int64_t y = field(0, 4), mo = field(5, 2), d = field(8, 2), h = field(11, 2),
-                mi = field(14, 2), s = t.size() == 19 ? field(17, 2) : 0;
-  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
-      s < 0 || s > 59)
-    return std::nullopt;
-  return ((ui_days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 + s * 1000;
+  // What a datetime-local input sends (YYYY-MM-DDTHH:MM, seconds optional), read as UTC by the
+  // RFC 3339 reader of `ls --since`.
+  if ((t.size() != 16 && t.size() != 19) || t[10] != 'T') return std::nullopt;
+  std::string rfc3339(t);
+  if (t.size() == 16) rfc3339 += ":00";
+  return core::parse_time_bound(rfc3339 + "Z", 0);
 }
 
 std::string format_ui_time(int64_t ms) {

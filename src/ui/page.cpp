@@ -220,7 +220,7 @@ std::string render_ui_detail(const core::Record& r, const std::vector<UiAttempt>
   out +=
       "<h2>Attempts</h2><table class=\"records\" id=\"attempts\"><thead><tr><th>#</th>"
       "<th>Trigger</th><th>Status</th><th>Owner</th><th>Started</th><th>Duration</th>"
-      "<th>Result</th><th>Note</th></tr></thead><tbody>";
+      "<th>Result</th><th>Why it ended</th></tr></thead><tbody>";
   for (const UiAttempt& a : attempts) {
     std::string result;
     if (a.http_status) result = "HTTP " + std::to_string(*a.http_status);

@@ -5,6 +5,7 @@
 # build/artifacts/ui beside this build, or the test's folder), printed at the end.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/ui_lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/proxy_lib.sh"
 chromium=${IDEM_CHROMIUM:-/usr/bin/chromium}
 [[ -x $chromium ]] || fail "$chromium is missing (scripts/deps.sh installs chromium)"
@@ -14,17 +15,7 @@ artifacts=${IDEM_ARTIFACTS:-$(dirname "$IDEM_BIN")/artifacts}/ui
 mkdir -p "$artifacts"
 artifacts=$(cd "$artifacts" && pwd)
 
-cat >"$T/handler.sh" <<'EOF2'
-#!/bin/sh
-echo "ran $IDEM_HEADER_X_KEY"
-[ -e "$(dirname "$0")/ok" ] && exit 0
-echo "handler failed" >&2
-exit 3
-EOF2
-chmod +x "$T/handler.sh"
-cat >"$T/serve.json" <<EOF2
-{"hooks": [{"path": "/hooks/x", "command": ["$T/handler.sh"], "key": {"header": "X-Key"}}]}
-EOF2
+failing_hook_config
 start_daemon "$T/serve.json" --ui
 post /hooks/x '<b>body-1</b>' 'X-Key: k1'
 expect_http 500

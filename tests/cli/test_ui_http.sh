@@ -6,18 +6,9 @@
 # bearer token off loopback, and no start there without --ledger.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/ui_lib.sh"
 
-cat >"$T/handler.sh" <<'EOF2'
-#!/bin/sh
-echo "ran $IDEM_HEADER_X_KEY"
-[ -e "$(dirname "$0")/ok" ] && exit 0
-echo "handler failed" >&2
-exit 3
-EOF2
-chmod +x "$T/handler.sh"
-cat >"$T/serve.json" <<EOF2
-{"hooks": [{"path": "/hooks/x", "command": ["$T/handler.sh"], "key": {"header": "X-Key"}}]}
-EOF2
+failing_hook_config
 csp="default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 # --- Never on without the flag ------------------------------------------------------------------
