@@ -210,6 +210,7 @@ complete -c idem -n "__idem_using serve" -l template -d 'Expand the hooks files 
 complete -c idem -n "__idem_using serve" -l response-header -x -d 'A header on every answer of the hooks files\' hooks'
 complete -c idem -n "__idem_using serve" -l http-methods -x -d 'Methods of hooks that name none (any)'
 complete -c idem -n "__idem_using serve" -l ledger -d 'Serve the ledger API behind the token file'
+complete -c idem -n "__idem_using serve" -l ui -d 'Serve the delivery-log page at /ui/'
 complete -c idem -n "__idem_using serve" -l socket -r -F -d 'Also serve the ledger API on a Unix socket'
 complete -c idem -n "__idem_using serve" -l listen -x -a '127.0.0.1:8787 127.0.0.1:0' -d 'Address to listen on'
 complete -c idem -n "__idem_using serve" -l allow-remote -d 'Allow a non-loopback --listen address'

@@ -15,6 +15,7 @@ packages=(
   systemd  # systemd-socket-activate, the socket activation test's service manager
   dpkg-dev  # dpkg-shlibdeps: the runtime dependencies of the Debian package (tests/cli/test_package.sh)
   lintian  # checks that package (scripts/lint_deb.sh)
+  chromium  # the delivery-log page's browser test (tests/cli/test_ui_browser.sh, puppeteer-core)
   "$@"
 )
 missing=()

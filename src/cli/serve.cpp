@@ -37,6 +37,9 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
                   "Serve the ledger API (/v1/claim, /v1/heartbeat, /v1/finish, /v1/records/KEY) "
                   "on --listen, behind the bearer token of the file beside the store (its path + "
                   ".token, created 0600)");
+  serve->add_flag("--ui", o.ui,
+                  "Serve the delivery-log page at /ui/ on --listen (a loopback address, or "
+                  "elsewhere with --ledger: the page then asks for its bearer token)");
   serve->add_option("--socket", o.socket,
                     "Also serve the ledger API, /healthz and /metrics on a Unix socket at PATH "
                     "(created 0600; no token asked on it)")
@@ -89,7 +92,8 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
 }
 
 int run_serve(const GlobalOptions& global, const ServeOptions& o) {
-  if (o.config.empty() && o.hooks.empty() && o.upstream.empty() && !o.ledger && o.socket.empty())
+  if (o.config.empty() && o.hooks.empty() && o.upstream.empty() && !o.ledger && o.socket.empty() &&
+      !o.ui)
     throw UsageError("nothing to serve: give --config FILE, --hooks FILE, --upstream URL, "
                      "--ledger or --socket PATH");
   if (o.hooks.empty() && (o.hooks_template || o.urlprefix != "hooks" ||
@@ -105,6 +109,7 @@ int run_serve(const GlobalOptions& global, const ServeOptions& o) {
     d.hooks.response_headers.push_back(http::webhook::parse_response_header(header));
   if (!o.http_methods.empty()) d.hooks.http_methods = http::webhook::parse_http_methods(o.http_methods);
   d.ledger = o.ledger;
+  d.ui = o.ui;
   d.socket_path = o.socket;
   d.listen = o.listen;
   d.allow_remote = o.allow_remote;

@@ -16,6 +16,7 @@ struct ServeOptions {
   std::vector<std::string> response_headers;  // NAME=VALUE
   std::string http_methods;
   bool ledger = false;
+  bool ui = false;
   std::string socket;
   std::string listen = "127.0.0.1:8787";
   bool allow_remote = false;

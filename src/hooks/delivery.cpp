@@ -3,12 +3,13 @@
 #include <cctype>
 #include <cstring>
 #include <map>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <variant>
 
 #include "core/errors.hpp"
 #include "core/fingerprint.hpp"
+#include "core/history.hpp"
 #include "core/json_key.hpp"
 #include "core/key.hpp"
 #include "core/output.hpp"
@@ -433,6 +434,7 @@ Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& d,
     auto store = services.stores->lease();  // reused: no connection is opened per delivery
     engine::Engine engine(*store, services.front);
     engine::AttemptRequest req = attempt_request(hook, d, store_key, services.owner);
+    req.claim.trigger = policy.trigger;
     req.decline_run = !reservation.held();
     const engine::Claimed claimed = engine.claim(req);
     if (claimed.verdict != engine::ClaimVerdict::claimed) {
@@ -568,9 +570,9 @@ std::optional<Answer> signature_refusal(const Hook& hook, const Delivery& d,
   return a;
 }
 
-Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
-               const DeliveryServices& services) {
-  if (auto refusal = signature_refusal(hook, d, d.body)) return std::move(*refusal);
+namespace {
+
+DeliveryPolicy hook_policy(const Hook& hook, const Delivery& d) {
   DeliveryPolicy policy;
   if (hook.async) {
     // The run outlives this call: its effects keep copies of the hook and the delivery.
@@ -584,6 +586,22 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
     };
   }
   policy.early_answer = accepted;
+  return policy;
+}
+
+}  // namespace
+
+Answer rerun_delivery(const Hook& hook, HookSlots& slots, const Delivery& d,
+                      const DeliveryServices& services, const std::string& key) {
+  DeliveryPolicy policy = hook_policy(hook, d);
+  policy.trigger = core::k_trigger_rerun;
+  return deliver_keyed(hook, slots, d, services, key, policy);
+}
+
+Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
+               const DeliveryServices& services) {
+  if (auto refusal = signature_refusal(hook, d, d.body)) return std::move(*refusal);
+  const DeliveryPolicy policy = hook_policy(hook, d);
   auto found = find_key(hook, d);
   if (auto* none = std::get_if<NoKeyFound>(&found)) {
     if (hook.no_key == NoKey::run) return deliver_unkeyed(hook, slots, services, policy);

@@ -120,6 +120,13 @@ std::optional<Answer> signature_refusal(const Hook& hook, const Delivery& delive
 Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& delivery,
                const DeliveryServices& services);
 
+// A stored delivery of `hook` run again as a new attempt of its key (`key`: the delivery's,
+// without the hook's path), as deliver() would run it but with no signature to check: the
+// stored request keeps credentials by name only. A failed record is claimed again; a succeeded
+// or running one is answered as a duplicate (nothing runs).
+Answer rerun_delivery(const Hook& hook, HookSlots& slots, const Delivery& delivery,
+                      const DeliveryServices& services, const std::string& key);
+
 // What an attempt at a delivery carries out, and the answer it makes of it.
 class DeliveryEffect : public engine::Effect {
  public:
@@ -136,6 +143,9 @@ struct DeliveryPolicy {
   // With `hook.async`: the answer to the delivery that starts a run, and to each duplicate of a
   // running or succeeded one; `outcome` is the log's (accepted, running, replayed, unkeyed).
   std::function<Answer(const std::string& key, const std::string& outcome)> early_answer;
+  // What started the attempt, as its history shows it (store::ClaimRequest::trigger): empty for
+  // a delivery, core::k_trigger_rerun for a re-run a user asked for.
+  std::string trigger;
 };
 
 // A delivery with a usable key (core::key_problem passed), decided by the attempt engine under

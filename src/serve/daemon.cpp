@@ -237,8 +237,14 @@ int run_daemon(const DaemonOptions& options) {
   int port = 0;
   // A passed socket's address is the service manager's to choose (its unit file).
   if (!passed.tcp) std::tie(host, port) = parse_listen(options.listen, options.allow_remote);
-  if (!options.pidfile.empty()) PidFile::check(options.pidfile);
-  Daemon daemon(options, load_all(options), std::move(passed));
+  DaemonOptions opts = options;
+  // The page off loopback (or on a socket the service manager chose) only behind the token.
+  opts.ui_loopback = !passed.tcp && is_loopback_address(host);
+  if (opts.ui && !opts.ui_loopback && !opts.ledger)
+    throw UsageError("--ui on a listener that is not loopback needs --ledger: the page then asks "
+                     "for the ledger's bearer token");
+  if (!opts.pidfile.empty()) PidFile::check(opts.pidfile);
+  Daemon daemon(opts, load_all(opts), std::move(passed));
   return daemon.run(host, port);
 }
 

@@ -21,6 +21,11 @@ struct DaemonOptions {
   // If set, the ledger API (with /healthz and /metrics) also on a Unix socket there, created 0600;
   // no token is asked for on it.
   std::string socket_path;
+  // The delivery-log page under /ui/ on the TCP listener: on a loopback address, or elsewhere
+  // behind the ledger's bearer token (needs `ledger` then).
+  bool ui = false;
+  // Set by run_daemon: whether the TCP listener is on a loopback address.
+  bool ui_loopback = true;
   std::string listen = "127.0.0.1:8787";
   bool allow_remote = false;
   store::StoreLocation store;     // resolved (--store, IDEM_STORE, --db, IDEM_DB, default)

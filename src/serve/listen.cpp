@@ -26,14 +26,17 @@ std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_r
   } catch (...) {
   }
   if (port < 0 || port > 65535) throw UsageError("bad --listen '" + listen + "': bad port");
-  // A numeric 127.0.0.0/8 or ::1 address, or localhost; never a name that merely starts "127.".
-  in_addr v4{};
-  bool loopback = host == "localhost" || host == "::1" ||
-                  (::inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
-  if (!loopback && !allow_remote)
+  if (!is_loopback_address(host) && !allow_remote)
     throw UsageError("--listen " + listen +
                      " is not a loopback address; add --allow-remote to accept other hosts");
   return {host, port};
+}
+
+bool is_loopback_address(const std::string& host) {
+  // A numeric 127.0.0.0/8 or ::1 address, or localhost; never a name that merely starts "127.".
+  in_addr v4{};
+  return host == "localhost" || host == "::1" ||
+         (::inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
 }
 
 // Written whole or not at all: a reader never sees half a number.

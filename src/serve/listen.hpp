@@ -18,6 +18,9 @@ namespace idem::http {
 // address without --allow-remote.
 std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_remote);
 
+// Whether --listen's HOST is a loopback address (127.0.0.0/8, ::1, localhost).
+bool is_loopback_address(const std::string& host);
+
 // Written whole or not at all: a reader never sees half a number. Nothing when `path` is empty.
 void write_port_file(const std::string& path, int port);
 

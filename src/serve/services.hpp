@@ -19,6 +19,7 @@
 #include "serve/metrics.hpp"
 #include "store/provider.hpp"
 #include "util/clock.hpp"
+#include "util/random.hpp"
 
 namespace idem::http {
 
@@ -52,6 +53,8 @@ struct Services {
   std::function<int64_t()> shed_count;      // set once the server exists, before it serves
   std::shared_ptr<const Ledger> ledger;     // with --ledger or --socket
   std::optional<std::string> ledger_token;  // with --ledger: asked of the TCP listener's calls
+  // With --ui: the key of the page's CSRF tokens, new at every start.
+  std::string ui_csrf_secret = util::random_hex(32);
 };
 
 // What a hook's deliveries use of the daemon. Background work counts as in flight for its hook,

@@ -10,6 +10,8 @@
 #include "ledger/ledger.hpp"
 #include "proxy/route.hpp"
 #include "serve/routes.hpp"
+#include "serve/ui.hpp"
+#include "ui/route.hpp"
 #include "webhook/route.hpp"
 
 namespace idem::http {
@@ -74,10 +76,16 @@ std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, S
   for (const Hook& hook : state->config.hooks) {
     if (services.ledger_token && is_ledger_path(hook.path))
       throw UsageError("hook " + hook.path + " is a path of the ledger API (--ledger)");
-    auto slots = slots_for(hook, previous);
-    state->slots[hook.path] = slots;
-    state->routes.add(native_hook_route(hook, std::move(slots), services));
+    if (options.ui && is_ui_path(hook.path))
+      throw UsageError("hook " + hook.path + " is a path of the delivery-log page (--ui)");
+    state->slots[hook.path] = slots_for(hook, previous);
   }
+  // The page before the hooks: it re-runs their deliveries with the slots they run in.
+  if (options.ui)
+    state->routes.add(
+        make_ui_route(state->config.hooks, state->slots, services, options.ui_loopback));
+  for (const Hook& hook : state->config.hooks)
+    state->routes.add(native_hook_route(hook, state->slots[hook.path], services));
   for (const webhook::WebhookHook& hook : state->webhooks.hooks) {
     const std::string& path = hook.native.path;
     auto slots = slots_for(hook.native, previous);

@@ -517,7 +517,7 @@ class PostgresStore final : public Store {
     std::vector<std::string> statuses;
     for (Status s : q.statuses) statuses.emplace_back(core::to_string(s));
     int64_t left = q.limit > 0 ? q.limit : -1;
-    std::optional<std::pair<int64_t, std::string>> last;
+    std::optional<std::pair<int64_t, std::string>> last = q.after;
     while (left != 0) {
       const int64_t page = left > 0 ? std::min(left, k_list_page) : k_list_page;
       Params p;

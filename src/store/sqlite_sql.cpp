@@ -95,6 +95,8 @@ std::string list(const ListQuery& q, bool by_key) {
   }
   const std::string expired = "expires_at <= ?1";
   sql += listing_condition(q, live, expired);
+  // The cursor's bound first as a range of the index (started_at <= ?7), then its tie-break.
+  if (q.after) sql += " AND started_at <= ?7 AND (started_at < ?7 OR key > ?8)";
   sql += " ORDER BY started_at DESC, key";
   if (q.limit > 0) sql += " LIMIT " + std::to_string(q.limit);
   return sql;

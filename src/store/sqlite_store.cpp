@@ -321,6 +321,7 @@ class SqliteStore final : public Store {
     if (params >= 4) select.bind(4, q.kind);
     if (params >= 5) select.bind(5, q.since_ms);
     if (params >= 6) select.bind(6, q.until_ms);
+    if (q.after) select.bind(7, q.after->first).bind(8, q.after->second);
     while (select.step()) {
       Record r;
       if (q.keys_only)

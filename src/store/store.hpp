@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/decision.hpp"
@@ -81,6 +82,10 @@ struct ListQuery {
   int64_t limit = 0;   // 0: no limit
   bool keys_only = false;  // visit records that carry only their key (cheaper: index only)
   int64_t now_ms = 0;
+  // A keyset cursor: only records listed after the one that started at `first` with key
+  // `second` (older, or as old with a greater key), read from the newest-first index where that
+  // record's row is, so a page deep in the listing costs what the first does.
+  std::optional<std::pair<int64_t, std::string>> after;
 };
 
 // Called once per listed record; returns false to stop the listing.

@@ -505,6 +505,36 @@ TEMPLATE_TEST_CASE("store contract: an expired record behaves as absent", "[stor
   CHECK(r->expires_ms == 0);
 }
 
+TEMPLATE_TEST_CASE("store contract: list goes on after a cursor, ties by key", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  put_finished(*store, "a/1", k_t0 + 1000, Status::succeeded, k_t0 + 1100);
+  put_finished(*store, "a/2", k_t0 + 2000, Status::failed, k_t0 + 2100);
+  put_finished(*store, "c/2", k_t0 + 5000, Status::succeeded, k_t0 + 5100);
+  put_finished(*store, "c/1", k_t0 + 5000, Status::failed, k_t0 + 5200);  // same start as c/2
+  put_finished(*store, "d/1", k_t0 + 6000, Status::succeeded, k_t0 + 6100);
+  ListQuery q;
+  q.now_ms = k_t0 + 10000;
+  using V = std::vector<std::string>;
+  q.after = std::pair<int64_t, std::string>{k_t0 + 6000, "d/1"};
+  CHECK(keys_of(listed(*store, q)) == V{"c/1", "c/2", "a/2", "a/1"});
+  q.after = std::pair<int64_t, std::string>{k_t0 + 5000, "c/1"};  // between two of one start
+  CHECK(keys_of(listed(*store, q)) == V{"c/2", "a/2", "a/1"});
+  q.limit = 1;
+  CHECK(keys_of(listed(*store, q)) == V{"c/2"});
+  q.limit = 0;
+  q.statuses = {Status::failed};
+  CHECK(keys_of(listed(*store, q)) == V{"a/2"});
+  q.statuses.clear();
+  q.prefix = "c/";
+  CHECK(keys_of(listed(*store, q)) == V{"c/2"});
+  q.prefix.clear();
+  q.after = std::pair<int64_t, std::string>{k_t0 + 999, ""};  // before every start
+  CHECK(listed(*store, q).empty());
+  q.after = std::pair<int64_t, std::string>{k_t0 + 5000, ""};  // a start, any key
+  CHECK(keys_of(listed(*store, q)) == V{"c/1", "c/2", "a/2", "a/1"});
+}
+
 TEMPLATE_TEST_CASE("store contract: list filters and orders newest first", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();

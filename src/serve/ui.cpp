@@ -1,0 +1,133 @@
+#include "serve/ui.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "core/history.hpp"
+#include "core/record_json.hpp"
+#include "engine/attempt.hpp"
+#include "proc/liveness.hpp"
+#include "ui/route.hpp"
+#include "util/clock.hpp"
+#include "util/hex.hpp"
+
+namespace idem::http {
+
+namespace {
+
+// The delivery a stored hook request describes (method, path, headers by name, body_b64), or
+// nullopt when it is not one.
+std::optional<Delivery> stored_delivery(const std::string& stored) {
+  using json = nlohmann::json;
+  json request = json::parse(stored, nullptr, false);
+  if (!request.is_object() || !request.contains("body_b64") || !request["body_b64"].is_string())
+    return std::nullopt;
+  Delivery d;
+  d.method = request.value("method", "POST");
+  d.path = request.value("path", "");
+  if (request.contains("headers") && request["headers"].is_object())
+    for (const auto& [name, value] : request["headers"].items())
+      if (value.is_string()) d.headers.emplace_back(name, value.get<std::string>());
+  auto body = util::from_base64(request["body_b64"].get<std::string>());
+  if (!body) return std::nullopt;
+  d.body = std::move(*body);
+  return d;
+}
+
+struct UiHooks {
+  std::vector<Hook> hooks;
+  std::map<std::string, std::shared_ptr<HookSlots>> slots;
+
+  // The configured hook a record is a delivery of ("PATH#KEY"), or null.
+  const Hook* hook_of(const core::Record& r) const {
+    if (r.kind != "http") return nullptr;
+    const size_t hash = r.key.find('#');
+    if (hash == std::string::npos) return nullptr;
+    for (const Hook& hook : hooks)
+      if (r.key.compare(0, hash, hook.path) == 0 && hook.path.size() == hash) return &hook;
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const Route> make_ui_route(
+    const std::vector<Hook>& hooks, const std::map<std::string, std::shared_ptr<HookSlots>>& slots,
+    Services& services, bool loopback) {
+  auto known = std::make_shared<UiHooks>(UiHooks{hooks, slots});
+  const auto stores = services.stores;
+  UiBackend b;
+  b.now_ms = [] { return util::process_clock().now_ms(); };
+  b.list = [stores](const UiListing& l, const std::function<bool(const core::Record&)>& visit) {
+    store::ListQuery q;
+    if (l.status) q.statuses = {*l.status};
+    q.prefix = l.prefix;
+    q.kind = l.kind;
+    q.since_ms = l.since_ms;
+    q.until_ms = l.until_ms;
+    q.after = l.after;
+    q.now_ms = l.now_ms;
+    stores->lease()->list(q, visit);
+  };
+  b.get = [stores](const std::string& key) { return stores->lease()->get(key); };
+  b.attempts = [stores](const core::Record& r) {
+    std::vector<UiAttempt> attempts;
+    for (const core::HistoryEntry& e : stores->lease()->history(r.key)) {
+      UiAttempt a;
+      a.number = e.number;
+      a.trigger = e.trigger;
+      a.status = std::string(core::to_string(e.outcome));
+      a.owner = e.host + " pid " + std::to_string(e.pid);
+      a.started_ms = e.started_ms;
+      a.finished_ms = e.ended_ms;
+      a.exit_code = e.exit_code;
+      a.http_status = e.http_status;
+      a.note = e.note.empty() ? e.reason : e.reason + ": " + e.note;
+      attempts.push_back(std::move(a));
+    }
+    // Newest first, as the list.
+    std::reverse(attempts.begin(), attempts.end());
+    return attempts;
+  };
+  b.remove = [stores](const std::string& key) {
+    switch (stores->lease()->remove(key, false, proc::owner_gone)) {
+      case store::RemoveResult::removed:
+        return UiRemoved::removed;
+      case store::RemoveResult::not_found:
+        return UiRemoved::not_found;
+      case store::RemoveResult::running:
+        break;
+    }
+    return UiRemoved::running;
+  };
+  b.rerunnable = [known](const core::Record& r) {
+    return r.status == core::Status::failed && known->hook_of(r) != nullptr;
+  };
+  b.rerun = [known, &services](const core::Record& r) {
+    UiRerun done;
+    const Hook* hook = known->hook_of(r);
+    auto delivery = hook ? stored_delivery(r.request) : std::nullopt;
+    auto held = hook ? known->slots.find(hook->path) : known->slots.end();
+    if (!delivery || held == known->slots.end()) {
+      done.why = "not a stored delivery of a configured hook";
+      return done;
+    }
+    const std::string key = r.key.substr(hook->path.size() + 1);
+    Answer a =
+        rerun_delivery(*hook, *held->second, *delivery,
+                       delivery_services(services, hook->path, held->second, hook->notify), key);
+    done.http_status = a.status;
+    auto now = services.stores->lease()->get(r.key);
+    done.ran = now && now->attempt > r.attempt;
+    if (now) done.attempt = now->attempt;
+    return done;
+  };
+  UiOptions options;
+  options.token = loopback ? std::nullopt : services.ledger_token;
+  options.csrf_secret = services.ui_csrf_secret;
+  options.loopback = loopback;
+  return ui_route(std::move(b), std::move(options));
+}
+
+}  // namespace idem::http

@@ -1,0 +1,22 @@
+#pragma once
+// The delivery-log page's backend (`idem serve --ui`): the store's listing, reads and removes,
+// and re-runs through the native hooks' delivery path, for the page's route (ui/route.hpp).
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hooks/config.hpp"
+#include "hooks/delivery.hpp"
+#include "net/routes.hpp"
+#include "serve/services.hpp"
+
+namespace idem::http {
+
+// The page's route for the hooks of one state (a reload builds a new one with the new hooks),
+// with the bearer token asked off loopback (`loopback`: whether the TCP listener is).
+std::shared_ptr<const Route> make_ui_route(
+    const std::vector<Hook>& hooks, const std::map<std::string, std::shared_ptr<HookSlots>>& slots,
+    Services& services, bool loopback);
+
+}  // namespace idem::http

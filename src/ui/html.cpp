@@ -1,0 +1,179 @@
+#include "ui/html.hpp"
+
+#include "util/hex.hpp"
+#include "util/sha256.hpp"
+
+namespace idem::http {
+
+namespace {
+
+// The length of the valid UTF-8 sequence at the start of `s` (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF), or 0.
+size_t utf8_sequence(std::string_view s) {
+  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else
+    return 0;
+  if (s.size() < n) return 0;
+  if (b(1) < lo || b(1) > hi) return 0;
+  for (size_t i = 2; i < n; ++i)
+    if (b(i) < 0x80 || b(i) > 0xBF) return 0;
+  return n;
+}
+
+constexpr std::string_view k_replacement = "\xEF\xBF\xBD";
+
+}  // namespace
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  while (!text.empty()) {
+    const unsigned char c = static_cast<unsigned char>(text[0]);
+    size_t n = utf8_sequence(text);
+    if (n == 0) {
+      out += k_replacement;
+      n = 1;
+    } else if (n > 1) {
+      out.append(text.substr(0, n));
+    } else {
+      switch (c) {
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&quot;";
+          break;
+        case '\'':
+          out += "&#39;";
+          break;
+        case '\t':
+        case '\n':
+        case '\r':
+          out += char(c);
+          break;
+        default:
+          if (c < 0x20 || c == 0x7f)
+            out += k_replacement;
+          else
+            out += char(c);
+      }
+    }
+    text.remove_prefix(n);
+  }
+  return out;
+}
+
+std::string url_component(std::string_view bytes) {
+  static constexpr char k_digits[] = "0123456789ABCDEF";
+  std::string out;
+  for (char ch : bytes) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '.' || c == '_' || c == '~') {
+      out += char(c);
+    } else {
+      out += '%';
+      out += k_digits[c >> 4];
+      out += k_digits[c & 15];
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<std::pair<std::string, std::string>>> parse_form(std::string_view text) {
+  auto decode = [](std::string_view s) -> std::optional<std::string> {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '+') {
+        out += ' ';
+      } else if (s[i] == '%') {
+        if (i + 2 >= s.size()) return std::nullopt;
+        const int hi = util::hex_digit(s[i + 1]), lo = util::hex_digit(s[i + 2]);
+        if (hi < 0 || lo < 0) return std::nullopt;
+        out += char(hi * 16 + lo);
+        i += 2;
+      } else {
+        out += s[i];
+      }
+    }
+    return out;
+  };
+  std::vector<std::pair<std::string, std::string>> pairs;
+  while (!text.empty()) {
+    const size_t amp = text.find('&');
+    std::string_view pair = text.substr(0, amp);
+    text.remove_prefix(amp == std::string_view::npos ? text.size() : amp + 1);
+    if (pair.empty()) continue;
+    const size_t eq = pair.find('=');
+    auto name = decode(pair.substr(0, eq));
+    auto value = decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+    if (!name || !value) return std::nullopt;
+    pairs.emplace_back(std::move(*name), std::move(*value));
+  }
+  return pairs;
+}
+
+std::optional<std::string> cookie_value(std::string_view header, std::string_view name) {
+  while (!header.empty()) {
+    const size_t semi = header.find(';');
+    std::string_view item = header.substr(0, semi);
+    header.remove_prefix(semi == std::string_view::npos ? header.size() : semi + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    const size_t eq = item.find('=');
+    if (eq != std::string_view::npos && item.substr(0, eq) == name)
+      return std::string(item.substr(eq + 1));
+  }
+  return std::nullopt;
+}
+
+bool same_bytes(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = a.size() < b.size() ? a.size() : b.size();
+  for (size_t i = 0; i < n; ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
+  constexpr size_t k_block = 64;
+  std::string k(key);
+  if (k.size() > k_block) {
+    util::Sha256 h;
+    h.update(k);
+    k = h.finish();
+  }
+  k.resize(k_block, '\0');
+  std::string ipad = k, opad = k;
+  for (size_t i = 0; i < k_block; ++i) {
+    ipad[i] = char(ipad[i] ^ 0x36);
+    opad[i] = char(opad[i] ^ 0x5c);
+  }
+  util::Sha256 inner;
+  inner.update(ipad);
+  inner.update(message);
+  util::Sha256 outer;
+  outer.update(opad);
+  outer.update(inner.finish());
+  return util::to_hex(outer.finish());
+}
+
+}  // namespace idem::http

@@ -1,0 +1,115 @@
+// The delivery-log page in a real browser: Debian's chromium, headless, driven by puppeteer-core
+// (tests/cli/test_ui_browser.sh starts the daemon). Lists, filters, sees a new delivery arrive
+// by the live update, opens a detail, re-runs a failed delivery and sees its new attempt, removes
+// a record; saves a screenshot of each step in ARTIFACTS; fails on any page error or CSP report.
+//
+//   node ui_browser.js BASE_URL ARTIFACTS_DIR OK_FILE
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const puppeteer = require('puppeteer-core');
+
+const [base, artifacts, okFile] = process.argv.slice(2);
+const chromium = process.env.IDEM_CHROMIUM || '/usr/bin/chromium';
+
+function check(cond, what) {
+  if (!cond) throw new Error('check failed: ' + what);
+}
+
+async function rowKeys(page) {
+  return page.$$eval('#rows a', (as) => as.map((a) => a.textContent));
+}
+
+async function main() {
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'idem-chromium-'));
+  const browser = await puppeteer.launch({
+    executablePath: chromium,
+    headless: true,
+    userDataDir: profile,
+    // No network beyond loopback here: without these chromium waits on services it cannot reach.
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync',
+           '--disable-dev-shm-usage'],
+    timeout: 20000,
+  });
+  const problems = [];
+  try {
+    const page = await browser.newPage();
+    await page.setViewport({width: 1100, height: 700});
+    page.setDefaultTimeout(10000);
+    page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push('console: ' + m.text());
+    });
+    page.on('dialog', (d) => d.accept());
+    const shot = (name) => page.screenshot({path: path.join(artifacts, name + '.png')});
+
+    // The list, newest first.
+    await page.goto(base + '/ui', {waitUntil: 'load'});
+    let keys = await rowKeys(page);
+    console.log('listed: ' + keys.join(', '));
+    check(keys.length === 3, 'three records listed');
+    check(keys[0] === '/hooks/x#k3', 'newest first');
+    await shot('list');
+
+    // A filter: failed ones only.
+    await page.select('select[name=status]', 'failed');
+    await Promise.all([page.waitForNavigation(), page.click('form.filters button[type=submit]')]);
+    check(page.url().includes('status=failed'), 'the filter is in the URL');
+    keys = await rowKeys(page);
+    check(keys.length === 2 && !keys.includes('/hooks/x#k2'), 'the failed ones: ' + keys);
+    await shot('filtered');
+
+    // The live update: a delivery made now shows up without a reload.
+    const r = await fetch(base + '/hooks/x', {method: 'POST', headers: {'X-Key': 'k4'}, body: 'b4'});
+    check(r.status === 500, 'the new delivery fails');
+    await page.waitForFunction(
+        () => [...document.querySelectorAll('#rows a')].some((a) => a.textContent === '/hooks/x#k4'),
+        {timeout: 8000});
+    console.log('live update: k4 appeared');
+
+    // A detail.
+    await Promise.all([page.waitForNavigation(), page.click('#rows a[href*="k1"]')]);
+    check((await page.$eval('#key', (e) => e.textContent)) === '/hooks/x#k1', 'the detail of k1');
+    check((await page.$eval('#status', (e) => e.textContent)) === 'failed', 'k1 failed');
+    check((await page.$eval('#attempt', (e) => e.textContent)) === '1', 'attempt 1');
+    const pre = await page.$$eval('pre', (ps) => ps.map((p) => p.textContent).join('\n'));
+    check(pre.includes('handler failed'), 'the output is shown');
+    check(pre.includes('<b>body-1</b>'), 'the body is shown as text');
+    await shot('detail');
+
+    // A re-run: the handler succeeds now; the same key gets attempt 2.
+    fs.writeFileSync(okFile, '');
+    await Promise.all([page.waitForNavigation(), page.click('#rerun')]);
+    check((await page.$eval('#status', (e) => e.textContent)) === 'succeeded', 'succeeded after re-run');
+    check((await page.$eval('#attempt', (e) => e.textContent)) === '2', 'attempt 2 after re-run');
+    check((await page.$eval('.notice', (e) => e.textContent)).startsWith('Re-run done'), 'the notice');
+    // The attempts, newest first: the re-run, then the delivery.
+    const attempts = await page.$$eval('#attempts tbody tr',
+        (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+    console.log('attempts: ' + JSON.stringify(attempts));
+    check(attempts.length === 2, 'two attempts');
+    check(attempts[0][0] === '2' && attempts[0][1] === 'rerun' && attempts[0][2] === 'succeeded',
+          'attempt 2 is the re-run, succeeded');
+    check(attempts[1][0] === '1' && attempts[1][1] === 'hook' && attempts[1][2] === 'failed',
+          'attempt 1 is the delivery, failed');
+    await shot('rerun');
+
+    // Remove it.
+    await Promise.all([page.waitForNavigation(), page.click('#remove')]);
+    check(page.url().endsWith('/ui?notice=removed'), 'back on the list: ' + page.url());
+    keys = await rowKeys(page);
+    check(!keys.includes('/hooks/x#k1') && keys.includes('/hooks/x#k4'), 'k1 removed: ' + keys);
+    await shot('removed');
+  } finally {
+    await browser.close();
+    fs.rmSync(profile, {recursive: true, force: true});
+  }
+  if (problems.length) throw new Error(problems.join('\n'));
+}
+
+main().then(() => console.log('browser test passed'), (e) => {
+  console.error(e.stack || String(e));
+  process.exit(1);
+});
