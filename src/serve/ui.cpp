@@ -19,8 +19,7 @@ namespace {
 // The delivery a stored hook request describes (method, path, headers by name, body_b64), or
 // nullopt when it is not one.
 std::optional<Delivery> stored_delivery(const std::string& stored) {
-  using json = nlohmann::json;
-  json request = json::parse(stored, nullptr, false);
+  nlohmann::json request = nlohmann::json::parse(stored, nullptr, false);
   if (!request.is_object() || !request.contains("body_b64") || !request["body_b64"].is_string())
     return std::nullopt;
   Delivery d;

@@ -75,8 +75,7 @@ std::string ui_bytes_block(std::string_view bytes) {
 }
 
 std::string ui_request_block(const std::string& stored) {
-  using json = nlohmann::json;
-  json request = json::parse(stored, nullptr, false);
+  nlohmann::json request = nlohmann::json::parse(stored, nullptr, false);
   if (!request.is_object()) return ui_bytes_block(stored);
   std::string out = "<table class=\"kv\">";
   std::string body;
@@ -99,7 +98,7 @@ std::string ui_request_block(const std::string& stored) {
     out += "<tr><th>" + html_escape(name) + "</th><td>" +
            html_escape(value.is_string()
                            ? value.get<std::string>()
-                           : value.dump(-1, ' ', false, json::error_handler_t::replace)) +
+                           : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) +
            "</td></tr>";
   }
   out += "</table>";
