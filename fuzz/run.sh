@@ -7,8 +7,10 @@
 #
 # Environment: FUZZ_BUILD=dir to build in (and reuse) a given directory instead of a temporary
 # one; FUZZ_TARGETS="key base64" to run only some targets; FUZZ_CC/FUZZ_CXX for another clang;
-# FUZZ_BUILD_ONLY=1 to build the targets and stop (.ci/run builds them while other tests run);
-# FUZZ_JOBS=N to run N targets at a time.
+# FUZZ_BUILD_ONLY=1 to build the targets and stop; FUZZ_PREBUILT=1 to run the targets already
+# built in FUZZ_BUILD without configuring or building (.ci/run: the ASan lane's build, which
+# scripts/test.sh configures with clang and IDEM_FUZZ, holds them); FUZZ_JOBS=N to run N targets
+# at a time.
 # Needs cmake, idem's build dependencies, clang and the libFuzzer runtime (Debian 12:
 # apt install clang libclang-rt-14-dev). Installs nothing itself.
 set -euo pipefail
@@ -52,19 +54,27 @@ else
   done
 fi
 
-echo "== building ${targets[*]} in $build"
-if ! CC=$cc CXX=$cxx cmake -S "$root" -B "$build" -DIDEM_FUZZ=ON -DIDEM_TESTS=OFF \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DCMAKE_UNITY_BUILD=ON \
-  -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 >"$work/configure.log" 2>&1; then
-  cat "$work/configure.log" >&2
-  echo "fuzz/run.sh: configuring failed (log kept in $work)" >&2
-  exit 2
-fi
-if ! cmake --build "$build" -j "$(nproc)" --target "${targets[@]/#/fuzz_}" >"$work/build.log" 2>&1
-then
-  tail -n 50 "$work/build.log" >&2
-  echo "fuzz/run.sh: building failed (log kept in $work)" >&2
-  exit 2
+if [[ ${FUZZ_PREBUILT:-0} != 0 ]]; then
+  [[ -n ${FUZZ_BUILD:-} ]] || { echo "fuzz/run.sh: FUZZ_PREBUILT needs FUZZ_BUILD" >&2; exit 2; }
+  for name in "${targets[@]}"; do
+    [[ -x $build/fuzz/fuzz_$name ]] ||
+      { echo "fuzz/run.sh: $build/fuzz/fuzz_$name is not built" >&2; rm -rf "$work"; exit 2; }
+  done
+else
+  echo "== building ${targets[*]} in $build"
+  if ! CC=$cc CXX=$cxx cmake -S "$root" -B "$build" -DIDEM_FUZZ=ON -DIDEM_TESTS=OFF \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DCMAKE_UNITY_BUILD=ON \
+    -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 >"$work/configure.log" 2>&1; then
+    cat "$work/configure.log" >&2
+    echo "fuzz/run.sh: configuring failed (log kept in $work)" >&2
+    exit 2
+  fi
+  if ! cmake --build "$build" -j "$(nproc)" --target "${targets[@]/#/fuzz_}" >"$work/build.log" 2>&1
+  then
+    tail -n 50 "$work/build.log" >&2
+    echo "fuzz/run.sh: building failed (log kept in $work)" >&2
+    exit 2
+  fi
 fi
 
 if [[ ${FUZZ_BUILD_ONLY:-0} != 0 ]]; then
@@ -72,8 +82,8 @@ if [[ ${FUZZ_BUILD_ONLY:-0} != 0 ]]; then
   exit 0
 fi
 
-# The library is built with recoverable UBSan; halt so undefined behaviour counts as a crash
-# (the targets also set this as their default).
+# Halt at undefined behaviour so it counts as a crash (the targets also set this as their
+# default; the library of fuzz/run.sh's own build has recoverable UBSan).
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 # fuzz_one NAME: runs one target on its corpus; its report goes to $work/NAME.report, and

@@ -17,11 +17,18 @@
 
 namespace {
 
+struct Member;
+
 struct Value {
   enum Kind { null_v, bool_v, number_v, string_v, array_v, object_v } kind = null_v;
   std::string text;  // bool/number: as written; string: decoded
   std::vector<Value> items;
-  std::vector<std::pair<std::string, Value>> members;
+  std::vector<Member> members;  // a vector of an incomplete type (std::pair of one is not)
+};
+
+struct Member {
+  std::string name;
+  Value value;
 };
 
 [[noreturn]] void die(const std::string& message) {
@@ -56,7 +63,7 @@ class Parser {
         std::string key = parse_string();
         skip_space();
         expect(':');
-        v.members.emplace_back(key, parse_value());
+        v.members.push_back(Member{key, parse_value()});
         skip_space();
         if (peek() == ',') {
           ++pos_;
@@ -213,7 +220,7 @@ std::string compact(const Value& v) {
     case Value::object_v: {
       std::string out = "{";
       for (size_t i = 0; i < v.members.size(); ++i)
-        out += (i ? "," : "") + quote(v.members[i].first) + ":" + compact(v.members[i].second);
+        out += (i ? "," : "") + quote(v.members[i].name) + ":" + compact(v.members[i].value);
       return out + "}";
     }
     default: return v.text;
@@ -265,7 +272,7 @@ int main(int argc, char** argv) {
     std::string line;
     if (keys_mode) {
       std::vector<std::string> keys;
-      for (const auto& member : doc.members) keys.push_back(member.first);
+      for (const auto& member : doc.members) keys.push_back(member.name);
       std::sort(keys.begin(), keys.end());
       for (size_t i = 0; i < keys.size(); ++i) line += (i ? " " : "") + keys[i];
     } else {
