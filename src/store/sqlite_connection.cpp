@@ -2,11 +2,138 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 
 namespace idem::store::sqlite {
 
 namespace {
+
+// The WAL is written over blocks it already has. A commit's fdatasync of a file that grew must
+// also write the file's new size to the file system's journal: about 0.8 ms here against 0.2 ms
+// for the same bytes written over blocks the file has (an ext4 VM disk), twice in every first
+// run (the claim and the outcome). So a write past the WAL's end first extends it with zeros to
+// the next k_wal_extent boundary; the commits that follow write inside it, and only the first
+// commit after each checkpoint (which truncates the WAL to nothing) pays for the size change.
+// SQLite ignores whatever lies past a WAL's last valid frame (a WAL that is reused after a
+// checkpoint holds old frames there): a frame of zeros fails its checksum, and recovery stops at
+// the first frame that does. Zeros (not fallocate): an unwritten extent becomes a written one at
+// the first write into it, a change of metadata again.
+constexpr sqlite3_int64 k_wal_extent = 512 * 1024;
+
+struct WalFile {
+  sqlite3_file base;   // methods: k_wal_methods
+  sqlite3_file* real;  // the unix VFS's file, in the same allocation, after this struct
+  // Bytes from the start known to be written (zeros at least); -1 until asked of the file.
+  sqlite3_int64 written_end;
+};
+
+sqlite3_file* real_of(sqlite3_file* f) { return reinterpret_cast<WalFile*>(f)->real; }
+
+// Writes zeros from the file's end up to `end`; stops at the first failure (a full disk), which
+// the write that wanted the room then meets itself.
+void extend_with_zeros(WalFile& wal, sqlite3_int64 end) {
+  static const char zeros[64 * 1024] = {};
+  while (wal.written_end < end) {
+    const int n = int(std::min<sqlite3_int64>(sizeof zeros, end - wal.written_end));
+    if (wal.real->pMethods->xWrite(wal.real, zeros, n, wal.written_end) != SQLITE_OK) return;
+    wal.written_end += n;
+  }
+}
+
+// Frames are written under SQLite's WAL writer lock, and so are a checkpoint's truncation and
+// the zeros here: while this connection writes, no other connection of any process changes the
+// file's length. What this connection last knew of it may be stale (another process wrote past
+// it, or truncated it), so the file is asked before zeros are written: only past its real end,
+// never over another connection's frames.
+int wal_write(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offset) {
+  auto& wal = *reinterpret_cast<WalFile*>(f);
+  const sqlite3_int64 end = offset + amount;
+  if (offset == 0 || end > wal.written_end) {
+    sqlite3_int64 size = 0;
+    wal.written_end = wal.real->pMethods->xFileSize(wal.real, &size) == SQLITE_OK ? size : -1;
+  }
+  if (wal.written_end >= 0 && end > wal.written_end)
+    extend_with_zeros(wal, (end + k_wal_extent - 1) / k_wal_extent * k_wal_extent);
+  const int rc = wal.real->pMethods->xWrite(wal.real, data, amount, offset);
+  if (rc == SQLITE_OK && end > wal.written_end) wal.written_end = end;
+  return rc;
+}
+
+int wal_truncate(sqlite3_file* f, sqlite3_int64 size) {
+  auto& wal = *reinterpret_cast<WalFile*>(f);
+  wal.written_end = -1;  // asked of the file at the next write
+  return wal.real->pMethods->xTruncate(wal.real, size);
+}
+
+int wal_close(sqlite3_file* f) { return real_of(f)->pMethods->xClose(real_of(f)); }
+int wal_read(sqlite3_file* f, void* data, int amount, sqlite3_int64 offset) {
+  return real_of(f)->pMethods->xRead(real_of(f), data, amount, offset);
+}
+int wal_sync(sqlite3_file* f, int flags) { return real_of(f)->pMethods->xSync(real_of(f), flags); }
+int wal_file_size(sqlite3_file* f, sqlite3_int64* size) {
+  return real_of(f)->pMethods->xFileSize(real_of(f), size);
+}
+int wal_lock(sqlite3_file* f, int level) { return real_of(f)->pMethods->xLock(real_of(f), level); }
+int wal_unlock(sqlite3_file* f, int level) {
+  return real_of(f)->pMethods->xUnlock(real_of(f), level);
+}
+int wal_check_reserved_lock(sqlite3_file* f, int* out) {
+  return real_of(f)->pMethods->xCheckReservedLock(real_of(f), out);
+}
+int wal_file_control(sqlite3_file* f, int op, void* arg) {
+  return real_of(f)->pMethods->xFileControl(real_of(f), op, arg);
+}
+int wal_sector_size(sqlite3_file* f) { return real_of(f)->pMethods->xSectorSize(real_of(f)); }
+int wal_device_characteristics(sqlite3_file* f) {
+  return real_of(f)->pMethods->xDeviceCharacteristics(real_of(f));
+}
+// The shared-memory and memory-map calls are made on the database file, never on its WAL; a WAL
+// answers them as having none.
+int wal_shm_map(sqlite3_file*, int, int, int, void volatile** out) {
+  *out = nullptr;
+  return SQLITE_IOERR_SHMMAP;
+}
+int wal_shm_lock(sqlite3_file*, int, int, int) { return SQLITE_IOERR_SHMLOCK; }
+void wal_shm_barrier(sqlite3_file*) {}
+int wal_shm_unmap(sqlite3_file*, int) { return SQLITE_OK; }
+int wal_fetch(sqlite3_file*, sqlite3_int64, int, void** out) {
+  *out = nullptr;
+  return SQLITE_OK;
+}
+int wal_unfetch(sqlite3_file*, sqlite3_int64, void*) { return SQLITE_OK; }
+
+const sqlite3_io_methods k_wal_methods = {3,
+                                          wal_close,
+                                          wal_read,
+                                          wal_write,
+                                          wal_truncate,
+                                          wal_sync,
+                                          wal_file_size,
+                                          wal_lock,
+                                          wal_unlock,
+                                          wal_check_reserved_lock,
+                                          wal_file_control,
+                                          wal_sector_size,
+                                          wal_device_characteristics,
+                                          wal_shm_map,
+                                          wal_shm_lock,
+                                          wal_shm_barrier,
+                                          wal_shm_unmap,
+                                          wal_fetch,
+                                          wal_unfetch};
+
+// Opens a WAL through the unix VFS inside a WalFile.
+int open_wal(sqlite3_vfs* unix_vfs, const char* name, sqlite3_file* file, int flags,
+             int* out_flags) {
+  auto* wal = reinterpret_cast<WalFile*>(file);
+  wal->real = reinterpret_cast<sqlite3_file*>(wal + 1);
+  wal->written_end = -1;
+  wal->base.pMethods = nullptr;  // until the real file is open: SQLite then calls no method
+  int rc = unix_vfs->xOpen(unix_vfs, name, wal->real, flags, out_flags);
+  if (rc == SQLITE_OK && wal->real->pMethods != nullptr) wal->base.pMethods = &k_wal_methods;
+  return rc;
+}
 
 // The "idem" VFS: SQLite's "unix" VFS, except that a WAL that exists already is opened without
 // SQLITE_OPEN_CREATE. The unix VFS marks a WAL opened with the create flag for a folder sync at
@@ -16,12 +143,13 @@ namespace {
 int open_existing_wal(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, int flags,
                       int* out_flags) {
   auto* unix_vfs = static_cast<sqlite3_vfs*>(vfs->pAppData);
-  if (name != nullptr && (flags & SQLITE_OPEN_WAL) != 0 && (flags & SQLITE_OPEN_CREATE) != 0 &&
-      ::access(name, F_OK) == 0) {
-    int rc = unix_vfs->xOpen(unix_vfs, name, file, flags & ~SQLITE_OPEN_CREATE, out_flags);
+  if ((flags & SQLITE_OPEN_WAL) == 0)
+    return unix_vfs->xOpen(unix_vfs, name, file, flags, out_flags);
+  if (name != nullptr && (flags & SQLITE_OPEN_CREATE) != 0 && ::access(name, F_OK) == 0) {
+    int rc = open_wal(unix_vfs, name, file, flags & ~SQLITE_OPEN_CREATE, out_flags);
     if (rc == SQLITE_OK) return rc;  // else it went away meanwhile: create it
   }
-  return unix_vfs->xOpen(unix_vfs, name, file, flags, out_flags);
+  return open_wal(unix_vfs, name, file, flags, out_flags);
 }
 
 }  // namespace
@@ -40,6 +168,8 @@ const char* idem_vfs_name() {
     vfs.pNext = nullptr;
     vfs.pAppData = unix_vfs;
     vfs.xOpen = open_existing_wal;
+    // Room for a WalFile around any file the unix VFS opens.
+    vfs.szOsFile = int(sizeof(WalFile)) + unix_vfs->szOsFile;
     return sqlite3_vfs_register(&vfs, 0) == SQLITE_OK ? vfs.zName : nullptr;
   }();
   return name;

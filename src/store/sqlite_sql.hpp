@@ -197,6 +197,7 @@ inline constexpr const char* k_application_id = "PRAGMA application_id";
 // Every connection's settings once it is in WAL mode: every commit synced, no automatic
 // checkpoint (see sqlite_store.cpp), no function of the schema run with side effects.
 inline constexpr const char* k_journal_mode_wal = "PRAGMA journal_mode = WAL";
+inline constexpr const char* k_page_size = "PRAGMA page_size";
 inline constexpr const char* k_connection_settings =
     "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0; PRAGMA trusted_schema = OFF";
 

@@ -22,6 +22,8 @@
 // ("idem", over SQLite's own "unix") that opens an existing WAL without the create flag: SQLite
 // syncs the folder at the first commit of every connection that opened its WAL with that flag,
 // which is needed once, by the process that creates the WAL file, not by every run after it.
+// The same VFS extends the WAL with zeros ahead of its writes (sqlite_connection.cpp), so a
+// commit's sync writes over blocks the file has instead of growing it.
 #include <sqlite3.h>
 #include <sys/stat.h>
 
@@ -62,6 +64,8 @@ using core::Status;
 // Every process that opens the store alone (the usual case for `idem run`) rebuilds the WAL's
 // index by reading the whole WAL, so it is kept small: a run adds about 20 KiB.
 constexpr int64_t k_checkpoint_wal_bytes = 256 * 1024;
+// Each WAL frame is a page after a header of its own.
+constexpr int64_t k_wal_frame_header_bytes = 24;
 // The blob of doctor's trial write (check_writable): with its table's page and page 1, five
 // WAL frames (20 KiB), about what a run's claim writes (the record's pages, its history's).
 constexpr int64_t k_write_probe_bytes = 16 * 1024;
@@ -448,6 +452,16 @@ class SqliteStore final : public Store {
     make_private(path_, mode);
     enable_wal();
     exec(sqlite_sql::k_connection_settings);
+    // After wal_autocheckpoint = 0 (which removes any WAL hook): how long the WAL is, in frames,
+    // as SQLite counts it. The file is longer (the idem VFS extends it ahead of its writes).
+    sqlite3_wal_hook(db_, &SqliteStore::on_wal_commit, this);
+    Statement page_size(db_, sqlite_sql::k_page_size, path_);
+    if (page_size.step()) wal_frame_bytes_ = page_size.int_at(0) + k_wal_frame_header_bytes;
+  }
+
+  static int on_wal_commit(void* self, sqlite3*, const char*, int frames) {
+    static_cast<SqliteStore*>(self)->wal_frames_ = frames;
+    return SQLITE_OK;
   }
 
   // Switching a new file to WAL needs an exclusive lock, and SQLite answers SQLITE_BUSY at once
@@ -654,10 +668,8 @@ class SqliteStore final : public Store {
     return r;
   }
 
-  int64_t wal_bytes() const {
-    struct stat st {};
-    return ::stat((path_ + "-wal").c_str(), &st) == 0 ? int64_t(st.st_size) : 0;
-  }
+  // What the WAL holds after this connection's last commit or checkpoint.
+  int64_t wal_bytes() const { return wal_frames_ * wal_frame_bytes_; }
   bool wal_large() const { return wal_bytes() > k_checkpoint_wal_bytes; }
 
   // The size is looked at again behind the queue: of several writers that found the WAL large,
@@ -680,8 +692,14 @@ class SqliteStore final : public Store {
   // truncates the WAL to zero bytes. Readers still holding old snapshots make it return early
   // (false): that is not an error, the next one finishes the job.
   bool checkpoint_truncate_queued() {
-    return sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr) ==
-           SQLITE_OK;
+    int frames = -1;
+    const bool done = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, &frames,
+                                                nullptr) == SQLITE_OK;
+    if (done)
+      wal_frames_ = 0;
+    else if (frames >= 0)
+      wal_frames_ = frames;
+    return done;
   }
 
   std::string path_;
@@ -693,7 +711,9 @@ class SqliteStore final : public Store {
   // group is synced to make it durable (set_process_group).
   std::optional<std::pair<std::string, int64_t>> unsynced_claim_;
   int64_t busy_since_ms_ = 0;
-  int64_t wal_bytes_after_gc_ = 0;     // what gc's checkpoint could not empty (wal_bytes_after_gc)
+  int64_t wal_bytes_after_gc_ = 0;  // what gc's checkpoint could not empty (wal_bytes_after_gc)
+  int64_t wal_frames_ = 0;          // in the WAL after this connection's last commit
+  int64_t wal_frame_bytes_ = 4096 + k_wal_frame_header_bytes;  // a page and its frame header
   int opened_version_ = 0;             // PRAGMA user_version when the connection was opened
   int32_t opened_application_id_ = 0;  // PRAGMA application_id then
 };

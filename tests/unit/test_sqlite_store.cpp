@@ -157,6 +157,39 @@ TEST_CASE("store: a large outcome checkpoints and truncates the WAL", "[store]")
   CHECK(r->output == o.output);
 }
 
+// The idem VFS extends the WAL with zeros ahead of its frames (commits then write over blocks the
+// file has), never over frames another connection wrote since this one last looked.
+TEST_CASE("store: the WAL is extended ahead, never over another connection's frames", "[store]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  auto wal_size = [&] {
+    struct stat st {};
+    REQUIRE(::stat((path + "-wal").c_str(), &st) == 0);
+    return int64_t(st.st_size);
+  };
+  auto first = open_sqlite_store(path);
+  REQUIRE(first->claim(request("a0"), k_alive).verdict == Verdict::claim);
+  CHECK(wal_size() == 512 * 1024);
+  // Two connections take turns; each one's idea of the file's end is stale at every turn.
+  auto second = open_sqlite_store(path);
+  for (int i = 1; i < 40; ++i) {
+    Store& s = i % 2 ? *second : *first;
+    REQUIRE(s.claim(request("a" + std::to_string(i)), k_alive).verdict == Verdict::claim);
+  }
+  CHECK(wal_size() == 1024 * 1024);
+  // Closed and opened again: the WAL's index is rebuilt from the file, frame by frame, and stops
+  // at the first frame that is not valid: zeros written over a frame would lose every later one.
+  first.reset();
+  second.reset();
+  auto reopened = open_sqlite_store(path);
+  for (int i = 0; i < 40; ++i) {
+    CAPTURE(i);
+    CHECK(reopened->get("a" + std::to_string(i)).has_value());
+  }
+  RawDb raw(path);
+  CHECK(raw.text("PRAGMA integrity_check") == "ok");
+}
+
 TEST_CASE("store: records survive reopening; WAL journal", "[store]") {
   TempDir dir;
   const std::string path = dir / "idem.db";
