@@ -1,11 +1,14 @@
 // The daemon's background work (serve/background.hpp): nobody waits for its answer, so what it
 // throws is logged, one JSON line on stderr, and the drain still joins it.
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <future>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "serve/background.hpp"
 
@@ -48,6 +51,24 @@ TEST_CASE("background: what background work throws is logged as background_faile
   CHECK(logged.at("error") == "store idem.db: disk I/O error");
   CHECK(logged.at("time").get<std::string>().size() >= 20);
   CHECK_FALSE(std::getline(lines, line));
+}
+
+// A thread that finished its job takes the next one: no thread is made and torn down per job.
+TEST_CASE("background: a thread that finished a job takes the next one", "[serve]") {
+  idem::http::Background background;
+  std::promise<std::thread::id> first;
+  background.spawn([&] { first.set_value(std::this_thread::get_id()); });
+  const std::thread::id ran_first = first.get_future().get();
+  // Until the thread says it waits for work (it does so right after its job).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (background.idle_threads() == 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::yield();
+  REQUIRE(background.idle_threads() == 1);
+  std::promise<std::thread::id> second;
+  background.spawn([&] { second.set_value(std::this_thread::get_id()); });
+  CHECK(second.get_future().get() == ran_first);
+  background.wait();
+  CHECK(background.idle_threads() == 0);
 }
 
 }  // namespace unit_background
