@@ -14,10 +14,12 @@ pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 pg_url="" pg_dir=""
 pg_clients=(1 8 32)
 
-# pg_start: the throwaway cluster; sets pg_url and pg_dir (PGPASSFILE exported for idem, psql and
-# pgbench alike: the password is never on argv).
+# pg_start: the throwaway cluster, unless it runs already; sets pg_url and pg_dir (PGPASSFILE
+# exported for idem, psql and pgbench alike: the password is never on argv).
 pg_start() {
   local env
+  mkdir -p "$dir/pg"
+  [[ -z $pg_url ]] || return 0
   env=$("$root/scripts/pg_cluster.sh" start) || { echo "FAIL: pg_cluster.sh start"; exit 1; }
   eval "$env"
   pg_url=$IDEM_TEST_PG_URL pg_dir=$IDEM_TEST_PG_DIR
@@ -29,7 +31,7 @@ pg_start() {
 pg_cleanup() {
   [[ -n $pg_dir ]] || return 0
   "$root/scripts/pg_cluster.sh" stop "$pg_dir" || true
-  pg_dir=""
+  pg_dir="" pg_url=""
 }
 
 pg_sql() { "$pg_bin/psql" -X -q -v ON_ERROR_STOP=1 -d "$pg_url" "$@"; }
@@ -102,7 +104,6 @@ pg_floor() {
 # claim (the floor's rate over idem's) within 1.5x of pgbench -C's.
 bench_pg_claims() {
   echo "== PostgreSQL: idem run (1, 8, 32 processes, ${pg_s}s each) vs pgbench sending the same SQL"
-  mkdir -p "$dir/pg"
   pg_start
   IDEM_STORE=$pg_url "$idem" run -q -k pg-done -- true
   pg_floor_files
@@ -131,38 +132,16 @@ bench_pg_claims() {
   done
 }
 
-# pg_serve_compare MODE (dup or new): ROUNDS rounds of wrk against `idem serve` with its store on
-# PostgreSQL and on SQLite (alternating which goes first). Sets S_PRPS S_PP99 S_SRPS S_SP99
-# (medians) and S_BAD.
-pg_serve_compare() {
-  local mode=$1 r prps=() pp99=() srps=() sp99=() who
-  S_BAD=0
-  serve_files
-  for ((r = 0; r < rounds; r++)); do
-    local order=(pg sqlite)
-    ((r % 2 == 0)) || order=(sqlite pg)
-    for who in "${order[@]}"; do
-      if [[ $who == pg ]]; then IDEM_STORE=$pg_url start_idem_serve; else start_idem_serve; fi
-      curl -s -o /dev/null -X POST -H 'X-Delivery: duplicate' --data '{}' "$SERVE_URL"
-      wrk_run "$SERVE_URL" "$mode.lua" "$who-$mode-$r"
-      stop_pid "$SERVE_PID"
-      if [[ $who == pg ]]; then prps+=("$WRK_RPS") pp99+=("$WRK_P99"); else srps+=("$WRK_RPS") sp99+=("$WRK_P99"); fi
-      S_BAD=$((S_BAD + WRK_BAD))
-    done
-  done
-  S_PRPS=$(median "${prps[@]}") S_PP99=$(median "${pp99[@]}")
-  S_SRPS=$(median "${srps[@]}") S_SP99=$(median "${sp99[@]}")
-}
-
 bench_pg_serve() {
   local mode label
+  pg_start
   for mode in dup new; do
     label="duplicate deliveries (replays)"
     [[ $mode == dup ]] || label="new deliveries running \`/bin/true\`"
     echo "== serve, ${label//\`/}: store on PostgreSQL vs SQLite"
-    pg_serve_compare "$mode"
-    row "\`serve\` on PostgreSQL, $label" "$(commas "$S_PRPS") req/s, p99 $S_PP99 ms" \
-      "SQLite store $(commas "$S_SRPS") req/s, p99 $S_SP99 ms" "$(ratio "$S_PRPS" "$S_SRPS")× req/s" \
+    serve_compare "$mode" pg sqlite
+    row "\`serve\` on PostgreSQL, $label" "$(commas "$S_IRPS") req/s, p99 $S_IP99 ms" \
+      "SQLite store $(commas "$S_WRPS") req/s, p99 $S_WP99 ms" "$(ratio "$S_IRPS" "$S_WRPS")× req/s" \
       "none (context)" "$( ((S_BAD == 0)) && echo — || echo '**no**')"
     ((S_BAD == 0)) || echo "  (non-2xx answers or socket errors: $S_BAD)"
   done
@@ -215,6 +194,7 @@ pg_scale_loop() {
 bench_pg_gc() {
   echo "== PostgreSQL: gc of $records records (half expired), 2 loops of runs alongside"
   local t0 i idle99 gc_ms gc_rc=0 l
+  pg_start
   t0=$(now_us)
   pg_fill "$records"
   echo "  filled in $((($(now_us) - t0) / 1000)) ms"

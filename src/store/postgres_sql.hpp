@@ -174,19 +174,11 @@ const char* select_record(bool with_output, bool for_update);
 // The claim (store/claim_flow.hpp): $1 key, $2 fingerprint, $3 kind, $4 attempt, $5..$8 and $15,
 // $16 the owner (host, boot id, pid, start; machine id, pid namespace), $9 now, $10 TTL, $11
 // request, $12 token, $13 lease end (NULL: none), $14 replay_failures (0 or 1); $17 the attempt
-// replaced. The insert returns a row when it inserted.
+// replaced, or for the insert the attempt's trigger. The insert returns a row when it inserted,
+// and then has written the key's first history entry too (k_history_start's, in the same
+// statement: a new key's claim is one round trip between BEGIN and COMMIT). A key without a
+// record has no history (its rows go with the record), so that entry is number 1.
 inline constexpr const char* k_claim_insert = R"sql(
-          INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
-                                    owner_boot_id, owner_pid, owner_start, started_at, ttl_ms,
-                                    request, attempt_token, lease_expires, replay_failures,
-                                    owner_machine_id, owner_pid_ns)
-          VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0,
-                  $15, $16)
-          ON CONFLICT (key) DO NOTHING RETURNING attempt)sql";
-// The same and, when it inserted, the key's first history entry (k_history_start's, $17 the
-// trigger), in one statement: a new key's claim is one round trip between BEGIN and COMMIT. A key
-// without a record has no history (its rows go with the record), so the entry is number 1.
-inline constexpr const char* k_claim_insert_with_history = R"sql(
           WITH c AS (
             INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
                                       owner_boot_id, owner_pid, owner_start, started_at, ttl_ms,
@@ -194,11 +186,11 @@ inline constexpr const char* k_claim_insert_with_history = R"sql(
                                       owner_machine_id, owner_pid_ns)
             VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0,
                     $15, $16)
-            ON CONFLICT (key) DO NOTHING RETURNING key, attempt),
+            ON CONFLICT (key) DO NOTHING RETURNING attempt),
           h AS (
             INSERT INTO idem_attempts (key, number, started_by, owner_host, owner_pid, started_at,
                                        outcome)
-            SELECT key, 1, $17, $5, $7, $9, 'running' FROM c)
+            SELECT $1, 1, $17, $5, $7, $9, 'running' FROM c)
           SELECT attempt FROM c)sql";
 inline constexpr const char* k_claim_replace = R"sql(
           UPDATE idem_records SET fingerprint = $2, kind = $3, status = 'running', attempt = $4,

@@ -465,8 +465,7 @@ class PostgresStore final : public Store {
     bool insert(const ClaimRequest& req, int64_t attempt, const std::string& token) override {
       Params p = claim_params(req, attempt, token);
       p.text(trigger_of(req));
-      history_started_ =
-          store_.conn().exec(postgres_sql::k_claim_insert_with_history, p).rows() == 1;
+      history_started_ = store_.conn().exec(postgres_sql::k_claim_insert, p).rows() == 1;
       return history_started_;
     }
     bool replace(const ClaimRequest& req, int64_t attempt, const std::string& token,
