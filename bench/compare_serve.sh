@@ -97,28 +97,35 @@ wrk_run() {
   ((WRK_BAD == 0)) || grep -E 'Non-2xx|Socket errors' "$out" | sed 's/^/    /'
 }
 
-# serve_compare MODE (dup or new): ROUNDS rounds of wrk against idem then webhook (alternating
-# which goes first). Sets S_IRPS S_IP99 S_WRPS S_WP99 (medians over rounds) and S_BAD.
+# serve_start WHO: starts one side, sets SIDE_URL and SIDE_PID. idem: the daemon on compare.sh's
+# SQLite store (also "sqlite"); pg: the same daemon on the PostgreSQL cluster of compare_pg.sh;
+# webhook. idem's side gets the duplicate delivery once before wrk, so that every request of the
+# dup load is a replay.
+serve_start() {
+  case $1 in
+    webhook) start_webhook; SIDE_URL=$WEBHOOK_URL SIDE_PID=$WEBHOOK_PID; return ;;
+    pg) IDEM_STORE=$pg_url start_idem_serve ;;
+    *) start_idem_serve ;;
+  esac
+  SIDE_URL=$SERVE_URL SIDE_PID=$SERVE_PID
+  curl -s -o /dev/null -X POST -H 'X-Delivery: duplicate' --data '{}' "$SERVE_URL"
+}
+
+# serve_compare MODE (dup or new) [A B]: ROUNDS rounds of wrk against side A (default idem) and
+# side B (default webhook), alternating which goes first. Sets S_IRPS S_IP99 (A's medians over
+# rounds), S_WRPS S_WP99 (B's) and S_BAD.
 serve_compare() {
-  local mode=$1 r irps=() ip99=() wrps=() wp99=()
+  local mode=$1 a=${2:-idem} b=${3:-webhook} r irps=() ip99=() wrps=() wp99=()
   S_BAD=0
   serve_files
   for ((r = 0; r < rounds; r++)); do
-    local order=(idem webhook) who
-    ((r % 2 == 0)) || order=(webhook idem)
+    local order=("$a" "$b") who
+    ((r % 2 == 0)) || order=("$b" "$a")
     for who in "${order[@]}"; do
-      if [[ $who == idem ]]; then
-        start_idem_serve
-        curl -s -o /dev/null -X POST -H 'X-Delivery: duplicate' --data '{}' "$SERVE_URL"
-        wrk_run "$SERVE_URL" "$mode.lua" "idem-$mode-$r"
-        stop_pid "$SERVE_PID"
-        irps+=("$WRK_RPS") ip99+=("$WRK_P99")
-      else
-        start_webhook
-        wrk_run "$WEBHOOK_URL" "$mode.lua" "webhook-$mode-$r"
-        stop_pid "$WEBHOOK_PID"
-        wrps+=("$WRK_RPS") wp99+=("$WRK_P99")
-      fi
+      serve_start "$who"
+      wrk_run "$SIDE_URL" "$mode.lua" "$who-$mode-$r"
+      stop_pid "$SIDE_PID"
+      if [[ $who == "$a" ]]; then irps+=("$WRK_RPS") ip99+=("$WRK_P99"); else wrps+=("$WRK_RPS") wp99+=("$WRK_P99"); fi
       S_BAD=$((S_BAD + WRK_BAD))
     done
   done

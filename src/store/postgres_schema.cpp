@@ -23,7 +23,10 @@ void migrate_locked(Connection& conn, int64_t lock_timeout_ms) {
 
 int schema_version(Connection& conn, bool lock) {
   Result r = conn.exec(postgres_sql::schema_version(lock));
-  const int version = r.rows() == 0 ? 0 : int(r.int_at(0, 0));
+  return understood_version(r.rows() == 0 ? 0 : int(r.int_at(0, 0)));
+}
+
+int understood_version(int version) {
   if (version > postgres_sql::k_schema_version)
     throw PgError{"XX000", "schema version " + std::to_string(version) +
                                " is newer than this idem understands (" +
@@ -31,10 +34,10 @@ int schema_version(Connection& conn, bool lock) {
   return version;
 }
 
-int migrate(Connection& conn, int64_t lock_timeout_ms) {
+int migrate(Connection& conn, int64_t lock_timeout_ms, std::optional<int> found) {
   int opened = 0;
   try {
-    opened = schema_version(conn, false);
+    opened = found ? understood_version(*found) : schema_version(conn, false);
     if (opened == postgres_sql::k_schema_version) return opened;
   } catch (const PgError& e) {
     if (e.sqlstate != "42P01") throw;  // undefined_table: a new database

@@ -159,6 +159,12 @@ const char* schema_version(bool lock);
 inline constexpr const char* k_set_up_session =
     "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint, "
     "set_config('lock_timeout', $1, false)";
+// The same and the schema version, for a connection's first round trip (a command's first
+// statement): fails with 42P01 where idem's tables are not there yet, and returns no row without
+// the version's row; the caller then sets the session up alone and migrates.
+inline constexpr const char* k_set_up_session_and_version =
+    "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint, "
+    "set_config('lock_timeout', $1, false), version FROM idem_schema WHERE id = 1";
 inline constexpr const char* k_server_version = "SELECT current_setting('server_version')";
 
 // The key's record ($1): k_record_columns, then its output (NULL unless `with_output`); locked
@@ -168,15 +174,24 @@ const char* select_record(bool with_output, bool for_update);
 // The claim (store/claim_flow.hpp): $1 key, $2 fingerprint, $3 kind, $4 attempt, $5..$8 and $15,
 // $16 the owner (host, boot id, pid, start; machine id, pid namespace), $9 now, $10 TTL, $11
 // request, $12 token, $13 lease end (NULL: none), $14 replay_failures (0 or 1); $17 the attempt
-// replaced. The insert returns a row when it inserted.
+// replaced, or for the insert the attempt's trigger. The insert returns a row when it inserted,
+// and then has written the key's first history entry too (k_history_start's, in the same
+// statement: a new key's claim is one round trip between BEGIN and COMMIT). A key without a
+// record has no history (its rows go with the record), so that entry is number 1.
 inline constexpr const char* k_claim_insert = R"sql(
-          INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
-                                    owner_boot_id, owner_pid, owner_start, started_at, ttl_ms,
-                                    request, attempt_token, lease_expires, replay_failures,
-                                    owner_machine_id, owner_pid_ns)
-          VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0,
-                  $15, $16)
-          ON CONFLICT (key) DO NOTHING RETURNING attempt)sql";
+          WITH c AS (
+            INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
+                                      owner_boot_id, owner_pid, owner_start, started_at, ttl_ms,
+                                      request, attempt_token, lease_expires, replay_failures,
+                                      owner_machine_id, owner_pid_ns)
+            VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0,
+                    $15, $16)
+            ON CONFLICT (key) DO NOTHING RETURNING attempt),
+          h AS (
+            INSERT INTO idem_attempts (key, number, started_by, owner_host, owner_pid, started_at,
+                                       outcome)
+            SELECT $1, 1, $17, $5, $7, $9, 'running' FROM c)
+          SELECT attempt FROM c)sql";
 inline constexpr const char* k_claim_replace = R"sql(
           UPDATE idem_records SET fingerprint = $2, kind = $3, status = 'running', attempt = $4,
                  owner_host = $5, owner_boot_id = $6, owner_pid = $7, owner_start = $8,

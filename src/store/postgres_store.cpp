@@ -28,6 +28,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -101,13 +102,14 @@ class PostgresStore final : public Store {
       : where_(where) {
     // PostgreSQL reads a lock_timeout of 0 as no limit; a busy timeout of 0 means not waiting.
     lock_timeout_ms_ = std::max<int64_t>(busy_timeout_in_force(busy_timeout_ms), 1);
+    std::optional<int> found;
     guarded("connect", [&] {
       conn_.emplace(where_);
-      set_up_session();
+      found = set_up_session(true);
       return 0;
     });
     guarded("create or migrate idem's tables", [&] {
-      opened_version_ = migrate(conn(), lock_timeout_ms_);
+      opened_version_ = migrate(conn(), lock_timeout_ms_, found);
       return 0;
     });
   }
@@ -382,14 +384,32 @@ class PostgresStore final : public Store {
 
   // In one round trip: how long a row lock is waited for (the busy timeout; its error, 55P03,
   // is transient), and the server's clock minus this host's, measured once per connection (0
-  // within tolerance).
-  void set_up_session() {
-    const int64_t before = host_wall_ms();
-    Result r = conn().exec(postgres_sql::k_set_up_session,
-                           Params().text(std::to_string(lock_timeout_ms_)));
+  // within tolerance). `with_version` (a new store): in the same round trip, the schema version,
+  // returned when idem's tables hold one (else a second round trip sets the session up alone).
+  std::optional<int> set_up_session(bool with_version = false) {
+    const Params lock_timeout = Params().text(std::to_string(lock_timeout_ms_));
+    int64_t before = host_wall_ms();
+    std::optional<Result> r;
+    if (with_version) {
+      try {
+        r.emplace(conn().exec(postgres_sql::k_set_up_session_and_version, lock_timeout));
+        if (r->rows() == 0) r.reset();  // the version's row is missing: migrate() adds it
+      } catch (const PgError& e) {
+        // A new database (42P01), or a table this role may not read: the two steps below meet it
+        // again and say so as before. A lost connection is not met by a second try here.
+        if (e.sqlstate.empty()) throw;
+      }
+    }
+    const bool versioned = r.has_value();
+    if (!versioned) {
+      before = host_wall_ms();
+      r.emplace(conn().exec(postgres_sql::k_set_up_session, lock_timeout));
+    }
     const int64_t after = host_wall_ms();
-    const int64_t offset = r.int_at(0, 0) - (before + after) / 2;
+    const int64_t offset = r->int_at(0, 0) - (before + after) / 2;
     clock_offset_ms_ = std::llabs(offset) > k_clock_tolerance_ms ? offset : 0;
+    if (!versioned) return std::nullopt;
+    return int(r->int_at(0, 2));
   }
   int64_t server_ms(int64_t host_ms) const { return host_ms == 0 ? 0 : host_ms + clock_offset_ms_; }
 
@@ -440,10 +460,13 @@ class PostgresStore final : public Store {
     std::optional<Record> read_with_output(const std::string& key) override {
       return store_.select_record(key, true, false);
     }
+    // With the attempt's history entry, which the flow asks for next (start_history, not
+    // afresh: nothing was there): one round trip less per new key.
     bool insert(const ClaimRequest& req, int64_t attempt, const std::string& token) override {
-      return store_.conn()
-                 .exec(postgres_sql::k_claim_insert, claim_params(req, attempt, token))
-                 .rows() == 1;
+      Params p = claim_params(req, attempt, token);
+      p.text(trigger_of(req));
+      history_started_ = store_.conn().exec(postgres_sql::k_claim_insert, p).rows() == 1;
+      return history_started_;
     }
     bool replace(const ClaimRequest& req, int64_t attempt, const std::string& token,
                  int64_t observed) override {
@@ -468,9 +491,10 @@ class PostgresStore final : public Store {
       store_.conn().exec(postgres_sql::k_delete_record, Params().text(key));
     }
     void start_history(const ClaimRequest& req, bool afresh) override {
+      if (std::exchange(history_started_, false)) return;  // insert() wrote it
       if (afresh) store_.conn().exec(postgres_sql::k_history_clear, Params().text(req.key));
       Params p;
-      p.text(req.key).text(req.trigger.empty() ? core::trigger_of_kind(req.kind) : req.trigger);
+      p.text(req.key).text(trigger_of(req));
       p.text(req.owner.host).integer(req.owner.pid).integer(req.now_ms);
       store_.conn().exec(postgres_sql::k_history_start, p);
     }
@@ -485,7 +509,12 @@ class PostgresStore final : public Store {
     std::string where() const override { return store_.where_.display(); }
 
    private:
+    static std::string trigger_of(const ClaimRequest& req) {
+      return req.trigger.empty() ? std::string(core::trigger_of_kind(req.kind)) : req.trigger;
+    }
+
     PostgresStore& store_;
+    bool history_started_ = false;  // the last insert() wrote the attempt's history entry
   };
 
   static Params claim_params(const ClaimRequest& req, int64_t attempt, const std::string& token) {
