@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -148,6 +149,70 @@ IDEM_RAW_CHILD int exec_on_path(const char* path, char** argv, char** envp) {
 }
 
 }  // namespace
+
+// idem_clone_vm(flags, stack_top, fn, arg): the clone system call, whose child calls fn(arg) on
+// the new stack and exits with what it returns. fn and arg travel on the new stack, as the
+// child has no other memory of its own.
+#if defined(__x86_64__)
+asm(R"(
+  .text
+  .p2align 4
+  .type idem_clone_vm, @function
+idem_clone_vm:
+  and $-16, %rsi
+  sub $16, %rsi
+  mov %rdx, 0(%rsi)
+  mov %rcx, 8(%rsi)
+  xor %edx, %edx
+  xor %r10d, %r10d
+  xor %r8d, %r8d
+  mov $56, %eax
+  syscall
+  test %rax, %rax
+  jnz 1f
+  xor %ebp, %ebp
+  pop %rax
+  pop %rdi
+  call *%rax
+  mov %eax, %edi
+  mov $231, %eax
+  syscall
+  hlt
+1:
+  ret
+  .size idem_clone_vm, .-idem_clone_vm
+)");
+#elif defined(__aarch64__)
+asm(R"(
+  .text
+  .p2align 2
+  .type idem_clone_vm, %function
+idem_clone_vm:
+  and x1, x1, #-16
+  stp x2, x3, [x1, #-16]!
+  mov x2, xzr
+  mov x3, xzr
+  mov x4, xzr
+  mov x8, #220
+  svc #0
+  cbnz x0, 1f
+  ldp x1, x0, [sp], #16
+  blr x1
+  mov x8, #94
+  svc #0
+1:
+  ret
+  .size idem_clone_vm, .-idem_clone_vm
+)");
+#endif
+
+#if IDEM_CHILD_SHARES_MEMORY
+extern "C" long idem_clone_vm(unsigned long flags, void* stack_top, int (*fn)(void*), void* arg);
+
+long clone_child(ChildPlan& plan, void* stack_top) {
+  return idem_clone_vm(CLONE_VM | SIGCHLD, stack_top, child_exec, &plan);
+}
+#endif
 
 IDEM_RAW_CHILD int child_exec(void* opaque) {
   const ChildPlan& plan = *static_cast<const ChildPlan*>(opaque);

@@ -39,7 +39,14 @@ struct ChildPlan {
   uint64_t reset_signals = 0;
 };
 
-// The child's body, for clone(): its own process group, PR_SET_PDEATHSIG SIGKILL and the parent
+// Creates a process that shares this one's memory (CLONE_VM, and SIGCHLD to its parent when it
+// ends) and runs child_exec(plan) on the stack that ends at `stack_top`. Returns its pid, or
+// -errno. Not libc's clone(): a sanitizer intercepts that one as a fork, and would update its
+// per-process state from the child, in the parent's memory. Only where
+// IDEM_CHILD_SHARES_MEMORY.
+long clone_child(ChildPlan& plan, void* stack_top);
+
+// The child's body: its own process group, PR_SET_PDEATHSIG SIGKILL and the parent
 // check, the go byte, signals at their defaults and an empty mask, fds 0-2, cwd, then the PATH
 // lookup of glibc's execvpe (EACCES wins over ENOENT; ENOEXEC runs the file under /bin/sh). A
 // failure writes its errno to status_fd and exits 127. Never returns. `plan` is a ChildPlan*.

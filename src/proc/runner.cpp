@@ -3,10 +3,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -134,7 +134,16 @@ struct Child {
   pid_t pid;
   util::Fd out;
   util::Fd err;
+  // Readable once the command has exited; invalid where the kernel has no pidfd_open (SIGCHLD
+  // through the self-pipe tells then).
+  util::Fd exit;
 };
+
+// A descriptor that becomes readable when `pid` exits. It replaces SIGCHLD for the wait: a
+// signal goes to one thread of the process and its byte to the one self-pipe every thread
+// running a command polls, so in the daemon each command's exit woke every such thread (all but
+// one for nothing), and the thread whose command it was learnt of it from the pipe's EOF only.
+util::Fd exit_descriptor(pid_t pid) { return util::Fd(int(::syscall(SYS_pidfd_open, pid, 0))); }
 
 // Hands the group to on_spawn before the command can start anything. If it throws, the child
 // (which has not exec'd: nothing of the command ran) is killed and reaped.
@@ -239,10 +248,9 @@ pid_t create_child(ChildPlan& plan) {
   sigset_t saved;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &saved);
-  pid_t pid = ::clone(child_exec, top, CLONE_VM | SIGCHLD, &plan);
-  int err = errno;
+  const long pid = clone_child(plan, top);
   ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-  return pid < 0 ? -err : pid;
+  return pid_t(pid);
 #else
   pid_t pid = ::fork();
   if (pid == 0) child_exec(&plan);
@@ -272,7 +280,7 @@ std::optional<Child> spawn(const RunSpec& spec, RunResult& result) {
   result.exec_errno = read_exec_error(pipes.status.read);
   result.started = result.exec_errno == 0;
   if (result.started) IDEM_CRASH_POINT("running");
-  return Child{pid, std::move(pipes.out.read), std::move(pipes.err.read)};
+  return Child{pid, std::move(pipes.out.read), std::move(pipes.err.read), exit_descriptor(pid)};
 }
 
 // Watches a spawned command to its end: one loop drains both pipes (a full 64 KiB pipe would
@@ -309,7 +317,11 @@ class Watch {
         break;
       }
       std::vector<pollfd> fds;
-      fds.push_back({g_signal_pipe[0], POLLIN, 0});
+      // The self-pipe only when it can say something to this command: a signal to forward (run
+      // handles INT, TERM and HUP), or SIGCHLD when there is no pidfd.
+      if (!child_.exit.valid() || (g_handled & ~(uint64_t(1) << SIGCHLD)) != 0)
+        fds.push_back({g_signal_pipe[0], POLLIN, 0});
+      if (child_.exit.valid() && !exited_) fds.push_back({child_.exit.get(), POLLIN, 0});
       if (spec_.stop_fd >= 0 && !result_.stopped) fds.push_back({spec_.stop_fd, POLLIN, 0});
       if (child_.out.valid()) fds.push_back({child_.out.get(), POLLIN, 0});
       if (child_.err.valid()) fds.push_back({child_.err.get(), POLLIN, 0});
@@ -321,6 +333,8 @@ class Watch {
         if (p.revents == 0) continue;
         if (p.fd == g_signal_pipe[0]) {
           read_signals();
+        } else if (child_.exit.valid() && p.fd == child_.exit.get()) {
+          reap(WNOHANG);
         } else if (p.fd == spec_.stop_fd) {
           stop();
         } else if (child_.out.valid() && p.fd == child_.out.get()) {
