@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace idem::store {
@@ -50,7 +51,10 @@ class WriteQueue {
     // first in the queue as a batch ends and so leads the next one. No thundering herd.
     pending.wakeup.wait(lock, [&] { return pending.done || !leading_; });
     if (!pending.done) lead(mine, lock);
-    if (pending.error) std::rethrow_exception(pending.error);
+    // Taken out (under the lock, for a writer the leader woke): the Pending may end in the
+    // leader's thread, and the error must not end with it while this thread still uses it.
+    std::exception_ptr error = std::exchange(pending.error, nullptr);
+    if (error) std::rethrow_exception(error);
   }
 
   // Held by whoever runs a transaction on the file in this process: a batch's leader, or a
