@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command from the tree to a Debian package: installs the packages it needs, builds a Release
-# idem without test hooks in build-pkg/, packs it with CPack's DEB generator (binary, idem-spawn
-# and idem-pg in /usr/libexec/idem, man pages, completions, systemd units; runtime dependencies
+# idem without test hooks in build-pkg/, packs it with CPack's DEB generator (binary, idem-pg
+# in /usr/libexec/idem, man pages, completions, systemd units; runtime dependencies
 # found by dpkg-shlibdeps) and runs lintian over it. Prints the package's path last.
 # Install it with: apt-get install ./build-pkg/idem_*.deb
 set -euo pipefail

@@ -154,7 +154,7 @@ class HookEffect final : public DeliveryEffect {
   core::Outcome perform(const engine::Attempt& attempt) override {
     util::Fd stdin_fd = util::memory_file("idem-body", delivery_.body);
     if (!stdin_fd.valid()) throw Error(k_exit_internal, "cannot buffer the request body");
-    engine::CommandEffect command(proc::daemon_runner(), spec(stdin_fd.get()));
+    engine::CommandEffect command(proc::spawning_runner(), spec(stdin_fd.get()));
     core::Outcome o = command.perform(attempt);
     answer_ = answer_of(command.result(), o);
     o.response = stored_answer(answer_);

@@ -2,10 +2,11 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "proc/child_exec.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
 #include "util/crash_point.hpp"
@@ -43,7 +45,7 @@ void on_signal(int sig) {
 
 void handle(int sig) {
   g_handled |= uint64_t(1) << sig;
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   // SA_RESTART: a signal must not turn SQLite's or stdio's system calls into errors.
@@ -60,7 +62,8 @@ struct Pipe {
 
 Pipe make_pipe() {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe: ") + strerror(errno));
   return Pipe{util::Fd(fds[0]), util::Fd(fds[1])};
 }
 
@@ -83,19 +86,20 @@ struct LiveSink {
   }
 };
 
-// What idem handles or ignores, given back their defaults in the command.
+// What idem handles or ignores, given back their defaults in the command (and any other signal
+// idem has a handler for: see ChildPlan::reset_signals).
 constexpr int k_reset_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT, SIGXFSZ};
 
-// Everything the child needs, prepared before fork so the child only calls async-signal-safe
-// functions.
+// Everything the child needs, prepared before it exists: it only makes raw system calls.
 struct ExecPlan {
   std::vector<std::string> env_storage;
+  // A free slot, then the command's argv: a file without '#!' runs as `/bin/sh file args`.
   std::vector<char*> argv;
   std::vector<char*> envp;
+  ChildPlan child;
 };
 
-ExecPlan make_plan(const RunSpec& spec) {
-  ExecPlan plan;
+void make_plan(const RunSpec& spec, ExecPlan& plan) {
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     std::string_view entry(*e);
     bool overridden = std::any_of(spec.extra_env.begin(), spec.extra_env.end(), [&](auto& kv) {
@@ -111,51 +115,35 @@ ExecPlan make_plan(const RunSpec& spec) {
   for (const auto& [name, value] : spec.extra_env) plan.env_storage.push_back(name + "=" + value);
   for (auto& e : plan.env_storage) plan.envp.push_back(e.data());
   plan.envp.push_back(nullptr);
+  plan.argv.push_back(nullptr);
   for (const auto& a : spec.argv) plan.argv.push_back(const_cast<char*>(a.c_str()));
   plan.argv.push_back(nullptr);
-  return plan;
+  ChildPlan& child = plan.child;
+  child.argv = plan.argv.data() + 1;
+  child.envp = plan.envp.data();
+  child.path = ::getenv("PATH");  // execvpe's rule: idem's PATH, not the command's
+  child.cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
+  child.parent = ::getpid();
+  child.stdin_fd = spec.stdin_fd;
+  for (int sig : k_reset_signals) child.reset_signals |= uint64_t(1) << sig;
 }
 
-[[noreturn]] void exec_child(const RunSpec& spec, ExecPlan& plan, pid_t parent, int out_fd,
-                             int err_fd, int status_fd, int go_fd, int go_write_fd) {
-  ::setpgid(0, 0);
-  // If idem is killed (even with SIGKILL) the command is killed too, so a record shown as
-  // abandoned is not still doing its work behind the user's back. That reaches this process
-  // only: what it starts is found again through the process group idem records.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) _exit(127);
-  // Wait until idem has recorded the group: one byte means go, EOF means idem gave up or died.
-  ::close(go_write_fd);
-  char go = 0;
-  ssize_t got;
-  do got = ::read(go_fd, &go, 1);
-  while (got < 0 && errno == EINTR);
-  if (got != 1) _exit(127);
-  for (int sig : k_reset_signals) ::signal(sig, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (spec.stdin_fd != 0) ::dup2(spec.stdin_fd, 0);
-  ::dup2(out_fd, 1);
-  ::dup2(spec.stderr_to_stdout ? out_fd : err_fd, 2);
-  if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
-    int err = errno;
-    [[maybe_unused]] ssize_t n = ::write(status_fd, &err, sizeof err);
-    _exit(127);
-  }
-  ::execvpe(plan.argv[0], plan.argv.data(), plan.envp.data());
-  int err = errno;
-  [[maybe_unused]] ssize_t n = ::write(status_fd, &err, sizeof err);
-  _exit(127);
-}
-
-// A forked command: its pid (the leader of its own group) and the read ends of its stdout and
+// A started command: its pid (the leader of its own group) and the read ends of its stdout and
 // stderr.
 struct Child {
   pid_t pid;
   util::Fd out;
   util::Fd err;
+  // Readable once the command has exited; invalid where the kernel has no pidfd_open (SIGCHLD
+  // through the self-pipe tells then).
+  util::Fd exit;
 };
+
+// A descriptor that becomes readable when `pid` exits. It replaces SIGCHLD for the wait: a
+// signal goes to one thread of the process and its byte to the one self-pipe every thread
+// running a command polls, so in the daemon each command's exit woke every such thread (all but
+// one for nothing), and the thread whose command it was learnt of it from the pipe's EOF only.
+util::Fd exit_descriptor(pid_t pid) { return util::Fd(int(::syscall(SYS_pidfd_open, pid, 0))); }
 
 // Hands the group to on_spawn before the command can start anything. If it throws, the child
 // (which has not exec'd: nothing of the command ran) is killed and reaped.
@@ -179,15 +167,28 @@ void send_go(util::Fd& go) {
   go.reset();
 }
 
-// The errno exec failed with, written by the child; 0 (EOF: close-on-exec) when exec succeeded.
+// The errno a failed chdir or exec wrote; 0 when exec succeeded. Reads to EOF (close-on-exec,
+// or the child's exit): only then has the child left idem's memory, its stack and the plan.
 int read_exec_error(const util::Fd& status) {
   int exec_error = 0;
+  size_t have = 0;
   for (;;) {
-    ssize_t n = ::read(status.get(), &exec_error, sizeof exec_error);
+    int more = 0;
+    ssize_t n = ::read(status.get(), &more, sizeof more);
     if (n < 0 && errno == EINTR) continue;
-    if (n != ssize_t(sizeof exec_error)) exec_error = 0;
-    return exec_error;
+    if (n <= 0) return have == sizeof exec_error ? exec_error : 0;
+    if (have == 0 && n == ssize_t(sizeof more)) exec_error = more;
+    have += size_t(n);
   }
+}
+
+// The same descriptor, moved above 0-2 if needed: the child makes fds 0-2 the command's, which
+// must not overwrite one it has still to use.
+void move_above_std_fds(util::Fd& fd) {
+  if (fd.get() > 2) return;
+  int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
+  if (moved < 0) throw std::runtime_error(std::string("fcntl: ") + strerror(errno));
+  fd = util::Fd(moved);
 }
 
 // The pipes between idem and a starting command: its stdout and stderr, the exec status (the
@@ -197,11 +198,79 @@ struct ChildPipes {
   Pipe err = make_pipe();
   Pipe status = make_pipe();
   Pipe go = make_pipe();
+  ChildPipes(const RunSpec& spec, ChildPlan& plan) {
+    for (util::Fd* fd : {&out.write, &err.write, &status.write, &go.read}) move_above_std_fds(*fd);
+    plan.out_fd = out.write.get();
+    plan.err_fd = spec.stderr_to_stdout ? out.write.get() : err.write.get();
+    plan.go_fd = go.read.get();
+    plan.go_write_fd = go.write.get();
+    plan.status_fd = status.write.get();
+  }
 };
 
-// After the child exists in its own group: records the group, lets it exec, and notes in
-// `result` whether exec succeeded.
-Child start(const RunSpec& spec, pid_t pid, ChildPipes& pipes, RunResult& result) {
+// The child's stack: one per thread that starts commands, kept for the thread's life (mapping
+// and unmapping one per command would cost a TLB shoot-down across the daemon's threads each
+// time). Reused safely: a thread starts its next command only once the last one has exec'd or
+// exited. 64 KiB: the child's deepest frame is a 4 KiB path buffer; a guard page below.
+class ChildStack {
+ public:
+  static constexpr size_t k_size = 64 * 1024;
+  ~ChildStack() {
+    if (base_ != nullptr) ::munmap(base_, k_size);
+  }
+  void* top() {
+    if (base_ == nullptr) {
+      void* base = ::mmap(nullptr, k_size, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+      if (base == MAP_FAILED) throw std::runtime_error(std::string("mmap: ") + strerror(errno));
+      ::mprotect(base, size_t(::sysconf(_SC_PAGESIZE)), PROT_NONE);
+      base_ = base;
+    }
+    return static_cast<char*>(base_) + k_size;
+  }
+
+ private:
+  void* base_ = nullptr;
+};
+
+// Creates the child that runs child_exec: on this CPU clone(CLONE_VM), which shares idem's
+// memory, so nothing is copied (fork() copies the page tables of the whole process, which in the
+// many-threaded daemon was most of what a new delivery cost) and the command is the only exec;
+// without CLONE_VFORK, as the child waits for the go byte while this thread records the group.
+// Every signal is blocked in this thread across the clone, so the child starts with them all
+// blocked and none of idem's handlers runs on its stack before it has reset them. Elsewhere, a
+// fork. Returns the pid, or -errno.
+pid_t create_child(ChildPlan& plan) {
+#if IDEM_CHILD_SHARES_MEMORY
+  thread_local ChildStack stack;
+  void* top = stack.top();
+  sigset_t all;
+  sigset_t saved;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &saved);
+  const long pid = clone_child(plan, top);
+  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  return pid_t(pid);
+#else
+  pid_t pid = ::fork();
+  if (pid == 0) child_exec(&plan);
+  return pid < 0 ? -errno : pid;
+#endif
+}
+
+// Starts the command in its own process group: records the group (on_spawn), lets the child
+// exec, and notes in `result` whether exec succeeded; nullopt when no child could be created.
+std::optional<Child> spawn(const RunSpec& spec, RunResult& result) {
+  ExecPlan plan;
+  make_plan(spec, plan);
+  ChildPipes pipes(spec, plan.child);
+  pid_t pid = create_child(plan.child);
+  if (pid < 0) {
+    result.exec_errno = -pid;
+    return std::nullopt;
+  }
+  // Both sides set the group, so it exists before either uses it.
+  ::setpgid(pid, pid);
   pipes.out.write.reset();
   pipes.err.write.reset();
   pipes.status.write.reset();
@@ -211,93 +280,7 @@ Child start(const RunSpec& spec, pid_t pid, ChildPipes& pipes, RunResult& result
   result.exec_errno = read_exec_error(pipes.status.read);
   result.started = result.exec_errno == 0;
   if (result.started) IDEM_CRASH_POINT("running");
-  return Child{pid, std::move(pipes.out.read), std::move(pipes.err.read)};
-}
-
-// Forks the command into its own process group; the child waits for the go byte itself. Cheap
-// in a small process; fork() copies the page tables of a big many-threaded one.
-std::optional<Child> spawn_forked(const RunSpec& spec, RunResult& result) {
-  ExecPlan plan = make_plan(spec);
-  ChildPipes pipes;
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    result.exec_errno = errno;
-    return std::nullopt;
-  }
-  if (pid == 0)
-    exec_child(spec, plan, parent, pipes.out.write.get(), pipes.err.write.get(),
-               pipes.status.write.get(), pipes.go.read.get(), pipes.go.write.get());
-  // Both sides set the group, so it exists before either uses it.
-  ::setpgid(pid, pid);
-  return start(spec, pid, pipes, result);
-}
-
-// The same descriptor, moved above the ones the helper's file actions write (0-4) if needed.
-void move_above_helper_fds(util::Fd& fd) {
-  if (fd.get() > 4) return;
-  int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 5);
-  if (moved < 0) throw std::runtime_error(std::string("fcntl: ") + strerror(errno));
-  fd = util::Fd(moved);
-}
-
-// What posix_spawn gives the helper: fds 0-4 (see spawn_helper.cpp), its own group, the
-// signals idem handles at their defaults, an empty mask.
-struct HelperAttributes {
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  HelperAttributes(const RunSpec& spec, ChildPipes& pipes) {
-    for (util::Fd* fd : {&pipes.out.write, &pipes.err.write, &pipes.go.read, &pipes.status.write})
-      move_above_helper_fds(*fd);
-    posix_spawn_file_actions_init(&actions);
-    if (spec.stdin_fd != 0) posix_spawn_file_actions_adddup2(&actions, spec.stdin_fd, 0);
-    posix_spawn_file_actions_adddup2(&actions, pipes.out.write.get(), 1);
-    posix_spawn_file_actions_adddup2(
-        &actions, spec.stderr_to_stdout ? pipes.out.write.get() : pipes.err.write.get(), 2);
-    posix_spawn_file_actions_adddup2(&actions, pipes.go.read.get(), 3);
-    posix_spawn_file_actions_adddup2(&actions, pipes.status.write.get(), 4);
-    // The helper is found by an absolute path, so entering the directory first changes only
-    // where the command runs (and where a relative PATH entry points, as with fork).
-    if (!spec.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, spec.cwd.c_str());
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-    posix_spawnattr_setpgroup(&attr, 0);
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    for (int sig : k_reset_signals) sigaddset(&defaults, sig);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none);
-  }
-  ~HelperAttributes() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-  }
-  HelperAttributes(const HelperAttributes&) = delete;
-  HelperAttributes& operator=(const HelperAttributes&) = delete;
-};
-
-// Starts the command through the spawn helper: posix_spawn (no page-table copy) of the helper,
-// which waits for the go byte and execs the command. Falls back to fork when the helper cannot
-// be started (removed since idem found it).
-std::optional<Child> spawn_with_helper(const RunSpec& spec, RunResult& result,
-                                       const std::string& helper) {
-  ExecPlan plan = make_plan(spec);
-  ChildPipes pipes;
-  HelperAttributes attributes(spec, pipes);
-  std::string parent = std::to_string(::getpid());
-  const char* path = ::getenv("PATH");
-  std::string path_entry = path != nullptr ? std::string("PATH=") + path : std::string();
-  std::vector<char*> argv = {const_cast<char*>(helper.c_str()), parent.data(), path_entry.data()};
-  argv.insert(argv.end(), plan.argv.begin(), plan.argv.end());
-  pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, helper.c_str(), &attributes.actions, &attributes.attr, argv.data(),
-                         plan.envp.data());
-  // A directory that cannot be entered fails the spawn too: the forked child then reports it.
-  if (rc != 0) return spawn_forked(spec, result);
-  return start(spec, pid, pipes, result);
+  return Child{pid, std::move(pipes.out.read), std::move(pipes.err.read), exit_descriptor(pid)};
 }
 
 // Watches a spawned command to its end: one loop drains both pipes (a full 64 KiB pipe would
@@ -334,7 +317,11 @@ class Watch {
         break;
       }
       std::vector<pollfd> fds;
-      fds.push_back({g_signal_pipe[0], POLLIN, 0});
+      // The self-pipe only when it can say something to this command: a signal to forward (run
+      // handles INT, TERM and HUP), or SIGCHLD when there is no pidfd.
+      if (!child_.exit.valid() || (g_handled & ~(uint64_t(1) << SIGCHLD)) != 0)
+        fds.push_back({g_signal_pipe[0], POLLIN, 0});
+      if (child_.exit.valid() && !exited_) fds.push_back({child_.exit.get(), POLLIN, 0});
       if (spec_.stop_fd >= 0 && !result_.stopped) fds.push_back({spec_.stop_fd, POLLIN, 0});
       if (child_.out.valid()) fds.push_back({child_.out.get(), POLLIN, 0});
       if (child_.err.valid()) fds.push_back({child_.err.get(), POLLIN, 0});
@@ -346,6 +333,8 @@ class Watch {
         if (p.revents == 0) continue;
         if (p.fd == g_signal_pipe[0]) {
           read_signals();
+        } else if (child_.exit.valid() && p.fd == child_.exit.get()) {
+          reap(WNOHANG);
         } else if (p.fd == spec_.stop_fd) {
           stop();
         } else if (child_.out.valid() && p.fd == child_.out.get()) {
@@ -470,8 +459,8 @@ class Watch {
   RunResult& result_;
   LiveSink live_out_;
   LiveSink live_err_;
-  int64_t term_at_;       // monotonic ms of the timeout's TERM; -1: none (any more)
-  int64_t kill_at_ = -1;  // monotonic ms of the KILL after a grace; -1: none
+  int64_t term_at_;           // monotonic ms of the timeout's TERM; -1: none (any more)
+  int64_t kill_at_ = -1;      // monotonic ms of the KILL after a grace; -1: none
   int64_t drain_until_ = -1;  // monotonic ms the pipes are closed at, once the command exited
   bool exited_ = false;
   int wait_status_ = 0;
@@ -487,7 +476,7 @@ class Watch {
 // keeps nothing.
 bool one_ordered_destination(const RunSpec& spec) {
   if (spec.live_stdout_fd < 0 || spec.live_stderr_fd < 0) return false;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(spec.live_stdout_fd, &st) != 0) return false;
   if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode)) return false;
   return util::same_open_file(spec.live_stdout_fd, spec.live_stderr_fd);
@@ -518,17 +507,16 @@ std::string signal_name(int sig) {
   return abbreviation != nullptr ? abbreviation : "signal " + std::to_string(sig);
 }
 
-RunResult run_command(const RunSpec& spec, const std::string& helper) {
+RunResult run_command(const RunSpec& spec) {
   if (!spec.stderr_to_stdout && one_ordered_destination(spec)) {
     RunSpec one_pipe = spec;
     one_pipe.stderr_to_stdout = true;
-    return run_command(one_pipe, helper);
+    return run_command(one_pipe);
   }
   RunResult result;
   result.output = core::CapturedOutput(spec.max_output);
   if (g_signal_pipe[0] < 0) install_child_handlers();
-  std::optional<Child> child =
-      helper.empty() ? spawn_forked(spec, result) : spawn_with_helper(spec, result, helper);
+  std::optional<Child> child = spawn(spec, result);
   if (!child) return result;
   Watch watch(spec, *child, result);
   watch.loop();
@@ -554,9 +542,12 @@ core::Outcome outcome_taking_output(RunResult& result, int64_t finished_ms) {
   o.output_bytes = result.output.stored_bytes();
   o.output = result.output.take_encoded();
   o.finished_ms = finished_ms;
-  if (!result.started) o.note = std::string("could not start: ") + strerror(result.exec_errno);
-  else if (result.timed_out) o.note = "stopped by its timeout";
-  else if (result.stopped) o.note = "stopped: its attempt's lease was lost";
+  if (!result.started)
+    o.note = std::string("could not start: ") + strerror(result.exec_errno);
+  else if (result.timed_out)
+    o.note = "stopped by its timeout";
+  else if (result.stopped)
+    o.note = "stopped: its attempt's lease was lost";
   else if (result.forwarded_signal && result.escalated)
     o.note = "idem received " + signal_name(*result.forwarded_signal) +
              "; the command outlived it and was killed";
@@ -568,22 +559,6 @@ core::Outcome outcome_taking_output(RunResult& result, int64_t finished_ms) {
 CommandRunner& spawning_runner() {
   static SpawningRunner runner;
   return runner;
-}
-
-CommandRunner& daemon_runner() {
-  static SpawningRunner runner(find_spawn_helper());
-  return runner;
-}
-
-std::string find_spawn_helper() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return {};
-  std::string exe(buf, size_t(n));
-  std::string dir = exe.substr(0, exe.rfind('/') + 1);
-  for (std::string candidate : {dir + "idem-spawn", dir + "../libexec/idem/idem-spawn"})
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  return {};
 }
 
 int exit_code_for(const RunResult& result) {

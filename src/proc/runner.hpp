@@ -16,7 +16,7 @@ struct RunSpec {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> extra_env;  // added to idem's environment
   std::vector<std::string> unset_env;  // names removed from idem's environment (not extra_env)
-  int stdin_fd = 0;        // the command's stdin (idem's own by default)
+  int stdin_fd = 0;                    // the command's stdin (idem's own by default)
   // The command's working directory; empty: idem's. One that cannot be entered is an exec
   // failure (started false, exec_errno chdir's errno): nothing of the command runs.
   std::string cwd;
@@ -46,7 +46,7 @@ struct RunSpec {
 };
 
 struct RunResult {
-  bool started = false;       // false: exec failed (see exec_errno)
+  bool started = false;  // false: exec failed (see exec_errno)
   int exec_errno = 0;
   std::optional<int> exit_code;
   std::optional<int> signal;  // the command died of this signal
@@ -80,17 +80,11 @@ std::string signal_name(int sig);
 // live_stdout_fd and live_stderr_fd are one open file description that keeps writes in order (a
 // regular file, a pipe or a socket: `>log 2>&1`, `2>&1 | ...`), the command gets one pipe for
 // both, as with stderr_to_stdout, so they reach it in the order written; the capture then holds
-// all of it as stdout. With a spawn
-// helper (its path: find_spawn_helper()), the command starts through it: posix_spawn, which
-// does not copy the page tables as fork() does (what a many-threaded daemon pays per command),
-// then the helper waits for the go byte and execs. Without one, or if it cannot be started,
-// idem forks and the child does the same. Either way: the command's own group, recorded by
-// on_spawn before it starts; signals reset; PDEATHSIG; exec errors in exec_errno.
-RunResult run_command(const RunSpec& spec, const std::string& helper = {});
-
-// The spawn helper installed with this idem: `idem-spawn` beside the executable (a build
-// tree), else in ../libexec/idem/ (an install); empty when neither is executable.
-std::string find_spawn_helper();
+// all of it as stdout. The command starts in a child created with clone(CLONE_VM) (a fork on a
+// CPU proc/child_exec.cpp has no system calls for), which copies nothing of idem's memory and
+// execs the command itself: its own group, recorded by on_spawn before it starts; signals reset;
+// PDEATHSIG; exec errors in exec_errno.
+RunResult run_command(const RunSpec& spec);
 
 // Runs commands for the attempt engine: the real one spawns (run_command); the tests' fake
 // records each spec and returns scripted results, so the engine is tested without processes.
@@ -103,19 +97,11 @@ class CommandRunner {
 
 class SpawningRunner final : public CommandRunner {
  public:
-  explicit SpawningRunner(std::string helper = {}) : helper_(std::move(helper)) {}
-  RunResult run(const RunSpec& spec) override { return run_command(spec, helper_); }
-
- private:
-  std::string helper_;  // empty: fork
+  RunResult run(const RunSpec& spec) override { return run_command(spec); }
 };
 
-// The runner of a small single-threaded process (run, each): it forks, which costs less there
-// than starting the helper too.
+// The runner of run, each and the daemon.
 CommandRunner& spawning_runner();
-// The daemon's: through the spawn helper when there is one (fork() of a many-threaded process
-// is what limited new deliveries), else it forks.
-CommandRunner& daemon_runner();
 
 // The exit code a shell would report for this result (126/127 for exec failures, 124 timeout).
 int exit_code_for(const RunResult& result);

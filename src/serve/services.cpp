@@ -30,7 +30,7 @@ DeliveryServices delivery_services(Services& all, const std::string& path,
 std::shared_ptr<engine::Notifier> daemon_notifier(Background& background) {
   engine::Notifier::Options options;
   options.defer = [&background](std::function<void()> fn) { background.spawn(std::move(fn)); };
-  options.runner = &proc::daemon_runner();
+  options.runner = &proc::spawning_runner();
   options.report = [](const engine::NotifyReport& r) {
     using Result = engine::NotifyReport::Result;
     static constexpr size_t k_logged_output = 2048;

@@ -22,7 +22,9 @@
 #include <condition_variable>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace idem::store {
@@ -37,14 +39,22 @@ class WriteQueue {
   // or what beginning or committing the batch threw (nothing of it written). `sync`: this write
   // needs a synced commit (the batch is synced if any of its writes is).
   void run(Connection& mine, bool sync, const Write& write) {
-    Pending pending{&write, sync};
+    // Shared with the queue and the batch: the leader wakes the writers of its batch after it
+    // let go of the lock (a writer woken while the leader still holds it would wake only to
+    // wait for the lock), and a writer that saw `done` meanwhile (a spurious wake-up) may
+    // already have returned by then.
+    auto shared = std::make_shared<Pending>(&write, sync);
+    Pending& pending = *shared;
     std::unique_lock lock(mutex_);
-    queue_.push_back(&pending);
+    queue_.push_back(shared);
     // Each writer sleeps on its own condition: woken when its batch committed, or when it is
     // first in the queue as a batch ends and so leads the next one. No thundering herd.
     pending.wakeup.wait(lock, [&] { return pending.done || !leading_; });
     if (!pending.done) lead(mine, lock);
-    if (pending.error) std::rethrow_exception(pending.error);
+    // Taken out (under the lock, for a writer the leader woke): the Pending may end in the
+    // leader's thread, and the error must not end with it while this thread still uses it.
+    std::exception_ptr error = std::exchange(pending.error, nullptr);
+    if (error) std::rethrow_exception(error);
   }
 
   // Held by whoever runs a transaction on the file in this process: a batch's leader, or a
@@ -75,23 +85,25 @@ class WriteQueue {
   };
 
   // Commits every queued write (this caller's among them) as one batch, then hands the lead to
-  // the first writer that queued meanwhile. Called and returns with `lock` held.
+  // the first writer that queued meanwhile. Called with `lock` held; returns with it released.
   void lead(Connection& mine, std::unique_lock<std::mutex>& lock) {
     leading_ = true;
-    std::vector<Pending*> batch;
+    std::vector<std::shared_ptr<Pending>> batch;
     batch.swap(queue_);
     lock.unlock();
     {
+      std::vector<Pending*> writes;
+      for (auto& p : batch) writes.push_back(p.get());
       std::lock_guard transaction(transactions_);
-      commit_batch(mine, batch);
+      commit_batch(mine, std::move(writes));
     }
     lock.lock();
     leading_ = false;
-    for (Pending* p : batch) {
-      p->done = true;
-      p->wakeup.notify_one();
-    }
-    if (!queue_.empty()) queue_.front()->wakeup.notify_one();
+    for (auto& p : batch) p->done = true;
+    std::shared_ptr<Pending> next = queue_.empty() ? nullptr : queue_.front();
+    lock.unlock();
+    for (auto& p : batch) p->wakeup.notify_one();
+    if (next) next->wakeup.notify_one();
   }
 
   // Never throws: every error lands in the Pending of the writes it undid.
@@ -158,7 +170,7 @@ class WriteQueue {
   }
 
   mutable std::mutex mutex_;  // guards queue_, leading_, every Pending's done, grouped_
-  std::vector<Pending*> queue_;
+  std::vector<std::shared_ptr<Pending>> queue_;
   bool leading_ = false;
   long grouped_ = 0;
   std::mutex transactions_;

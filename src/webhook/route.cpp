@@ -156,7 +156,7 @@ class WebhookEffect final : public DeliveryEffect {
     CommandFiles files(run_->files);
     util::Fd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (!null.valid()) throw std::runtime_error("cannot open /dev/null");
-    engine::CommandEffect command(proc::daemon_runner(), spec(files, null.get()));
+    engine::CommandEffect command(proc::spawning_runner(), spec(files, null.get()));
     core::Outcome o = command.perform(attempt);
     answer_ = answer_of(command.result(), o);
     o.response = core::Response{answer_.status, {}};

@@ -8,13 +8,16 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "core/record.hpp"
 #include "proc/liveness.hpp"
@@ -38,7 +41,7 @@ using idem::test::TempDir;
 namespace {
 
 bool exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
 }
 
@@ -293,18 +296,9 @@ TEST_CASE("liveness: reading a process that exits meanwhile never throws", "[liv
   }
 }
 
-// The two ways a command starts: a fork, and the spawn helper (posix_spawn of idem-spawn, which
-// waits for the go byte and execs). Both keep the same guarantees.
+// How a command starts: a child created with clone(CLONE_VM) that waits for the go byte and
+// execs the command itself (proc/child_exec.cpp).
 namespace {
-
-struct Way {
-  const char* name;
-  std::string helper;  // empty: fork
-};
-
-Way each_way() {
-  return GENERATE(Way{"fork", ""}, Way{"spawn helper", IDEM_SPAWN_HELPER});
-}
 
 // Gone, or a zombie nobody reaped yet.
 bool exited(int64_t pid) {
@@ -312,6 +306,12 @@ bool exited(int64_t pid) {
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto paren = stat.rfind(')');
   return paren == std::string::npos || stat.substr(paren + 2, 1) == "Z";
+}
+
+std::string read_link(const std::string& path) {
+  char buf[4096];
+  ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
+  return n > 0 ? std::string(buf, size_t(n)) : std::string();
 }
 
 // The "Name:\t<hex>" line of /proc/self/status the command printed.
@@ -324,20 +324,18 @@ std::string status_line(const std::string& status, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("runner: the group is recorded before the command runs, either way", "[runner]") {
-  const Way way = each_way();
-  INFO(way.name);
+TEST_CASE("runner: the group is recorded before the command runs", "[runner]") {
   TempDir dir;
   const std::string marker = dir / "ran";
-  RunSpec spec = quiet({"sh", "-c", "echo $$ > \"$0\"; ps -o pgid= -p $$ | tr -d ' ' >> \"$0\"",
-                        marker});
+  RunSpec spec =
+      quiet({"sh", "-c", "echo $$ > \"$0\"; ps -o pgid= -p $$ | tr -d ' ' >> \"$0\"", marker});
   ProcessGroup seen;
   bool ran_before = true;
   spec.on_spawn = [&](const ProcessGroup& group) {
     seen = group;
     ran_before = exists(marker);
   };
-  auto result = run_command(spec, way.helper);
+  auto result = run_command(spec);
   REQUIRE(result.started);
   CHECK(result.exit_code == 0);
   CHECK_FALSE(ran_before);
@@ -350,34 +348,113 @@ TEST_CASE("runner: the group is recorded before the command runs, either way", "
   CHECK(seen.leader_start_ticks > 0);
 }
 
-TEST_CASE("runner: a failing on_spawn stops the command before it runs, either way",
+TEST_CASE("runner: a group that cannot be recorded: the waiting child is killed and reaped",
           "[runner]") {
-  const Way way = each_way();
-  INFO(way.name);
   TempDir dir;
   const std::string marker = dir / "ran";
   RunSpec spec = quiet({"sh", "-c", ": > \"$0\"", marker});
-  spec.on_spawn = [](const ProcessGroup&) { throw std::runtime_error("store is gone"); };
-  CHECK_THROWS_AS(run_command(spec, way.helper), std::runtime_error);
+  ProcessGroup seen;
+  bool waiting = false;
+  spec.on_spawn = [&](const ProcessGroup& group) {
+    seen = group;
+    // The child exists, leads its group, and has not exec'd: it waits for the go byte.
+    waiting =
+        ::kill(-pid_t(group.pgid), 0) == 0 &&
+        read_link("/proc/" + std::to_string(group.pgid) + "/exe") == read_link("/proc/self/exe");
+    throw std::runtime_error("store is gone");
+  };
+  CHECK_THROWS_AS(run_command(spec), std::runtime_error);
+  CHECK(waiting);
   CHECK_FALSE(exists(marker));
+  CHECK(::waitpid(pid_t(seen.pgid), nullptr, WNOHANG) < 0);  // reaped already
+  CHECK(errno == ECHILD);
 }
 
-TEST_CASE("runner: exec errors come back as errno and 127/126, either way", "[runner]") {
-  const Way way = each_way();
-  INFO(way.name);
+TEST_CASE("runner: PATH lookup as execvpe: EACCES wins, a file without #! runs under sh",
+          "[runner]") {
   TempDir dir;
-  auto missing = run_command(quiet({dir / "no-such-command"}), way.helper);
+  const std::string denied = dir / "denied", later = dir / "later";
+  ::mkdir(denied.c_str(), 0755);
+  ::mkdir(later.c_str(), 0755);
+  const char* saved = ::getenv("PATH");
+  const std::string old_path = saved != nullptr ? saved : "";
+  // A file that is not executable in the first folder, nothing in the second: EACCES.
+  std::ofstream(denied + "/idem-path-probe") << "echo denied\n";
+  ::setenv("PATH", (denied + ":" + later + ":" + old_path).c_str(), 1);
+  auto refused = run_command(quiet({"idem-path-probe"}));
+  CHECK_FALSE(refused.started);
+  CHECK(refused.exec_errno == EACCES);
+  // An executable one further on runs; without a '#!' line it runs under /bin/sh, with its
+  // arguments.
+  std::ofstream(later + "/idem-path-probe") << "echo \"ran as script: $0 $1\"\n";
+  ::chmod((later + "/idem-path-probe").c_str(), 0755);
+  auto ran = run_command(quiet({"idem-path-probe", "arg"}));
+  ::setenv("PATH", old_path.c_str(), 1);
+  REQUIRE(ran.started);
+  CHECK(ran.exit_code == 0);
+  CHECK(ran.output.stream_bytes(idem::core::Stream::out) ==
+        "ran as script: " + later + "/idem-path-probe arg\n");
+}
+
+TEST_CASE("runner: ignored signals idem inherited stay ignored, its own are reset", "[runner]") {
+  // SIGQUIT is one idem resets even when ignored; SIGUSR2 is left as idem found it, as a plain
+  // exec would; SIGUSR1 has a handler here, which a command can never inherit.
+  struct sigaction ignore {
+  }, handler{}, old_quit{}, old_usr1{}, old_usr2{};
+  ignore.sa_handler = SIG_IGN;
+  handler.sa_handler = [](int) {};
+  ::sigaction(SIGQUIT, &ignore, &old_quit);
+  ::sigaction(SIGUSR2, &ignore, &old_usr2);
+  ::sigaction(SIGUSR1, &handler, &old_usr1);
+  auto result = run_command(quiet({"cat", "/proc/self/status"}));
+  ::sigaction(SIGQUIT, &old_quit, nullptr);
+  ::sigaction(SIGUSR2, &old_usr2, nullptr);
+  ::sigaction(SIGUSR1, &old_usr1, nullptr);
+  REQUIRE(result.exit_code == 0);
+  const std::string out = result.output.stream_bytes(idem::core::Stream::out);
+  char expected[17];
+  std::snprintf(expected, sizeof expected, "%016llx", 1ULL << (SIGUSR2 - 1));
+  CHECK(status_line(out, "SigIgn") == expected);
+  CHECK(status_line(out, "SigBlk") == "0000000000000000");
+}
+
+TEST_CASE("runner: commands started from many threads at once", "[runner]") {
+  // Each thread has its own child stack; every child waits on its own go byte while its thread
+  // records the group.
+  constexpr int k_threads = 6, k_each = 15;
+  std::vector<std::thread> threads;
+  std::vector<int> ok(k_threads, 0);
+  for (int t = 0; t < k_threads; ++t)
+    threads.emplace_back([t, &ok] {
+      for (int i = 0; i < k_each; ++i) {
+        const std::string word = std::to_string(t) + "-" + std::to_string(i);
+        RunSpec spec = quiet({"echo", word});
+        bool recorded = false;
+        spec.on_spawn = [&](const ProcessGroup& g) { recorded = g.pgid > 0; };
+        auto result = run_command(spec);
+        if (recorded && result.exit_code == 0 &&
+            result.output.stream_bytes(idem::core::Stream::out) == word + "\n")
+          ++ok[size_t(t)];
+      }
+    });
+  for (auto& thread : threads) thread.join();
+  for (int t = 0; t < k_threads; ++t) CHECK(ok[size_t(t)] == k_each);
+}
+
+TEST_CASE("runner: exec errors come back as errno and 127/126", "[runner]") {
+  TempDir dir;
+  auto missing = run_command(quiet({dir / "no-such-command"}));
   CHECK_FALSE(missing.started);
   CHECK(missing.exec_errno == ENOENT);
   CHECK(idem::proc::exit_code_for(missing) == 127);
   CHECK(idem::proc::outcome_of(missing, 1).note == "could not start: No such file or directory");
 
-  auto not_on_path = run_command(quiet({"idem-no-such-command-on-path"}), way.helper);
+  auto not_on_path = run_command(quiet({"idem-no-such-command-on-path"}));
   CHECK(not_on_path.exec_errno == ENOENT);
 
   const std::string plain = dir / "plain";
   std::ofstream(plain) << "#!/bin/sh\necho ran\n";
-  auto not_executable = run_command(quiet({plain}), way.helper);
+  auto not_executable = run_command(quiet({plain}));
   CHECK_FALSE(not_executable.started);
   CHECK(not_executable.exec_errno == EACCES);
   CHECK(idem::proc::exit_code_for(not_executable) == 126);
@@ -385,8 +462,6 @@ TEST_CASE("runner: exec errors come back as errno and 127/126, either way", "[ru
 
 TEST_CASE("runner: the command gets default signals, an empty mask, its env and stdin",
           "[runner]") {
-  const Way way = each_way();
-  INFO(way.name);
   // As in the daemon: INT/TERM/HUP blocked in the calling thread, SIGPIPE ignored.
   idem::proc::install_child_handlers();
   sigset_t blocked, before;
@@ -398,12 +473,13 @@ TEST_CASE("runner: the command gets default signals, an empty mask, its env and 
   std::ofstream(input) << "from stdin";
   int in_fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
   REQUIRE(in_fd >= 0);
-  RunSpec spec = quiet({"sh", "-c", "cat /proc/self/status; printf '%s|' \"$EXTRA\" \"${GONE-unset}\"; cat"});
+  RunSpec spec =
+      quiet({"sh", "-c", "cat /proc/self/status; printf '%s|' \"$EXTRA\" \"${GONE-unset}\"; cat"});
   spec.extra_env = {{"EXTRA", "given"}};
   ::setenv("GONE", "secret", 1);
   spec.unset_env = {"GONE"};
   spec.stdin_fd = in_fd;
-  auto result = run_command(spec, way.helper);
+  auto result = run_command(spec);
   ::close(in_fd);
   ::unsetenv("GONE");
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
@@ -414,16 +490,7 @@ TEST_CASE("runner: the command gets default signals, an empty mask, its env and 
   CHECK(out.substr(out.rfind('\n') + 1) == "given|unset|from stdin");
 }
 
-TEST_CASE("runner: a missing spawn helper falls back to fork", "[runner]") {
-  auto result = run_command(quiet({"true"}), "/nonexistent/idem-spawn");
-  CHECK(result.started);
-  CHECK(result.exit_code == 0);
-}
-
-TEST_CASE("runner: the command dies with the thread that started it (PDEATHSIG), either way",
-          "[runner]") {
-  const Way way = each_way();
-  INFO(way.name);
+TEST_CASE("runner: the command dies with the thread that started it (PDEATHSIG)", "[runner]") {
   // A child process stands in for idem: it runs a long command, and is killed with SIGKILL.
   TempDir dir;
   const std::string pid_file = dir / "pid";
@@ -431,7 +498,7 @@ TEST_CASE("runner: the command dies with the thread that started it (PDEATHSIG),
   REQUIRE(idem >= 0);
   if (idem == 0) {
     RunSpec spec = quiet({"sh", "-c", "echo $$ > \"$0\"; exec sleep 1000", pid_file});
-    run_command(spec, way.helper);
+    run_command(spec);
     _exit(0);
   }
   int64_t command = 0;
@@ -450,13 +517,11 @@ TEST_CASE("runner: the command dies with the thread that started it (PDEATHSIG),
   CHECK(gone);
 }
 
-TEST_CASE("runner: the command runs in its working directory, either way", "[runner]") {
-  const Way way = each_way();
-  INFO(way.name);
+TEST_CASE("runner: the command runs in its working directory", "[runner]") {
   TempDir dir;
   RunSpec spec = quiet({"sh", "-c", "pwd -P"});
   spec.cwd = dir.path();
-  auto result = run_command(spec, way.helper);
+  auto result = run_command(spec);
   REQUIRE(result.exit_code == 0);
   char real[4096];
   REQUIRE(::realpath(dir.path().c_str(), real) != nullptr);
@@ -466,20 +531,16 @@ TEST_CASE("runner: the command runs in its working directory, either way", "[run
   const std::string marker = dir / "ran";
   RunSpec missing = quiet({"sh", "-c", ": > \"$0\"", marker});
   missing.cwd = dir / "no-such-directory";
-  auto failed = run_command(missing, way.helper);
+  auto failed = run_command(missing);
   CHECK_FALSE(failed.started);
   CHECK(failed.exec_errno == ENOENT);
   CHECK_FALSE(exists(marker));
 }
 
-TEST_CASE("runner: stderr_to_stdout captures both streams in the order written, either way",
-          "[runner]") {
-  const Way way = each_way();
-  INFO(way.name);
-  RunSpec spec = quiet({"sh", "-c",
-                        "for i in 1 2 3 4 5; do echo out$i; echo err$i >&2; done"});
+TEST_CASE("runner: stderr_to_stdout captures both streams in the order written", "[runner]") {
+  RunSpec spec = quiet({"sh", "-c", "for i in 1 2 3 4 5; do echo out$i; echo err$i >&2; done"});
   spec.stderr_to_stdout = true;
-  auto result = run_command(spec, way.helper);
+  auto result = run_command(spec);
   REQUIRE(result.exit_code == 0);
   CHECK(result.output.stream_bytes(idem::core::Stream::out) ==
         "out1\nerr1\nout2\nerr2\nout3\nerr3\nout4\nerr4\nout5\nerr5\n");
@@ -530,8 +591,6 @@ std::string pipe_contents(int fd) {
 
 TEST_CASE("runner: live stdout and stderr on one pipe get one pipe: the exact order, as stdout",
           "[runner]") {
-  const Way way = each_way();
-  INFO(way.name);
   int live[2];
   REQUIRE(::pipe2(live, O_CLOEXEC) == 0);
   idem::util::Fd read_end(live[0]);
@@ -543,7 +602,7 @@ TEST_CASE("runner: live stdout and stderr on one pipe get one pipe: the exact or
   spec.argv = {"sh", "-c", "i=1; while [ $i -le 50 ]; do echo o$i; echo e$i >&2; i=$((i+1)); done"};
   spec.live_stdout_fd = write_end.get();
   spec.live_stderr_fd = second.get();
-  auto result = run_command(spec, way.helper);
+  auto result = run_command(spec);
   REQUIRE(result.exit_code == 0);
   write_end.reset();
   second.reset();
@@ -562,7 +621,7 @@ TEST_CASE("runner: live stdout and stderr on one pipe get one pipe: the exact or
        {std::pair{null.get(), null_dup.get()}, std::pair{null.get(), other_write.get()}}) {
     spec.live_stdout_fd = out_fd;
     spec.live_stderr_fd = err_fd;
-    auto apart = run_command(spec, way.helper);
+    auto apart = run_command(spec);
     REQUIRE(apart.exit_code == 0);
     CHECK(apart.output.stream_bytes(idem::core::Stream::err).size() > 0);
     CHECK(apart.output.stream_bytes(idem::core::Stream::out).find("e1\n") == std::string::npos);
@@ -571,15 +630,13 @@ TEST_CASE("runner: live stdout and stderr on one pipe get one pipe: the exact or
 
 TEST_CASE("runner: drain_ms reads what a background process writes after the command exited",
           "[runner]") {
-  const Way way = each_way();
-  INFO(way.name);
   // The background writer waits until the command (its parent) has been reaped.
   const char* late =
       "parent=$$; (while kill -0 $parent 2>/dev/null; do sleep 0.01; done; echo late) & "
       "echo early";
   RunSpec spec = quiet({"sh", "-c", late});
   spec.drain_ms = 60'000;
-  auto result = run_command(spec, way.helper);
+  auto result = run_command(spec);
   REQUIRE(result.exit_code == 0);
   CHECK(result.output.stream_bytes(idem::core::Stream::out) == "early\nlate\n");
 
@@ -592,7 +649,7 @@ TEST_CASE("runner: drain_ms reads what a background process writes after the com
                            "\"$0\" & echo started",
                            pid_file});
   endless.drain_ms = 300;
-  auto bounded = run_command(endless, way.helper);
+  auto bounded = run_command(endless);
   REQUIRE(bounded.exit_code == 0);
   const std::string out = bounded.output.stream_bytes(idem::core::Stream::out);
   CHECK(out.find("started\n") != std::string::npos);  // the writer may come first
