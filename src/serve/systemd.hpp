@@ -2,7 +2,7 @@
 // The daemon under a service manager, by systemd's documented protocols (sd_listen_fds(3),
 // sd_notify(3)): sockets passed in by socket activation, and readiness, reload and stop
 // notifications for Type=notify. They are spoken here directly rather than through libsystemd:
-// idem is one static binary (ARCHITECTURE.md, "Start-up"), Debian ships libsystemd only as a
+// idem is one static binary (docs/internals.md, "Start-up"), Debian ships libsystemd only as a
 // shared library, and both protocols are a few environment variables and one datagram.
 #include <sys/types.h>
 

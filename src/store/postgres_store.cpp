@@ -19,7 +19,7 @@
 // Time: callers give now_ms from their clock (a fake one in tests). Hosts sharing a server may
 // disagree, so the connection measures the server's clock against this host's when it opens, and
 // when they differ by more than k_clock_tolerance_ms every time the store is given is moved onto
-// the server's clock (ARCHITECTURE.md, "Time on PostgreSQL").
+// the server's clock (docs/internals.md, "Time on PostgreSQL").
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
