@@ -7,6 +7,7 @@
 #include <iterator>
 #include <string>
 
+#include "store/history_sql.hpp"
 #include "store/listing.hpp"
 #include "store/store.hpp"
 
@@ -23,18 +24,11 @@ inline constexpr const char* k_create_schema_table = R"sql(
   ))sql";
 
 // A key's history entry made from its record as it stands (the migration to version 5, and
-// import): its current attempt, as far as the record tells it (see sqlite_sql.hpp).
-#define IDEM_PG_HISTORY_OF_RECORDS                                                            \
-  "INSERT INTO idem_attempts (key, number, started_by, owner_host, owner_pid, started_at, "   \
-  "ended_at, outcome, reason, exit_code, signal, http_status, note) "                         \
-  "SELECT key, attempt, CASE kind WHEN 'http' THEN 'hook' ELSE kind END, owner_host, "        \
-  "owner_pid, started_at, finished_at, status, "                                              \
-  "CASE WHEN status = 'running' THEN '' "                                                     \
-  "WHEN status = 'abandoned' THEN CASE WHEN note LIKE 'lease ran out%' THEN 'lease ran out' " \
-  "WHEN note LIKE '% was released' THEN 'released' ELSE 'owner died' END "                    \
-  "WHEN timed_out THEN 'timeout' WHEN signal IS NOT NULL THEN 'signal' "                      \
-  "WHEN response IS NOT NULL THEN 'status' WHEN exit_code IS NOT NULL THEN 'exit' "           \
-  "ELSE 'error' END, exit_code, signal, (response::json ->> 'status')::bigint, note "         \
+// import): see store/history_sql.hpp.
+#define IDEM_PG_HISTORY_OF_RECORDS                         \
+  "INSERT INTO idem_attempts " IDEM_HISTORY_INSERT_COLUMNS \
+  " SELECT " IDEM_HISTORY_COLUMNS_OF_RECORD                \
+  ", (response::json ->> 'status')::bigint, note "         \
   "FROM idem_records"
 
 // Migrations from version i to i+1, applied in order in one transaction that holds the lock on

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <string>
 
+#include "store/history_sql.hpp"
 #include "store/listing.hpp"
 #include "store/store.hpp"
 
@@ -18,19 +19,11 @@ namespace idem::store::sqlite_sql {
 inline constexpr int k_schema_version = 10;
 
 // A key's history entry made from its record as it stands (the migration to version 10, and
-// import): its current attempt, as far as the record tells it. A released attempt's record notes
-// it ("attempt N was released"); any other abandoned one counts as its owner's death.
-#define IDEM_SQLITE_HISTORY_OF_RECORDS                                                           \
-  "INSERT INTO attempts (key, number, started_by, owner_host, owner_pid, started_at, ended_at, " \
-  "outcome, reason, exit_code, signal, http_status, note) "                                      \
-  "SELECT key, attempt, CASE kind WHEN 'http' THEN 'hook' ELSE kind END, owner_host, "           \
-  "owner_pid, started_at, finished_at, status, "                                                 \
-  "CASE WHEN status = 'running' THEN '' "                                                        \
-  "WHEN status = 'abandoned' THEN CASE WHEN note LIKE 'lease ran out%' THEN 'lease ran out' "    \
-  "WHEN note LIKE '% was released' THEN 'released' ELSE 'owner died' END "                       \
-  "WHEN timed_out THEN 'timeout' WHEN signal IS NOT NULL THEN 'signal' "                         \
-  "WHEN response IS NOT NULL THEN 'status' WHEN exit_code IS NOT NULL THEN 'exit' "              \
-  "ELSE 'error' END, exit_code, signal, json_extract(response, '$.status'), note FROM records"
+// import): see store/history_sql.hpp.
+#define IDEM_SQLITE_HISTORY_OF_RECORDS                                                          \
+  "INSERT INTO attempts " IDEM_HISTORY_INSERT_COLUMNS " SELECT " IDEM_HISTORY_COLUMNS_OF_RECORD \
+  ", json_extract(response, '$.status'), note "                                                 \
+  "FROM records"
 
 // Migrations from version i to i+1, applied in order inside one BEGIN IMMEDIATE transaction.
 // Never edit a published step: add a new one and bump k_schema_version.
