@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "net/config_fields.hpp"
 #include "serve/config.hpp"
 
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
@@ -85,6 +86,17 @@ Hook parse_hook(const std::string& fields) {
 }
 
 }  // namespace
+
+// A quoted value in a message is valid UTF-8 whatever it held: a hooks file's template is read
+// before it is parsed, so an environment variable's name may hold any byte.
+TEST_CASE("config: a quoted value escapes what is not valid UTF-8", "[config]") {
+  using idem::http::config_fields::quote;
+  CHECK(quote("UNSET\xdf" "ID") == "'UNSET\\xdfID'");
+  CHECK(quote("caf\xc3\xa9") == "'caf\xc3\xa9'");                 // é, kept
+  CHECK(quote("\xe2\x82") == "'\\xe2\\x82'");                      // cut short
+  CHECK(quote("\xed\xa0\x80") == "'\\xed\\xa0\\x80'");            // a surrogate
+  CHECK(quote("\xf0\x9f\x98\x80 a\tb") == "'\xf0\x9f\x98\x80 a\\tb'");  // U+1F600, a tab
+}
 
 TEST_CASE("config: SPEC's example parses to its values", "[config]") {
   Config config = parse_config("serve.json", k_spec_example, k_env);
