@@ -285,9 +285,7 @@ engine::AttemptRequest attempt_request(const RunOptions& o, const Settings& s,
   return req;
 }
 
-// Runs the command of a durable claim and records its outcome under its attempt.
-int run_claimed(engine::Engine& engine, const engine::Claimed& claimed, const RunOptions& o,
-                const Settings& s, int stdin_fd, const std::string& shown) {
+proc::RunSpec command_spec(const RunOptions& o, const Settings& s, int stdin_fd) {
   proc::RunSpec spec;
   spec.argv = o.command;
   spec.extra_env = {{"IDEM_KEY", o.key}};
@@ -296,8 +294,12 @@ int run_claimed(engine::Engine& engine, const engine::Claimed& claimed, const Ru
   spec.timeout_ms = s.timeout_ms;
   spec.kill_after_ms = s.kill_after_ms;
   spec.drain_ms = s.drain_ms;
-  engine::CommandEffect effect(proc::spawning_runner(), std::move(spec),
-                              engine::CommandEffect::Capture::handed_to_outcome);
+  return spec;
+}
+
+// Runs the command of a durable claim and records its outcome under its attempt.
+int run_claimed(engine::Engine& engine, const engine::Claimed& claimed,
+                engine::CommandEffect& effect, const RunOptions& o, const std::string& shown) {
   const engine::Finished done = engine.carry_out(claimed, effect);
   if (effect.interrupted_by() == 0 && !effect.result().started)
     std::cerr << "idem: cannot run '" << o.command[0]
@@ -346,6 +348,10 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
   const std::string shown = "key '" + core::display_key(o.key) + "'";
   engine::AttemptRequest req =
       attempt_request(o, s, cwd, o.hash_stdin ? &stdin_sha256 : nullptr, shown);
+  engine::CommandEffect effect(proc::spawning_runner(),
+                               command_spec(o, s, stdin_copy.valid() ? stdin_copy.get() : 0),
+                               engine::CommandEffect::Capture::handed_to_outcome);
+  req.effect = &effect;  // a first run's claim records the command's group: one write, not two
   const engine::Claimed claimed = engine.claim(req);
   if (claimed.verdict != engine::ClaimVerdict::claimed) {
     const int code = answer_without_running(claimed, o, s, shown);
@@ -357,7 +363,7 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
     }
     return code;
   }
-  return run_claimed(engine, claimed, o, s, stdin_copy.valid() ? stdin_copy.get() : 0, shown);
+  return run_claimed(engine, claimed, effect, o, shown);
 }
 
 }  // namespace idem::cli

@@ -96,6 +96,22 @@ store::ClaimResult Engine::claim_once(AttemptRequest& request) {
   return store_.claim(request.claim, owner_gone_);
 }
 
+store::ClaimResult Engine::claim_with_effect(AttemptRequest& request, bool would_run) {
+  Effect* const effect = would_run ? request.effect : nullptr;
+  request.claim.group = effect ? effect->prepare() : std::nullopt;
+  if (!request.claim.group) return claim_once(request);
+  store::ClaimResult result;
+  try {
+    result = claim_once(request);
+  } catch (...) {
+    effect->unprepare();
+    throw;
+  }
+  if (result.verdict != core::Verdict::claim) effect->unprepare();
+  request.claim.group.reset();
+  return result;
+}
+
 std::optional<store::ClaimResult> Engine::look(AttemptRequest& request, bool& would_run) {
   request.claim.now_ms = clock_.now_ms();
   std::optional<core::Record> existing = store_.get(request.claim.key);
@@ -154,7 +170,7 @@ Claimed Engine::claim(AttemptRequest& request) {
       return declined;
     }
     const int64_t sent_ms = read ? 0 : clock_.monotonic_ms();
-    store::ClaimResult result = read ? std::move(*read) : claim_once(request);
+    store::ClaimResult result = read ? std::move(*read) : claim_with_effect(request, would_run);
     // This claim found the owner gone and marked the attempt abandoned: the one to tell.
     if (result.marked_abandoned && notifies(core::NotifyEvent::abandoned))
       notify(core::NotifyEvent::abandoned, *result.marked_abandoned);

@@ -22,6 +22,7 @@
 namespace idem::engine {
 
 class Notifier;  // engine/notify.hpp
+class Effect;
 
 // What a claim does while another live owner holds the key.
 struct WaitPolicy {
@@ -62,6 +63,11 @@ struct AttemptRequest {
   // the claim (a dead owner's, marked abandoned by the claim) is claimed all the same: the claim,
   // not the look, decides.
   bool decline_run = false;
+  // The effect the caller carries out once claimed, if it starts a command: a claim that would
+  // run it prepares it first (Effect::prepare), so the claim records the command's group in its
+  // own write, and undoes that if the claim goes another way. Null: the group is written when
+  // the command starts (carry_out), in a write of its own.
+  Effect* effect = nullptr;
 };
 
 enum class ClaimVerdict {
@@ -116,6 +122,12 @@ class Effect {
   virtual core::Outcome perform(const Attempt& attempt) = 0;
   // For an error when the outcome cannot be recorded: "the command ran (exit 3)".
   virtual std::string performed() const = 0;
+  // Called before a claim that would carry this effect out (AttemptRequest::effect): makes ready
+  // what it starts, so that the claim can record it. The process group of the command it will
+  // start, created and waiting; nullopt: nothing made ready (perform() records the group itself).
+  virtual std::optional<core::ProcessGroup> prepare() { return std::nullopt; }
+  // The claim did not go to this effect: undoes prepare() before anything of it ran.
+  virtual void unprepare() {}
   // Whether `outcome` is given up instead of recorded: the attempt is released (Store::release),
   // so the next claim decides as if it had never been claimed. A proxy does this for an
   // upstream that failed or answered 5xx, so the client's retry goes through.
@@ -200,6 +212,9 @@ class Engine {
 
  private:
   store::ClaimResult claim_once(AttemptRequest& request);
+  // The claim of an attempt a read found would run (`would_run`), or one only a claim can decide:
+  // with the group of request.effect's command, prepared first, when it would run.
+  store::ClaimResult claim_with_effect(AttemptRequest& request, bool would_run);
   // What a read of the key decides without a write, or nullopt when only a claim can decide
   // (`would_run`: the attempt would run; else a dead owner's record must be marked abandoned).
   std::optional<store::ClaimResult> look(AttemptRequest& request, bool& would_run);

@@ -9,8 +9,16 @@ CommandEffect::CommandEffect(proc::CommandRunner& runner, proc::RunSpec spec, Ca
                              int64_t stored_cap)
     : runner_(runner), spec_(std::move(spec)), capture_(capture), stored_cap_(stored_cap) {}
 
+std::optional<core::ProcessGroup> CommandEffect::prepare() {
+  if (proc::pending_signal() != 0) return std::nullopt;
+  prepared_ = runner_.prepare(spec_);
+  if (!prepared_) return std::nullopt;
+  return prepared_->group();
+}
+
 core::Outcome CommandEffect::perform(const Attempt& attempt) {
   if (int sig = proc::pending_signal()) {
+    prepared_.reset();  // killed before it exec'd
     interrupted_by_ = sig;
     core::Outcome interrupted;
     interrupted.status = core::Status::failed;
@@ -20,10 +28,15 @@ core::Outcome CommandEffect::perform(const Attempt& attempt) {
   }
   proc::RunSpec spec = spec_;
   spec.extra_env.emplace_back("IDEM_ATTEMPT", std::to_string(attempt.number));
-  // Durable before the command starts, so if idem dies, a retry can find what it left running.
-  spec.on_spawn = attempt.record_group;
   spec.stop_fd = attempt.lease_lost_fd;
-  result_ = runner_.run(spec);
+  if (prepared_) {
+    // Its group is durable already, written with the claim.
+    result_ = runner_.run_prepared(std::move(prepared_), spec);
+  } else {
+    // Durable before the command starts, so if idem dies, a retry can find what it left running.
+    spec.on_spawn = attempt.record_group;
+    result_ = runner_.run(spec);
+  }
   if (capture_ == Capture::handed_to_outcome) return proc::outcome_taking_output(result_, 0);
   // The outcome takes a copy of the head; result() keeps the whole capture.
   core::CapturedOutput whole = std::move(result_.output);

@@ -1,6 +1,8 @@
 #pragma once
 // The effect of `run`, `each` and serve's hooks: run a command once for the attempt.
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/attempt.hpp"
@@ -26,6 +28,10 @@ class CommandEffect final : public Effect {
   // installs those handlers) since the claim: then nothing starts, and the outcome says why.
   core::Outcome perform(const Attempt& attempt) override;
   std::string performed() const override;
+  // The command's child, created ahead of the claim and waiting to exec (CommandRunner::prepare);
+  // nullopt when the runner cannot, or a signal came already (perform() then starts nothing).
+  std::optional<core::ProcessGroup> prepare() override;
+  void unprepare() override { prepared_.reset(); }
 
   const proc::RunResult& result() const { return result_; }
   // The signal that stopped the command before it started, or 0.
@@ -39,6 +45,7 @@ class CommandEffect final : public Effect {
   proc::RunSpec spec_;
   Capture capture_;
   int64_t stored_cap_;
+  std::unique_ptr<proc::PreparedCommand> prepared_;
   proc::RunResult result_;
   int interrupted_by_ = 0;
 };

@@ -146,17 +146,14 @@ Answer accepted(const std::string& key, const std::string& outcome) {
 
 // The effect of a hook: its command, with the body on stdin and the request in the environment;
 // the answer follows from how the command ended (SPEC §6).
-class HookEffect final : public DeliveryEffect {
+class HookEffect final : public CommandDelivery {
  public:
   HookEffect(const Hook& hook, const Delivery& d, const std::string& key)
       : hook_(hook), delivery_(d), key_(key) {}
 
   core::Outcome perform(const engine::Attempt& attempt) override {
-    util::Fd stdin_fd = util::memory_file("idem-body", delivery_.body);
-    if (!stdin_fd.valid()) throw Error(k_exit_internal, "cannot buffer the request body");
-    engine::CommandEffect command(proc::spawning_runner(), spec(stdin_fd.get()));
-    core::Outcome o = command.perform(attempt);
-    answer_ = answer_of(command.result(), o);
+    core::Outcome o = command().perform(attempt);
+    answer_ = answer_of(command().result(), o);
     o.response = stored_answer(answer_);
     return o;
   }
@@ -164,6 +161,12 @@ class HookEffect final : public DeliveryEffect {
   Answer& answer() override { return answer_; }
 
  private:
+  std::unique_ptr<engine::CommandEffect> make_command() override {
+    stdin_ = util::memory_file("idem-body", delivery_.body);
+    if (!stdin_.valid()) throw Error(k_exit_internal, "cannot buffer the request body");
+    return std::make_unique<engine::CommandEffect>(proc::spawning_runner(), spec(stdin_.get()));
+  }
+
   proc::RunSpec spec(int stdin_fd) const {
     proc::RunSpec spec;
     spec.argv = hook_.command;
@@ -215,6 +218,7 @@ class HookEffect final : public DeliveryEffect {
   const Hook& hook_;
   const Delivery& delivery_;
   const std::string key_;
+  util::Fd stdin_;  // the body, the command's stdin
   Answer answer_;
 };
 
@@ -401,13 +405,11 @@ void run_in_background(const std::string& key, const engine::Claimed& claimed, H
   });
 }
 
-// Runs a claimed delivery now and answers with its outcome.
+// Runs a claimed delivery now, with the effect the claim prepared, and answers with its outcome.
 Answer run_now(const std::string& key, const engine::Claimed& claimed, HookSlots& slots,
-               engine::Engine& engine, const DeliveryPolicy& policy) {
-  std::unique_ptr<DeliveryEffect> effect;
+               engine::Engine& engine, std::unique_ptr<DeliveryEffect> effect) {
   try {
     HookSlots::Running running(slots);
-    effect = policy.effect(key);
     engine.carry_out(claimed, *effect);
   } catch (const std::exception& e) {
     engine.record_failure(claimed, daemon_error(e));
@@ -436,13 +438,17 @@ Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& d,
     engine::AttemptRequest req = attempt_request(hook, d, store_key, services.owner);
     req.claim.trigger = policy.trigger;
     req.decline_run = !reservation.held();
+    // A synchronous hook's command is prepared by the claim that would run it, on this thread,
+    // and records its group in the claim's write. An async one runs on another thread.
+    std::unique_ptr<DeliveryEffect> effect = hook.async ? nullptr : policy.effect(key);
+    req.effect = effect.get();
     const engine::Claimed claimed = engine.claim(req);
     if (claimed.verdict != engine::ClaimVerdict::claimed) {
       reservation.cancel();
       return answer_without_running(hook, claimed, key, policy);
     }
     reservation.hand_to_run();
-    if (!hook.async) return run_now(key, claimed, slots, engine, policy);
+    if (!hook.async) return run_now(key, claimed, slots, engine, std::move(effect));
     // The claim is durable: answer now, run in the background.
     run_in_background(key, claimed, slots, services, policy);
     return policy.early_answer(key, "accepted");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/attempt.hpp"
+#include "engine/command_effect.hpp"
 #include "hooks/config.hpp"
 #include "net/answer.hpp"
 #include "store/provider.hpp"
@@ -132,6 +133,36 @@ class DeliveryEffect : public engine::Effect {
  public:
   // The answer to the delivery, once perform() has returned.
   virtual Answer& answer() = 0;
+};
+
+// A delivery carried out by one command (a native hook's, a webhook hook's). The command, with
+// what it needs kept open (its stdin, its files), is made when a claim prepares it (its child
+// then waits while the claim records its group: engine::Effect::prepare), or else when it is
+// carried out.
+class CommandDelivery : public DeliveryEffect {
+ public:
+  // What cannot be made now (a body that cannot be buffered) is met again, and answered, when
+  // the delivery is carried out.
+  std::optional<core::ProcessGroup> prepare() final {
+    try {
+      return command().prepare();
+    } catch (const std::exception&) {
+      command_.reset();
+      return std::nullopt;
+    }
+  }
+  void unprepare() final { command_.reset(); }
+
+ protected:
+  // The command, made on first use (make_command).
+  engine::CommandEffect& command() {
+    if (!command_) command_ = make_command();
+    return *command_;
+  }
+  virtual std::unique_ptr<engine::CommandEffect> make_command() = 0;
+
+ private:
+  std::unique_ptr<engine::CommandEffect> command_;
 };
 
 // How the steps below run and answer a delivery: deliver() runs a native hook's command (SPEC

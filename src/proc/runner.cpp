@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "proc/child_exec.hpp"
 #include "proc/liveness.hpp"
@@ -99,7 +101,11 @@ struct ExecPlan {
   ChildPlan child;
 };
 
-void make_plan(const RunSpec& spec, ExecPlan& plan) {
+// The command's environment: idem's, less unset_env, with extra_env. Made again, before the go
+// byte, for a command prepared ahead of its claim (its IDEM_ATTEMPT is known only then).
+void make_env(const RunSpec& spec, ExecPlan& plan) {
+  plan.env_storage.clear();
+  plan.envp.clear();
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     std::string_view entry(*e);
     bool overridden = std::any_of(spec.extra_env.begin(), spec.extra_env.end(), [&](auto& kv) {
@@ -115,12 +121,16 @@ void make_plan(const RunSpec& spec, ExecPlan& plan) {
   for (const auto& [name, value] : spec.extra_env) plan.env_storage.push_back(name + "=" + value);
   for (auto& e : plan.env_storage) plan.envp.push_back(e.data());
   plan.envp.push_back(nullptr);
+  plan.child.envp = plan.envp.data();
+}
+
+void make_plan(const RunSpec& spec, ExecPlan& plan) {
+  make_env(spec, plan);
   plan.argv.push_back(nullptr);
   for (const auto& a : spec.argv) plan.argv.push_back(const_cast<char*>(a.c_str()));
   plan.argv.push_back(nullptr);
   ChildPlan& child = plan.child;
   child.argv = plan.argv.data() + 1;
-  child.envp = plan.envp.data();
   child.path = ::getenv("PATH");  // execvpe's rule: idem's PATH, not the command's
   child.cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
   child.parent = ::getpid();
@@ -145,20 +155,6 @@ struct Child {
 // one for nothing), and the thread whose command it was learnt of it from the pipe's EOF only.
 util::Fd exit_descriptor(pid_t pid) { return util::Fd(int(::syscall(SYS_pidfd_open, pid, 0))); }
 
-// Hands the group to on_spawn before the command can start anything. If it throws, the child
-// (which has not exec'd: nothing of the command ran) is killed and reaped.
-void record_group(const RunSpec& spec, pid_t pid) {
-  if (!spec.on_spawn) return;
-  try {
-    spec.on_spawn(core::ProcessGroup{int64_t(pid), start_ticks(pid)});
-  } catch (...) {
-    ::kill(pid, SIGKILL);
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    throw;
-  }
-}
-
 // Lets the child exec: one byte, then EOF.
 void send_go(util::Fd& go) {
   const char byte = 1;
@@ -174,6 +170,8 @@ int read_exec_error(const util::Fd& status) {
   size_t have = 0;
   for (;;) {
     int more = 0;
+    pollfd wait_for{status.get(), POLLIN, 0};
+    if (::poll(&wait_for, 1, -1) < 0 && errno == EINTR) continue;
     ssize_t n = ::read(status.get(), &more, sizeof more);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return have == sizeof exec_error ? exec_error : 0;
@@ -228,6 +226,8 @@ class ChildStack {
     }
     return static_cast<char*>(base_) + k_size;
   }
+  // A child on it has not exec'd or exited yet (PendingChild).
+  bool busy = false;
 
  private:
   void* base_ = nullptr;
@@ -236,13 +236,12 @@ class ChildStack {
 // Creates the child that runs child_exec: on this CPU clone(CLONE_VM), which shares idem's
 // memory, so nothing is copied (fork() copies the page tables of the whole process, which in the
 // many-threaded daemon was most of what a new delivery cost) and the command is the only exec;
-// without CLONE_VFORK, as the child waits for the go byte while this thread records the group.
-// Every signal is blocked in this thread across the clone, so the child starts with them all
-// blocked and none of idem's handlers runs on its stack before it has reset them. Elsewhere, a
-// fork. Returns the pid, or -errno.
-pid_t create_child(ChildPlan& plan) {
+// without CLONE_VFORK, as the child waits for the go byte while this thread records the group
+// (or claims the key with it). Every signal is blocked in this thread across the clone, so the
+// child starts with them all blocked and none of idem's handlers runs on its stack before it has
+// reset them. Elsewhere, a fork. Returns the pid, or -errno.
+pid_t create_child(ChildPlan& plan, ChildStack& stack) {
 #if IDEM_CHILD_SHARES_MEMORY
-  thread_local ChildStack stack;
   void* top = stack.top();
   sigset_t all;
   sigset_t saved;
@@ -252,35 +251,91 @@ pid_t create_child(ChildPlan& plan) {
   ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   return pid_t(pid);
 #else
+  (void)stack;
   pid_t pid = ::fork();
   if (pid == 0) child_exec(&plan);
   return pid < 0 ? -errno : pid;
 #endif
 }
 
+// A command's child between its creation and its go byte: the leader of its own process group,
+// reading the go pipe, nothing of the command run yet. Dropped before start() (a claim that did
+// not go to it, an error), the child is killed and reaped. Kept at one address (the child reads
+// the plan) and on the thread that made it (the child runs on that thread's stack), which makes
+// no other child until this one has exec'd or exited.
+class PendingChild final : public PreparedCommand {
+ public:
+  explicit PendingChild(const RunSpec& spec) : spec_(spec), pipes_(spec_, plan_.child) {
+    make_plan(spec_, plan_);
+  }
+  PendingChild(const PendingChild&) = delete;
+  PendingChild& operator=(const PendingChild&) = delete;
+  ~PendingChild() override {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+    if (holds_stack_) stack_.busy = false;
+  }
+
+  // Creates the child; 0, or the errno of the failure.
+  int create() {
+    if (stack_.busy) throw std::logic_error("a command is already starting on this thread");
+    const pid_t pid = create_child(plan_.child, stack_);
+    if (pid < 0) return -pid;
+    stack_.busy = holds_stack_ = true;
+    pid_ = pid;
+    // Both sides set the group, so it exists before either uses it.
+    ::setpgid(pid_, pid_);
+    pipes_.out.write.reset();
+    pipes_.err.write.reset();
+    pipes_.status.write.reset();
+    pipes_.go.read.reset();
+    return 0;
+  }
+
+  core::ProcessGroup group() const override {
+    return core::ProcessGroup{int64_t(pid_), start_ticks(pid_)};
+  }
+
+  // Lets the child exec (after making its environment again from `remade_env`'s, when given),
+  // and notes in `result` whether exec succeeded.
+  Child start(RunResult& result, const RunSpec* remade_env) {
+    if (remade_env != nullptr) make_env(*remade_env, plan_);
+    send_go(pipes_.go.write);
+    result.exec_errno = read_exec_error(pipes_.status.read);
+    result.started = result.exec_errno == 0;
+    stack_.busy = holds_stack_ = false;
+    const pid_t pid = std::exchange(pid_, -1);
+    if (result.started) IDEM_CRASH_POINT("running");
+    return Child{pid, std::move(pipes_.out.read), std::move(pipes_.err.read), exit_descriptor(pid)};
+  }
+
+ private:
+  static ChildStack& thread_stack() {
+    thread_local ChildStack stack;
+    return stack;
+  }
+
+  const RunSpec spec_;  // the plan's argv and cwd point into it
+  ExecPlan plan_;
+  ChildPipes pipes_;
+  ChildStack& stack_ = thread_stack();
+  bool holds_stack_ = false;
+  pid_t pid_ = -1;
+};
+
 // Starts the command in its own process group: records the group (on_spawn), lets the child
 // exec, and notes in `result` whether exec succeeded; nullopt when no child could be created.
 std::optional<Child> spawn(const RunSpec& spec, RunResult& result) {
-  ExecPlan plan;
-  make_plan(spec, plan);
-  ChildPipes pipes(spec, plan.child);
-  pid_t pid = create_child(plan.child);
-  if (pid < 0) {
-    result.exec_errno = -pid;
+  PendingChild pending(spec);
+  if (int error = pending.create()) {
+    result.exec_errno = error;
     return std::nullopt;
   }
-  // Both sides set the group, so it exists before either uses it.
-  ::setpgid(pid, pid);
-  pipes.out.write.reset();
-  pipes.err.write.reset();
-  pipes.status.write.reset();
-  pipes.go.read.reset();
-  record_group(spec, pid);
-  send_go(pipes.go.write);
-  result.exec_errno = read_exec_error(pipes.status.read);
-  result.started = result.exec_errno == 0;
-  if (result.started) IDEM_CRASH_POINT("running");
-  return Child{pid, std::move(pipes.out.read), std::move(pipes.err.read), exit_descriptor(pid)};
+  if (spec.on_spawn) spec.on_spawn(pending.group());  // a throw kills the child unstarted
+  return pending.start(result, nullptr);
 }
 
 // Watches a spawned command to its end: one loop drains both pipes (a full 64 KiB pipe would
@@ -507,21 +562,55 @@ std::string signal_name(int sig) {
   return abbreviation != nullptr ? abbreviation : "signal " + std::to_string(sig);
 }
 
-RunResult run_command(const RunSpec& spec) {
-  if (!spec.stderr_to_stdout && one_ordered_destination(spec)) {
-    RunSpec one_pipe = spec;
-    one_pipe.stderr_to_stdout = true;
-    return run_command(one_pipe);
-  }
+namespace {
+
+// `spec` as run: stderr down stdout's pipe when both go to one ordered destination.
+RunSpec as_run(const RunSpec& spec) {
+  RunSpec run = spec;
+  if (!spec.stderr_to_stdout && one_ordered_destination(spec)) run.stderr_to_stdout = true;
+  return run;
+}
+
+RunResult watch_to_end(const RunSpec& spec, Child& child, RunResult& result) {
+  Watch watch(spec, child, result);
+  watch.loop();
+  watch.finish();
+  return std::move(result);
+}
+
+}  // namespace
+
+RunResult run_command(const RunSpec& given) {
+  const RunSpec spec = as_run(given);
   RunResult result;
   result.output = core::CapturedOutput(spec.max_output);
   if (g_signal_pipe[0] < 0) install_child_handlers();
   std::optional<Child> child = spawn(spec, result);
   if (!child) return result;
-  Watch watch(spec, *child, result);
-  watch.loop();
-  watch.finish();
-  return result;
+  return watch_to_end(spec, *child, result);
+}
+
+std::unique_ptr<PreparedCommand> prepare_command(const RunSpec& given) {
+#if IDEM_CHILD_SHARES_MEMORY
+  const RunSpec spec = as_run(given);
+  if (g_signal_pipe[0] < 0) install_child_handlers();
+  auto pending = std::make_unique<PendingChild>(spec);
+  if (pending->create() != 0) return nullptr;  // run_command then meets (and reports) it again
+  return pending;
+#else
+  (void)given;
+  return nullptr;
+#endif
+}
+
+RunResult run_prepared_command(std::unique_ptr<PreparedCommand> prepared, const RunSpec& given) {
+  auto* pending = dynamic_cast<PendingChild*>(prepared.get());
+  if (pending == nullptr) return run_command(given);
+  const RunSpec spec = as_run(given);
+  RunResult result;
+  result.output = core::CapturedOutput(spec.max_output);
+  Child child = pending->start(result, &spec);
+  return watch_to_end(spec, child, result);
 }
 
 core::Outcome outcome_of(const RunResult& result, int64_t finished_ms) {

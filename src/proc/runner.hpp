@@ -3,8 +3,10 @@
 // stdout and stderr streamed live and captured in order, signals forwarded, a timeout.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/output.hpp"
@@ -86,6 +88,25 @@ std::string signal_name(int sig);
 // PDEATHSIG; exec errors in exec_errno.
 RunResult run_command(const RunSpec& spec);
 
+// A command made ready ahead of its claim: its child exists, the leader of its own process group,
+// and waits to exec, so the group can be recorded in the claim's own write. Dropped unstarted (the
+// claim went another way), the child is killed and reaped before anything of the command ran.
+// Started and dropped on the thread that prepared it, which starts no other command meanwhile.
+class PreparedCommand {
+ public:
+  virtual ~PreparedCommand() = default;
+  virtual core::ProcessGroup group() const = 0;
+};
+
+// Prepares `spec`'s command (prepare_command) where the child can wait in idem's memory (see
+// proc/child_exec.hpp); nullptr elsewhere, or when no child could be created now (run_command
+// then meets the failure again, and reports it).
+std::unique_ptr<PreparedCommand> prepare_command(const RunSpec& spec);
+// Starts a prepared command and runs it as run_command does, with `spec`: the one it was prepared
+// with, plus extra_env added since (the environment is made again before the command execs). Its
+// on_spawn is not called: the group is known already. A `prepared` of another kind: run_command.
+RunResult run_prepared_command(std::unique_ptr<PreparedCommand> prepared, const RunSpec& spec);
+
 // Runs commands for the attempt engine: the real one spawns (run_command); the tests' fake
 // records each spec and returns scripted results, so the engine is tested without processes.
 class CommandRunner {
@@ -93,11 +114,23 @@ class CommandRunner {
   virtual ~CommandRunner() = default;
   // As run_command: calls spec.on_spawn before the command starts, and lets what it throws out.
   virtual RunResult run(const RunSpec& spec) = 0;
+  // As prepare_command; nullptr: this runner creates the child in run() only.
+  virtual std::unique_ptr<PreparedCommand> prepare(const RunSpec&) { return nullptr; }
+  // As run_prepared_command.
+  virtual RunResult run_prepared(std::unique_ptr<PreparedCommand>, const RunSpec& spec) {
+    return run(spec);
+  }
 };
 
 class SpawningRunner final : public CommandRunner {
  public:
   RunResult run(const RunSpec& spec) override { return run_command(spec); }
+  std::unique_ptr<PreparedCommand> prepare(const RunSpec& spec) override {
+    return prepare_command(spec);
+  }
+  RunResult run_prepared(std::unique_ptr<PreparedCommand> prepared, const RunSpec& spec) override {
+    return run_prepared_command(std::move(prepared), spec);
+  }
 };
 
 // The runner of run, each and the daemon.

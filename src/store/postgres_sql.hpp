@@ -168,7 +168,9 @@ const char* select_record(bool with_output, bool for_update);
 // The claim (store/claim_flow.hpp): $1 key, $2 fingerprint, $3 kind, $4 attempt, $5..$8 and $15,
 // $16 the owner (host, boot id, pid, start; machine id, pid namespace), $9 now, $10 TTL, $11
 // request, $12 token, $13 lease end (NULL: none), $14 replay_failures (0 or 1); $17 the attempt
-// replaced, or for the insert the attempt's trigger. The insert returns a row when it inserted,
+// replaced, or for the insert the attempt's trigger; $18, $19 the command's process group and its
+// leader's start when the claim records it (NULL: set_process_group does, later). The insert
+// returns a row when it inserted,
 // and then has written the key's first history entry too (k_history_start's, in the same
 // statement: a new key's claim is one round trip between BEGIN and COMMIT). A key without a
 // record has no history (its rows go with the record), so that entry is number 1.
@@ -177,9 +179,9 @@ inline constexpr const char* k_claim_insert = R"sql(
             INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
                                       owner_boot_id, owner_pid, owner_start, started_at, ttl_ms,
                                       request, attempt_token, lease_expires, replay_failures,
-                                      owner_machine_id, owner_pid_ns)
+                                      owner_machine_id, owner_pid_ns, pgid, pgid_start)
             VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0,
-                    $15, $16)
+                    $15, $16, $18, $19)
             ON CONFLICT (key) DO NOTHING RETURNING attempt),
           h AS (
             INSERT INTO idem_attempts (key, number, started_by, owner_host, owner_pid, started_at,
@@ -192,7 +194,7 @@ inline constexpr const char* k_claim_replace = R"sql(
                  started_at = $9, ttl_ms = $10, request = $11, finished_at = NULL,
                  expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = false,
                  output = NULL, output_bytes = 0, output_truncated = false, note = '',
-                 response = NULL, pgid = NULL, pgid_start = NULL, attempt_token = $12,
+                 response = NULL, pgid = $18, pgid_start = $19, attempt_token = $12,
                  lease_expires = $13, replay_failures = $14 <> 0, owner_machine_id = $15,
                  owner_pid_ns = $16
           WHERE key = $1 AND attempt = $17)sql";

@@ -465,6 +465,7 @@ class PostgresStore final : public Store {
     bool insert(const ClaimRequest& req, int64_t attempt, const std::string& token) override {
       Params p = claim_params(req, attempt, token);
       p.text(trigger_of(req));
+      group_params(p, req);
       history_started_ = store_.conn().exec(postgres_sql::k_claim_insert, p).rows() == 1;
       return history_started_;
     }
@@ -472,6 +473,7 @@ class PostgresStore final : public Store {
                  int64_t observed) override {
       Params update = claim_params(req, attempt, token);
       update.integer(observed);
+      group_params(update, req);
       return store_.conn().exec(postgres_sql::k_claim_replace, update).changed() == 1;
     }
     bool set_abandoned(const std::string& key, int64_t attempt, const char* note) override {
@@ -525,6 +527,12 @@ class PostgresStore final : public Store {
     p.text(token).integer_or_null(lease_end(req.now_ms, req.lease_ms));
     p.integer(req.policy.replay_failures).text(req.owner.machine_id).integer(req.owner.pid_ns);
     return p;
+  }
+
+  // $18, $19 of a claim: the process group it records, or NULLs.
+  static void group_params(Params& p, const ClaimRequest& req) {
+    p.integer_or_null(req.group ? req.group->pgid : 0);
+    p.integer_or_null(req.group ? req.group->leader_start_ticks : 0);
   }
 
   bool set_abandoned(const std::string& key, int64_t attempt, const char* note) {

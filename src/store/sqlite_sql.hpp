@@ -201,13 +201,16 @@ inline constexpr int k_output_column = 30;
 
 // The claim (store/claim_flow.hpp): ?1 key, ?2 fingerprint, ?3 kind, ?4 attempt, ?5..?8 and ?16,
 // ?17 the owner (host, boot id, pid, start; machine id, pid namespace), ?9 now, ?10 TTL, ?11
-// request, ?12 token, ?13 lease end (NULL: none), ?14 replay_failures; ?15 the attempt replaced.
+// request, ?12 token, ?13 lease end (NULL: none), ?14 replay_failures; ?15 the attempt replaced;
+// ?18, ?19 the command's process group and its leader's start when the claim records it (NULL:
+// set_process_group does, later).
 inline constexpr const char* k_claim_insert = R"sql(
         INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
                              owner_pid, owner_start, started_at, ttl_ms, request, attempt_token,
-                             lease_expires, replay_failures, owner_machine_id, owner_pid_ns)
+                             lease_expires, replay_failures, owner_machine_id, owner_pid_ns, pgid,
+                             pgid_start)
         VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,
-                ?17)
+                ?17, ?18, ?19)
         ON CONFLICT (key) DO NOTHING)sql";
 // Replaces attempt ?15, whatever it holds, by the new running attempt.
 inline constexpr const char* k_claim_replace = R"sql(
@@ -215,8 +218,8 @@ inline constexpr const char* k_claim_replace = R"sql(
                owner_host = ?5, owner_boot_id = ?6, owner_pid = ?7, owner_start = ?8,
                started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
                expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0,
-               output_bytes = 0, output_truncated = 0, note = '', response = NULL, pgid = NULL,
-               pgid_start = NULL, attempt_token = ?12, lease_expires = ?13,
+               output_bytes = 0, output_truncated = 0, note = '', response = NULL, pgid = ?18,
+               pgid_start = ?19, attempt_token = ?12, lease_expires = ?13,
                replay_failures = ?14, owner_machine_id = ?16, owner_pid_ns = ?17
         WHERE key = ?1 AND attempt = ?15)sql";
 

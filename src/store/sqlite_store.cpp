@@ -121,12 +121,14 @@ class SqliteStore final : public Store {
 
   ClaimResult claim(const ClaimRequest& req, const OwnerGone& owner_gone) override {
     ClaimResult result;
-    // A claim that need not be synced (ClaimRequest::sync) is so only if its batch needs no sync.
-    batched(req.sync, [&](Connection db) {
+    // A claim that need not be synced (ClaimRequest::sync) is so only if its batch needs no sync;
+    // one that records its command's group is always synced (the command starts after it).
+    const bool sync = req.sync || req.group.has_value();
+    batched(sync, [&](Connection db) {
       Rows rows(*this, db);
       result = claim_rows(rows, req, owner_gone, new_attempt_token());
     });
-    if (!req.sync && result.verdict == core::Verdict::claim)
+    if (!sync && result.verdict == core::Verdict::claim)
       unsynced_claim_.emplace(req.key, result.attempt);
     return result;
   }
@@ -529,6 +531,8 @@ class SqliteStore final : public Store {
     s.bind_null_if_zero(13, lease_end(req.now_ms, req.lease_ms));
     s.bind(14, int64_t(req.policy.replay_failures));
     s.bind(16, req.owner.machine_id).bind(17, req.owner.pid_ns);  // ?15: the update's condition
+    s.bind_null_if_zero(18, req.group ? req.group->pgid : 0);
+    s.bind_null_if_zero(19, req.group ? req.group->leader_start_ticks : 0);
     return s;
   }
 

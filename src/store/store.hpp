@@ -50,7 +50,14 @@ struct ClaimRequest {
   // command may start, and answer only after the synced outcome. A crash before then loses a
   // claim whose command never started and whose client got no answer. This takes one fsync of
   // three off a delivery. An async hook answers 202 on the claim, so its claim is synced.
+  // Ignored (synced) when the claim records the command's group.
   bool sync = true;
+  // The process group of the attempt's command, whose child was created ahead of the claim and
+  // waits to exec (proc::PreparedCommand): written with the claimed attempt, in the claim's own
+  // synced commit, instead of by set_process_group in a write of its own after it. Only for a
+  // claim that would run (Engine::claim); a claim that does not go to this attempt writes nothing
+  // of it. nullopt: none yet.
+  std::optional<core::ProcessGroup> group;
 };
 
 struct ClaimResult {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -147,18 +148,14 @@ Answer early_answer(const PreparedRun& run, const std::string& key, const std::s
 
 // A webhook hook's command, run once for an attempt: webhook's argv, HOOK_ environment and
 // files, its working directory, stdin empty, stdout and stderr captured as one stream.
-class WebhookEffect final : public DeliveryEffect {
+class WebhookEffect final : public CommandDelivery {
  public:
   WebhookEffect(std::shared_ptr<const PreparedRun> run, std::string key)
       : run_(std::move(run)), key_(std::move(key)) {}
 
   core::Outcome perform(const engine::Attempt& attempt) override {
-    CommandFiles files(run_->files);
-    util::Fd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!null.valid()) throw std::runtime_error("cannot open /dev/null");
-    engine::CommandEffect command(proc::spawning_runner(), spec(files, null.get()));
-    core::Outcome o = command.perform(attempt);
-    answer_ = answer_of(command.result(), o);
+    core::Outcome o = command().perform(attempt);
+    answer_ = answer_of(command().result(), o);
     o.response = core::Response{answer_.status, {}};
     if (!answer_.content_type.empty())
       o.response->headers.emplace_back("Content-Type", answer_.content_type);
@@ -168,6 +165,14 @@ class WebhookEffect final : public DeliveryEffect {
   Answer& answer() override { return answer_; }
 
  private:
+  std::unique_ptr<engine::CommandEffect> make_command() override {
+    files_.emplace(run_->files);
+    null_ = util::Fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!null_.valid()) throw std::runtime_error("cannot open /dev/null");
+    return std::make_unique<engine::CommandEffect>(proc::spawning_runner(),
+                                                   spec(*files_, null_.get()));
+  }
+
   proc::RunSpec spec(const CommandFiles& files, int stdin_fd) const {
     proc::RunSpec spec;
     spec.argv = run_->argv;
@@ -211,6 +216,8 @@ class WebhookEffect final : public DeliveryEffect {
 
   const std::shared_ptr<const PreparedRun> run_;
   const std::string key_;
+  std::optional<CommandFiles> files_;  // removed once the command has run
+  util::Fd null_;                      // its stdin
   Answer answer_;
 };
 

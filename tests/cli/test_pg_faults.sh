@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Faults between idem and a real PostgreSQL server, each put at an exact point by
 # tests/helpers/tcp_fault_proxy: a claim whose COMMIT answer is lost (the claim landed) or whose
-# COMMIT never reached the server; the answer to the final write, to the process group's write or to
-# a renewal lost after the write landed; every connection cut while the command of `run`, a handler
+# COMMIT never reached the server; the answer to the final write, to the process group's write (of
+# `each`) or to a renewal lost after the write landed; every connection cut while the command of `run`, a handler
 # of `each` or a hook's handler in `serve` runs. Then, on a cluster of the test's own
 # (scripts/pg_cluster.sh): the server restarted while the command runs, and the server down while it
 # runs or ends, back within the lease or after it. Each time the command runs exactly once; the
@@ -115,10 +115,12 @@ assert_ran_once lost-finish
 IDEM_STORE="$via" assert_status lost-finish succeeded
 stop_proxy px-finish
 
-# ... so for the process group's, written before the command starts: it starts, once.
+# ... so for the process group's, written before the command starts where the claim did not write
+# it (`each`: a first run's claim writes it itself): it starts, once.
 start_proxy px-group --drop-answer-after "SET pgid" --times 1
-runner "$via" lost-group
-capture lost-group "${cmd[@]}"
+printf '{"id": "lost-group"}\n' >"$T/lost-group.jsonl"
+capture lost-group env IDEM_STORE="$via" "$IDEM_BIN" each --key-field /id -- sh -c \
+  'echo ran >> "$1"; echo "$$" > "$1.pid"' sh "$T/lost-group.count" <"$T/lost-group.jsonl"
 expect_rc 0
 proxy_said px-group "its answer is lost" || fail "the proxy never dropped the process group's answer"
 assert_ran_once lost-group

@@ -2,8 +2,8 @@
 # What one `idem run` costs the PostgreSQL server, counted in transactions (every statement outside
 # BEGIN ... COMMIT is one, and the server's own at connection start is one more): a replay opens
 # the store and reads the schema version in one statement, reads the record and counts the replay
-# (1 + 3); a first run adds its claim, its process group and its outcome to the first two
-# (1 + 5). Counted by the server in a database of the test's own (its pg_stat_database row), once
+# (1 + 3); a first run adds its claim, which records the command's process group too, and its
+# outcome to the first two (1 + 4). Counted by the server in a database of the test's own (its pg_stat_database row), once
 # idem's backend has ended and so reported its counts.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 [[ -n ${IDEM_TEST_PG_URL:-} ]] ||
@@ -40,7 +40,7 @@ cost() {
 
 for try in 1 2 3; do idem run -q -k "done$try" -- true; done  # creates idem's tables, then keys
 assert_eq 4 "$(cost done)" "transactions of a replay"
-assert_eq 6 "$(cost fresh)" "transactions of a first run"
+assert_eq 5 "$(cost fresh)" "transactions of a first run"
 assert_status fresh1 succeeded
 
 admin "DROP DATABASE $db WITH (FORCE)"

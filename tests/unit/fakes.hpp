@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -124,10 +125,42 @@ class FakeRunner final : public proc::CommandRunner {
     return r;
   }
 
+  // With `prepares`: a command made ready ahead of its claim, `group` its group; counts how many
+  // were made and how many dropped unstarted (their child would have been killed).
+  std::unique_ptr<proc::PreparedCommand> prepare(const proc::RunSpec&) override {
+    if (!prepares) return nullptr;
+    ++prepared;
+    if (on_prepare) on_prepare();
+    return std::make_unique<Prepared>(*this);
+  }
+  // As run(), without on_spawn: the group was recorded with the claim.
+  proc::RunResult run_prepared(std::unique_ptr<proc::PreparedCommand> p,
+                               const proc::RunSpec& spec) override {
+    static_cast<Prepared&>(*p).started = true;
+    proc::RunSpec without = spec;
+    without.on_spawn = nullptr;
+    return run(without);
+  }
+
   std::vector<proc::RunSpec> calls;
   std::deque<proc::RunResult> script;
   std::function<void()> during;
   core::ProcessGroup group{4242, 777};
+  bool prepares = false;
+  std::function<void()> on_prepare;  // what happens between the look and the claim
+  int prepared = 0;
+  int dropped = 0;
+
+ private:
+  struct Prepared final : proc::PreparedCommand {
+    explicit Prepared(FakeRunner& r) : runner(r) {}
+    ~Prepared() override {
+      if (!started) ++runner.dropped;
+    }
+    core::ProcessGroup group() const override { return runner.group; }
+    FakeRunner& runner;
+    bool started = false;
+  };
 };
 
 // The value of `name` in a spec's extra environment, or "" when absent.

@@ -426,6 +426,42 @@ TEMPLATE_TEST_CASE("store contract: failed outcomes run again unless replay_fail
   CHECK(r->note.empty());
 }
 
+TEMPLATE_TEST_CASE(
+    "store contract: a claim records the command's group it is given, in its own write",
+    "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  ClaimRequest first = request("k");
+  first.group = idem::core::ProcessGroup{4242, 777};
+  ClaimResult c = store->claim(first, k_alive);
+  REQUIRE(c.verdict == Verdict::claim);
+  auto r = store->get("k");
+  REQUIRE(r.has_value());
+  CHECK(r->process_group.pgid == 4242);
+  CHECK(r->process_group.leader_start_ticks == 777);
+
+  // A claim that does not go to its attempt writes nothing of the group it carries.
+  ClaimRequest busy = request("k", k_t0 + 50);
+  busy.group = idem::core::ProcessGroup{5151, 888};
+  CHECK(store->claim(busy, k_alive).verdict == Verdict::running);
+  CHECK(store->get("k")->process_group.pgid == 4242);
+
+  // A retry of a failure replaces the old group by its own, or by none.
+  REQUIRE(store->finish("k", c.attempt, outcome(Status::failed, 1, k_t0 + 100)));
+  ClaimRequest retry = request("k", k_t0 + 200);
+  retry.group = idem::core::ProcessGroup{6363, 999};
+  REQUIRE(store->claim(retry, k_alive).verdict == Verdict::claim);
+  r = store->get("k");
+  CHECK(r->attempt == 2);
+  CHECK(r->process_group.pgid == 6363);
+  CHECK(r->process_group.leader_start_ticks == 999);
+  REQUIRE(store->finish("k", 2, outcome(Status::failed, 1, k_t0 + 300)));
+  REQUIRE(store->claim(request("k", k_t0 + 400), k_alive).verdict == Verdict::claim);
+  CHECK(store->get("k")->process_group.pgid == 0);
+  // Its history starts as any claim's does.
+  CHECK(store->history("k").size() == 3);
+}
+
 TEMPLATE_TEST_CASE("store contract: the replay policy is kept with the attempt it was claimed under",
                    "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;

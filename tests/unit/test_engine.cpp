@@ -93,6 +93,72 @@ TEST_CASE("engine: a claimed attempt runs once, its group recorded before; later
   CHECK(env_of(f.runner.calls.at(1), "IDEM_ATTEMPT") == "2");
 }
 
+TEST_CASE("engine: a claim that would run records the prepared command's group in its own write",
+          "[engine]") {
+  Fixture f;
+  f.runner.prepares = true;
+  f.runner.group = {5353, 888};
+  int64_t group_at_claim = 0;
+  AttemptRequest r = f.request("k");
+  idem::proc::RunSpec spec;
+  spec.argv = {"job"};
+  CommandEffect effect(f.runner, spec);
+  r.effect = &effect;
+  Claimed c = f.engine.claim(r);
+  REQUIRE(c.verdict == ClaimVerdict::claimed);
+  group_at_claim = f.store->get("k")->process_group.pgid;
+  CHECK(group_at_claim == 5353);  // written by the claim, before the command started
+  CHECK(f.runner.prepared == 1);
+  f.engine.carry_out(c, effect);
+  REQUIRE(f.runner.calls.size() == 1);
+  CHECK(env_of(f.runner.calls[0], "IDEM_ATTEMPT") == "1");
+  CHECK(f.runner.dropped == 0);
+  CHECK(f.store->get("k")->status == Status::succeeded);
+
+  // A replay prepares nothing; a live holder's key drops what it prepared.
+  AttemptRequest again = f.request("k");
+  CommandEffect unused(f.runner, spec);
+  again.effect = &unused;
+  CHECK(f.engine.claim(again).verdict == ClaimVerdict::replay);
+  CHECK(f.runner.prepared == 1);
+  AttemptRequest first = f.request("held");
+  REQUIRE(f.engine.claim(first).verdict == ClaimVerdict::claimed);
+  AttemptRequest second = f.request("held", 11);
+  second.effect = &unused;
+  CHECK(f.engine.claim(second).verdict == ClaimVerdict::running);  // decided by the look
+  CHECK(f.runner.prepared == 1);
+  // A dead holder's record is marked by the claim that takes it over, with its group.
+  f.owners_gone = true;
+  AttemptRequest takeover = f.request("held", 12);
+  takeover.claim.policy.retry_abandoned = true;
+  CommandEffect third(f.runner, spec);
+  takeover.effect = &third;
+  Claimed t = f.engine.claim(takeover);
+  CHECK(t.verdict == ClaimVerdict::claimed);
+  CHECK(f.runner.prepared == 2);
+  CHECK(f.store->get("held")->process_group.pgid == 5353);
+  CHECK(f.store->history("held").size() == 2);
+  f.owners_gone = false;
+  AttemptRequest declined = f.request("new");
+  declined.decline_run = true;
+  declined.effect = &unused;
+  CHECK(f.engine.claim(declined).verdict == ClaimVerdict::declined);
+  CHECK(f.runner.dropped == 0);
+
+  // Another process claims the key between the look and the claim: what was prepared is dropped
+  // and the claim's answer stands, without the group.
+  f.runner.on_prepare = [&] {
+    f.store->claim(f.request("raced", 13).claim, [](auto&) { return false; });
+  };
+  AttemptRequest raced = f.request("raced");
+  CommandEffect fourth(f.runner, spec);
+  raced.effect = &fourth;
+  CHECK(f.engine.claim(raced).verdict == ClaimVerdict::running);
+  CHECK(f.runner.prepared == 3);
+  CHECK(f.runner.dropped == 1);
+  CHECK(f.store->get("raced")->process_group.pgid == 0);
+}
+
 TEST_CASE("engine: a finished outcome is replayed until its TTL, then the key runs again",
           "[engine]") {
   Fixture f;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/record.hpp"
+#include "proc/child_exec.hpp"
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
 #include "store/store.hpp"
@@ -663,6 +664,56 @@ TEST_CASE("runner: drain_ms reads what a background process writes after the com
   }
   CHECK(gone);
   if (!gone) ::kill(pid_t(writer), SIGKILL);
+}
+
+TEST_CASE(
+    "runner: a prepared command waits in its own group; started, it sees what was added since",
+    "[runner]") {
+  TempDir dir;
+  RunSpec spec;
+  spec.argv = {"/bin/sh", "-c", "echo \"$IDEM_ATTEMPT $STAYS\"; touch ran"};
+  spec.cwd = dir.path();
+  spec.live_stdout_fd = -1;
+  spec.extra_env = {{"STAYS", "yes"}};
+  auto prepared = idem::proc::prepare_command(spec);
+#if IDEM_CHILD_SHARES_MEMORY
+  REQUIRE(prepared != nullptr);
+  const ProcessGroup group = prepared->group();
+  CHECK(group.pgid > 0);
+  CHECK(group.leader_start_ticks > 0);
+  CHECK(::getpgid(pid_t(group.pgid)) == pid_t(group.pgid));  // the group exists already
+  CHECK_FALSE(std::ifstream(dir.path() + "/ran").good());    // and nothing of it ran
+  spec.extra_env.emplace_back("IDEM_ATTEMPT", "7");
+  auto result = idem::proc::run_prepared_command(std::move(prepared), spec);
+  CHECK(result.started);
+  CHECK(result.exit_code == 0);
+  CHECK(result.output.stream_bytes(idem::core::Stream::out) == "7 yes\n");
+  CHECK(std::ifstream(dir.path() + "/ran").good());
+#else
+  CHECK(prepared == nullptr);
+#endif
+}
+
+TEST_CASE("runner: a prepared command dropped unstarted is killed and reaped before it ran",
+          "[runner]") {
+  TempDir dir;
+  RunSpec spec;
+  spec.argv = {"/bin/sh", "-c", "touch ran"};
+  spec.cwd = dir.path();
+  auto prepared = idem::proc::prepare_command(spec);
+  if (prepared == nullptr) return;  // this CPU forks in run_command instead
+  const pid_t pid = pid_t(prepared->group().pgid);
+  // One command starts at a time on a thread: its child runs on the thread's stack.
+  CHECK_THROWS_AS(idem::proc::prepare_command(spec), std::logic_error);
+  prepared.reset();
+  CHECK(::kill(pid, 0) == -1);
+  CHECK(errno == ESRCH);  // reaped: no zombie left either
+  CHECK_FALSE(std::ifstream(dir.path() + "/ran").good());
+  // The thread's stack is free again.
+  auto next = idem::proc::prepare_command(spec);
+  REQUIRE(next != nullptr);
+  CHECK(idem::proc::run_prepared_command(std::move(next), spec).exit_code == 0);
+  CHECK(std::ifstream(dir.path() + "/ran").good());
 }
 
 }  // namespace unit_runner
