@@ -6,23 +6,11 @@
 # them unchanged. Then, on a cluster of the test's own that takes TLS connections only, idem-pg
 # connects with sslmode=require and verify-full (libpq's TLS is OpenSSL's: nothing needs GnuTLS's
 # implicit initialisation).
-tests_dir=$(cd "${IDEM_TESTS_DIR:-$(dirname "$0")/..}" && pwd)  # lib.sh changes directory
-source "$tests_dir/cli/lib.sh"
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 [[ -n ${IDEM_TEST_PG_URL:-} ]] ||
   skip "IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)"
 [[ -x $(dirname "$IDEM_BIN")/idem-pg ]] || skip "this idem has no idem-pg (not a static build)"
 unset GNUTLS_NO_IMPLICIT_INIT IDEM_PG_ADDED_GNUTLS_NO_IMPLICIT_INIT
-
-pg_cluster=$tests_dir/../scripts/pg_cluster.sh
-own_dir=""  # the cluster of the test's own, once started
-_exit_trap() {
-  local rc=$?
-  set +e
-  [[ -z $own_dir ]] || "$pg_cluster" stop "$own_dir"
-  (exit "$rc")
-  _cleanup
-}
-trap _exit_trap EXIT
 
 _pg_schema=idem_test_$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')  # dropped by lib.sh's cleanup
 psql -qX "$IDEM_TEST_PG_URL" -c "CREATE SCHEMA $_pg_schema"
@@ -64,12 +52,7 @@ done
 
 # c. TLS, on a cluster of the test's own whose pg_hba.conf takes TLS connections only: a
 # self-signed certificate for 127.0.0.1, turned on by a reload.
-main_url=$IDEM_TEST_PG_URL main_passfile=$PGPASSFILE
-eval "$("$pg_cluster" start)"
-own_dir=$IDEM_TEST_PG_DIR own_url=$IDEM_TEST_PG_URL
-cat "$PGPASSFILE" "$main_passfile" >"$T/pgpass.both"
-chmod 0600 "$T/pgpass.both"
-export IDEM_TEST_PG_URL=$main_url PGPASSFILE=$T/pgpass.both
+own_pg_cluster
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
   -addext subjectAltName=IP:127.0.0.1 -keyout "$own_dir/server.key" -out "$own_dir/server.crt" \
   >/dev/null 2>&1 || fail "openssl could not make a certificate"
