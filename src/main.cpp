@@ -182,6 +182,9 @@ std::unique_ptr<CommandLine> parse_named_only(int argc, char** argv, int& versio
 
 int main(int argc, char** argv) {
   using namespace idem;
+  // Before any thread and before anything runs a command: what idem added to idem-pg's
+  // environment for libgnutls's constructor (cli::hand_over_postgres_store) is taken out again.
+  cli::forget_hand_over_environment();
 #ifdef IDEM_ASAN
   if (const char* only = std::getenv("IDEM_LEAK_CHECK"); only != nullptr)
     g_leak_check_off = std::string_view(only) == "daemon" && command_word(argc, argv) != "serve";

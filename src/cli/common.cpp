@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <vector>
 
 #include "core/duration.hpp"
 #include "core/errors.hpp"
@@ -45,6 +46,38 @@ std::unique_ptr<store::Store> open_store(const GlobalOptions& global) {
   return store::open_store(store_location(global));
 }
 
+namespace {
+
+// libpq's dependencies load GnuTLS (libldap is linked with it), and GnuTLS runs its whole
+// initialisation (ASN.1 trees, CPU probing, p11-kit, its config files) in a library constructor,
+// before idem-pg's main, unless GNUTLS_NO_IMPLICIT_INIT is 1 in the environment it was exec'd
+// with (gnutls_global_init(3)). Nothing in idem-pg needs it: libpq's TLS is OpenSSL's, and
+// libldap, which libpq uses only for an ldap:// service lookup, calls gnutls_global_init() itself
+// before its first TLS session (OpenLDAP's libraries/libldap/tls_g.c, tlsg_init). Only the
+// environment at exec time can stop a constructor, so the hand-over adds the variable, and the
+// marker beside it tells idem-pg's main that idem added it, to take both out again before
+// anything runs: a command, notify command or handler sees only the variables the user set.
+// A user's own GNUTLS_NO_IMPLICIT_INIT, whatever its value, is passed on as it is, without marker.
+constexpr const char* k_gnutls_no_implicit_init = "GNUTLS_NO_IMPLICIT_INIT";
+constexpr const char* k_gnutls_added_marker = "IDEM_PG_ADDED_GNUTLS_NO_IMPLICIT_INIT";
+
+// idem's own environment, plus GNUTLS_NO_IMPLICIT_INIT=1 and the marker when the user has no
+// GNUTLS_NO_IMPLICIT_INIT (environ's strings, and static ones).
+std::vector<char*> hand_over_environment() {
+  std::vector<char*> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.push_back(*e);
+  if (std::getenv(k_gnutls_no_implicit_init) == nullptr) {
+    static std::string added = std::string(k_gnutls_no_implicit_init) + "=1";
+    static std::string marker = std::string(k_gnutls_added_marker) + "=1";
+    env.push_back(added.data());
+    env.push_back(marker.data());
+  }
+  env.push_back(nullptr);
+  return env;
+}
+
+}  // namespace
+
 void hand_over_postgres_store(const GlobalOptions& global, char** argv) {
   if (store::has_postgres_backend()) return;
   try {
@@ -57,8 +90,15 @@ void hand_over_postgres_store(const GlobalOptions& global, char** argv) {
   if (n <= 0) return;
   const std::string exe(buf, size_t(n));
   const std::string dir = exe.substr(0, exe.rfind('/') + 1);
+  std::vector<char*> env = hand_over_environment();
   for (const std::string& candidate : {dir + "idem-pg", dir + "../libexec/idem/idem-pg"})
-    if (::access(candidate.c_str(), X_OK) == 0) ::execv(candidate.c_str(), argv);
+    if (::access(candidate.c_str(), X_OK) == 0) ::execve(candidate.c_str(), argv, env.data());
+}
+
+void forget_hand_over_environment() {
+  if (std::getenv(k_gnutls_added_marker) == nullptr) return;
+  ::unsetenv(k_gnutls_added_marker);
+  ::unsetenv(k_gnutls_no_implicit_init);
 }
 
 void add_lease_option(CLI::App& command, std::string& lease) {

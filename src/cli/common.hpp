@@ -60,7 +60,12 @@ void use_notify(engine::Front& front, std::shared_ptr<const core::NotifySpec> sp
 // it execs idem-pg, the same program linked with libpq (beside this one, or in
 // ../libexec/idem/), with the same arguments and environment, before it has done anything.
 // Returns when there is nothing to hand over, or no idem-pg (opening the store then says so).
+// The environment gains GNUTLS_NO_IMPLICIT_INIT=1 (unless the user set that variable), so that
+// libgnutls, loaded with libpq, skips its initialisation at load time.
 void hand_over_postgres_store(const GlobalOptions& global, char** argv);
+// In idem-pg, first thing in main: takes out of the environment what the hand-over added, so
+// nothing idem-pg runs sees it. Does nothing in a process that was not handed over.
+void forget_hand_over_environment();
 
 // Whether the owner of a running record counts as gone (core::owner_counts_gone: by its lease, or
 // without one by proc::owner_gone); false for a record that is not running.

@@ -15,6 +15,7 @@ export LC_ALL=C
 : "${IDEM_HELPERS:?IDEM_HELPERS must name the directory of the test helper binaries}"
 unset IDEM_STORE IDEM_KEY IDEM_ATTEMPT
 
+_tests_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)  # tests/, before the cd below
 T=$(mktemp -d "${TMPDIR:-/tmp}/idem-$(basename "$0" .sh).XXXXXX")
 export IDEM_DB="$T/idem.db"
 # Inherited by every process the test starts: cleanup kills a pid only if it carries this mark,
@@ -38,6 +39,7 @@ _cleanup() {
     echo "$(basename "$0"): exit 77 without skip (idem's 'not the owner'?): a failure" >&2
     rc=1
   fi
+  [[ -z ${own_dir:-} ]] || "$_tests_root/../scripts/pg_cluster.sh" stop "$own_dir" || true
   for pid in "${BG[@]}"; do _kill_ours "$pid"; done
   for file in "${_pid_files[@]}"; do
     pid=$(cat "$file" 2>/dev/null) || continue
@@ -75,6 +77,19 @@ if [[ ${IDEM_TEST_BACKEND:-sqlite} == postgres ]]; then
   psql -qX "$IDEM_TEST_PG_URL" -c "CREATE SCHEMA $_pg_schema" || exit 1
   export IDEM_STORE="$IDEM_TEST_PG_URL?options=-csearch_path%3D$_pg_schema"
 fi
+
+# own_pg_cluster: starts a PostgreSQL cluster of the test's own (scripts/pg_cluster.sh), stopped
+# by the cleanup whatever happens, and sets own_dir and own_url. PGPASSFILE then holds its
+# password and those of the file before; IDEM_TEST_PG_URL stays the test cluster's.
+own_pg_cluster() {
+  local main_url=$IDEM_TEST_PG_URL main_passfile=$PGPASSFILE exports
+  exports=$("$_tests_root/../scripts/pg_cluster.sh" start) || fail "cannot start a cluster"
+  eval "$exports"
+  own_dir=$IDEM_TEST_PG_DIR own_url=$IDEM_TEST_PG_URL
+  cat "$PGPASSFILE" "$main_passfile" >"$T/pgpass.both"
+  chmod 0600 "$T/pgpass.both"
+  export IDEM_TEST_PG_URL=$main_url PGPASSFILE=$T/pgpass.both
+}
 
 fail() {
   local i where=""

@@ -16,18 +16,6 @@ source "$tests_dir/cli/serve_lib.sh"
 [[ -n ${IDEM_TEST_PG_URL:-} ]] ||
   skip "IDEM_TEST_PG_URL is not set (scripts/test.sh starts a test cluster)"
 
-pg_cluster=$tests_dir/../scripts/pg_cluster.sh
-own_dir=""  # the cluster of the test's own, once started
-# Stops that cluster whatever happens, then lib.sh's cleanup kills the proxies by their pids.
-_exit_trap() {
-  local rc=$?
-  set +e
-  [[ -z $own_dir ]] || "$pg_cluster" stop "$own_dir"
-  (exit "$rc")
-  _cleanup
-}
-trap _exit_trap EXIT
-
 _pg_schema=idem_test_$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')  # dropped by lib.sh's cleanup
 psql -qX "$IDEM_TEST_PG_URL" -c "CREATE SCHEMA $_pg_schema"
 search_path="options=-csearch_path%3D$_pg_schema"
@@ -211,13 +199,7 @@ stop_daemon
 stop_proxy px-cut
 
 # c. and d. on a cluster of the test's own, restarted and stopped under idem.
-main_url=$IDEM_TEST_PG_URL main_passfile=$PGPASSFILE
-eval "$("$pg_cluster" start)"
-own_dir=$IDEM_TEST_PG_DIR own_url=$IDEM_TEST_PG_URL
-# Its password first (its line names its port), then the test cluster's.
-cat "$PGPASSFILE" "$main_passfile" >"$T/pgpass.both"
-chmod 0600 "$T/pgpass.both"
-export IDEM_TEST_PG_URL=$main_url PGPASSFILE=$T/pgpass.both
+own_pg_cluster  # stopped by lib.sh's cleanup, which also kills the proxies by their pids
 bindir=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 # pg_ctl as the cluster's owner, as scripts/pg_cluster.sh runs it; `restart` of a stopped server
 # starts it with the options it last ran with (postmaster.opts: its port, its socket dir).
