@@ -101,8 +101,8 @@ struct ExecPlan {
   ChildPlan child;
 };
 
-// The command's environment: idem's, less unset_env, with extra_env. Made again, before the go
-// byte, for a command prepared ahead of its claim (its IDEM_ATTEMPT is known only then).
+// The command's environment: idem's, less unset_env, with extra_env. For a command prepared ahead
+// of its claim, made only before the go byte (its IDEM_ATTEMPT is known only then).
 void make_env(const RunSpec& spec, ExecPlan& plan) {
   plan.env_storage.clear();
   plan.envp.clear();
@@ -124,8 +124,8 @@ void make_env(const RunSpec& spec, ExecPlan& plan) {
   plan.child.envp = plan.envp.data();
 }
 
+// All of the child's plan but the environment (make_env), which the child reads after the go byte.
 void make_plan(const RunSpec& spec, ExecPlan& plan) {
-  make_env(spec, plan);
   plan.argv.push_back(nullptr);
   for (const auto& a : spec.argv) plan.argv.push_back(const_cast<char*>(a.c_str()));
   plan.argv.push_back(nullptr);
@@ -282,6 +282,9 @@ class PendingChild final : public PreparedCommand {
   // Creates the child; 0, or the errno of the failure.
   int create() {
     if (stack_.busy) throw std::logic_error("a command is already starting on this thread");
+#if !IDEM_CHILD_SHARES_MEMORY
+    make_env(spec_, plan_);  // a forked child has its own copy of the plan from here on
+#endif
     const pid_t pid = create_child(plan_.child, stack_);
     if (pid < 0) return -pid;
     stack_.busy = holds_stack_ = true;
@@ -299,10 +302,10 @@ class PendingChild final : public PreparedCommand {
     return core::ProcessGroup{int64_t(pid_), start_ticks(pid_)};
   }
 
-  // Lets the child exec (after making its environment again from `remade_env`'s, when given),
-  // and notes in `result` whether exec succeeded.
-  Child start(RunResult& result, const RunSpec* remade_env) {
-    if (remade_env != nullptr) make_env(*remade_env, plan_);
+  // Lets the child exec, with the environment of `env_of` (the spec given at creation, or one
+  // with more extra_env), and notes in `result` whether exec succeeded.
+  Child start(RunResult& result, const RunSpec& env_of) {
+    make_env(env_of, plan_);
     send_go(pipes_.go.write);
     result.exec_errno = read_exec_error(pipes_.status.read);
     result.started = result.exec_errno == 0;
@@ -335,7 +338,7 @@ std::optional<Child> spawn(const RunSpec& spec, RunResult& result) {
     return std::nullopt;
   }
   if (spec.on_spawn) spec.on_spawn(pending.group());  // a throw kills the child unstarted
-  return pending.start(result, nullptr);
+  return pending.start(result, spec);
 }
 
 // Watches a spawned command to its end: one loop drains both pipes (a full 64 KiB pipe would
@@ -609,7 +612,7 @@ RunResult run_prepared_command(std::unique_ptr<PreparedCommand> prepared, const 
   const RunSpec spec = as_run(given);
   RunResult result;
   result.output = core::CapturedOutput(spec.max_output);
-  Child child = pending->start(result, &spec);
+  Child child = pending->start(result, spec);
   return watch_to_end(spec, child, result);
 }
 
