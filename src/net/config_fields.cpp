@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "core/duration.hpp"
+#include "util/utf8.hpp"
 
 namespace idem::http::config_fields {
 
@@ -22,40 +23,6 @@ constexpr size_t k_max_path_bytes = 200;    // of a field path in a message
 // Text from the file made fit for a one-line message: at most `max_bytes` (then "…"), control
 // characters escaped, and with `ascii_only` every byte above 0x7f too (nlohmann quotes the
 // bytes it choked on, which need not be UTF-8).
-namespace {
-
-// The length of the well-formed UTF-8 sequence at text[i] (RFC 3629: no overlong forms, no
-// surrogates, nothing past U+10FFFF), or 0 when the byte there starts none.
-size_t utf8_sequence_at(std::string_view text, size_t i) {
-  const auto b = static_cast<unsigned char>(text[i]);
-  size_t trail = 0;
-  unsigned char lo = 0x80, hi = 0xbf;  // the range of the first trailing byte
-  if (b >= 0xc2 && b <= 0xdf)
-    trail = 1;
-  else if (b == 0xe0)
-    trail = 2, lo = 0xa0;
-  else if (b == 0xed)
-    trail = 2, hi = 0x9f;
-  else if (b >= 0xe1 && b <= 0xef)
-    trail = 2;
-  else if (b == 0xf0)
-    trail = 3, lo = 0x90;
-  else if (b == 0xf4)
-    trail = 3, hi = 0x8f;
-  else if (b >= 0xf1 && b <= 0xf3)
-    trail = 3;
-  else
-    return 0;
-  if (text.size() - i - 1 < trail) return 0;
-  for (size_t t = 1; t <= trail; ++t) {
-    const auto c = static_cast<unsigned char>(text[i + t]);
-    if (c < (t == 1 ? lo : 0x80) || c > (t == 1 ? hi : 0xbf)) return 0;
-  }
-  return trail + 1;
-}
-
-}  // namespace
-
 std::string printable(std::string_view text, size_t max_bytes, bool ascii_only) {
   bool shortened = text.size() > max_bytes;
   if (shortened) {
@@ -71,7 +38,7 @@ std::string printable(std::string_view text, size_t max_bytes, bool ascii_only) 
     // A byte of valid UTF-8 is kept as it is (unless ascii_only); one that is not is escaped,
     // so a message never carries broken UTF-8 (a template's text is read before it is parsed).
     if (byte > 0x7f && !ascii_only) {
-      if (const size_t n = utf8_sequence_at(text, i); n > 0) {
+      if (const size_t n = util::utf8_sequence_at(text, i); n > 0) {
         out.append(text.substr(i, n));
         i += n - 1;
         continue;

@@ -2,37 +2,11 @@
 
 #include "util/hex.hpp"
 #include "util/sha256.hpp"
+#include "util/utf8.hpp"
 
 namespace idem::http {
 
 namespace {
-
-// The length of the valid UTF-8 sequence at the start of `s` (RFC 3629: no overlong forms, no
-// surrogates, nothing above U+10FFFF), or 0.
-size_t utf8_sequence(std::string_view s) {
-  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char c = b(0);
-  size_t n;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF)
-    n = 2;
-  else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else
-    return 0;
-  if (s.size() < n) return 0;
-  if (b(1) < lo || b(1) > hi) return 0;
-  for (size_t i = 2; i < n; ++i)
-    if (b(i) < 0x80 || b(i) > 0xBF) return 0;
-  return n;
-}
 
 constexpr std::string_view k_replacement = "\xEF\xBF\xBD";
 
@@ -43,7 +17,7 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size() + text.size() / 8);
   while (!text.empty()) {
     const unsigned char c = static_cast<unsigned char>(text[0]);
-    size_t n = utf8_sequence(text);
+    size_t n = util::utf8_sequence_at(text, 0);
     if (n == 0) {
       out += k_replacement;
       n = 1;

@@ -6,6 +6,8 @@
 #include <optional>
 #include <utility>
 
+#include "util/utf8.hpp"
+
 namespace idem::http::webhook {
 
 using nlohmann::json;
@@ -30,32 +32,12 @@ bool is_nil_map(const json& value) {
 
 namespace {
 
-// The length of the valid UTF-8 sequence at the start of `s` (as Go's utf8.DecodeRuneInString
-// accepts: no overlong forms, no surrogates, nothing past U+10FFFF), or 0.
-size_t utf8_sequence(std::string_view s) {
-  auto byte = [&](size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
-  auto continuation = [&](size_t i, unsigned low = 0x80, unsigned high = 0xbf) {
-    return byte(i) >= low && byte(i) <= high;
-  };
-  unsigned lead = byte(0);
-  if (lead >= 0xc2 && lead <= 0xdf) return continuation(1) ? 2 : 0;
-  if (lead == 0xe0) return continuation(1, 0xa0) && continuation(2) ? 3 : 0;
-  if (lead == 0xed) return continuation(1, 0x80, 0x9f) && continuation(2) ? 3 : 0;
-  if (lead >= 0xe1 && lead <= 0xef) return continuation(1) && continuation(2) ? 3 : 0;
-  if (lead == 0xf0) return continuation(1, 0x90) && continuation(2) && continuation(3) ? 4 : 0;
-  if (lead >= 0xf1 && lead <= 0xf3)
-    return continuation(1) && continuation(2) && continuation(3) ? 4 : 0;
-  if (lead == 0xf4)
-    return continuation(1, 0x80, 0x8f) && continuation(2) && continuation(3) ? 4 : 0;
-  return 0;
-}
-
 // `text` with each byte that starts no valid UTF-8 sequence replaced by U+FFFD, as Go's JSON
 // decoder reads strings (nlohmann's refuses them); nullopt when all of it is valid.
 std::optional<std::string> replace_invalid_utf8(std::string_view text) {
   std::optional<std::string> out;
   for (size_t i = 0; i < text.size();) {
-    size_t size = static_cast<unsigned char>(text[i]) < 0x80 ? 1 : utf8_sequence(text.substr(i));
+    size_t size = util::utf8_sequence_at(text, i);
     if (size == 0 && !out) out = std::string(text.substr(0, i));
     if (out) out->append(size == 0 ? std::string_view("\xef\xbf\xbd") : text.substr(i, size));
     i += size == 0 ? 1 : size;
@@ -352,7 +334,7 @@ void go_quote(std::string_view s, std::string& out) {
       ++i;
       continue;
     }
-    size_t size = utf8_sequence(s.substr(i));
+    size_t size = util::utf8_sequence_at(s, i);
     if (size == 0) {
       out += "\\ufffd";
       ++i;

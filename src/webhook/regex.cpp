@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "util/utf8.hpp"
+
 namespace idem::http::webhook {
 
 namespace {
@@ -35,35 +37,6 @@ void refuse_any_byte(std::string_view pattern) {
   }
 }
 
-// The length of the valid UTF-8 sequence that starts text[at]; 0 when there is none there (Go's
-// utf8.DecodeRuneInString gives RuneError of width 1 then: no overlong forms, surrogates, or
-// code points past U+10FFFF).
-size_t sequence_at(std::string_view text, size_t at) {
-  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-  unsigned char lead = byte(at);
-  if (lead < 0x80) return 1;
-  size_t length = 0;
-  unsigned char low = 0x80, high = 0xBF;  // the bounds of the second byte
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) low = 0xA0;
-    if (lead == 0xED) high = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) low = 0x90;
-    if (lead == 0xF4) high = 0x8F;
-  } else {
-    return 0;
-  }
-  if (text.size() - at < length) return 0;
-  if (byte(at + 1) < low || byte(at + 1) > high) return 0;
-  for (size_t i = 2; i < length; ++i)
-    if (byte(at + i) < 0x80 || byte(at + i) > 0xBF) return 0;
-  return length;
-}
-
 // In UTF-8 mode RE2 matches bytes: '.', [^a] or \PL never match a byte that is not UTF-8, where
 // Go's regexp reads it as U+FFFD and they do. A value holding one is matched as Go sees it, with
 // each such byte replaced by U+FFFD (at most three times the value's size, for that match only).
@@ -71,7 +44,7 @@ std::string as_go_reads(std::string_view text, size_t first_invalid) {
   std::string out(text.substr(0, first_invalid));
   out.reserve(text.size() + 8);
   for (size_t at = first_invalid; at < text.size();) {
-    size_t length = sequence_at(text, at);
+    size_t length = util::utf8_sequence_at(text, at);
     if (length == 0) {
       out += "\xEF\xBF\xBD";
       ++at;
@@ -102,7 +75,7 @@ Regex::~Regex() = default;
 
 bool Regex::search(std::string_view text) const {
   for (size_t at = 0; at < text.size();) {
-    size_t length = sequence_at(text, at);
+    size_t length = util::utf8_sequence_at(text, at);
     if (length == 0) return RE2::PartialMatch(as_go_reads(text, at), impl_->re);
     at += length;
   }
