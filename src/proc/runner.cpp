@@ -14,7 +14,6 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -265,7 +264,7 @@ pid_t create_child(ChildPlan& plan, ChildStack& stack) {
 // no other child until this one has exec'd or exited.
 class PendingChild final : public PreparedCommand {
  public:
-  explicit PendingChild(const RunSpec& spec) : spec_(spec), pipes_(spec_, plan_.child) {
+  explicit PendingChild(RunSpec spec) : spec_(std::move(spec)), pipes_(spec_, plan_.child) {
     make_plan(spec_, plan_);
   }
   PendingChild(const PendingChild&) = delete;
@@ -298,6 +297,9 @@ class PendingChild final : public PreparedCommand {
     return 0;
   }
 
+  // The spec it was made with (as run: see as_run).
+  const RunSpec& spec() const { return spec_; }
+
   core::ProcessGroup group() const override {
     return core::ProcessGroup{int64_t(pid_), start_ticks(pid_)};
   }
@@ -328,18 +330,6 @@ class PendingChild final : public PreparedCommand {
   bool holds_stack_ = false;
   pid_t pid_ = -1;
 };
-
-// Starts the command in its own process group: records the group (on_spawn), lets the child
-// exec, and notes in `result` whether exec succeeded; nullopt when no child could be created.
-std::optional<Child> spawn(const RunSpec& spec, RunResult& result) {
-  PendingChild pending(spec);
-  if (int error = pending.create()) {
-    result.exec_errno = error;
-    return std::nullopt;
-  }
-  if (spec.on_spawn) spec.on_spawn(pending.group());  // a throw kills the child unstarted
-  return pending.start(result, spec);
-}
 
 // Watches a spawned command to its end: one loop drains both pipes (a full 64 KiB pipe would
 // block the writer), forwards signals and enforces the timeout; then the command is reaped.
@@ -583,21 +573,27 @@ RunResult watch_to_end(const RunSpec& spec, Child& child, RunResult& result) {
 
 }  // namespace
 
+// Starts the command in its own process group: records the group (on_spawn: what it throws kills
+// the child unstarted), lets the child exec, and watches it to its end.
 RunResult run_command(const RunSpec& given) {
-  const RunSpec spec = as_run(given);
+  if (g_signal_pipe[0] < 0) install_child_handlers();
+  PendingChild pending(as_run(given));
+  const RunSpec& spec = pending.spec();
   RunResult result;
   result.output = core::CapturedOutput(spec.max_output);
-  if (g_signal_pipe[0] < 0) install_child_handlers();
-  std::optional<Child> child = spawn(spec, result);
-  if (!child) return result;
-  return watch_to_end(spec, *child, result);
+  if (int error = pending.create()) {
+    result.exec_errno = error;
+    return result;
+  }
+  if (spec.on_spawn) spec.on_spawn(pending.group());
+  Child child = pending.start(result, spec);
+  return watch_to_end(spec, child, result);
 }
 
 std::unique_ptr<PreparedCommand> prepare_command(const RunSpec& given) {
 #if IDEM_CHILD_SHARES_MEMORY
-  const RunSpec spec = as_run(given);
   if (g_signal_pipe[0] < 0) install_child_handlers();
-  auto pending = std::make_unique<PendingChild>(spec);
+  auto pending = std::make_unique<PendingChild>(as_run(given));
   if (pending->create() != 0) return nullptr;  // run_command then meets (and reports) it again
   return pending;
 #else
@@ -609,11 +605,11 @@ std::unique_ptr<PreparedCommand> prepare_command(const RunSpec& given) {
 RunResult run_prepared_command(std::unique_ptr<PreparedCommand> prepared, const RunSpec& given) {
   auto* pending = dynamic_cast<PendingChild*>(prepared.get());
   if (pending == nullptr) return run_command(given);
-  const RunSpec spec = as_run(given);
   RunResult result;
-  result.output = core::CapturedOutput(spec.max_output);
-  Child child = pending->start(result, spec);
-  return watch_to_end(spec, child, result);
+  result.output = core::CapturedOutput(pending->spec().max_output);
+  // `given` differs from the prepared spec in extra_env only: the environment is made from it.
+  Child child = pending->start(result, given);
+  return watch_to_end(pending->spec(), child, result);
 }
 
 core::Outcome outcome_of(const RunResult& result, int64_t finished_ms) {
