@@ -605,11 +605,13 @@ std::unique_ptr<PreparedCommand> prepare_command(const RunSpec& given) {
 RunResult run_prepared_command(std::unique_ptr<PreparedCommand> prepared, const RunSpec& given) {
   auto* pending = dynamic_cast<PendingChild*>(prepared.get());
   if (pending == nullptr) return run_command(given);
+  // `given` adds to the prepared spec what is known once claimed (IDEM_ATTEMPT, the lease's
+  // stop_fd): the environment is made from it, and the command watched as it says.
+  const RunSpec spec = as_run(given);
   RunResult result;
-  result.output = core::CapturedOutput(pending->spec().max_output);
-  // `given` differs from the prepared spec in extra_env only: the environment is made from it.
-  Child child = pending->start(result, given);
-  return watch_to_end(pending->spec(), child, result);
+  result.output = core::CapturedOutput(spec.max_output);
+  Child child = pending->start(result, spec);
+  return watch_to_end(spec, child, result);
 }
 
 core::Outcome outcome_of(const RunResult& result, int64_t finished_ms) {

@@ -716,4 +716,23 @@ TEST_CASE("runner: a prepared command dropped unstarted is killed and reaped bef
   CHECK(std::ifstream(dir.path() + "/ran").good());
 }
 
+TEST_CASE("runner: a prepared command is watched as the spec it is started with says (stop_fd)",
+          "[runner]") {
+  RunSpec spec;
+  spec.argv = {"/bin/sh", "-c", "exec sleep 30"};
+  spec.live_stdout_fd = -1;
+  spec.kill_after_ms = 100;
+  auto prepared = idem::proc::prepare_command(spec);
+  if (prepared == nullptr) return;  // this CPU forks in run_command instead
+  int lost[2];
+  REQUIRE(::pipe(lost) == 0);
+  idem::util::Fd read_end(lost[0]), write_end(lost[1]);
+  REQUIRE(::write(write_end.get(), "x", 1) == 1);  // the lease is lost already
+  spec.stop_fd = read_end.get();                   // known only once claimed
+  auto result = idem::proc::run_prepared_command(std::move(prepared), spec);
+  CHECK(result.started);
+  CHECK(result.stopped);
+  CHECK(result.signal.has_value());
+}
+
 }  // namespace unit_runner
