@@ -22,7 +22,7 @@ _idem_flags() {
     export) echo "--status --prefix --limit --all $global" ;;
     import) echo "--replace $global" ;;
     doctor) echo "--json --config --hooks --template $global" ;;
-    serve) echo "--config --upstream --ledger --ui --socket --listen --allow-remote --port-file --max-connections" \
+    serve) echo "--config --upstream --ledger --ui --ui-listen --socket --listen --allow-remote --port-file --max-connections" \
       "--hooks --urlprefix --template --response-header --http-methods" \
       "--request-timeout --grace --busy-timeout --lease --cert --key --tls-min-version --pidfile $global" ;;
     each) echo "--key-field --ttl --lease --jobs --timeout --kill-after --max-output --replay-failures --retry-abandoned --on-failure --on-change --notify-timeout -q --quiet -v --verbose $global" ;;

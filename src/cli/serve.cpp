@@ -38,8 +38,13 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
                   "on --listen, behind the bearer token of the file beside the store (its path + "
                   ".token, created 0600)");
   serve->add_flag("--ui", o.ui,
-                  "Serve the delivery-log page at /ui/ on --listen (a loopback address, or "
-                  "elsewhere with --ledger: the page then asks for its bearer token)");
+                  "Serve the delivery-log page at /ui/ on a listener of its own (a free loopback "
+                  "port after --listen's, printed at start with a one-time login link; the "
+                  "token of the file beside the store, its path + .ui-token, logs in too)");
+  serve->add_option("--ui-listen", o.ui_listen,
+                    "The page's own address (implies --ui; other than loopback needs "
+                    "--allow-remote)")
+      ->type_name("HOST:PORT");
   serve->add_option("--socket", o.socket,
                     "Also serve the ledger API, /healthz and /metrics on a Unix socket at PATH "
                     "(created 0600; no token asked on it)")
@@ -93,7 +98,7 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
 
 int run_serve(const GlobalOptions& global, const ServeOptions& o) {
   if (o.config.empty() && o.hooks.empty() && o.upstream.empty() && !o.ledger && o.socket.empty() &&
-      !o.ui)
+      !o.ui && o.ui_listen.empty())
     throw UsageError("nothing to serve: give --config FILE, --hooks FILE, --upstream URL, "
                      "--ledger or --socket PATH");
   if (o.hooks.empty() && (o.hooks_template || o.urlprefix != "hooks" ||
@@ -109,7 +114,8 @@ int run_serve(const GlobalOptions& global, const ServeOptions& o) {
     d.hooks.response_headers.push_back(http::webhook::parse_response_header(header));
   if (!o.http_methods.empty()) d.hooks.http_methods = http::webhook::parse_http_methods(o.http_methods);
   d.ledger = o.ledger;
-  d.ui = o.ui;
+  d.ui = o.ui || !o.ui_listen.empty();
+  d.ui_listen = o.ui_listen;
   d.socket_path = o.socket;
   d.listen = o.listen;
   d.allow_remote = o.allow_remote;

@@ -17,6 +17,7 @@ struct ServeOptions {
   std::string http_methods;
   bool ledger = false;
   bool ui = false;
+  std::string ui_listen;
   std::string socket;
   std::string listen = "127.0.0.1:8787";
   bool allow_remote = false;

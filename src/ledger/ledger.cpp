@@ -427,26 +427,27 @@ bool is_ledger_path(std::string_view path) {
 
 namespace {
 
-[[noreturn]] void refuse_token_file(const std::string& path, const std::string& why) {
-  throw StoreError("ledger token file " + path + " " + why);
+[[noreturn]] void refuse_token_file(const std::string& what, const std::string& path,
+                                   const std::string& why) {
+  throw StoreError(what + " " + path + " " + why);
 }
 
 // Creates the missing folders of `path`'s parent, 0700 each.
-void make_parent_folders(const std::string& path) {
+void make_parent_folders(const std::string& what, const std::string& path) {
   for (size_t slash = path.find('/', 1); slash != std::string::npos;
        slash = path.find('/', slash + 1)) {
     const std::string folder = path.substr(0, slash);
     if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST)
-      refuse_token_file(path, "cannot be created: " + folder + ": " + std::strerror(errno));
+      refuse_token_file(what, path, "cannot be created: " + folder + ": " + std::strerror(errno));
   }
 }
 
 // A new token, written whole before the file is given its name: a daemon starting at the same
 // moment reads either no file or a whole one.
-void create_token_file(const std::string& path) {
+void create_token_file(const std::string& what, const std::string& path) {
   const std::string tmp = path + ".tmp." + util::random_hex(8);
   util::Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd.valid()) refuse_token_file(path, std::string("cannot be created: ") + std::strerror(errno));
+  if (!fd.valid()) refuse_token_file(what, path, std::string("cannot be created: ") + std::strerror(errno));
   ::fchmod(fd.get(), 0600);
   const std::string text = util::random_hex(32) + "\n";
   const bool written = util::write_all(fd.get(), text) && ::fsync(fd.get()) == 0;
@@ -455,49 +456,57 @@ void create_token_file(const std::string& path) {
   if (!written || (::link(tmp.c_str(), path.c_str()) != 0 && errno != EEXIST)) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    refuse_token_file(path, std::string("cannot be written: ") + std::strerror(err));
+    refuse_token_file(what, path, std::string("cannot be written: ") + std::strerror(err));
   }
   ::unlink(tmp.c_str());
 }
 
 }  // namespace
 
+std::string token_path_beside(const store::StoreLocation& where, const std::string& suffix) {
+  return (where.scheme == "sqlite" ? where.target : store::default_db_path()) + suffix;
+}
+
 std::string ledger_token_path(const store::StoreLocation& where) {
-  return (where.scheme == "sqlite" ? where.target : store::default_db_path()) + ".token";
+  return token_path_beside(where, ".token");
 }
 
 std::string load_ledger_token(const std::string& path) {
+  return load_token_file(path, "ledger token file");
+}
+
+std::string load_token_file(const std::string& path, const std::string& what) {
   struct stat st{};
   if (::lstat(path.c_str(), &st) != 0) {
-    if (errno != ENOENT) refuse_token_file(path, std::string("cannot be read: ") + std::strerror(errno));
-    make_parent_folders(path);
-    create_token_file(path);
+    if (errno != ENOENT) refuse_token_file(what, path, std::string("cannot be read: ") + std::strerror(errno));
+    make_parent_folders(what, path);
+    create_token_file(what, path);
   }
   util::Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid())
-    refuse_token_file(path, errno == ELOOP ? "is a symlink; refusing to follow it"
+    refuse_token_file(what, path, errno == ELOOP ? "is a symlink; refusing to follow it"
                                            : std::string("cannot be read: ") + std::strerror(errno));
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) refuse_token_file(path, "is not a file");
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) refuse_token_file(what, path, "is not a file");
   if (st.st_uid != ::geteuid())
-    refuse_token_file(path, "is owned by uid " + std::to_string(st.st_uid) + ", not by this user");
+    refuse_token_file(what, path, "is owned by uid " + std::to_string(st.st_uid) + ", not by this user");
   if ((st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-    refuse_token_file(path, std::string("is open to other users (mode ") + mode +
+    refuse_token_file(what, path, std::string("is open to other users (mode ") + mode +
                                 "); chmod 600 it");
   }
   std::string text;
   char buf[256];
   for (ssize_t n; (n = ::read(fd.get(), buf, sizeof buf)) != 0;) {
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 || text.size() > 4096) refuse_token_file(path, "cannot be read");
+    if (n < 0 || text.size() > 4096) refuse_token_file(what, path, "cannot be read");
     text.append(buf, size_t(n));
   }
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  if (text.empty()) refuse_token_file(path, "is empty");
+  if (text.empty()) refuse_token_file(what, path, "is empty");
   for (char c : text)
     if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f)
-      refuse_token_file(path, "holds a space or a control character");
+      refuse_token_file(what, path, "holds a space or a control character");
   return text;
 }
 

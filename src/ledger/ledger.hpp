@@ -67,13 +67,16 @@ std::shared_ptr<const Route> ledger_route(std::shared_ptr<const Ledger> ledger,
 // Whether the ledger's route takes `path` (a hook there would never be reached).
 bool is_ledger_path(std::string_view path);
 
-// Where the bearer token lives: a SQLite store's path + ".token"; for another store, the default
-// SQLite path's (store::default_db_path) + ".token".
+// A file beside the store: a SQLite store's path + `suffix`; for another store, the default
+// SQLite path's (store::default_db_path) + `suffix`. The ledger's bearer token is ".token", the
+// delivery-log page's token ".ui-token".
+std::string token_path_beside(const store::StoreLocation& where, const std::string& suffix);
 std::string ledger_token_path(const store::StoreLocation& where);
 
 // The token in the file at `path`, created when absent (32 random bytes as hex, mode 0600, in a
-// folder created 0700). Throws StoreError for a file that is a symlink, not owned by this user,
-// readable or writable by others, or empty.
+// folder created 0700). Throws StoreError, naming `what` ("ledger token file"), for a file that is
+// a symlink, not owned by this user, readable or writable by others, or empty.
+std::string load_token_file(const std::string& path, const std::string& what);
 std::string load_ledger_token(const std::string& path);
 
 }  // namespace idem::http

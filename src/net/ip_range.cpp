@@ -112,4 +112,23 @@ bool allows(const std::vector<IpRange>& allow, std::string_view remote) {
   return address && any_contains(allow, *address);
 }
 
+bool is_loopback_host(std::string_view host) {
+  // Drop the port: "[::1]:8787", "127.0.0.1:8787", "localhost:8787".
+  if (!host.empty() && host.front() == '[') {
+    const size_t close = host.find(']');
+    return close != std::string_view::npos && host.substr(1, close - 1) == "::1";
+  }
+  host = host.substr(0, host.find(':'));
+  if (host == "localhost") return true;
+  if (host.rfind("127.", 0) != 0) return false;
+  int dots = 0;
+  for (char c : host) {
+    if (c == '.')
+      ++dots;
+    else if (c < '0' || c > '9')
+      return false;
+  }
+  return dots == 3;
+}
+
 }  // namespace idem::http

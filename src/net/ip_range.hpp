@@ -23,6 +23,12 @@ std::optional<IpAddress> parse_ip(std::string_view text);
 // The address of a peer written as "ADDRESS", "ADDRESS:PORT" or "[ADDRESS]:PORT".
 std::optional<IpAddress> parse_peer(std::string_view text);
 
+// Whether `host` (a Host header's value, port and all: "127.0.0.1:8787", "[::1]:1",
+// "localhost") names a loopback host. What a loopback listener's page and built-ins ask of a
+// request's Host, so that a page of another site whose name resolves to 127.0.0.1 (DNS
+// rebinding) is refused.
+bool is_loopback_host(std::string_view host);
+
 // A CIDR block ("10.0.0.0/8", "2001:db8::/32") or one address (a /32 or /128).
 struct IpRange {
   IpAddress base;  // with the bits past the prefix cleared

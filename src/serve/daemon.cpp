@@ -52,11 +52,15 @@ class Daemon {
   int run(const std::string& host, int port) {
     const sigset_t handled = block_signals();
     auto router = make_router([this] { return current(); }, services_.metrics);
-    auto socket_router = make_router([this] { return current(); }, services_.metrics, true);
+    auto socket_router =
+        make_router([this] { return current(); }, services_.metrics, Listener::socket);
+    auto ui_router = make_router([this] { return current(); }, services_.metrics, Listener::ui);
     Server server(server_options(options_), *router);
     services_.shed_count = [&server] { return server.shed_count(); };
     if (tls_) server.use_tls(tls_);
     auto [address, bound] = open_listeners(server, host, port, *socket_router);
+    std::optional<std::string> ui_url;
+    if (options_.ui) ui_url = open_ui_listener(*ui_router, bound);
     nlohmann::json listening{{"time", now_iso()},
                              {"event", "listening"},
                              {"hooks", current()->config.hooks.size()},
@@ -69,7 +73,15 @@ class Daemon {
     if (!options_.socket_path.empty()) listening["socket"] = options_.socket_path;
     if (tls_) listening["tls"] = true;
     if (passed_.tcp || passed_.unix_socket) listening["socket_activation"] = true;
+    if (ui_url) listening["ui"] = *ui_url;
     log_line(listening);
+    // The page's address with its one-time login token, as Jupyter prints its own: whoever can
+    // read this log can log in once; the token file serves every later login.
+    if (ui_url)
+      log_line({{"time", now_iso()},
+                {"event", "ui_login"},
+                {"url", *ui_url + "login?token=" + services_.ui->login_once},
+                {"token_file", ui_token_path(options_.store)}});
     if (bound != 0) write_port_file(options_.port_file, bound);
     std::optional<PidFile> pidfile;
     if (!options_.pidfile.empty()) pidfile.emplace(options_.pidfile).write();
@@ -77,7 +89,13 @@ class Daemon {
 
     std::thread signals([&] { watch_signals(handled, server); });
     std::thread replays([&] { flush_replays_until_stopped(); });
+    std::thread ui;
+    if (ui_server_) ui = std::thread([&] { ui_server_->run(); });
     server.run();
+    if (ui_server_) {
+      ui_server_->stop();  // run ended without a signal: the page's listener ends with it
+      ui.join();
+    }
     // run ended without a signal (a socket error): stop the signal thread too.
     if (!stopping_) pthread_kill(signals.native_handle(), SIGTERM);
     signals.join();
@@ -146,6 +164,35 @@ class Daemon {
     return bound;
   }
 
+  // The page's listener, a server of its own: --ui-listen, else the first free loopback port
+  // after the main listener's (any free one when that is 0 or passed in). Returns its URL.
+  std::string open_ui_listener(Handler& ui_router, int main_port) {
+    ServerOptions o = server_options(options_);
+    o.max_connections = std::min(o.max_connections, k_ui_max_connections);
+    ui_server_ = std::make_unique<Server>(o, ui_router);
+    if (tls_) ui_server_->use_tls(tls_);
+    std::string host = "127.0.0.1";
+    int bound = 0;
+    if (!options_.ui_listen.empty()) {
+      int port = 0;
+      std::tie(host, port) = parse_listen(options_.ui_listen, options_.allow_remote, "--ui-listen");
+      bound = ui_server_->listen(host, port, options_.ui_listen);
+    } else {
+      for (int port = main_port + 1; main_port > 0 && port <= std::min(main_port + 16, 65535);
+           ++port) {
+        try {
+          bound = ui_server_->listen(host, port, host + ":" + std::to_string(port));
+          break;
+        } catch (const ListenError&) {
+        }
+      }
+      if (bound == 0) bound = ui_server_->listen(host, 0, host + ":0");
+    }
+    const std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+    return std::string(tls_ ? "https" : "http") + "://" + shown + ":" + std::to_string(bound) +
+           "/ui/";
+  }
+
   // The signal thread: SIGHUP reloads; SIGTERM or SIGINT starts the drain and ends it.
   void watch_signals(const sigset_t& handled, Server& server) {
     for (;;) {
@@ -188,7 +235,9 @@ class Daemon {
   void reload_tls(Server& server) {
     if (!tls_) return;
     try {
-      server.use_tls(load_tls(options_));
+      auto context = load_tls(options_);
+      server.use_tls(context);
+      if (ui_server_) ui_server_->use_tls(context);
       log_line({{"time", now_iso()}, {"event", "tls_reloaded"}});
     } catch (const std::exception& e) {
       log_line({{"time", now_iso()},
@@ -213,13 +262,18 @@ class Daemon {
       _exit(1);
     }).detach();
     server.stop();  // stops accepting; run() returns once the requests being served are done
+    if (ui_server_) ui_server_->stop();
   }
+
+  // Connections the page's listener serves at once: a page, its script and a few tabs.
+  static constexpr int k_ui_max_connections = 16;
 
   const DaemonOptions& options_;
   Passed passed_;
   Services services_;
   const std::shared_ptr<const TlsContext> tls_;  // the first; reloads hand the server new ones
   const Notifier notifier_;
+  std::unique_ptr<Server> ui_server_;  // with --ui
   std::mutex state_mutex_;
   std::shared_ptr<const State> state_;
   std::atomic<bool> stopping_{false};
@@ -238,11 +292,11 @@ int run_daemon(const DaemonOptions& options) {
   // A passed socket's address is the service manager's to choose (its unit file).
   if (!passed.tcp) std::tie(host, port) = parse_listen(options.listen, options.allow_remote);
   DaemonOptions opts = options;
-  // The page off loopback (or on a socket the service manager chose) only behind the token.
-  opts.ui_loopback = !passed.tcp && is_loopback_address(host);
-  if (opts.ui && !opts.ui_loopback && !opts.ledger)
-    throw UsageError("--ui on a listener that is not loopback needs --ledger: the page then asks "
-                     "for the ledger's bearer token");
+  opts.tcp_loopback = !passed.tcp && is_loopback_address(host);
+  // Checked now, before anything starts: a bad --ui-listen is a usage error.
+  opts.ui_loopback = opts.ui_listen.empty() ||
+                     is_loopback_address(
+                         parse_listen(opts.ui_listen, opts.allow_remote, "--ui-listen").first);
   if (!opts.pidfile.empty()) PidFile::check(opts.pidfile);
   Daemon daemon(opts, load_all(opts), std::move(passed));
   return daemon.run(host, port);

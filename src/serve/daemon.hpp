@@ -21,11 +21,16 @@ struct DaemonOptions {
   // If set, the ledger API (with /healthz and /metrics) also on a Unix socket there, created 0600;
   // no token is asked for on it.
   std::string socket_path;
-  // The delivery-log page under /ui/ on the TCP listener: on a loopback address, or elsewhere
-  // behind the ledger's bearer token (needs `ledger` then).
+  // The delivery-log page under /ui/, on a listener of its own (never the hooks' and proxy's, so
+  // that no hook answer or proxied page shares its origin) at `ui_listen`; empty: a free loopback
+  // port, the first after --listen's. It always asks for a login (the UI token's file beside the
+  // store, or the one-time link the daemon prints at start).
   bool ui = false;
-  // Set by run_daemon: whether the TCP listener is on a loopback address.
+  std::string ui_listen;
+  // Set by run_daemon: whether the page's listener is on a loopback address (its Host is then
+  // checked), and the main TCP listener's (/healthz's and /metrics' Host likewise).
   bool ui_loopback = true;
+  bool tcp_loopback = true;
   std::string listen = "127.0.0.1:8787";
   bool allow_remote = false;
   store::StoreLocation store;     // resolved (--store, IDEM_STORE, --db, IDEM_DB, default)

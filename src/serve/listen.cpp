@@ -11,10 +11,11 @@
 
 namespace idem::http {
 
-std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_remote) {
+std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_remote,
+                                         const std::string& flag) {
   auto colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0)
-    throw UsageError("bad --listen '" + listen + "': use HOST:PORT, e.g. 127.0.0.1:8787");
+    throw UsageError("bad " + flag + " '" + listen + "': use HOST:PORT, e.g. 127.0.0.1:8787");
   std::string host = listen.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
@@ -25,9 +26,9 @@ std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_r
     if (used != listen.size() - colon - 1) port = -1;
   } catch (...) {
   }
-  if (port < 0 || port > 65535) throw UsageError("bad --listen '" + listen + "': bad port");
+  if (port < 0 || port > 65535) throw UsageError("bad " + flag + " '" + listen + "': bad port");
   if (!is_loopback_address(host) && !allow_remote)
-    throw UsageError("--listen " + listen +
+    throw UsageError(flag + " " + listen +
                      " is not a loopback address; add --allow-remote to accept other hosts");
   return {host, port};
 }

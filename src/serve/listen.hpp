@@ -14,9 +14,10 @@
 
 namespace idem::http {
 
-// --listen's HOST and PORT; throws UsageError for a bad one, or a host that is not a loopback
-// address without --allow-remote.
-std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_remote);
+// --listen's (or `flag`'s) HOST and PORT; throws UsageError for a bad one, or a host that is not
+// a loopback address without --allow-remote.
+std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_remote,
+                                         const std::string& flag = "--listen");
 
 // Whether --listen's HOST is a loopback address (127.0.0.0/8, ::1, localhost).
 bool is_loopback_address(const std::string& host);

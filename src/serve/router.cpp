@@ -53,10 +53,9 @@ std::string refusal_outcome(int status) {
 // then logs and counts every answer.
 class Router final : public Handler {
  public:
-  // `socket`: the Unix socket's router, which routes through State::socket_routes.
   Router(std::function<std::shared_ptr<const State>()> current, Metrics& metrics,
-         bool socket = false)
-      : current_(std::move(current)), metrics_(metrics), socket_(socket) {}
+         Listener listener)
+      : current_(std::move(current)), metrics_(metrics), listener_(listener) {}
 
   Admission admit(const RequestHead& head) override {
     auto state = current_();
@@ -120,18 +119,26 @@ class Router final : public Handler {
 
  private:
   const RouteTable& routes(const State& state) const {
-    return socket_ ? state.socket_routes : state.routes;
+    switch (listener_) {
+      case Listener::socket:
+        return state.socket_routes;
+      case Listener::ui:
+        return state.ui_routes;
+      case Listener::tcp:
+        break;
+    }
+    return state.routes;
   }
   std::function<std::shared_ptr<const State>()> current_;
   Metrics& metrics_;
-  const bool socket_;
+  const Listener listener_;
 };
 
 }  // namespace
 
 std::unique_ptr<Handler> make_router(std::function<std::shared_ptr<const State>()> current,
-                                     Metrics& metrics, bool socket) {
-  return std::make_unique<Router>(std::move(current), metrics, socket);
+                                     Metrics& metrics, Listener listener) {
+  return std::make_unique<Router>(std::move(current), metrics, listener);
 }
 
 }  // namespace idem::http

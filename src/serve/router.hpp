@@ -10,9 +10,15 @@
 
 namespace idem::http {
 
-// `current`: the state in force; `socket`: the Unix socket's router, which routes through
-// State::socket_routes.
+// Which listener a router answers, and so which table of the State it routes through.
+enum class Listener {
+  tcp,     // State::routes: hooks, the proxy, the ledger, the built-ins
+  socket,  // State::socket_routes: the Unix socket's
+  ui,      // State::ui_routes: the delivery-log page's own listener
+};
+
+// `current`: the state in force.
 std::unique_ptr<Handler> make_router(std::function<std::shared_ptr<const State>()> current,
-                                     Metrics& metrics, bool socket = false);
+                                     Metrics& metrics, Listener listener = Listener::tcp);
 
 }  // namespace idem::http

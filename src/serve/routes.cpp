@@ -14,12 +14,22 @@ namespace idem::http {
 
 namespace {
 
-// /healthz and /metrics: GET or HEAD only; a body is read and ignored.
+// /healthz and /metrics: GET or HEAD only; a body is read and ignored. On a loopback listener
+// the Host must name a loopback host, as the page's does: a page of another site whose name
+// resolves to 127.0.0.1 (DNS rebinding) cannot read the hooks' paths and counts.
 class BuiltinRoute : public Route {
  public:
-  explicit BuiltinRoute(std::string path) : path_(std::move(path)) {}
+  BuiltinRoute(std::string path, bool loopback) : path_(std::move(path)), loopback_(loopback) {}
   bool matches(std::string_view path) const override { return path == path_; }
   Admission admit(const RequestHead& head) const override {
+    // A request without Host (HTTP/1.0: a monitor's probe) is no browser's, so no rebinding.
+    if (loopback_ && head.headers.count("Host") != 0) {
+      auto host = head.headers.get("Host");
+      if (!host || head.headers.count("Host") != 1 || !is_loopback_host(*host))
+        return Admission{to_response(problem(403, "Forbidden",
+                                             "this address answers only to a loopback Host")),
+                         0};
+    }
     if (head.method == "GET" || head.method == "HEAD") return Admission{std::nullopt, k_max_body};
     Response r = to_response(
         problem(405, "Method not allowed", head.method + " is not allowed on " + head.path));
@@ -30,11 +40,13 @@ class BuiltinRoute : public Route {
  private:
   static constexpr uint64_t k_max_body = 64 * 1024;
   std::string path_;
+  bool loopback_;
 };
 
 class HealthRoute final : public BuiltinRoute {
  public:
-  explicit HealthRoute(StoreHealth& health) : BuiltinRoute("/healthz"), health_(health) {}
+  HealthRoute(StoreHealth& health, bool loopback)
+      : BuiltinRoute("/healthz", loopback), health_(health) {}
   Response handle(Request&) const override {
     Response r;
     if (auto why = health_.problem()) {
@@ -57,7 +69,8 @@ class HealthRoute final : public BuiltinRoute {
 
 class MetricsRoute final : public BuiltinRoute {
  public:
-  explicit MetricsRoute(Services& services) : BuiltinRoute("/metrics"), services_(services) {}
+  MetricsRoute(Services& services, bool loopback)
+      : BuiltinRoute("/metrics", loopback), services_(services) {}
   Response handle(Request&) const override {
     Response r;
     r.content_type = "text/plain; version=0.0.4";
@@ -140,12 +153,12 @@ class HookRoute final : public Route {
 
 }  // namespace
 
-std::shared_ptr<const Route> health_route(StoreHealth& health) {
-  return std::make_shared<HealthRoute>(health);
+std::shared_ptr<const Route> health_route(StoreHealth& health, bool loopback) {
+  return std::make_shared<HealthRoute>(health, loopback);
 }
 
-std::shared_ptr<const Route> metrics_route(Services& services) {
-  return std::make_shared<MetricsRoute>(services);
+std::shared_ptr<const Route> metrics_route(Services& services, bool loopback) {
+  return std::make_shared<MetricsRoute>(services, loopback);
 }
 
 std::shared_ptr<const Route> native_hook_route(Hook hook, std::shared_ptr<HookSlots> slots,

@@ -10,10 +10,11 @@
 
 namespace idem::http {
 
-// /healthz: "ok", or 503 while the store cannot be used.
-std::shared_ptr<const Route> health_route(StoreHealth& health);
-// /metrics: the counters, in Prometheus' text format.
-std::shared_ptr<const Route> metrics_route(Services& services);
+// /healthz: "ok", or 503 while the store cannot be used. `loopback`: the listener is, so the
+// Host must be too (DNS rebinding).
+std::shared_ptr<const Route> health_route(StoreHealth& health, bool loopback);
+// /metrics: the counters, in Prometheus' text format; `loopback` as health_route's.
+std::shared_ptr<const Route> metrics_route(Services& services, bool loopback);
 // One configured hook: its methods and body limit, then deliver() (SPEC §6's table).
 std::shared_ptr<const Route> native_hook_route(Hook hook, std::shared_ptr<HookSlots> slots,
                                                Services& services);

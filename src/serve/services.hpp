@@ -18,10 +18,16 @@
 #include "serve/health.hpp"
 #include "serve/metrics.hpp"
 #include "store/provider.hpp"
+#include "ui/route.hpp"
 #include "util/clock.hpp"
 #include "util/random.hpp"
 
 namespace idem::http {
+
+// The page's token file: a SQLite store's path + ".ui-token" (ledger_token_path's folder).
+inline std::string ui_token_path(const store::StoreLocation& where) {
+  return token_path_beside(where, ".ui-token");
+}
 
 // What the routes use, for as long as the daemon runs; a reload keeps it.
 struct Services {
@@ -40,6 +46,12 @@ struct Services {
                                               util::process_clock());
     // Made (or read) at start: a bad token file stops the daemon before it listens.
     if (options.ledger) ledger_token = load_ledger_token(ledger_token_path(options.store));
+    if (options.ui) {
+      ui = std::make_shared<UiCredentials>();
+      ui->token = load_token_file(ui_token_path(options.store), "UI token file");
+      ui->secret = util::random_hex(32);
+      ui->login_once = util::random_hex(16);
+    }
   }
 
   std::shared_ptr<store::StoreProvider> stores;
@@ -53,8 +65,8 @@ struct Services {
   std::function<int64_t()> shed_count;      // set once the server exists, before it serves
   std::shared_ptr<const Ledger> ledger;     // with --ledger or --socket
   std::optional<std::string> ledger_token;  // with --ledger: asked of the TCP listener's calls
-  // With --ui: the key of the page's CSRF tokens, new at every start.
-  std::string ui_csrf_secret = util::random_hex(32);
+  // With --ui: the page's token (its file's), session key and one-time login token.
+  std::shared_ptr<UiCredentials> ui;
 };
 
 // What a hook's deliveries use of the daemon. Background work counts as in flight for its hook,

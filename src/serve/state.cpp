@@ -64,13 +64,13 @@ std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, S
   state->config = std::move(loaded.config);
   state->webhooks = std::move(loaded.webhooks);
   join_hooks(*state, services.ledger_token.has_value());
-  state->routes.add(health_route(services.health));
-  state->routes.add(metrics_route(services));
+  state->routes.add(health_route(services.health, options.tcp_loopback));
+  state->routes.add(metrics_route(services, options.tcp_loopback));
   if (services.ledger_token)
     state->routes.add(ledger_route(services.ledger, services.ledger_token));
   if (services.ledger) {
-    state->socket_routes.add(health_route(services.health));
-    state->socket_routes.add(metrics_route(services));
+    state->socket_routes.add(health_route(services.health, false));
+    state->socket_routes.add(metrics_route(services, false));
     state->socket_routes.add(ledger_route(services.ledger, std::nullopt));
   }
   for (const Hook& hook : state->config.hooks) {
@@ -80,10 +80,9 @@ std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, S
       throw UsageError("hook " + hook.path + " is a path of the delivery-log page (--ui)");
     state->slots[hook.path] = slots_for(hook, previous);
   }
-  // The page before the hooks: it re-runs their deliveries with the slots they run in.
+  // The page on its own listener: it re-runs the hooks' deliveries with the slots they run in.
   if (options.ui)
-    state->routes.add(
-        make_ui_route(state->config.hooks, state->slots, services, options.ui_loopback));
+    state->ui_routes.add(make_ui_route(state->config.hooks, state->slots, services, options));
   for (const Hook& hook : state->config.hooks)
     state->routes.add(native_hook_route(hook, state->slots[hook.path], services));
   for (const webhook::WebhookHook& hook : state->webhooks.hooks) {

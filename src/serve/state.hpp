@@ -22,6 +22,7 @@ struct State {
   std::map<std::string, std::shared_ptr<HookSlots>> slots;  // by hook path
   RouteTable routes;
   RouteTable socket_routes;  // the Unix socket's: the built-ins and the ledger
+  RouteTable ui_routes;      // the delivery-log page's listener (--ui): the page alone
 };
 
 // The table, in the order net/routes.hpp describes: the built-ins, then the hooks in config

@@ -53,7 +53,7 @@ struct UiHooks {
 
 std::shared_ptr<const Route> make_ui_route(
     const std::vector<Hook>& hooks, const std::map<std::string, std::shared_ptr<HookSlots>>& slots,
-    Services& services, bool loopback) {
+    Services& services, const DaemonOptions& daemon) {
   auto known = std::make_shared<UiHooks>(UiHooks{hooks, slots});
   const auto stores = services.stores;
   UiBackend b;
@@ -123,9 +123,9 @@ std::shared_ptr<const Route> make_ui_route(
     return done;
   };
   UiOptions options;
-  options.token = loopback ? std::nullopt : services.ledger_token;
-  options.csrf_secret = services.ui_csrf_secret;
-  options.loopback = loopback;
+  options.credentials = services.ui;
+  options.loopback = daemon.ui_loopback;
+  options.tls = !daemon.tls_cert.empty();
   return ui_route(std::move(b), std::move(options));
 }
 

@@ -14,9 +14,9 @@
 namespace idem::http {
 
 // The page's route for the hooks of one state (a reload builds a new one with the new hooks),
-// with the bearer token asked off loopback (`loopback`: whether the TCP listener is).
+// behind the daemon's UI credentials (Services::ui).
 std::shared_ptr<const Route> make_ui_route(
     const std::vector<Hook>& hooks, const std::map<std::string, std::shared_ptr<HookSlots>>& slots,
-    Services& services, bool loopback);
+    Services& services, const DaemonOptions& daemon);
 
 }  // namespace idem::http

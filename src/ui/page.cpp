@@ -261,14 +261,15 @@ std::string render_ui_message(int status, const std::string& title, const std::s
 }
 
 std::string render_ui_login(const std::string& error) {
-  std::string out = ui_head("Token");
+  std::string out = ui_head("Log in");
   out +=
-      "<h1>Token</h1><p>This daemon listens beyond loopback: give the ledger's bearer token "
-      "(the file beside the store, its path + .token).</p>";
+      "<h1>Log in</h1><p>Open the link <code>idem serve</code> printed at its start (it works "
+      "once), or give the page's token: the file beside the store, its path + "
+      "<code>.ui-token</code>.</p>";
   if (!error.empty()) out += "<p class=\"error\">" + html_escape(error) + "</p>";
   out +=
       "<form method=\"post\" action=\"/ui/login\"><label>Token <input type=\"password\" "
-      "name=\"token\" autocomplete=\"off\"></label> <button type=\"submit\">Open</button></form>";
+      "name=\"token\" autocomplete=\"off\"></label> <button type=\"submit\">Log in</button></form>";
   return out + std::string(k_ui_foot);
 }
 

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "net/ip_range.hpp"
+#include "net/store_failure.hpp"
 #include "ui/html.hpp"
 #include "util/random.hpp"
 
@@ -12,8 +14,7 @@ namespace {
 constexpr std::string_view k_ui_csp =
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-constexpr const char* k_ui_session_cookie = "idem_ui";
-constexpr const char* k_ui_token_cookie = "idem_ui_token";
+constexpr std::string_view k_ui_session_cookie = "idem_ui_session";
 constexpr uint64_t k_ui_max_body = 64 * 1024;
 
 Response ui_response(int status, const char* content_type, std::string body) {
@@ -45,8 +46,15 @@ Response ui_redirect(const std::string& location) {
 }
 
 bool ui_get_path(std::string_view path) {
-  return path == "/ui" || path == "/ui/" || path == "/ui/rows" || path == "/ui/record" ||
-         path == "/ui/app.js" || path == "/ui/app.css" || path == "/ui/icon.svg";
+  return path == "/" || path == "/ui" || path == "/ui/" || path == "/ui/rows" ||
+         path == "/ui/record" || path == "/ui/app.js" || path == "/ui/app.css" ||
+         path == "/ui/icon.svg" || path == "/ui/login";
+}
+
+// What answers without a login: the login itself, and what its page is drawn with.
+bool ui_public_path(std::string_view path) {
+  return path == "/" || path == "/ui/login" || path == "/ui/app.css" || path == "/ui/app.js" ||
+         path == "/ui/icon.svg";
 }
 
 bool ui_post_path(std::string_view path) {
@@ -88,7 +96,8 @@ class UiRoute final : public Route {
   UiRoute(UiBackend backend, UiOptions options)
       : backend_(std::move(backend)), options_(std::move(options)) {}
 
-  bool matches(std::string_view path) const override { return is_ui_path(path); }
+  // "/" too: the page's listener sends it to /ui/.
+  bool matches(std::string_view path) const override { return path == "/" || is_ui_path(path); }
 
   Admission admit(const RequestHead& head) const override {
     auto host = head.headers.get("Host");
@@ -96,16 +105,21 @@ class UiRoute final : public Route {
       return refuse(ui_message(403, "Forbidden", "this page answers only at a loopback address"));
     const bool get = ui_get_path(head.path), post = ui_post_path(head.path);
     if (get || post) {
-      const bool allowed =
-          get ? head.method == "GET" || head.method == "HEAD" : head.method == "POST";
+      const bool allowed = (get && (head.method == "GET" || head.method == "HEAD")) ||
+                           (post && head.method == "POST");
       if (!allowed) {
         Response r = ui_message(405, "Method not allowed", head.method + " is not allowed here");
-        r.headers.emplace_back("Allow", get ? "GET, HEAD" : "POST");
+        r.headers.emplace_back("Allow", get && post ? "GET, HEAD, POST" : get ? "GET, HEAD" : "POST");
         return refuse(std::move(r));
       }
     }
-    if (options_.token && head.path != "/ui/login" && !authorized(head))
-      return refuse(ui_html(401, render_ui_login("")));
+    if (!ui_public_path(head.path) && !authorized(head)) {
+      const bool expired = !session_of(head).empty();
+      Response r = ui_html(401, render_ui_login(expired ? "Your session has ended: log in again."
+                                                        : ""));
+      if (expired) r.headers.emplace_back("Set-Cookie", cookie(head, "", 0));
+      return refuse(std::move(r));
+    }
     if (!head.chunked && head.content_length > k_ui_max_body)
       return refuse(ui_message(413, "Body too large", "a form of the page is smaller"));
     return Admission{std::nullopt, k_ui_max_body};
@@ -115,6 +129,7 @@ class UiRoute final : public Route {
     const std::string& path = req.head.path;
     if (!ui_get_path(path) && !ui_post_path(path))
       return ui_message(404, "Not found", "the page has no such address");
+    if (path == "/") return ui_redirect("/ui");
     if (path == "/ui/app.js")
       return ui_response(200, "text/javascript; charset=utf-8", std::string(ui_app_js()));
     if (path == "/ui/icon.svg")
@@ -124,22 +139,13 @@ class UiRoute final : public Route {
     auto query = parse_form(query_of(req.head.target));
     if (!query) return ui_message(400, "Bad request", "the query is not validly percent-encoded");
     try {
-      if (path == "/ui/login") return login(req);
+      if (path == "/ui/login") return login(req, *query);
       if (req.head.method == "POST") return post(req, path);
-      std::string session;
-      std::optional<std::string> set_cookie;
-      if (auto cookie = req.head.headers.get("Cookie"))
-        session = cookie_value(*cookie, k_ui_session_cookie).value_or("");
-      if (session.size() != 32) {
-        session = util::random_hex(16);
-        set_cookie = std::string(k_ui_session_cookie) + "=" + session +
-                     "; Path=/ui; HttpOnly; SameSite=Strict";
-      }
-      Response r = get(path, *query, csrf_for(session));
-      if (set_cookie) r.headers.emplace_back("Set-Cookie", *set_cookie);
-      return r;
+      return get(path, *query, csrf_for(session_of(req.head)));
     } catch (const std::exception& e) {
-      Response r = ui_message(503, "Store unavailable", "the store could not be read; try again");
+      StoreFailureAnswer s = store_failure_answer(e);
+      Response r = ui_message(s.status, s.title, s.detail);
+      for (auto& header : s.headers) r.headers.push_back(std::move(header));
       r.log_fields.emplace_back("error", e.what());
       return r;
     }
@@ -148,56 +154,102 @@ class UiRoute final : public Route {
  private:
   static Admission refuse(Response r) { return Admission{std::move(r), 0}; }
 
+  const UiCredentials& credentials() const { return *options_.credentials; }
+
+  // The session cookie's value as sent (not yet checked); empty: none.
+  static std::string session_of(const RequestHead& head) {
+    auto header = head.headers.get("Cookie");
+    return header ? cookie_value(*header, k_ui_session_cookie).value_or("") : "";
+  }
+
+  bool bearer(const RequestHead& head) const {
+    auto value = head.headers.get("Authorization");
+    if (!value) return false;
+    std::string_view v = *value;
+    return v.rfind("Bearer ", 0) == 0 && same_bytes(v.substr(7), credentials().token);
+  }
+
+  // A live session (the cookie of a login), or the UI token as a bearer token (a script's).
   bool authorized(const RequestHead& head) const {
-    if (auto value = head.headers.get("Authorization")) {
-      std::string_view v = *value;
-      if (v.rfind("Bearer ", 0) == 0 && same_bytes(v.substr(7), *options_.token)) return true;
-    }
-    if (auto cookie = head.headers.get("Cookie"))
-      if (auto token = cookie_value(*cookie, k_ui_token_cookie))
-        return same_bytes(*token, *options_.token);
-    return false;
+    if (bearer(head)) return true;
+    const std::string session = session_of(head);
+    return !session.empty() && valid_ui_session(credentials().secret, session, backend_.now_ms());
+  }
+
+  // The session cookie, Secure where the page is reached over TLS (its own, or a proxy's that
+  // says so); an empty value with max_age 0 ends it.
+  std::string cookie(const RequestHead& head, const std::string& value, int64_t max_age_s) const {
+    auto proto = head.headers.get("X-Forwarded-Proto");
+    const bool secure = options_.tls || (proto && *proto == "https");
+    return std::string(k_ui_session_cookie) + "=" + value +
+           "; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=" + std::to_string(max_age_s) +
+           (secure ? "; Secure" : "");
   }
 
   std::string csrf_for(const std::string& session) const {
-    return hmac_sha256_hex(options_.csrf_secret, session);
+    return hmac_sha256_hex(credentials().secret, "csrf:" + session);
   }
 
-  // A POST comes from this page: its Origin is this host's, and its form carries the token of
-  // the session cookie it sends. Under Referrer-Policy: no-referrer a browser sends "Origin: null"
-  // on a form's POST; then Sec-Fetch-Site, which no page can set, must say same-origin.
+  // A POST comes from this page. A browser says so itself in Sec-Fetch-Site, which no page can
+  // set (behind a reverse proxy the Host it rewrites differs from the page's Origin); a client
+  // that does not send it must send the Origin of this Host. A form posted with a session also
+  // carries the CSRF token of that session; a script sending the UI token as a bearer token
+  // needs neither (a browser never adds that header to another site's request).
   std::optional<Response> forged(const Request& req,
                                  const std::vector<std::pair<std::string, std::string>>& form,
                                  bool check_csrf) const {
+    if (check_csrf && bearer(req.head)) return std::nullopt;
     auto origin = req.head.headers.get("Origin");
     auto host = req.head.headers.get("Host");
     auto site = req.head.headers.get("Sec-Fetch-Site");
     const std::string here(host.value_or(""));
     const bool same_origin =
-        origin && (*origin == "http://" + here || *origin == "https://" + here ||
-                   (*origin == "null" && site && *site == "same-origin"));
-    if (!same_origin || (site && *site != "same-origin"))
+        site ? *site == "same-origin"
+             : origin && (*origin == "http://" + here || *origin == "https://" + here);
+    if (!same_origin)
       return ui_message(403, "Forbidden", "the request does not come from this page (Origin)");
     if (!check_csrf) return std::nullopt;
-    std::string session;
-    if (auto cookie = req.head.headers.get("Cookie"))
-      session = cookie_value(*cookie, k_ui_session_cookie).value_or("");
+    const std::string session = session_of(req.head);
     if (session.empty() || !same_bytes(first_value(form, "csrf"), csrf_for(session)))
       return ui_message(403, "Forbidden",
                         "the form's CSRF token is missing or wrong; reload the page");
     return std::nullopt;
   }
 
-  Response login(Request& req) const {
-    auto form = parse_form(req.body);
-    if (!form) return ui_message(400, "Bad request", "the form is not validly encoded");
-    if (auto refusal = forged(req, *form, false)) return std::move(*refusal);
-    if (!options_.token) return ui_redirect("/ui");
-    if (!same_bytes(first_value(*form, "token"), *options_.token))
-      return ui_html(401, render_ui_login("That is not the token."));
+  // Whether `token` logs in: the UI token, or the one-time token of the printed URL (once).
+  bool logs_in(const std::string& token) const {
+    UiCredentials& c = *options_.credentials;
+    if (same_bytes(token, c.token)) return true;
+    if (!same_bytes(token, c.login_once)) return false;
+    bool unused = false;
+    return c.login_once_used.compare_exchange_strong(unused, true);
+  }
+
+  // GET /ui/login?token=T (the printed URL) or the form's POST: a session cookie, and a
+  // redirect to the list that drops the token from the address bar and the history.
+  Response login(Request& req, const std::vector<std::pair<std::string, std::string>>& query) const {
+    std::string token;
+    if (req.head.method == "POST") {
+      auto form = parse_form(req.body);
+      if (!form) return ui_message(400, "Bad request", "the form is not validly encoded");
+      if (auto refusal = forged(req, *form, false)) return std::move(*refusal);
+      token = first_value(*form, "token");
+    } else {
+      token = first_value(query, "token");
+      if (token.empty()) return ui_html(200, render_ui_login(""));
+    }
+    if (!logs_in(token)) {
+      Response r = ui_html(401, render_ui_login(
+                                    "That is not the token (the printed link works once; the "
+                                    "token file's works always)."));
+      r.log_fields.emplace_back("outcome", "login_refused");
+      return r;
+    }
+    const std::string session =
+        make_ui_session(credentials().secret, backend_.now_ms(), options_.session_ms);
     Response r = ui_redirect("/ui");
-    r.headers.emplace_back("Set-Cookie", std::string(k_ui_token_cookie) + "=" + *options_.token +
-                                             "; Path=/ui; HttpOnly; SameSite=Strict");
+    r.headers.emplace_back("Set-Cookie", cookie(req.head, session, options_.session_ms / 1000));
+    r.log_fields.emplace_back("outcome", "login");
     return r;
   }
 
@@ -319,29 +371,30 @@ UiPage collect_ui_page(const UiBackend& backend, const UiFilter& filter, int64_t
   return page;
 }
 
+std::string make_ui_session(const std::string& secret, int64_t now_ms, int64_t lifetime_ms) {
+  const std::string signed_part = std::to_string(now_ms + lifetime_ms) + "." + util::random_hex(16);
+  return signed_part + "." + hmac_sha256_hex(secret, "session:" + signed_part);
+}
+
+bool valid_ui_session(const std::string& secret, std::string_view value, int64_t now_ms) {
+  const size_t last = value.rfind('.');
+  if (last == std::string_view::npos || value.size() > 256) return false;
+  const std::string signed_part(value.substr(0, last));
+  if (!same_bytes(value.substr(last + 1), hmac_sha256_hex(secret, "session:" + signed_part)))
+    return false;
+  const size_t dot = signed_part.find('.');
+  int64_t expiry = 0;
+  for (size_t i = 0; i < dot && i < signed_part.size(); ++i) {
+    if (signed_part[i] < '0' || signed_part[i] > '9' || i >= 18) return false;
+    expiry = expiry * 10 + (signed_part[i] - '0');
+  }
+  return dot != std::string::npos && dot > 0 && now_ms < expiry;
+}
+
 std::shared_ptr<const Route> ui_route(UiBackend backend, UiOptions options) {
   return std::make_shared<UiRoute>(std::move(backend), std::move(options));
 }
 
 bool is_ui_path(std::string_view path) { return path == "/ui" || path.rfind("/ui/", 0) == 0; }
-
-bool is_loopback_host(std::string_view host) {
-  // Drop the port: "[::1]:8787", "127.0.0.1:8787", "localhost:8787".
-  if (!host.empty() && host.front() == '[') {
-    const size_t close = host.find(']');
-    return close != std::string_view::npos && host.substr(1, close - 1) == "::1";
-  }
-  host = host.substr(0, host.find(':'));
-  if (host == "localhost") return true;
-  if (host.rfind("127.", 0) != 0) return false;
-  int dots = 0;
-  for (char c : host) {
-    if (c == '.')
-      ++dots;
-    else if (c < '0' || c > '9')
-      return false;
-  }
-  return dots == 3;
-}
 
 }  // namespace idem::http

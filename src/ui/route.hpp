@@ -1,8 +1,9 @@
 #pragma once
-// The delivery-log page (`idem serve --ui`): its routes under /ui, their checks (the Host, the
-// bearer token off loopback, the CSRF token and Origin of every POST) and headers (a strict
-// Content-Security-Policy). What it reads and changes comes from the daemon (serve/), through
+// The delivery-log page (`idem serve --ui`, on a listener of its own): its routes under /ui,
+// their checks (the Host, a login session or the UI token, the CSRF token and origin of every
+// POST) and headers (a strict Content-Security-Policy). What it reads and changes comes from the daemon (serve/), through
 // UiBackend: this room knows no store and no hook.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -51,13 +52,28 @@ struct UiBackend {
   std::function<int64_t()> now_ms;
 };
 
+// The page's credentials, made at the daemon's start and kept across reloads.
+struct UiCredentials {
+  // The UI token (the 0600 file beside the store, never the ledger's): a login form takes it,
+  // and a script may send it as "Authorization: Bearer TOKEN".
+  std::string token;
+  // Signs the session cookies and keys their CSRF tokens; new at every start, so a restart
+  // ends every session.
+  std::string secret;
+  // The one-time login token of the URL the daemon prints at start: good for one login.
+  std::string login_once;
+  std::atomic<bool> login_once_used{false};
+};
+
 struct UiOptions {
-  // Off loopback: the ledger's bearer token, asked of every request (header or cookie).
-  std::optional<std::string> token;
-  std::string csrf_secret;  // per daemon, random
+  std::shared_ptr<UiCredentials> credentials;
   // Where the listener is loopback: the Host header must name a loopback host (a page of
   // another site resolving its name to 127.0.0.1 is refused).
   bool loopback = true;
+  // The listener speaks TLS: the session cookie is Secure (so it is also behind a proxy that
+  // says X-Forwarded-Proto: https).
+  bool tls = false;
+  int64_t session_ms = 12 * 3600 * 1000;  // how long a login lasts
 };
 
 // Records read at most for one page before it is shown as it is (with a cursor to go on).
@@ -74,7 +90,9 @@ std::shared_ptr<const Route> ui_route(UiBackend backend, UiOptions options);
 // Whether the page's route takes `path`: /ui and everything under /ui/.
 bool is_ui_path(std::string_view path);
 
-// Whether `host` (a Host header's value, port and all) names a loopback host.
-bool is_loopback_host(std::string_view host);
+// A session cookie's value for a login at `now_ms` lasting `lifetime_ms` ("EXPIRY.NONCE.MAC",
+// signed with `secret`), and whether a value is one that has not expired at `now_ms`.
+std::string make_ui_session(const std::string& secret, int64_t now_ms, int64_t lifetime_ms);
+bool valid_ui_session(const std::string& secret, std::string_view value, int64_t now_ms);
 
 }  // namespace idem::http

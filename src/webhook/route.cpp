@@ -41,6 +41,15 @@ Answer text_answer(int status, std::string body, std::string outcome) {
   return a;
 }
 
+// An answer of the command's output (include-command-output-in-response): typed as Go would,
+// except that output that looks like HTML or XML is text. Whatever a handler echoes (a request's
+// field, an error page) must not become a page of this origin that runs script.
+Answer output_answer(int status, std::string output, std::string outcome) {
+  Answer a = text_answer(status, std::move(output), std::move(outcome));
+  a.content_type = command_output_type(a.body);
+  return a;
+}
+
 // Sets a header as Go's Header().Set does: replacing one of the same name.
 void set_header(std::vector<std::pair<std::string, std::string>>& headers, const std::string& name,
                 const std::string& value) {
@@ -55,9 +64,15 @@ void set_header(std::vector<std::pair<std::string, std::string>>& headers, const
 Response to_response(Answer a, const std::string& hook) {
   Response r;
   r.status = a.status;
-  r.content_type = std::move(a.content_type);
-  r.body = std::move(a.body);
   r.headers = std::move(a.headers);
+  // A Content-Type of the hook's response-headers (or --response-header) is the one sent.
+  const bool typed = std::any_of(r.headers.begin(), r.headers.end(), [](const auto& h) {
+    return core::same_header_name(h.first, "Content-Type");
+  });
+  if (!typed) r.content_type = std::move(a.content_type);
+  r.body = std::move(a.body);
+  // The command's output is never sniffed into a page by a browser (command_output_type).
+  set_header(r.headers, "X-Content-Type-Options", "nosniff");
   r.log_fields.emplace_back("hook", hook);
   if (!a.key.empty()) r.log_fields.emplace_back("key", a.key);
   if (!a.outcome.empty()) r.log_fields.emplace_back("outcome", a.outcome);
@@ -196,12 +211,12 @@ class WebhookEffect final : public CommandDelivery {
     std::string output = result.output.stream_bytes(core::Stream::out);
     Answer a;
     if (o.status == core::Status::succeeded) {
-      a = run_->capture ? text_answer(run_->success_code, std::move(output), "ran")
+      a = run_->capture ? output_answer(run_->success_code, std::move(output), "ran")
                         : early_answer(*run_, key_, "ran");
       if (result.output.truncated()) a.headers.emplace_back("Idem-Output-Truncated", "true");
     } else {
       const int status = result.timed_out ? 504 : 500;
-      a = run_->capture_on_error ? text_answer(status, std::move(output), "failed")
+      a = run_->capture_on_error ? output_answer(status, std::move(output), "failed")
                                  : text_answer(status, k_command_failed, "failed");
       if (!run_->capture_on_error) a.content_type = k_text;
       if (result.timed_out) {
@@ -455,6 +470,12 @@ bool binary_byte(unsigned char c) {
 }
 
 }  // namespace
+
+std::string command_output_type(std::string_view output) {
+  std::string type = sniffed_content_type(output);
+  if (type.rfind("text/html", 0) == 0 || type.rfind("text/xml", 0) == 0) return k_text;
+  return type;
+}
 
 std::string sniffed_content_type(std::string_view body) {
   if (body.empty()) return "";

@@ -64,6 +64,11 @@ std::shared_ptr<const Route> not_found_route(const std::string& urlprefix);
 // empty body, which gets none.
 std::string sniffed_content_type(std::string_view body);
 
+// The Content-Type of an answer made of a command's output: sniffed_content_type's, except that
+// HTML and XML (which a browser would run script in) are "text/plain; charset=utf-8". A hook's
+// response-headers may still name another type.
+std::string command_output_type(std::string_view output);
+
 // The executable webhook runs for `command` in `directory` (command-working-directory): the
 // command itself when it is absolute or there is no directory (a bare name is looked up on
 // PATH), else the directory joined with it, made absolute, since the command starts inside it.

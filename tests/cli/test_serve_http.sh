@@ -54,14 +54,14 @@ expect_http 200
 assert_header Content-Length 3
 RESP=resp
 raw_connect continue
-raw_send 'POST /hooks/x HTTP/1.1\r\nHost: t\r\nX-Key: cont\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n'
+raw_send 'POST /hooks/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Key: cont\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n'
 wait_until "the server says 100 Continue" file_has "$T/continue.out" 'HTTP/1.1 100 Continue'
 raw_send 'body'
 wait_until "the delivery after 100 Continue is answered" file_has "$T/continue.out" '"key":"cont"'
 raw_close
 expect_statuses continue '100 200'
 assert_bytes "$T/stdin.cont" body
-exchange expect-too-big 'POST /hooks/x HTTP/1.1\r\nHost: t\r\nX-Key: big\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n'
+exchange expect-too-big 'POST /hooks/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Key: big\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n'
 expect_statuses expect-too-big 413
 assert_status '/hooks/x#big' none
 exchange huge-head "GET /healthz HTTP/1.1\\r\\nHost: t\\r\\nX-Big: $(printf 'a%.0s' {1..70000})\\r\\n\\r\\n"
@@ -72,7 +72,7 @@ stop_daemon
 DAEMON=daemon2
 start_daemon "$T/serve.json" --request-timeout 1s
 raw_connect partial
-raw_send 'POST /hooks/x HTTP/1.1\r\nHost: t\r\nX-Key: partial\r\nContent-Length: 10\r\n\r\nabc'
+raw_send 'POST /hooks/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Key: partial\r\nContent-Length: 10\r\n\r\nabc'
 raw_close
 wait_until "the partial request is cut off" bg_exited partial
 bg_wait partial

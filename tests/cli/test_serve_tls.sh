@@ -2,7 +2,8 @@
 # `idem serve --cert --key`: HTTPS on the TCP listener (a self-signed certificate made here with
 # the openssl CLI). Deliveries and replays over TLS, keep-alive and pipelining, ALPN http/1.1,
 # the lowest version enforced, plain HTTP and silent clients cut off, bad files refused at start
-# with one line, a SIGHUP reading a renewed certificate.
+# with one line, a SIGHUP reading a renewed certificate; the page's own listener (--ui) speaks
+# TLS too and its session cookie is Secure.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 
@@ -36,6 +37,18 @@ assert_header Idempotent-Replayed true
 assert_body 'hello ran k1\n'
 assert_status '/hooks/x#k1' succeeded
 
+# --- the page's listener speaks TLS too; its session cookie is Secure -----------------------------
+stop_daemon
+start_daemon "$T/serve.json" --cert "$T/cert.pem" --key "$T/key.pem" --ui
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/ui_lib.sh"
+ui_found
+[[ $UI == https://127.0.0.1:* ]] || fail "the page's address is not https: $UI"
+curl -sS "${CURL_EXTRA[@]}" -D "$T/ui.headers" -o /dev/null "$UI_LOGIN" ||
+  fail "the login link over TLS"
+grep -qi '^set-cookie: idem_ui_session=.*; Secure' "$T/ui.headers" ||
+  fail "no Secure session cookie over TLS: $(cat "$T/ui.headers")"
+URL=https://127.0.0.1:$PORT
+
 # --- ALPN and keep-alive: two requests on one connection -----------------------------------------
 curl -sS -v "${CURL_EXTRA[@]}" "$URL/healthz" "$URL/healthz" >"$T/keep.out" 2>"$T/keep.err" ||
   fail "curl over one kept-alive connection failed: $(cat "$T/keep.err")"
@@ -44,7 +57,7 @@ grep -qi 're-using existing connection' "$T/keep.err" || fail "the connection wa
 assert_bytes "$T/keep.out" 'ok\nok\n'
 
 # --- pipelining: every request answered, in order, on one TLS connection -------------------------
-printf 'POST /hooks/x HTTP/1.1\r\nHost: t\r\nX-Key: p1\r\nContent-Length: 5\r\n\r\nfirstPOST /hooks/x HTTP/1.1\r\nHost: t\r\nX-Key: p2\r\nContent-Length: 6\r\n\r\nsecondGET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n' \
+printf 'POST /hooks/x HTTP/1.1\r\nHost: t\r\nX-Key: p1\r\nContent-Length: 5\r\n\r\nfirstPOST /hooks/x HTTP/1.1\r\nHost: t\r\nX-Key: p2\r\nContent-Length: 6\r\n\r\nsecondGET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' \
   >"$T/pipelined.in"
 # -quiet implies -ign_eof: s_client ends when the server closes, after the last answer.
 openssl s_client -quiet -connect "127.0.0.1:$PORT" -CAfile "$T/first.pem" -verify_return_error \

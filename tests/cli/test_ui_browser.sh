@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The delivery-log page in a real browser (tests/node/ui_browser.js: chromium headless through
-# puppeteer-core) against `idem serve --ui` with a failing hook: list, filter, live update,
-# detail, re-run, remove. The screenshots are kept in $IDEM_ARTIFACTS/ui (default:
+# puppeteer-core) against `idem serve --ui` with a failing hook: the login (asked, by the one-time
+# link, which works once), list, filter, live update, detail, re-run, a form forged by a page of
+# the hooks' origin refused, remove. The screenshots are kept in $IDEM_ARTIFACTS/ui (default:
 # build/artifacts/ui beside this build, or the test's folder), printed at the end.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
@@ -16,7 +17,7 @@ mkdir -p "$artifacts"
 artifacts=$(cd "$artifacts" && pwd)
 
 failing_hook_config
-start_daemon "$T/serve.json" --ui
+ui_start "$T/serve.json"
 post /hooks/x '<b>body-1</b>' 'X-Key: k1'
 expect_http 500
 touch "$T/ok"
@@ -26,12 +27,12 @@ rm "$T/ok"
 post /hooks/x 'body-3' 'X-Key: k3'
 expect_http 500
 
-capture browser timeout 60 node "$node_dir/ui_browser.js" "$URL" "$artifacts" "$T/ok"
+capture browser timeout 60 node "$node_dir/ui_browser.js" "$URL" "$UI_LOGIN" "$artifacts" "$T/ok"
 cat "$T/browser.out"
 expect_rc 0
 assert_status '/hooks/x#k4' failed
 [[ -z $(idem ls --json | grep -F '"/hooks/x#k1"') ]] || fail "k1 is still stored"
-for shot in list filtered detail rerun removed; do
+for shot in login list filtered detail rerun forged removed; do
   [[ -s $artifacts/$shot.png ]] || fail "no screenshot $shot.png in $artifacts"
 done
 echo "screenshots: $artifacts"

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # The delivery-log page over HTTP (`idem serve --ui`), without a browser: never on without the
-# flag; its headers (a strict Content-Security-Policy, nosniff, no referrer, no caching); a hostile
-# key escaped; 404s and 405s; the Host of a loopback listener; every POST refused without the
-# session's CSRF token, with a wrong one, or from another Origin, and done with both; the ledger's
-# bearer token off loopback, and no start there without --ledger.
+# flag, and never on the hooks' listener (a listener of its own: --ui-listen, or a free loopback
+# port printed at start); a login asked of every request, loopback too (tried as another local
+# user): the one-time link of the log (once), the token of the 0600 file beside the store (never
+# the ledger's), a signed session cookie (HttpOnly, SameSite=Strict, Path=/ui; Secure over TLS or
+# behind a proxy that says https) that is no token; its headers (a strict
+# Content-Security-Policy, nosniff, no referrer, no caching); a hostile key escaped; 404s and
+# 405s; the Host of a loopback listener, for /healthz and /metrics too; every POST refused
+# without the session's CSRF token, with a wrong one, or from another origin, and done with both,
+# behind a reverse proxy that rewrites Host too; a hook's HTML output answered as text.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/ui_lib.sh"
@@ -15,20 +20,87 @@ csp="default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; co
 start_daemon "$T/serve.json"
 get /ui
 expect_http 404
+[[ ! -e $IDEM_DB.ui-token ]] || fail "a UI token file without --ui"
 stop_daemon
 
-# --- Off loopback: refused without --ledger, one line -------------------------------------------
-capture remote idem serve --config "$T/serve.json" --ui --listen 0.0.0.0:0 --allow-remote
+# --- A bad --ui-listen, one line -----------------------------------------------------------------
+capture badui idem serve --config "$T/serve.json" --ui-listen nowhere
 expect_rc 64
-assert_idem_error remote
-file_has "$T/remote.err" "--ui on a listener that is not loopback needs --ledger" ||
+assert_idem_error badui
+file_has "$T/badui.err" "bad --ui-listen 'nowhere'" || fail "unexpected message: $(cat "$T/badui.err")"
+capture remote idem serve --config "$T/serve.json" --ui-listen 0.0.0.0:0
+expect_rc 64
+file_has "$T/remote.err" "--ui-listen 0.0.0.0:0 is not a loopback address; add --allow-remote" ||
   fail "unexpected message: $(cat "$T/remote.err")"
 
-# --- On loopback ---------------------------------------------------------------------------------
-start_daemon "$T/serve.json" --ui
+# --- On loopback: a listener of its own ----------------------------------------------------------
+ui_start "$T/serve.json"
+[[ $UI != "$URL" ]] || fail "the page shares the hooks' listener"
+assert_eq 600 "$(stat -c %a "$IDEM_DB.ui-token")" "the UI token file's mode"
+[[ ${#UI_TOKEN} == 64 ]] || fail "the UI token: '$UI_TOKEN'"
+get /ui
+expect_http 404  # the hooks' listener has no page: no hook answer shares its origin
 hostile='<script>alert("k")</script>&amp;'
 post /hooks/x 'payload' "X-Key: $hostile"
 expect_http 500
+
+# No credential, no page: not for the list, a record, the rows, nor a form; not for another
+# local user either, who cannot read the token file.
+key_q=$(printf '%s' "/hooks/x#$hostile" | jq -sRr @uri)
+for path in /ui / "/ui/record?key=$key_q" /ui/rows; do
+  code=$(curl -sS -o "$T/anon.body" -w '%{http_code}' "$UI$path")
+  [[ $path == / ]] && { assert_eq 303 "$code" "/ on the page's listener"; continue; }
+  assert_eq 401 "$code" "$path without a login"
+  file_has "$T/anon.body" 'action="/ui/login"' || fail "$path: no login form"
+  ! file_has "$T/anon.body" 'alert' || fail "$path without a login shows a record"
+done
+assert_eq 401 "$(curl -sS -o /dev/null -w '%{http_code}' -H "Origin: $UI" \
+  --data-binary "key=$key_q" "$UI/ui/remove")" "a remove without a login"
+if [[ $(id -u) == 0 ]] && command -v setpriv >/dev/null; then
+  nobody=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+  ! "${nobody[@]}" cat "$IDEM_DB.ui-token" 2>/dev/null || fail "another user reads the UI token"
+  assert_eq 401 "$("${nobody[@]}" curl -sS -o /dev/null -w '%{http_code}' "$UI/ui")" \
+    "another local user's request"
+fi
+assert_status "/hooks/x#$hostile" failed
+
+# The style sheet, script and icon need none: the login page is drawn with them.
+for path in /ui/app.css /ui/app.js /ui/icon.svg; do
+  assert_eq 200 "$(curl -sS -o /dev/null -w '%{http_code}' "$UI$path")" "$path without a login"
+done
+
+# The one-time link: a session cookie, the token dropped by the redirect; then never again.
+curl -sS -D "$T/login.headers" -o /dev/null "$UI_LOGIN"
+tr -d '\r' <"$T/login.headers" >"$T/login.h"
+grep -q '^HTTP/1.1 303' "$T/login.h" || fail "the login link: $(cat "$T/login.h")"
+grep -qx 'Location: /ui' "$T/login.h" || fail "the login's redirect: $(cat "$T/login.h")"
+cookie=$(grep -i '^set-cookie: ' "$T/login.h" | sed 's/^[^:]*: //')
+[[ $cookie == idem_ui_session=*'; Path=/ui; HttpOnly; SameSite=Strict; Max-Age='* ]] ||
+  fail "the session cookie: $cookie"
+[[ $cookie != *Secure* ]] || fail "Secure over plain HTTP: $cookie"
+session=${cookie%%;*}
+session=${session#idem_ui_session=}
+[[ $session != *"$UI_TOKEN"* && $session != *"${UI_LOGIN##*=}"* ]] ||
+  fail "the cookie carries a token: $session"
+assert_eq 200 "$(curl -sS -o /dev/null -w '%{http_code}' -b "idem_ui_session=$session" "$UI/ui")" \
+  "the session"
+assert_eq 401 "$(curl -sS -o /dev/null -w '%{http_code}' "$UI_LOGIN")" "the login link twice"
+assert_eq 401 "$(curl -sS -o /dev/null -w '%{http_code}' -b "idem_ui_session=${session}0" \
+  "$UI/ui")" "a changed session cookie"
+forged_session="9${session#?}"
+assert_eq 401 "$(curl -sS -o /dev/null -w '%{http_code}' -b "idem_ui_session=$forged_session" \
+  "$UI/ui")" "a session cookie with another expiry"
+# The token file's token logs in by the form, as often as needed; a wrong one does not.
+assert_eq 303 "$(curl -sS -o /dev/null -w '%{http_code}' -H "Origin: $UI" \
+  --data-binary "token=$UI_TOKEN" "$UI/ui/login")" "the form's login"
+assert_eq 401 "$(curl -sS -o /dev/null -w '%{http_code}' -H "Origin: $UI" \
+  --data-binary "token=nope" "$UI/ui/login")" "a wrong token"
+assert_eq 403 "$(curl -sS -o /dev/null -w '%{http_code}' -H 'Origin: http://evil.example' \
+  --data-binary "token=$UI_TOKEN" "$UI/ui/login")" "a login from another origin"
+
+HOOKS=$URL
+URL=$UI
+CURL_EXTRA=(-H "Authorization: Bearer $UI_TOKEN")
 get /ui
 expect_http 200
 assert_header Content-Security-Policy "$csp"
@@ -57,14 +129,21 @@ request DELETE /ui ''
 expect_http 405
 get /ui/remove
 expect_http 405
+CURL_EXTRA=()
 # A page of another site whose name resolves here (DNS rebinding) is refused.
-code=$(curl -sS -o /dev/null -w '%{http_code}' -H 'Host: evil.example:80' "$URL/ui")
+code=$(curl -sS -o /dev/null -w '%{http_code}' -H 'Host: evil.example:80' "$UI/ui")
 assert_eq 403 "$code" "a foreign Host"
+for path in /healthz /metrics; do
+  assert_eq 403 "$(curl -sS -o /dev/null -w '%{http_code}' -H 'Host: evil.example' \
+    "http://127.0.0.1:$PORT$path")" "$path for a foreign Host"
+  assert_eq 200 "$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT$path")" \
+    "$path for a loopback Host"
+done
 
-# The session cookie and its CSRF token, from the detail page.
-key_q=$(printf '%s' "/hooks/x#$hostile" | jq -sRr @uri)
+# A session (the form's login) and its CSRF token, from the detail page.
 jar=$T/jar
-curl -sS -c "$jar" -b "$jar" -o "$T/detail.html" "$URL/ui/record?key=$key_q"
+curl -sS -c "$jar" -o /dev/null -H "Origin: $UI" --data-binary "token=$UI_TOKEN" "$UI/ui/login"
+curl -sS -b "$jar" -o "$T/detail.html" "$URL/ui/record?key=$key_q"
 file_has "$T/detail.html" 'id="rerun"' || fail "a failed delivery offers no re-run"
 token=$(grep -o 'name="csrf" value="[0-9a-f]*"' "$T/detail.html" | head -1 | sed 's/.*value="//; s/"$//')
 [[ ${#token} == 64 ]] || fail "no CSRF token in the detail page"
@@ -74,14 +153,32 @@ form() {  # form PATH BODY [CURL ARG...]: a POST with the session; prints the st
   curl -sS -b "$jar" -o "$T/post.body" -D "$T/post.headers" -w '%{http_code}' \
     --data-binary "$body" "$@" "$URL$path"
 }
-origin="Origin: http://127.0.0.1:$PORT"
+origin="Origin: $UI"
 assert_eq 403 "$(form /ui/remove "key=$key_q" -H "$origin")" "remove without a token"
 assert_eq 403 "$(form /ui/remove "key=$key_q&csrf=${token/a/b}0" -H "$origin")" "a wrong token"
 assert_eq 403 "$(form /ui/remove "key=$key_q&csrf=$token")" "no Origin"
 assert_eq 403 "$(form /ui/remove "key=$key_q&csrf=$token" -H 'Origin: http://evil.example')" \
   "another Origin"
-assert_eq 403 "$(curl -sS -o /dev/null -w '%{http_code}' -H "$origin" \
-  --data-binary "key=$key_q&csrf=$token" "$URL/ui/remove")" "the token without its session"
+curl -sS -c "$T/jar2" -o /dev/null -H "$origin" --data-binary "token=$UI_TOKEN" "$UI/ui/login"
+assert_eq 403 "$(curl -sS -b "$T/jar2" -o /dev/null -w '%{http_code}' -H "$origin" \
+  --data-binary "key=$key_q&csrf=$token" "$URL/ui/remove")" "the token of another session"
+# Behind a reverse proxy that rewrites Host (nginx's default): the browser's own word
+# (Sec-Fetch-Site) is taken for the origin, the CSRF token is still asked, and another site's is
+# refused; a proxy that says https gets a Secure cookie.
+proxied=(-H "Host: 127.0.0.1:${UI##*:}" -H 'Origin: https://idem.example.org')
+assert_eq 403 "$(form /ui/remove "key=$key_q&csrf=$token" "${proxied[@]}")" \
+  "a proxied POST with no Sec-Fetch-Site"
+assert_eq 403 "$(form /ui/remove "key=$key_q&csrf=$token" "${proxied[@]}" \
+  -H 'Sec-Fetch-Site: same-site')" "a proxied POST from a sibling site"
+assert_eq 403 "$(form /ui/remove "key=$key_q" "${proxied[@]}" -H 'Sec-Fetch-Site: same-origin')" \
+  "a proxied POST without the CSRF token"
+assert_eq 403 "$(form /ui/remove "key=$key_q&csrf=$token" -H "$origin" \
+  -H 'Sec-Fetch-Site: cross-site')" "a cross-site POST with the right Origin"
+assert_eq 303 "$(curl -sS -D "$T/xfp.headers" -o /dev/null -w '%{http_code}' \
+  -H 'X-Forwarded-Proto: https' -H 'Sec-Fetch-Site: same-origin' \
+  --data-binary "token=$UI_TOKEN" "$UI/ui/login")" "a login through a proxy that says https"
+grep -qi '^set-cookie: idem_ui_session=.*; Secure' "$T/xfp.headers" ||
+  fail "no Secure cookie behind https: $(cat "$T/xfp.headers")"
 assert_status "/hooks/x#$hostile" failed
 
 # A re-run: a new attempt of the same key, through the hook's own path.
@@ -99,7 +196,7 @@ grep -qi 'notice=not_rerun' "$T/post.headers" || fail "a success was re-run: $(c
 
 # Bulk: failed deliveries of a filter, at most 20 a request.
 rm -f "$T/ok"
-for i in 1 2 3; do post /hooks/x "p$i" "X-Key: bulk-$i"; done
+for i in 1 2 3; do URL=$HOOKS post /hooks/x "p$i" "X-Key: bulk-$i"; done
 touch "$T/ok"
 assert_eq 303 "$(form /ui/rerun-failed "hook=%2Fhooks%2Fx&prefix=bulk-&csrf=$token" -H "$origin")" \
   "bulk re-run"
@@ -111,26 +208,39 @@ grep -qi '^location: /ui?notice=removed' "$T/post.headers" || fail "remove: $(ca
 [[ -z $(idem ls --json | grep -F 'alert') ]] || fail "the removed record is still listed"
 stop_daemon
 
-# --- Off loopback behind the ledger's token -------------------------------------------------------
+# --- Off loopback: the Host is free, the login is still asked ------------------------------------
 DAEMON=remote
-bg remote idem serve --config "$T/serve.json" --ui --ledger --listen 0.0.0.0:0 --allow-remote \
-  --port-file "$T/remote.port"
-_remote_up() { [[ -s $T/remote.port ]] || bg_exited remote; }
-wait_until "the remote daemon listens" _remote_up
-[[ -s $T/remote.port ]] || fail "the daemon did not start: $(cat "$T/remote.err")"
-URL=http://127.0.0.1:$(<"$T/remote.port")
+start_daemon "$T/serve.json" --ledger --ui-listen 0.0.0.0:0 --allow-remote
+ui_found
 ledger_token=$(<"$IDEM_DB.token")
-get /ui
-expect_http 401
-file_has "$T/resp.body" 'action="/ui/login"' || fail "no token form"
-assert_eq 200 "$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $ledger_token" \
-  "$URL/ui")" "the bearer token"
-assert_eq 401 "$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer x$ledger_token" \
-  "$URL/ui")" "a wrong bearer token"
-host=${URL#http://}
-assert_eq 303 "$(curl -sS -c "$T/rjar" -o /dev/null -w '%{http_code}' -H "Origin: http://$host" \
-  --data-binary "token=$ledger_token" "$URL/ui/login")" "login"
-assert_eq 200 "$(curl -sS -b "$T/rjar" -o /dev/null -w '%{http_code}' "$URL/ui")" "the token cookie"
-assert_eq 401 "$(curl -sS -o /dev/null -w '%{http_code}' -H "Origin: http://$host" \
-  --data-binary "token=nope" "$URL/ui/login")" "a wrong login"
+[[ $ledger_token != "$UI_TOKEN" ]] || fail "the page's token is the ledger's"
+assert_eq 401 "$(curl -sS -o /dev/null -w '%{http_code}' -H 'Host: idem.example.org' \
+  "$UI/ui")" "off loopback without a login"
+assert_eq 401 "$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $ledger_token" \
+  "$UI/ui")" "the ledger's bearer token on the page"
+assert_eq 200 "$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $UI_TOKEN" \
+  -H 'Host: idem.example.org' "$UI/ui")" "the UI token off loopback"
+assert_eq 401 "$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer x$UI_TOKEN" \
+  "$UI/ui")" "a wrong bearer token"
 stop_daemon remote
+DAEMON=daemon
+
+# --- A hook's HTML output is answered as text, never sniffed into a page -------------------------
+cat >"$T/hooks.json" <<EOF2
+[{"id": "echo", "execute-command": "$T/html.sh", "include-command-output-in-response": true},
+ {"id": "typed", "execute-command": "$T/html.sh", "include-command-output-in-response": true,
+  "response-headers": [{"name": "Content-Type", "value": "text/html; charset=utf-8"}]}]
+EOF2
+printf '#!/bin/sh\necho "<html><script>document.title=1</script></html>"\n' >"$T/html.sh"
+chmod +x "$T/html.sh"
+start_serve --hooks "$T/hooks.json"
+post /hooks/echo ''
+expect_http 200
+assert_header Content-Type 'text/plain; charset=utf-8'
+assert_header X-Content-Type-Options nosniff
+post /hooks/typed ''
+expect_http 200
+assert_header Content-Type 'text/html; charset=utf-8'  # the hook says so
+[[ $(grep -ci '^content-type:' "$T/resp.headers") == 1 ]] ||
+  fail "two Content-Types: $(cat "$T/resp.headers")"
+stop_daemon

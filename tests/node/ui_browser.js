@@ -1,16 +1,19 @@
 // The delivery-log page in a real browser: Debian's chromium, headless, driven by puppeteer-core
-// (tests/cli/test_ui_browser.sh starts the daemon). Lists, filters, sees a new delivery arrive
-// by the live update, opens a detail, re-runs a failed delivery and sees its new attempt, removes
-// a record; saves a screenshot of each step in ARTIFACTS; fails on any page error or CSP report.
+// (tests/cli/test_ui_browser.sh starts the daemon). Asks for a login, logs in by the one-time link
+// (which then works no more, and leaves the address bar), lists, filters, sees a new delivery
+// arrive by the live update, opens a detail, re-runs a failed delivery and sees its new attempt,
+// is refused a form forged by a page of the hooks' origin, removes a record; saves a screenshot of
+// each step in ARTIFACTS; fails on any page error or CSP report.
 //
-//   node ui_browser.js BASE_URL ARTIFACTS_DIR OK_FILE
+//   node ui_browser.js HOOKS_URL LOGIN_URL ARTIFACTS_DIR OK_FILE
 'use strict';
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const puppeteer = require('puppeteer-core');
 
-const [base, artifacts, okFile] = process.argv.slice(2);
+const [hooks, loginUrl, artifacts, okFile] = process.argv.slice(2);
+const base = new URL(loginUrl).origin;  // the page's own listener
 const chromium = process.env.IDEM_CHROMIUM || '/usr/bin/chromium';
 
 function check(cond, what) {
@@ -39,14 +42,38 @@ async function main() {
     await page.setViewport({width: 1100, height: 700});
     page.setDefaultTimeout(10000);
     page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+    let loginAsked = false;  // while the login is asked for, its 401 is no problem
     page.on('console', (m) => {
-      if (m.type() === 'error') problems.push('console: ' + m.text());
+      if (m.type() !== 'error') return;
+      if (loginAsked && m.text().includes('status of 401')) return;
+      problems.push('console: ' + m.text());
     });
     page.on('dialog', (d) => d.accept());
     const shot = (name) => page.screenshot({path: path.join(artifacts, name + '.png')});
 
+    // No page without a login: the token form, styled (its style sheet needs no login).
+    loginAsked = true;
+    let answer = await page.goto(base + '/ui', {waitUntil: 'load'});
+    check(answer.status() === 401, 'the page asks for a login: ' + answer.status());
+    check(await page.$('form[action="/ui/login"] input[name=token]') !== null, 'the token form');
+    check((await page.$eval('body', (b) => getComputedStyle(b).backgroundColor)) ===
+          'rgb(247, 248, 250)', 'the login page is styled');
+    await shot('login');
+    loginAsked = false;
+
+    // The printed link logs in once; the token leaves the address bar.
+    answer = await page.goto(loginUrl, {waitUntil: 'load'});
+    check(answer.status() === 200 && page.url() === base + '/ui', 'logged in at ' + page.url());
+    const [cookie] = (await page.cookies()).filter((c) => c.name === 'idem_ui_session');
+    check(cookie && cookie.httpOnly && cookie.sameSite === 'Strict' && cookie.path === '/ui' &&
+          !cookie.secure, 'the session cookie: ' + JSON.stringify(cookie));
+    const other = await browser.createBrowserContext();
+    const stranger = await other.newPage();
+    answer = await stranger.goto(loginUrl, {waitUntil: 'load'});
+    check(answer.status() === 401, 'the link works once: ' + answer.status());
+    await other.close();
+
     // The list, newest first.
-    await page.goto(base + '/ui', {waitUntil: 'load'});
     let keys = await rowKeys(page);
     console.log('listed: ' + keys.join(', '));
     check(keys.length === 3, 'three records listed');
@@ -62,7 +89,7 @@ async function main() {
     await shot('filtered');
 
     // The live update: a delivery made now shows up without a reload.
-    const r = await fetch(base + '/hooks/x', {method: 'POST', headers: {'X-Key': 'k4'}, body: 'b4'});
+    const r = await fetch(hooks + '/hooks/x', {method: 'POST', headers: {'X-Key': 'k4'}, body: 'b4'});
     check(r.status === 500, 'the new delivery fails');
     await page.waitForFunction(
         () => [...document.querySelectorAll('#rows a')].some((a) => a.textContent === '/hooks/x#k4'),
@@ -95,6 +122,34 @@ async function main() {
     check(attempts[1][0] === '1' && attempts[1][1] === 'hook' && attempts[1][2] === 'failed',
           'attempt 1 is the delivery, failed');
     await shot('rerun');
+
+    // A page of the hooks' origin (a proxied app's page, a hook's answer) can neither read the
+    // page (another origin: CORS) nor post its forms (Sec-Fetch-Site says same-site), though the
+    // browser sends the cookie along (same site: only the port differs).
+    const evil = await browser.newPage();
+    await evil.goto(hooks + '/healthz', {waitUntil: 'load'});
+    const read = await evil.evaluate((ui) => fetch(ui + '/ui/record?key=%2Fhooks%2Fx%23k1',
+        {credentials: 'include'}).then((r) => 'read ' + r.status, (e) => 'blocked'), base);
+    check(read === 'blocked', 'a page of the hooks origin reads the page: ' + read);
+    const forged = await Promise.all([
+      evil.waitForNavigation(),
+      evil.evaluate((ui) => {
+        const form = document.createElement('form');
+        form.method = 'post';
+        form.action = ui + '/ui/remove';
+        const key = document.createElement('input');
+        key.name = 'key';
+        key.value = '/hooks/x#k1';
+        form.appendChild(key);
+        document.body.appendChild(form);
+        form.submit();
+      }, base),
+    ]);
+    check(forged[0].status() === 403, 'a forged remove: ' + forged[0].status());
+    await evil.screenshot({path: path.join(artifacts, 'forged.png')});
+    await evil.close();
+    await page.reload({waitUntil: 'load'});
+    check((await page.$eval('#key', (e) => e.textContent)) === '/hooks/x#k1', 'k1 is still there');
 
     // Remove it.
     await Promise.all([page.waitForNavigation(), page.click('#remove')]);

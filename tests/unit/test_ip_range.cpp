@@ -56,3 +56,11 @@ TEST_CASE("ip_range: bad ranges are named", "[ip_range]") {
 }
 
 }  // namespace unit_ip_range
+
+TEST_CASE("is_loopback_host: the Host header of a loopback listener", "[ip_range]") {
+  for (const char* ok : {"127.0.0.1:8787", "127.1.2.3", "localhost:1", "[::1]:8787", "localhost"})
+    CHECK(idem::http::is_loopback_host(ok));
+  for (const char* bad :
+       {"evil.com", "127.0.0.1.evil.com:80", "[::2]:1", "128.0.0.1", "", "127.x.0.1"})
+    CHECK_FALSE(idem::http::is_loopback_host(bad));
+}

@@ -265,12 +265,95 @@ TEST_CASE("collect_ui_page: pages of k_ui_page_rows, a cursor, a bounded scan", 
   CHECK(bounded.next);
 }
 
-TEST_CASE("is_loopback_host: the Host header of a loopback listener", "[ui]") {
-  for (const char* ok : {"127.0.0.1:8787", "127.1.2.3", "localhost:1", "[::1]:8787", "localhost"})
-    CHECK(is_loopback_host(ok));
-  for (const char* bad :
-       {"evil.com", "127.0.0.1.evil.com:80", "[::2]:1", "128.0.0.1", "", "127.x.0.1"})
-    CHECK_FALSE(is_loopback_host(bad));
+TEST_CASE("ui sessions: signed, expiring, bound to the daemon's secret", "[ui][session]") {
+  const std::string secret = "k";
+  const std::string session = make_ui_session(secret, 1000, 500);
+  CHECK(valid_ui_session(secret, session, 1000));
+  CHECK(valid_ui_session(secret, session, 1499));
+  CHECK_FALSE(valid_ui_session(secret, session, 1500));  // expired
+  CHECK_FALSE(valid_ui_session("other", session, 1000));  // another start's secret
+  CHECK_FALSE(valid_ui_session(secret, "9" + session, 1000));  // a later expiry, same MAC
+  CHECK_FALSE(valid_ui_session(secret, session + "0", 1000));
+  CHECK_FALSE(valid_ui_session(secret, "", 1000));
+  CHECK_FALSE(valid_ui_session(secret, "..", 1000));
+  CHECK(make_ui_session(secret, 1000, 500) != session);  // a nonce each
+}
+
+namespace {
+
+struct UiHarness {
+  int64_t now = 1'000'000;
+  std::shared_ptr<UiCredentials> credentials = std::make_shared<UiCredentials>();
+  std::shared_ptr<const Route> route;
+
+  UiHarness() {
+    credentials->token = "file-token";
+    credentials->secret = "secret";
+    credentials->login_once = "once";
+    UiBackend b;
+    b.now_ms = [this] { return now; };
+    b.list = [](const UiListing&, const std::function<bool(const Record&)>&) {};
+    b.get = [](const std::string&) { return std::optional<Record>(); };
+    UiOptions o;
+    o.credentials = credentials;
+    o.session_ms = 60'000;
+    route = ui_route(std::move(b), std::move(o));
+  }
+
+  // The status of GET `target` (admission, then the answer), with `cookie` if not empty.
+  Response get(const std::string& target, const std::string& cookie = "") const {
+    Request req;
+    req.head.method = "GET";
+    req.head.target = target;
+    req.head.path = target.substr(0, target.find('?'));
+    req.head.headers.add("Host", "127.0.0.1:9");
+    if (!cookie.empty()) req.head.headers.add("Cookie", "idem_ui_session=" + cookie);
+    Admission a = route->admit(req.head);
+    if (a.refusal) return *a.refusal;
+    return route->handle(req);
+  }
+};
+
+std::string header_of(const Response& r, const std::string& name) {
+  for (const auto& [n, v] : r.headers)
+    if (n == name) return v;
+  return "";
+}
+
+// The session of a Set-Cookie value ("idem_ui_session=VALUE; ...").
+std::string session_of(const std::string& set_cookie) {
+  const size_t eq = set_cookie.find('='), semi = set_cookie.find(';');
+  return set_cookie.substr(eq + 1, semi - eq - 1);
+}
+
+}  // namespace
+
+TEST_CASE("ui login: the one-time link once, the file's token always; sessions end",
+          "[ui][session]") {
+  UiHarness h;
+  CHECK(h.get("/ui").status == 401);
+  CHECK(h.get("/ui/app.css").status == 200);  // the login page's style needs no login
+  CHECK(h.get("/ui/login").status == 200);    // the form
+  Response in = h.get("/ui/login?token=once");
+  REQUIRE(in.status == 303);
+  CHECK(header_of(in, "Location") == "/ui");
+  const std::string cookie = header_of(in, "Set-Cookie");
+  CHECK(cookie.find("; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=60") != std::string::npos);
+  const std::string session = session_of(cookie);
+  CHECK(session.find("once") == std::string::npos);
+  CHECK(session.find("file-token") == std::string::npos);
+  CHECK(h.get("/ui", session).status == 200);
+  CHECK(h.get("/ui/login?token=once").status == 401);  // the link works once
+  CHECK(h.get("/ui/login?token=wrong").status == 401);
+  CHECK(h.get("/ui/login?token=file-token").status == 303);
+  CHECK(h.get("/ui/login?token=file-token").status == 303);  // the file's token: always
+  h.now += 59'999;
+  CHECK(h.get("/ui", session).status == 200);
+  h.now += 1;
+  Response ended = h.get("/ui", session);
+  CHECK(ended.status == 401);  // the session has ended: log in again
+  CHECK(ended.body.find("log in again") != std::string::npos);
+  CHECK(header_of(ended, "Set-Cookie").find("Max-Age=0") != std::string::npos);
 }
 
 }  // namespace unit_ui
