@@ -10,6 +10,20 @@ namespace {
 
 constexpr std::string_view k_replacement = "\xEF\xBF\xBD";
 
+// The code point of a bidirectional formatting character encoded at the start of `seq` (the
+// embeddings, overrides and isolates, the marks LRM, RLM and ALM), or 0. Shown as they are, they
+// reorder what follows them on the page: a key or a body could make itself read as another.
+unsigned bidi_control(std::string_view seq) {
+  const auto at = [&](size_t i) { return static_cast<unsigned char>(seq[i]); };
+  if (seq.size() == 2 && at(0) == 0xD8 && at(1) == 0x9C) return 0x061C;
+  if (seq.size() != 3 || at(0) != 0xE2) return 0;
+  const unsigned cp = 0x2000u | ((at(1) & 0x3Fu) << 6) | (at(2) & 0x3Fu);
+  if (cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+      (cp >= 0x2066 && cp <= 0x2069))
+    return cp;
+  return 0;
+}
+
 }  // namespace
 
 std::string html_escape(std::string_view text) {
@@ -21,6 +35,11 @@ std::string html_escape(std::string_view text) {
     if (n == 0) {
       out += k_replacement;
       n = 1;
+    } else if (unsigned cp = n > 1 ? bidi_control(text.substr(0, n)) : 0) {
+      static constexpr char k_digits[] = "0123456789ABCDEF";
+      out += "[U+";
+      for (int shift = 12; shift >= 0; shift -= 4) out += k_digits[(cp >> shift) & 15];
+      out += ']';
     } else if (n > 1) {
       out.append(text.substr(0, n));
     } else {

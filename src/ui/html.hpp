@@ -11,7 +11,8 @@ namespace idem::http {
 
 // `text` made safe as HTML text and as a quoted attribute value: & < > " ' as references, a byte
 // that is not part of valid UTF-8 and a control character other than tab, newline and carriage
-// return as U+FFFD. Never lets markup through, whatever the bytes.
+// return as U+FFFD, a bidirectional formatting character (U+202E, ...) as the visible text
+// "[U+202E]". Never lets markup through, whatever the bytes, nor reorders what follows.
 std::string html_escape(std::string_view text);
 
 // Every byte but A-Z a-z 0-9 - . _ ~ as %XX: a query value or path segment.

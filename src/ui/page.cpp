@@ -331,6 +331,8 @@ table.kv th{text-align:left;padding-right:12px;vertical-align:top;font-weight:60
 pre{background:#fff;border:1px solid #e3e6ea;padding:8px;white-space:pre-wrap;word-break:break-all;max-height:24em;overflow:auto}
 .muted{color:#6b7380}.notice{background:#d3f2dc;padding:6px 10px}.error{background:#fbd5d5;padding:6px 10px}
 .danger{color:#a11}.pages{margin-top:8px}.actions{margin:8px 0}
+#rows td:nth-child(2),#key,table.kv td{overflow-wrap:anywhere;word-break:break-all}
+#rows td:nth-child(2){max-width:40vw}
 )CSS";
 }
 

@@ -32,7 +32,7 @@ cat "$T/browser.out"
 expect_rc 0
 assert_status '/hooks/x#k4' failed
 [[ -z $(idem ls --json | grep -F '"/hooks/x#k1"') ]] || fail "k1 is still stored"
-for shot in login list filtered detail rerun forged removed; do
+for shot in login list filtered detail rerun forged removed long-key; do
   [[ -s $artifacts/$shot.png ]] || fail "no screenshot $shot.png in $artifacts"
 done
 echo "screenshots: $artifacts"

@@ -157,6 +157,18 @@ async function main() {
     keys = await rowKeys(page);
     check(!keys.includes('/hooks/x#k1') && keys.includes('/hooks/x#k4'), 'k1 removed: ' + keys);
     await shot('removed');
+
+    // A key of 246 bytes without a break point wraps: the Status column stays on screen.
+    const long = 'L'.repeat(246);
+    const rl = await fetch(hooks + '/hooks/x', {method: 'POST', headers: {'X-Key': long}, body: 'b'});
+    check(rl.status === 200, 'the long key\'s delivery runs: ' + rl.status);
+    await page.waitForFunction(
+        (k) => [...document.querySelectorAll('#rows a')].some((a) => a.textContent === k),
+        {timeout: 8000}, '/hooks/x#' + long);
+    const right = await page.$eval('#rows tr:first-child .badge',
+        (b) => b.getBoundingClientRect().right);
+    check(right <= 1100, 'the status of a long key is on screen (its right edge at ' + right + ')');
+    await shot('long-key');
   } finally {
     await browser.close();
     fs.rmSync(profile, {recursive: true, force: true});

@@ -32,6 +32,11 @@ TEST_CASE("html_escape: markup characters, quotes, controls and bad UTF-8", "[ui
   CHECK(html_escape("\xC0\xBC") == "\xEF\xBF\xBD\xEF\xBF\xBD");
   CHECK(html_escape("\xED\xA0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
   CHECK(html_escape("x\xE2\x82") == "x\xEF\xBF\xBD\xEF\xBF\xBD");
+  // Bidirectional formatting characters are shown, not obeyed: "invoice-\u202Efdp.exe".
+  CHECK(html_escape("invoice-\xE2\x80\xAE" "fdp.exe") == "invoice-[U+202E]fdp.exe");
+  CHECK(html_escape("\xE2\x81\xA6x\xE2\x81\xA9\xE2\x80\x8F\xD8\x9C") ==
+        "[U+2066]x[U+2069][U+200F][U+061C]");
+  CHECK(html_escape("\xE2\x80\x94\xE2\x80\xAF") == "\xE2\x80\x94\xE2\x80\xAF");  // a dash, a space
   // Nothing that could open a tag or end an attribute survives, for any byte.
   for (int b = 0; b < 256; ++b) {
     const std::string out = html_escape(std::string(1, char(b)) + "<\"'>");
