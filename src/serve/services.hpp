@@ -67,6 +67,8 @@ struct Services {
   std::optional<std::string> ledger_token;  // with --ledger: asked of the TCP listener's calls
   // With --ui: the page's token (its file's), session key and one-time login token.
   std::shared_ptr<UiCredentials> ui;
+  // With --ui: the page's re-run of several failed deliveries, across reloads.
+  std::shared_ptr<UiBulkRerun> ui_bulk = std::make_shared<UiBulkRerun>();
 };
 
 // What a hook's deliveries use of the daemon. Background work counts as in flight for its hook,

@@ -58,6 +58,9 @@ std::shared_ptr<const Route> make_ui_route(
   const auto stores = services.stores;
   UiBackend b;
   b.now_ms = [] { return util::process_clock().now_ms(); };
+  b.background = [&services](std::function<void()> work) {
+    services.background.spawn(std::move(work));
+  };
   b.list = [stores](const UiListing& l, const std::function<bool(const core::Record&)>& visit) {
     store::ListQuery q;
     if (l.status) q.statuses = {*l.status};
@@ -124,6 +127,7 @@ std::shared_ptr<const Route> make_ui_route(
   };
   UiOptions options;
   options.credentials = services.ui;
+  options.bulk = services.ui_bulk;
   options.loopback = daemon.ui_loopback;
   options.tls = !daemon.tls_cert.empty();
   return ui_route(std::move(b), std::move(options));

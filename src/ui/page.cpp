@@ -155,18 +155,22 @@ std::string render_ui_list(const UiPage& page, int64_t now_ms, const std::string
   // The live update refreshes the first page only: a later page stays where the reader is.
   out += "<div class=\"bar\">";
   if (!f.after) out += "<label><input type=\"checkbox\" id=\"live\" checked> Live</label> ";
-  out +=
-      "<form method=\"post\" action=\"/ui/rerun-failed\" class=\"inline confirm\" "
-      "data-confirm=\"Re-run the failed hook deliveries this filter lists (at most 20)?\">" +
-      csrf_field(csrf);
-  const auto hidden = parse_form(ui_filter_query(f, false))
-                          .value_or(std::vector<std::pair<std::string, std::string>>{});
-  for (const auto& [name, value] : hidden)
-    out += "<input type=\"hidden\" name=\"" + html_escape(name) + "\" value=\"" +
-           html_escape(value) + "\">";
-  out +=
-      "<button type=\"submit\" id=\"rerun-failed\">Re-run failed (at most "
-      "20)</button></form></div>";
+  // The failed deliveries shown, and only they: the form names their keys.
+  if (!page.rerunnable.empty()) {
+    const std::string n = std::to_string(page.rerunnable.size());
+    out += "<form method=\"post\" action=\"/ui/rerun-failed\" class=\"inline confirm\" "
+           "data-confirm=\"Re-run the " +
+           n + " failed deliveries shown?\">" + csrf_field(csrf);
+    for (const std::string& key : page.rerunnable)
+      out += "<input type=\"hidden\" name=\"key\" value=\"" + html_escape(key) + "\">";
+    out += "<button type=\"submit\" id=\"rerun-failed\">Re-run the " + n +
+           " failed shown</button></form>";
+  }
+  if (!page.progress.empty())
+    out += std::string("<span id=\"progress\" role=\"status\"") +
+           (page.progress_active ? " data-active=\"1\"" : "") + ">" +
+           html_escape(page.progress) + "</span>";
+  out += "</div>";
   out +=
       "<table class=\"records\"><thead><tr><th>Started</th><th>Key</th><th>Front</th>"
       "<th>Status</th><th>Attempt</th><th>Result</th><th>Duration</th></tr></thead>"
@@ -299,6 +303,20 @@ std::string_view ui_app_js() {
     });
     live.addEventListener('change', function () { if (live.checked) refresh(); });
     schedule();
+  }
+  // A re-run under way in the background: its progress line follows it until it ends.
+  var progress = document.getElementById('progress');
+  if (progress && progress.getAttribute('data-active')) {
+    var follow = setInterval(function () {
+      fetch('/ui/progress', {credentials: 'same-origin', cache: 'no-store'})
+        .then(function (r) {
+          if (!r.ok) return null;
+          if (r.headers.get('Idem-Rerun-Active') !== 'true') clearInterval(follow);
+          return r.text();
+        })
+        .then(function (text) { if (text !== null) progress.textContent = text; })
+        .catch(function () {});
+    }, 1000);
   }
   document.querySelectorAll('form.confirm').forEach(function (form) {
     form.addEventListener('submit', function (e) {

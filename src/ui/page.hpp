@@ -21,6 +21,11 @@ struct UiPage {
   std::optional<UiCursor> next;  // where the next page starts; nullopt: this is the last
   int64_t scanned = 0;           // records read for this page
   bool budget_spent = false;     // the scan stopped at its bound before the page was full
+  // The rows that can be re-run (failed deliveries of a configured hook): the list's re-run
+  // form names them; none, no form.
+  std::vector<std::string> rerunnable;
+  std::string progress;          // the last bulk re-run's progress line; empty: none
+  bool progress_active = false;  // it is under way: the page follows it
 };
 
 // The table's rows (also what /ui/rows answers for the live update).

@@ -47,7 +47,7 @@ Response ui_redirect(const std::string& location) {
 
 bool ui_get_path(std::string_view path) {
   return path == "/" || path == "/ui" || path == "/ui/" || path == "/ui/rows" ||
-         path == "/ui/record" || path == "/ui/app.js" || path == "/ui/app.css" ||
+         path == "/ui/record" || path == "/ui/progress" || path == "/ui/app.js" || path == "/ui/app.css" ||
          path == "/ui/icon.svg" || path == "/ui/login";
 }
 
@@ -81,13 +81,9 @@ std::string notice_text(const std::string& code) {
   if (code == "running") return "The record is running: it was not removed.";
   if (code == "rerun") return "Re-run done: a new attempt was recorded.";
   if (code == "not_rerun") return "Not re-run: only a failed delivery of a configured hook can be.";
-  if (code.rfind("bulk-", 0) == 0) {
-    const std::string n = code.substr(5);
-    for (char c : n)
-      if (c < '0' || c > '9') return "";
-    return "Re-ran " + n + " failed deliveries (at most " + std::to_string(k_ui_bulk_rerun_max) +
-           " per request).";
-  }
+  if (code == "rerun_running") return "The record is running: it was not re-run.";
+  if (code == "bulk-started") return "Re-run started in the background: its progress shows here.";
+  if (code == "bulk-busy") return "Another re-run is under way: wait for it to end.";
   return "";
 }
 
@@ -258,6 +254,12 @@ class UiRoute final : public Route {
                const std::string& csrf) const {
     const int64_t now = backend_.now_ms();
     const std::string notice = notice_text(first_value(query, "notice"));
+    if (path == "/ui/progress") {
+      const UiBulkRerun::Progress progress = options_.bulk->progress();
+      Response r = ui_response(200, "text/plain; charset=utf-8", progress.line());
+      r.headers.emplace_back("Idem-Rerun-Active", progress.active ? "true" : "false");
+      return r;
+    }
     if (path == "/ui/record") {
       const std::string key = first_value(query, "key");
       auto record = key.empty() ? std::nullopt : backend_.get(key);
@@ -273,6 +275,11 @@ class UiRoute final : public Route {
     }
     UiPage page = collect_ui_page(backend_, std::get<UiFilter>(parsed), now);
     if (path == "/ui/rows") return ui_html(200, render_ui_rows(page, now));
+    for (const core::Record& r : page.rows)
+      if (backend_.rerunnable(r)) page.rerunnable.push_back(r.key);
+    const UiBulkRerun::Progress progress = options_.bulk->progress();
+    page.progress = progress.line();
+    page.progress_active = progress.active;
     return ui_html(200, render_ui_list(page, now, csrf, notice, ""));
   }
 
@@ -296,6 +303,8 @@ class UiRoute final : public Route {
     }
     auto record = backend_.get(key);
     if (!record) return ui_redirect("/ui?notice=not_found");
+    if (record->status == core::Status::running)
+      return ui_redirect(detail + "&notice=rerun_running");
     if (!backend_.rerunnable(*record)) return ui_redirect(detail + "&notice=not_rerun");
     UiRerun done = backend_.rerun(*record);
     Response r = ui_redirect(detail + (done.ran ? "&notice=rerun" : "&notice=not_rerun"));
@@ -304,32 +313,36 @@ class UiRoute final : public Route {
     return r;
   }
 
-  // Failed hook deliveries of the filter, newest first, re-run one after another: at most
-  // k_ui_bulk_rerun_max per request, so a request stays bounded; the count is reported.
+  // The failed deliveries a list page showed (its form names their keys), re-run one after
+  // another in the background, each only if it is still a failed delivery of a configured hook;
+  // the list shows the progress. One such re-run at a time.
   Response rerun_failed(const std::vector<std::pair<std::string, std::string>>& form) const {
-    auto parsed = parse_ui_filter(form);
-    if (auto* error = std::get_if<std::string>(&parsed))
-      return ui_message(400, "Bad filter", *error);
-    UiFilter filter = std::get<UiFilter>(parsed);
-    filter.status = core::Status::failed;
-    filter.after.reset();
-    const int64_t now = backend_.now_ms();
-    std::vector<core::Record> chosen;
-    UiListing listing{filter.status,   filter.key_prefix(), filter.front, filter.since_ms,
-                      filter.until_ms, std::nullopt,        now};
-    int64_t scanned = 0;
-    backend_.list(listing, [&](const core::Record& r) {
-      if (filter.since_ms && r.started_ms < filter.since_ms) return false;
-      if ((!filter.until_ms || r.started_ms < filter.until_ms) && ui_filter_keeps(filter, r) &&
-          backend_.rerunnable(r))
-        chosen.push_back(r);
-      return chosen.size() < k_ui_bulk_rerun_max && ++scanned < k_ui_scan_budget;
-    });
-    int ran = 0;
-    for (const core::Record& r : chosen)
-      if (auto fresh = backend_.get(r.key); fresh && backend_.rerunnable(*fresh))
-        ran += backend_.rerun(*fresh).ran ? 1 : 0;
-    Response r = ui_redirect("/ui?notice=bulk-" + std::to_string(ran));
+    std::vector<std::string> keys;
+    for (const auto& [name, value] : form)
+      if (name == "key" && !value.empty()) keys.push_back(value);
+    if (keys.empty()) return ui_message(400, "Bad request", "the form names no key");
+    if (keys.size() > k_ui_bulk_rerun_max)
+      return ui_message(400, "Bad request",
+                        "at most " + std::to_string(k_ui_bulk_rerun_max) + " keys a re-run");
+    if (!options_.bulk->start(keys.size())) return ui_redirect("/ui?notice=bulk-busy");
+    auto work = [backend = backend_, bulk = options_.bulk, keys = std::move(keys)] {
+      for (const std::string& key : keys) {
+        bool ran = false;
+        try {
+          if (auto fresh = backend.get(key); fresh && backend.rerunnable(*fresh))
+            ran = backend.rerun(*fresh).ran;
+        } catch (const std::exception&) {
+          // A store that failed for one key: counted as not re-run; the next key is tried.
+        }
+        bulk->step(ran);
+      }
+      bulk->finish();
+    };
+    if (backend_.background)
+      backend_.background(std::move(work));
+    else
+      work();
+    Response r = ui_redirect("/ui?notice=bulk-started");
     r.log_fields.emplace_back("outcome", "rerun_failed");
     return r;
   }
@@ -369,6 +382,41 @@ UiPage collect_ui_page(const UiBackend& backend, const UiFilter& filter, int64_t
   });
   if (more) page.next = last;
   return page;
+}
+
+bool UiBulkRerun::start(size_t total) {
+  std::lock_guard lock(mutex_);
+  if (progress_.active) return false;
+  progress_ = Progress{true, total, 0, 0};
+  return true;
+}
+
+void UiBulkRerun::step(bool ran) {
+  std::lock_guard lock(mutex_);
+  ++progress_.done;
+  progress_.ran += ran ? 1 : 0;
+}
+
+void UiBulkRerun::finish() {
+  std::lock_guard lock(mutex_);
+  progress_.active = false;
+}
+
+UiBulkRerun::Progress UiBulkRerun::progress() const {
+  std::lock_guard lock(mutex_);
+  return progress_;
+}
+
+std::string UiBulkRerun::Progress::line() const {
+  if (total == 0) return "";
+  const std::string skipped =
+      done > ran ? ", " + std::to_string(done - ran) + " skipped (running, or no longer failed)"
+                 : "";
+  if (active)
+    return "Re-running " + std::to_string(total) + " failed deliveries: " +
+           std::to_string(done) + " done (" + std::to_string(ran) + " ran again" + skipped + ")…";
+  return "Re-run of " + std::to_string(total) + " failed deliveries done: " + std::to_string(ran) +
+         " ran again" + skipped + ".";
 }
 
 std::string make_ui_session(const std::string& secret, int64_t now_ms, int64_t lifetime_ms) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +51,30 @@ struct UiBackend {
   std::function<bool(const core::Record&)> rerunnable;
   std::function<UiRerun(const core::Record&)> rerun;
   std::function<int64_t()> now_ms;
+  // Runs work after the answer (a re-run of several deliveries); the daemon's drain waits for
+  // it. Unset: on the calling thread.
+  std::function<void(std::function<void()>)> background;
+};
+
+// A re-run of the failed deliveries a list page showed, done in the background one after
+// another, one such re-run at a time per daemon; its progress is shown on the list. Kept across
+// reloads.
+class UiBulkRerun {
+ public:
+  struct Progress {
+    bool active = false;  // under way
+    size_t total = 0, done = 0, ran = 0;  // keys asked for, looked at, re-run
+    std::string line() const;  // "Re-running 3 failed deliveries: 1 done (1 ran again)..."
+  };
+  // Takes `total` keys unless a re-run is under way (false).
+  bool start(size_t total);
+  void step(bool ran);
+  void finish();
+  Progress progress() const;
+
+ private:
+  mutable std::mutex mutex_;
+  Progress progress_;
 };
 
 // The page's credentials, made at the daemon's start and kept across reloads.
@@ -67,6 +92,7 @@ struct UiCredentials {
 
 struct UiOptions {
   std::shared_ptr<UiCredentials> credentials;
+  std::shared_ptr<UiBulkRerun> bulk = std::make_shared<UiBulkRerun>();
   // Where the listener is loopback: the Host header must name a loopback host (a page of
   // another site resolving its name to 127.0.0.1 is refused).
   bool loopback = true;
@@ -79,7 +105,7 @@ struct UiOptions {
 // Records read at most for one page before it is shown as it is (with a cursor to go on).
 inline constexpr int64_t k_ui_scan_budget = 5000;
 inline constexpr size_t k_ui_page_rows = 50;
-inline constexpr size_t k_ui_bulk_rerun_max = 20;
+inline constexpr size_t k_ui_bulk_rerun_max = k_ui_page_rows;  // the rows a page shows
 
 // One page of the listing for `filter` (the scan bounded by k_ui_scan_budget, or by a fifth of
 // it where each record must be read whole for the result class).

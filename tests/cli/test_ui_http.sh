@@ -194,14 +194,32 @@ assert_eq rerun "$(jsonq /attempts/1/trigger <"$T/log.json")" "the history's tri
 assert_eq 303 "$(form /ui/rerun "key=$key_q&csrf=$token" -H "$origin")" "re-run of a success"
 grep -qi 'notice=not_rerun' "$T/post.headers" || fail "a success was re-run: $(cat "$T/post.headers")"
 
-# Bulk: failed deliveries of a filter, at most 20 a request.
+# Bulk: the failed deliveries a page shows, and only they, re-run in the background with its
+# progress on the list. A view of succeeded records offers none.
 rm -f "$T/ok"
-for i in 1 2 3; do URL=$HOOKS post /hooks/x "p$i" "X-Key: bulk-$i"; done
+for i in 1 2 3 4; do URL=$HOOKS post /hooks/x "p$i" "X-Key: bulk-$i"; done
 touch "$T/ok"
-assert_eq 303 "$(form /ui/rerun-failed "hook=%2Fhooks%2Fx&prefix=bulk-&csrf=$token" -H "$origin")" \
-  "bulk re-run"
-grep -qi '^location: /ui?notice=bulk-3' "$T/post.headers" || fail "bulk: $(cat "$T/post.headers")"
-for i in 1 2 3; do assert_status "/hooks/x#bulk-$i" succeeded; done
+curl -sS -b "$jar" -o "$T/ok.html" "$UI/ui?status=succeeded"
+! file_has "$T/ok.html" 'id="rerun-failed"' || fail "a view of succeeded records offers a re-run"
+curl -sS -b "$jar" -o "$T/bulk.html" "$UI/ui?hook=%2Fhooks%2Fx&prefix=bulk-"
+file_has "$T/bulk.html" 'Re-run the 4 failed shown' || fail "no re-run of the 4 shown"
+assert_eq 4 "$(grep -o 'name="key" value="/hooks/x#bulk-[0-9]"' "$T/bulk.html" | wc -l)" \
+  "keys in the re-run form"
+chosen="key=%2Fhooks%2Fx%23bulk-1&key=%2Fhooks%2Fx%23bulk-3&key=%2Fhooks%2Fx%23bulk-3"
+assert_eq 303 "$(form /ui/rerun-failed "$chosen&csrf=$token" -H "$origin")" "bulk re-run"
+grep -qi '^location: /ui?notice=bulk-started' "$T/post.headers" || fail "bulk: $(cat "$T/post.headers")"
+bulk_done() {
+  curl -sS -b "$jar" -D "$T/progress.h" -o "$T/progress.txt" "$UI/ui/progress"
+  grep -qi '^idem-rerun-active: false' "$T/progress.h"
+}
+wait_until "the bulk re-run ends" bulk_done
+assert_eq "Re-run of 3 failed deliveries done: 2 ran again, 1 skipped (running, or no longer failed)." \
+  "$(cat "$T/progress.txt")" "the bulk re-run's progress"
+assert_status "/hooks/x#bulk-1" succeeded
+assert_status "/hooks/x#bulk-3" succeeded
+assert_status "/hooks/x#bulk-2" failed  # not chosen: not re-run
+curl -sS -b "$jar" -o "$T/list.html" "$UI/ui"
+file_has "$T/list.html" 'id="progress" role="status">Re-run of 3 failed' || fail "no progress on the list"
 
 assert_eq 303 "$(form /ui/remove "key=$key_q&csrf=$token" -H "$origin")" "remove"
 grep -qi '^location: /ui?notice=removed' "$T/post.headers" || fail "remove: $(cat "$T/post.headers")"

@@ -270,6 +270,19 @@ TEST_CASE("collect_ui_page: pages of k_ui_page_rows, a cursor, a bounded scan", 
   CHECK(bounded.next);
 }
 
+TEST_CASE("ui list: a re-run form only for the failed deliveries shown", "[ui][render]") {
+  UiPage page;
+  CHECK(render_ui_list(page, 0, "c", "", "").find("rerun-failed") == std::string::npos);
+  page.rerunnable = {"/h#a\"b", "/h#c"};
+  page.progress = "Re-running 2 failed deliveries: 0 done (0 ran again)…";
+  page.progress_active = true;
+  const std::string html = render_ui_list(page, 0, "c", "", "");
+  CHECK(html.find("Re-run the 2 failed shown") != std::string::npos);
+  CHECK(html.find("name=\"key\" value=\"/h#a&quot;b\"") != std::string::npos);
+  CHECK(html.find("id=\"progress\" role=\"status\" data-active=\"1\">Re-running 2") !=
+        std::string::npos);
+}
+
 TEST_CASE("ui sessions: signed, expiring, bound to the daemon's secret", "[ui][session]") {
   const std::string secret = "k";
   const std::string session = make_ui_session(secret, 1000, 500);
