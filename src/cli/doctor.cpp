@@ -64,11 +64,14 @@ bool check_files(const std::string& path, Report& report) {
   const core::PathFacts folder_facts = path_facts(folder, true);
   const core::PathFacts db = path_facts(path);
   const core::PathFacts wal = path_facts(path + "-wal");
-  report.add(core::folder_findings(folder, folder_facts, euid));
+  report.add(core::folder_findings(folder, folder_facts, euid,
+                                   store::shared_folders_allowed()));
   report.add(core::file_findings(path, "store", db, euid));
   report.add(core::file_findings(path + "-wal", "WAL", wal, euid));
   report.add(core::file_findings(path + "-shm", "shared-memory file", path_facts(path + "-shm"),
                                  euid));
+  report.add(core::file_findings(path + "-journal", "rollback journal",
+                                 path_facts(path + "-journal"), euid));
   // The ledger API's token file (ledger/ledger.hpp): the store's path + ".token".
   report.add(core::file_findings(path + ".token", "ledger token file",
                                  path_facts(path + ".token"), euid));

@@ -43,7 +43,7 @@ nlohmann::json finding_json(const Finding& f) {
 }
 
 std::vector<Finding> folder_findings(const std::string& path, const PathFacts& facts,
-                                     uint32_t euid) {
+                                     uint32_t euid, bool shared_allowed) {
   std::vector<Finding> out;
   if (!facts.exists) return out;
   if (!facts.is_dir) {
@@ -53,21 +53,40 @@ std::vector<Finding> folder_findings(const std::string& path, const PathFacts& f
     return out;
   }
   const uint32_t others = facts.mode & 0077;
-  if ((facts.mode & 0002) != 0)
+  const bool foreign = facts.uid != euid && facts.uid != 0;
+  const std::string allowed =
+      ": IDEM_ALLOW_SHARED_FOLDER=1 lets idem use it, checking the companions' owner and mode "
+      "before each open; one planted between that check and SQLite's own open would be believed";
+  if ((facts.mode & 0002) != 0 && shared_allowed)
+    out.push_back(finding(Severity::warning, "folder-shared", path,
+                          "store folder " + path + " is mode " + octal(facts.mode) + allowed,
+                          "move the store to a private folder"));
+  else if ((facts.mode & 0002) != 0)
     out.push_back(finding(Severity::error, "folder-world-writable", path,
                           "store folder " + path + " is mode " + octal(facts.mode) +
-                              ": anyone can put files beside the store or swap it for their own",
-                          "move the store to a private folder, or chmod 700 " + path));
+                              ": anyone can put files beside the store (a planted -wal would be "
+                              "believed): idem refuses a store there",
+                          "move the store to a private folder, chmod 700 " + path +
+                              ", or set IDEM_ALLOW_SHARED_FOLDER=1"));
   else if (others != 0)
     out.push_back(finding(Severity::warning, "folder-mode", path,
                           "store folder " + path + " is mode " + octal(facts.mode) +
                               ": others can see or change what is in it",
                           "chmod 700 " + path));
-  if (facts.uid != euid)
-    out.push_back(finding(Severity::warning, "folder-owner", path,
-                          "store folder " + path + " is owned by uid " + std::to_string(facts.uid) +
-                              ", not by you (uid " + std::to_string(euid) + ")",
-                          "keep the store in a folder of the user that runs idem"));
+  if (facts.uid != euid) {
+    const std::string owned = "store folder " + path + " is owned by uid " +
+                              std::to_string(facts.uid) + ", not by you (uid " +
+                              std::to_string(euid) + ")";
+    if (foreign && !shared_allowed)
+      out.push_back(finding(Severity::error, "folder-owner", path,
+                            owned + ", who can put files beside the store: idem refuses it",
+                            "keep the store in a folder of the user that runs idem, or set "
+                            "IDEM_ALLOW_SHARED_FOLDER=1"));
+    else
+      out.push_back(finding(Severity::warning, "folder-owner", path,
+                            foreign ? owned + allowed : owned,
+                            "keep the store in a folder of the user that runs idem"));
+  }
   return out;
 }
 
@@ -92,7 +111,12 @@ std::vector<Finding> file_findings(const std::string& path, std::string_view wha
                           name + " is owned by uid " + std::to_string(facts.uid) +
                               ", not by you (uid " + std::to_string(euid) + "): idem refuses it",
                           "run idem as its owner, or chown it to the user that runs idem"));
-  if ((facts.mode & 0077) != 0)
+  if ((facts.mode & 0022) != 0)
+    out.push_back(finding(Severity::error, "file-writable", path,
+                          name + " is mode " + octal(facts.mode) +
+                              ": others can write it: idem refuses the store",
+                          "chmod 600 " + path + ", or remove it if it is not yours"));
+  else if ((facts.mode & 0077) != 0)
     out.push_back(finding(Severity::warning, "file-mode", path,
                           name + " is mode " + octal(facts.mode) +
                               ": others can read what it holds (outputs may hold secrets)",

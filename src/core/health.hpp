@@ -44,13 +44,16 @@ struct PathFacts {
 };
 
 // The store's folder: a directory, owned by `euid`, no access for others (idem creates it 0700),
-// above all not writable by others (who could then swap the database for their own).
+// above all not one others can create files in (world-writable, or another user's but root's):
+// they could plant a -wal that would be believed, so idem refuses a store there unless
+// `shared_allowed` (IDEM_ALLOW_SHARED_FOLDER=1), which is then a warning saying what it leaves.
 std::vector<Finding> folder_findings(const std::string& path, const PathFacts& facts,
-                                     uint32_t euid);
+                                     uint32_t euid, bool shared_allowed = false);
 
-// One of the store's files (the database, its -wal and -shm, the ledger's token file): when it
-// exists, a regular file, not a symlink, owned by `euid`, readable by no one else (0600:
-// captured output and tokens may hold secrets). `what` names it in messages ("store", "WAL").
+// One of the store's files (the database, its -wal, -shm and -journal, the token files): when it
+// exists, a regular file, not a symlink, owned by `euid`, writable by no one else (idem refuses
+// it otherwise) and readable by no one else (0600: captured output and tokens may hold secrets).
+// `what` names it in messages ("store", "WAL").
 std::vector<Finding> file_findings(const std::string& path, std::string_view what,
                                    const PathFacts& facts, uint32_t euid);
 

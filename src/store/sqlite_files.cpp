@@ -5,10 +5,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string_view>
 
 #include "core/errors.hpp"
+#include "store/store.hpp"
 
 namespace idem::store::sqlite {
 
@@ -46,10 +50,19 @@ void make_private_dirs(const std::string& dir, Created& created) {
   ::chmod(dir.c_str(), 0700);
 }
 
-// The database file and its -wal and -shm must not be symlinks (a link would let someone else
-// choose where captured output is written); the folders above them may be. A -wal or -shm that
-// is there must be a regular file too: SQLite fails on a folder only once the database file
-// exists, and then with "disk I/O error".
+std::string octal_mode(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", unsigned(mode & 07777));
+  return text;
+}
+
+// The database file's companions (-wal, -shm, -journal) must not be symlinks (a link would let
+// someone else choose where captured output is written); the folders above them may be. One
+// that is there must be a regular file too (SQLite fails on a folder only once the database file
+// exists, and then with "disk I/O error"), this user's, and writable by no one else: SQLite
+// believes what a WAL or a hot journal holds, so a companion planted by another user (in a
+// folder others can write, once a client had removed the old one) would replay their record and
+// run nothing.
 void refuse_odd_companion(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return;
@@ -57,6 +70,13 @@ void refuse_odd_companion(const std::string& path) {
     throw StoreError("store " + path + " is a symlink; refusing to follow it");
   if (!S_ISREG(st.st_mode))
     throw StoreError("store " + path + " is not a regular file; move it away");
+  if (st.st_uid != ::geteuid())
+    throw StoreError("store " + path + " is owned by uid " + std::to_string(st.st_uid) +
+                     ", not by you: someone else may have put it there; refusing the store "
+                     "(remove it once no idem of yours uses the store)");
+  if ((st.st_mode & 0022) != 0)
+    throw StoreError("store " + path + " is mode " + octal_mode(st.st_mode) +
+                     ": others can write it; refusing the store (chmod 600 " + path + ")");
 }
 
 bool is_empty_file(const std::string& path) {
@@ -71,9 +91,26 @@ bool is_regular_file(const std::string& path) {
 
 }  // namespace
 
+std::optional<std::string> shared_folder(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+  if ((st.st_mode & 0002) != 0)
+    return "store folder " + dir + " is mode " + octal_mode(st.st_mode) +
+           ": anyone can put files beside the store";
+  if (st.st_uid != ::geteuid() && st.st_uid != 0)
+    return "store folder " + dir + " is owned by uid " + std::to_string(st.st_uid) +
+           ", who can put files beside the store";
+  return std::nullopt;
+}
+
 mode_t prepare_db_file(const std::string& path, Created& created) {
-  refuse_odd_companion(path + "-wal");
-  refuse_odd_companion(path + "-shm");
+  // In a folder others can write, a companion could be planted between the checks below and
+  // SQLite's own open of it: refused unless the user says so (docs/internals.md).
+  if (!store::shared_folders_allowed())
+    if (auto why = shared_folder(parent_dir(path)))
+      throw StoreError(*why + " (a -wal planted there would be believed); refusing it: move the "
+                       "store to a private folder, or set IDEM_ALLOW_SHARED_FOLDER=1");
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) refuse_odd_companion(path + suffix);
   for (int tries = 0; tries < 2; ++tries) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {

@@ -4,6 +4,7 @@
 // known to be an idem store, and taken back, with the folders, when an open fails.
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,9 +16,16 @@ struct Created {
   bool file = false;
 };
 
-// Refuses symlinks and files owned by someone else; creates the file 0600 if absent. Returns the
-// file's mode, which make_private then narrows once the file is known to be an idem store.
+// Refuses symlinks and files owned by someone else, companions (-wal, -shm, -journal) that are
+// someone else's or writable by others, and a folder others can create files in (world-writable,
+// sticky or not, or another user's but root's) unless IDEM_ALLOW_SHARED_FOLDER=1; creates the
+// file 0600 if absent. Returns the file's mode, which make_private then narrows once the file is
+// known to be an idem store.
 mode_t prepare_db_file(const std::string& path, Created& created);
+
+// Why `dir` is a folder others can create files in (world-writable, or owned by another user
+// than this one and root), or nullopt.
+std::optional<std::string> shared_folder(const std::string& dir);
 
 // Takes group and other access away from the database file (MODE, as prepare_db_file found it)
 // before SQLite creates its -wal and -shm, which take the database file's mode. Never adds write

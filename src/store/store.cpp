@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "core/duration.hpp"
@@ -126,6 +127,11 @@ std::optional<std::string> xdg_db_path() {
   std::optional<std::string> home = home_dir();
   if (!home) return std::nullopt;
   return *home + "/.local/state/idem/idem.db";
+}
+
+bool shared_folders_allowed() {
+  const char* allow = std::getenv("IDEM_ALLOW_SHARED_FOLDER");
+  return allow != nullptr && std::string_view(allow) == "1";
 }
 
 std::string default_db_path() {

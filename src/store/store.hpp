@@ -245,6 +245,10 @@ std::optional<std::string> xdg_db_path();
 // $IDEM_DB when set, else xdg_db_path(); throws StoreError when neither gives a path.
 std::string default_db_path();
 
+// Whether the user allows a SQLite store in a folder others can create files in
+// (IDEM_ALLOW_SHARED_FOLDER=1): see store/sqlite_files.hpp.
+bool shared_folders_allowed();
+
 struct StoreOptions {
   // How long a locked store is waited for; nothing: $IDEM_BUSY_TIMEOUT, else 30 s.
   std::optional<int64_t> busy_timeout_ms;

@@ -72,8 +72,9 @@ if on_sqlite; then
     fail "folder mode: $(cat "$T/open.out")"
   chmod 0777 "$T"
   capture world idem doctor --json
-  expect_rc 1
-  assert_eq folder-world-writable "$(json_checks world)" "world-writable folder"
+  expect_rc 74  # idem refuses a store there (test_planted_wal.sh)
+  [[ $(json_checks world) == folder-world-writable* ]] ||
+    fail "world-writable folder: $(json_checks world)"
   chmod 0700 "$T"
   [[ -e $IDEM_DB-wal ]] || fail "no WAL beside the store"
   chmod 0644 "$IDEM_DB-wal"

@@ -63,6 +63,16 @@ TEST_CASE("health: a private folder of one's own is no finding; others' access i
   CHECK(world[0].problem.find("mode 1777") != std::string::npos);
   PathFacts not_dir = file(0600);
   CHECK(checks(folder_findings("/s", not_dir, k_me)) == std::vector<std::string>{"folder-type"});
+  // Allowed by IDEM_ALLOW_SHARED_FOLDER=1: a warning that says what it leaves.
+  auto allowed = folder_findings("/tmp", dir(01777, 0), k_me, true);
+  REQUIRE(checks(allowed) == std::vector<std::string>{"folder-shared", "folder-owner"});
+  CHECK(allowed[0].severity == Severity::warning);
+  CHECK(allowed[0].problem.find("would be believed") != std::string::npos);
+  // Another user's folder (not root's): they can plant files; refused unless allowed.
+  auto theirs = folder_findings("/home/a", dir(0755, 1001), k_me);
+  REQUIRE(checks(theirs) == std::vector<std::string>{"folder-mode", "folder-owner"});
+  CHECK(theirs[1].severity == Severity::error);
+  CHECK(folder_findings("/home/a", dir(0755, 1001), k_me, true)[1].severity == Severity::warning);
 }
 
 TEST_CASE("health: store files are regular, one's own and 0600", "[health]") {
@@ -74,6 +84,9 @@ TEST_CASE("health: store files are regular, one's own and 0600", "[health]") {
   CHECK(finding_line(readable[0]) ==
         "warning: WAL /s/idem.db-wal is mode 0644: others can read what it holds (outputs may hold "
         "secrets); chmod 600 /s/idem.db-wal");
+  auto writable = file_findings("/s/idem.db-wal", "WAL", file(0666), k_me);
+  REQUIRE(checks(writable) == std::vector<std::string>{"file-writable"});
+  CHECK(writable[0].severity == Severity::error);
   auto theirs = file_findings("/s/idem.db", "store", file(0600, 0), k_me);
   REQUIRE(checks(theirs) == std::vector<std::string>{"file-owner"});
   CHECK(theirs[0].severity == Severity::error);
