@@ -33,7 +33,29 @@ constexpr size_t k_max_regex_bytes = 4096;
 struct Reader {
   const EnvLookup& env;
   std::vector<std::string>& warnings;
+  bool templated = false;  // the file was expanded as a template (--template)
 };
+
+// A signature rule's secret that is still a template action ("{{ getenv "X" | js }}") in a file
+// served without --template: its literal text would be the HMAC key, so a request signed with
+// that text (which anyone reading the file knows) would pass. Refused, naming the variable.
+void refuse_unexpanded_secret(const std::string& secret, const std::string& at,
+                              const Reader& reader) {
+  if (reader.templated || secret.find("{{") == std::string::npos) return;
+  std::string variable;
+  if (size_t g = secret.find("getenv"); g != std::string::npos) {
+    const size_t open = secret.find('"', g), close = open == std::string::npos
+                                                           ? std::string::npos
+                                                           : secret.find('"', open + 1);
+    if (close != std::string::npos) variable = secret.substr(open + 1, close - open - 1);
+  }
+  fail(at, "is a template action" +
+               (variable.empty() ? std::string()
+                                 : " (environment variable " + quote(variable) +
+                                       ")") +
+               " but the file is not served with --template: its text would be the secret; add "
+               "--template");
+}
 
 // A member that is there and not null: webhook's loader treats a null as absent.
 const Json* present(const Json& object, const std::string& name) {
@@ -246,6 +268,7 @@ void read_match_fields(const Json& match, const std::string& at, const Reader& r
       rule.secret = read_text(needed(match, at, "secret"), member(at, "secret"), reader);
       // An empty secret would make every signature trivially forgeable.
       if (rule.secret.empty()) fail(member(at, "secret"), "is empty");
+      refuse_unexpanded_secret(rule.secret, member(at, "secret"), reader);
       if (rule.type == Type::scalr_signature) return;
   }
   rule.parameter = read_argument(needed(match, at, "parameter"), member(at, "parameter"), reader);
@@ -588,7 +611,7 @@ void read_file(const HooksFileText& file, const HooksFileOptions& options, const
       out.warnings.push_back(file.name + ": template: cannot read " + quote(path) +
                              "; it expanded to an empty string");
   }
-  Reader reader{env, out.warnings};
+  Reader reader{env, out.warnings, options.as_template};
   Json doc = parse_file_text(text);
   if (doc.is_null() || (doc.is_array() && doc.empty())) fail("", "lists no hooks");
   doc = with_folded_names(doc, "");

@@ -114,6 +114,35 @@ stop_server idem-code
 file_has "$T/idem-code.err" '999 is not an HTTP status webhook knows' ||
   fail "no warning about the code: $(cat "$T/idem-code.err")"
 
+# A secret that is still a template action, in a file served without --template (YAML reads it
+# as a string): its text would be the HMAC key (webhook takes it so: a request signed with the text runs the command). idem
+# refuses the file with one line naming the property and the variable; doctor does too.
+cat >"$T/unexpanded.yaml" <<EOF2
+- id: deploy
+  execute-command: $ECHO
+  trigger-rule:
+    match:
+      type: payload-hmac-sha256
+      secret: '{{ getenv "DEPLOY_SECRET" | js }}'
+      parameter: {source: header, name: X-Hub-Signature-256}
+EOF2
+capture idem-unexpanded env DEPLOY_SECRET=s3cret "$IDEM_BIN" serve --hooks "$T/unexpanded.yaml" \
+  --listen 127.0.0.1:0
+expect_rc 64
+assert_idem_error idem-unexpanded
+file_has "$T/idem-unexpanded.err" "trigger-rule.match.secret: is a template action (environment variable 'DEPLOY_SECRET') but the file is not served with --template" ||
+  fail "unexpected message: $(cat "$T/idem-unexpanded.err")"
+file_has "$T/idem-unexpanded.err" "add --template" || fail "no fix named: $(cat "$T/idem-unexpanded.err")"
+capture doctor-unexpanded env DEPLOY_SECRET=s3cret "$IDEM_BIN" doctor --hooks "$T/unexpanded.yaml"
+file_has "$T/doctor-unexpanded.out" "DEPLOY_SECRET" ||
+  fail "doctor does not name the variable: $(cat "$T/doctor-unexpanded.out" "$T/doctor-unexpanded.err")"
+# With --template it loads.
+saved_env=("${SERVER_ENV[@]}")
+SERVER_ENV+=(DEPLOY_SECRET=s3cret)
+start_idem idem-expanded "$T/unexpanded.yaml" --template
+stop_server idem-expanded
+SERVER_ENV=("${saved_env[@]}")
+
 # SIGHUP: as webhook.
 hook_json first >"$T/idem-reload-reload.json"
 start_idem idem-reload "$T/idem-reload-reload.json"
