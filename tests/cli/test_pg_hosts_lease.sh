@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPEC §8.6 on the test cluster ($IDEM_TEST_PG_URL), with hosts simulated by namespaces (see
 # hosts_lib.sh), under short leases: an owner killed with -9 on host A is running to host B, and
-# to A itself, while its lease lasts (75) and abandoned once it has run out (69), and a retry
+# to A itself, while its lease lasts (75, asked only while enough of it is left) and abandoned once it has run out (69), and a retry
 # runs it as attempt 2;
 # an owner paused (SIGSTOP) past its lease, whose key host B has retried meanwhile, is fenced off
 # when it wakes: its command stopped, its outcome not recorded, exit 74. So is one paused past its
@@ -34,9 +34,9 @@ cmd_for() {
   track_pid_file "$T/$1.pid.1"
 }
 
-# 1. kill -9 of the owner (IDEM_LEASE=3s) on host A while its command runs.
+# 1. kill -9 of the owner (IDEM_LEASE=6s) on host A while its command runs.
 cmd_for vanish
-bg_on_host host-a owner env IDEM_LEASE=3s "$IDEM_BIN" run -k vanish -- "${cmd[@]}"
+bg_on_host host-a owner env IDEM_LEASE=6s "$IDEM_BIN" run -k vanish -- "${cmd[@]}"
 wait_until "attempt 1 starts" test -s "$T/vanish.pid.1"
 lease_before=$(lease_expires_ms vanish)
 kill -KILL "$(bg_pid owner)"
@@ -46,14 +46,20 @@ expect_rc 137
 # The kernel ends the command with its idem (PR_SET_PDEATHSIG).
 wait_until "attempt 1's command ends" pid_gone "$(cat "$T/vanish.pid.1")"
 # Host B cannot check a pid on host A: the key is running (75) until the lease runs out, then
-# abandoned (69); nothing runs meanwhile.
-capture b_running on_host host-b idem run -k vanish -- "${cmd[@]}"
-expect_rc 75
-assert_idem_error
-assert_eq running "$(status_on host-b vanish)" "status of 'vanish' on host B while its lease lasts"
-# Nor on host A, where the owner's pid is checkable: an unexpired lease is never overruled by
-# what a host sees of its processes.
-assert_eq running "$(status_on host-a vanish)" "status of 'vanish' on its owner's host"
+# abandoned (69); nothing runs meanwhile. What "while the lease lasts" sees is asked only while
+# at least 2 s of it are left (read first): a loaded machine may take that long to get here, and
+# then the lease has really run out.
+if (($(now_ms) + 2000 < lease_before)); then
+  capture b_running on_host host-b idem run -k vanish -- "${cmd[@]}"
+  expect_rc 75
+  assert_idem_error
+  assert_eq running "$(status_on host-b vanish)" "status of 'vanish' on host B while its lease lasts"
+  # Nor on host A, where the owner's pid is checkable: an unexpired lease is never overruled by
+  # what a host sees of its processes.
+  assert_eq running "$(status_on host-a vanish)" "status of 'vanish' on its owner's host"
+else
+  echo "note: $(($(now_ms) - killed_at)) ms passed since the kill; the running checks are left out"
+fi
 seen_69() {
   capture b_poll on_host host-b idem run -k vanish -- "${cmd[@]}"
   [[ $rc == 69 ]] && return 0
@@ -63,7 +69,9 @@ seen_69() {
 wait_until "host B sees 'vanish' abandoned" seen_69
 abandoned_after=$(($(now_ms) - killed_at))
 assert_idem_error
-((abandoned_after <= 3000 + 5000)) || fail "abandoned ${abandoned_after} ms after the kill; the lease is 3 s"
+# Abandoned once the lease ran out, not long after (the bound is wide: a loaded machine's polls).
+(($(now_ms) <= lease_before + 15000)) ||
+  fail "abandoned ${abandoned_after} ms after the kill, long after its lease (6 s) ran out"
 (($(now_ms) >= lease_before)) || fail "abandoned before the lease it had when killed ran out"
 assert_eq abandoned "$(status_on host-b vanish)" "status of 'vanish' on host B after its lease"
 assert_eq abandoned "$(status_on host-c vanish)" "status of 'vanish' on host C after its lease"
