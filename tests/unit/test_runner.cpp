@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "skip.hpp"
 #include "core/record.hpp"
 #include "proc/child_exec.hpp"
 #include "proc/liveness.hpp"
@@ -701,7 +702,7 @@ TEST_CASE("runner: a prepared command dropped unstarted is killed and reaped bef
   spec.argv = {"/bin/sh", "-c", "touch ran"};
   spec.cwd = dir.path();
   auto prepared = idem::proc::prepare_command(spec);
-  if (prepared == nullptr) return;  // this CPU forks in run_command instead
+  if (prepared == nullptr) IDEM_SKIP_CASE("this CPU has no raw clone: run_command forks instead");
   const pid_t pid = pid_t(prepared->group().pgid);
   // One command starts at a time on a thread: its child runs on the thread's stack.
   CHECK_THROWS_AS(idem::proc::prepare_command(spec), std::logic_error);
@@ -723,7 +724,7 @@ TEST_CASE("runner: a prepared command is watched as the spec it is started with 
   spec.live_stdout_fd = -1;
   spec.kill_after_ms = 100;
   auto prepared = idem::proc::prepare_command(spec);
-  if (prepared == nullptr) return;  // this CPU forks in run_command instead
+  if (prepared == nullptr) IDEM_SKIP_CASE("this CPU has no raw clone: run_command forks instead");
   int lost[2];
   REQUIRE(::pipe(lost) == 0);
   idem::util::Fd read_end(lost[0]), write_end(lost[1]);
