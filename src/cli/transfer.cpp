@@ -54,7 +54,8 @@ int run_export(const GlobalOptions& global, const ExportOptions& o) {
       return true;
     std::optional<core::Record> r = reader->get(listed.key);
     if (!r) return true;  // removed since it was listed
-    std::cout << core::export_json(*r).dump(-1, ' ', false,
+    std::cout << core::export_json(*r, reader->history(listed.key))
+                     .dump(-1, ' ', false,
                                             nlohmann::json::error_handler_t::replace)
               << "\n";
     return limit == 0 || ++written < limit;
@@ -80,6 +81,7 @@ struct ImportCounts {
 struct Batch {
   std::vector<int64_t> numbers;
   std::vector<core::Record> records;
+  std::vector<std::vector<core::HistoryEntry>> histories;  // one per record
   size_t bytes = 0;
 };
 
@@ -87,8 +89,9 @@ struct Batch {
 // already there, refused (another record) or, with replace, written over it, those in one more
 // transaction.
 void import_batch(store::Store& store, const Batch& batch, bool replace, ImportCounts& counts) {
-  const std::vector<bool> written = store.put_all(batch.records, false);
+  const std::vector<bool> written = store.put_all(batch.records, false, batch.histories);
   std::vector<core::Record> replacing;
+  std::vector<std::vector<core::HistoryEntry>> replacing_histories;
   for (size_t i = 0; i < batch.records.size(); ++i) {
     const core::Record& r = batch.records[i];
     if (written[i]) {
@@ -103,6 +106,7 @@ void import_batch(store::Store& store, const Batch& batch, bool replace, ImportC
       ++counts.unchanged;
     } else if (replace) {
       replacing.push_back(r);
+      replacing_histories.push_back(batch.histories[i]);
     } else {
       ++counts.conflicts;
       std::cerr << "idem: import: line " << batch.numbers[i] << ": key '"
@@ -110,7 +114,7 @@ void import_batch(store::Store& store, const Batch& batch, bool replace, ImportC
                 << "overwrites it)\n";
     }
   }
-  if (!replacing.empty()) store.put_all(replacing, true);
+  if (!replacing.empty()) store.put_all(replacing, true, replacing_histories);
   counts.imported += int64_t(replacing.size());
 }
 
@@ -134,8 +138,11 @@ int run_import(const GlobalOptions& global, const ImportOptions& o) {
   for (int64_t number = 1; std::getline(in, text); ++number) {
     if (text.empty()) continue;
     core::Record record;
+    std::vector<core::HistoryEntry> history;
     try {
-      record = core::record_from_export(nlohmann::json::parse(text));
+      const nlohmann::json line = nlohmann::json::parse(text);
+      record = core::record_from_export(line);
+      history = core::history_from_export(line);
     } catch (const std::exception& e) {
       flush();  // the lines before it are imported, as they would be one by one
       throw Error(k_exit_conflict, "import: line " + std::to_string(number) + ": " + e.what());
@@ -143,6 +150,7 @@ int run_import(const GlobalOptions& global, const ImportOptions& o) {
     batch.bytes += record.output.size() + record.request.size();
     batch.numbers.push_back(number);
     batch.records.push_back(std::move(record));
+    batch.histories.push_back(std::move(history));
     if (batch.records.size() >= k_import_batch || batch.bytes >= k_import_batch_bytes) flush();
   }
   if (in.bad()) throw Error(k_exit_store, "import: cannot read '" + o.file + "'");

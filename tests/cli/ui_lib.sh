@@ -18,3 +18,13 @@ EOF2
 {"hooks": [{"path": "/hooks/x", "command": ["$T/handler.sh"], "key": {"header": "X-Key"}}]}
 EOF2
 }
+
+# ui_fetch PATH FILE: GETs the page's PATH into FILE as a browser that has opened the page
+# would; prints the HTTP status. The one place these tests reach the page (its listener and
+# credentials).
+ui_fetch() {
+  curl -sS --max-time 120 -o "$2" -w '%{http_code}' "$URL$1"
+}
+
+# rss_kib PID KIND: the process's VmRSS or VmHWM (its peak) in KiB, from /proc.
+rss_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
