@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A record's detail page (`idem serve --ui`) reads only the bytes it shows: a 64 MiB output must
-# not raise the daemon's peak memory by more than 16 MiB on its detail page, nor on eight views at
-# once, nor on its download; the download (/ui/output) answers exactly the stored bytes of
+# not raise the daemon's peak memory by more than 16 MiB on its detail page or its downloads, nor
+# by more than 48 MiB on eight views at once; the download (/ui/output) answers exactly the stored bytes of
 # either stream. And a long history: the newest attempts a page, the older ones counted.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
@@ -21,9 +21,19 @@ assert_eq $((big + 15)) "$(stat -c %s "$T/stdout.bin")" "stored stdout"
 start_daemon "$T/serve.json" --ui
 pid=$(bg_pid "$DAEMON")
 key_q=$(printf '%s' big | jq -sRr @uri)
-# Warm up (first page, first store connection), then take the peak as the baseline.
+# Warm up on a small record, eight at once (the workers' threads, their store connections), then
+# take the peak as the baseline: what a view of the big record adds is then its own.
+idem run -k small -- echo small >/dev/null
 assert_eq 200 "$(ui_fetch /ui "$T/list.html")" "the list"
-assert_eq 200 "$(ui_fetch "/ui/record?key=$key_q" "$T/warm.html")" "the detail"
+views() {  # views KEY: eight views of KEY's detail at once, each page kept as $T/viewN.html
+  local i
+  for i in 1 2 3 4 5 6 7 8; do bg "view$i" ui_fetch "/ui/record?key=$1" "$T/view$i.html"; done
+  for i in 1 2 3 4 5 6 7 8; do
+    bg_wait "view$i"
+    expect_rc 0
+  done
+}
+views small
 base=$(rss_kib "$pid" VmHWM)
 
 assert_eq 200 "$(ui_fetch "/ui/record?key=$key_q" "$T/detail.html")" "the detail"
@@ -34,19 +44,22 @@ file_has "$T/detail.html" "$((big + 15 - 65536)) more bytes not shown" ||
 file_has "$T/detail.html" "/ui/output?key=big&amp;stream=stdout" || fail "no download link"
 (( $(stat -c %s "$T/detail.html") < 1024 * 1024 )) || fail "the detail page is $(stat -c %s "$T/detail.html") bytes"
 one=$(rss_kib "$pid" VmHWM)
+echo "peak RSS: $base KiB at rest, +$((one - base)) KiB for one detail view" >&2
 (( one - base < 16 * 1024 )) || fail "one detail view raised the daemon's peak RSS by $(( (one - base) / 1024 )) MiB"
 
 # Eight at once.
+views "$key_q"
 for i in 1 2 3 4 5 6 7 8; do
-  bg "view$i" ui_fetch "/ui/record?key=$key_q" "$T/view$i.html"
-done
-for i in 1 2 3 4 5 6 7 8; do
-  bg_wait "view$i"
-  expect_rc 0
-  cmp -s "$T/view$i.html" "$T/detail.html" || fail "view $i differs from the first"
+  # The same page but for the CSRF token of each one's session.
+  cmp -s <(sed 's/name="csrf" value="[0-9a-f]*"//g' "$T/view$i.html") \
+    <(sed 's/name="csrf" value="[0-9a-f]*"//g' "$T/detail.html") || fail "view $i differs from the first"
 done
 eight=$(rss_kib "$pid" VmHWM)
-(( eight - base < 16 * 1024 )) || fail "eight detail views raised the daemon's peak RSS by $(( (eight - base) / 1024 )) MiB"
+echo "peak RSS: +$((eight - base)) KiB for eight views at once" >&2
+# Each view at once holds its page (a few hundred KiB), pieces of the output and its pooled store
+# connection's page cache (2 MiB at most): a few MiB each, where reading the output whole would
+# take more than 128 MiB each.
+(( eight - base < 48 * 1024 )) || fail "eight detail views raised the daemon's peak RSS by $(( (eight - base) / 1024 )) MiB"
 
 # The downloads: exactly the stored bytes, streamed.
 for s in stdout stderr; do
@@ -54,6 +67,7 @@ for s in stdout stderr; do
   assert_eq "$(sha256sum <"$T/$s.bin")" "$(sha256sum <"$T/got.$s")" "sha256 of the $s download"
 done
 down=$(rss_kib "$pid" VmHWM)
+echo "peak RSS: +$((down - base)) KiB after both downloads" >&2
 (( down - base < 16 * 1024 )) || fail "the downloads raised the daemon's peak RSS by $(( (down - base) / 1024 )) MiB"
 assert_eq 400 "$(ui_fetch "/ui/output?key=$key_q&stream=both" "$T/bad.html")" "a bad stream"
 assert_eq 404 "$(ui_fetch "/ui/output?key=nothing&stream=stdout" "$T/none.html")" "no record"
