@@ -105,9 +105,10 @@ class PerCallStore final : public store::Store {
   std::optional<core::Record> get_without_output(const std::string& key) override {
     return stores_->lease()->get_without_output(key);
   }
-  std::string read_output(const std::string& key, int64_t attempt, int64_t offset,
-                          int64_t length) override {
-    return stores_->lease()->read_output(key, attempt, offset, length);
+  // The reader keeps its connection leased until it is dropped.
+  std::unique_ptr<store::OutputReader> open_output(const std::string& key,
+                                                   int64_t attempt) override {
+    return store::leased_output(stores_->lease(), key, attempt);
   }
   store::HistoryPage history_page(const std::string& key,
                                   const store::HistoryQuery& query) override {

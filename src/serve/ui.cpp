@@ -70,8 +70,15 @@ std::shared_ptr<const Route> make_ui_route(
     stores->lease()->list(q, visit);
   };
   b.get = [stores](const std::string& key) { return stores->lease()->get_without_output(key); };
-  b.read_output = [stores](const core::Record& r, int64_t offset, int64_t length) {
-    return stores->lease()->read_output(r.key, r.attempt, offset, length);
+  b.open_output = [stores](const core::Record& r) -> core::EncodedReader {
+    // The provider outlives the lease the reader holds (a download may end after a reload).
+    struct Held {
+      std::shared_ptr<store::StoreProvider> provider;
+      std::unique_ptr<store::OutputReader> reader;  // dropped first
+    };
+    auto held = std::make_shared<Held>(Held{stores, store::leased_output(stores->lease(), r.key, r.attempt)});
+    if (!held->reader) return [](int64_t, int64_t) { return std::string(); };
+    return [held](int64_t offset, int64_t length) { return held->reader->read(offset, length); };
   };
   b.attempts = [stores](const core::Record& r, int64_t before) {
     const store::HistoryPage page =

@@ -214,8 +214,26 @@ class PostgresStore final : public Store {
     return guarded("read", [&] { return select_record(key, false, false); });
   }
 
-  std::string read_output(const std::string& key, int64_t attempt, int64_t offset,
-                          int64_t length) override {
+  // Each read one statement: substring() of the stored value.
+  std::unique_ptr<OutputReader> open_output(const std::string& key, int64_t attempt) override {
+    class RangeReader final : public OutputReader {
+     public:
+      RangeReader(PostgresStore& store, std::string key, int64_t attempt)
+          : store_(store), key_(std::move(key)), attempt_(attempt) {}
+      std::string read(int64_t offset, int64_t length) override {
+        return store_.read_range(key_, attempt_, offset, length);
+      }
+
+     private:
+      PostgresStore& store_;
+      const std::string key_;
+      const int64_t attempt_;
+    };
+    return std::make_unique<RangeReader>(*this, key, attempt);
+  }
+
+  std::string read_range(const std::string& key, int64_t attempt, int64_t offset,
+                         int64_t length) {
     if (offset < 0 || length <= 0 || offset >= core::k_store_row_limit) return {};
     length = std::min(length, core::k_store_row_limit);
     return guarded("read the output", [&] {

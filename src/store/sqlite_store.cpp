@@ -297,14 +297,26 @@ class SqliteStore final : public Store {
     return select_record(key, false);
   }
 
-  // The blob is opened while the statement that found its rowid still holds its snapshot.
-  std::string read_output(const std::string& key, int64_t attempt, int64_t offset,
-                          int64_t length) override {
-    if (offset < 0 || length <= 0) return {};
+  // The blob is opened while the statement that found its rowid still holds its snapshot; the
+  // open blob keeps that read transaction, and its cursor keeps the list of the value's
+  // overflow pages, so reads one after another cost what they read.
+  std::unique_ptr<OutputReader> open_output(const std::string& key, int64_t attempt) override {
+    class BlobReader final : public OutputReader {
+     public:
+      BlobReader(sqlite3* db, int64_t rowid, const std::string& where)
+          : blob_(db, rowid, false, where) {}
+      std::string read(int64_t offset, int64_t length) override {
+        if (offset < 0 || length <= 0) return {};
+        return blob_.read(size_t(offset), size_t(length));
+      }
+
+     private:
+      OutputBlob blob_;
+    };
     Statement select(db_, sqlite_sql::k_output_rowid, path_);
     select.bind(1, key).bind(2, attempt);
-    if (!select.step()) return {};
-    return OutputBlob(db_, select.int_at(0), false, path_).read(size_t(offset), size_t(length));
+    if (!select.step()) return nullptr;
+    return std::make_unique<BlobReader>(db_, select.int_at(0), path_);
   }
 
   HistoryPage history_page(const std::string& key, const HistoryQuery& query) override {

@@ -131,6 +131,17 @@ struct HistoryPage {
   int64_t not_kept() const { return first_kept > 1 ? first_kept - 1 : 0; }
 };
 
+// One attempt's stored output, read by ranges one after another (Store::open_output). Use it on
+// the connection that opened it, and drop it before that connection does anything else: it
+// holds what it reads from open (SQLite: the blob, and the read transaction it was found in, so
+// each read goes on where it is instead of walking the value from its start again).
+class OutputReader {
+ public:
+  virtual ~OutputReader() = default;
+  // Up to `length` bytes from byte `offset` on: fewer at the end, none past it.
+  virtual std::string read(int64_t offset, int64_t length) = 0;
+};
+
 // What `idem doctor` learns of a store beyond its records (Store::health).
 struct StoreHealth {
   std::string engine;             // "SQLite 3.40.1", "PostgreSQL 15.8"
@@ -205,12 +216,16 @@ class Store {
   // get() without the output (Record::output empty, output_bytes its size): for a reader that
   // reads the output by ranges (read_output), so that a record of any size costs the same.
   virtual std::optional<core::Record> get_without_output(const std::string& key) = 0;
-  // Up to `length` bytes of the stored output of attempt `attempt` of `key` (its
-  // core::CapturedOutput encoding), from byte `offset` on: fewer at its end, none past it or
-  // when that attempt is not the key's current one or stored no output. Only the bytes asked
-  // for are read (SQLite: blob I/O; PostgreSQL: substring()), so a reader holds what it asks for.
-  virtual std::string read_output(const std::string& key, int64_t attempt, int64_t offset,
-                                  int64_t length) = 0;
+  // The stored output of attempt `attempt` of `key` (its core::CapturedOutput encoding), to
+  // read by ranges; null when that attempt is not the key's current one or stored no output.
+  // Only the bytes asked for are read (SQLite: blob I/O; PostgreSQL: substring()).
+  virtual std::unique_ptr<OutputReader> open_output(const std::string& key, int64_t attempt) = 0;
+  // One range of it (open_output, read): empty when there is none.
+  std::string read_output(const std::string& key, int64_t attempt, int64_t offset,
+                          int64_t length) {
+    std::unique_ptr<OutputReader> reader = open_output(key, attempt);
+    return reader ? reader->read(offset, length) : std::string();
+  }
   // Of the key's attempt history: the `query.limit` newest entries numbered below
   // `query.before`, oldest first, and the numbers of the oldest and newest entries kept. Each
   // read one index range of the history, written by the claim, finish, abandon and release of

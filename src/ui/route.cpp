@@ -215,9 +215,7 @@ class UiRoute final : public Route {
       auto record = key.empty() ? std::nullopt : backend_.get(key);
       if (!record) return ui_message(404, "No such record", "there is no record for this key");
       const core::Record& r = *record;
-      const UiOutput output = read_ui_output([&](int64_t offset, int64_t length) {
-        return backend_.read_output(r, offset, length);
-      });
+      const UiOutput output = read_ui_output(backend_.open_output(r));
       const int64_t before = std::atoll(first_value(query, "attempts_before").c_str());
       return ui_html(200, render_ui_detail(r, output, backend_.attempts(r, std::max<int64_t>(before, 0)),
                                            now, csrf, backend_.rerunnable(r), notice));
@@ -247,13 +245,13 @@ class UiRoute final : public Route {
     Response r = ui_response(200, "application/octet-stream", "");
     r.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + name + "\"");
     r.log_fields.emplace_back("outcome", "download");
-    // A copy of the reader and of the record: the stream runs after handle() returned.
-    r.stream = [read = backend_.read_output, rec = std::move(*record),
+    // Copies of the opener and of the record: the stream runs after handle() returned, and
+    // holds a store connection only while it runs.
+    r.stream = [open = backend_.open_output, rec = std::move(*record),
                 wanted](const std::function<bool(std::string_view)>& write) {
       bool sent = true;
       const core::OutputWalk walk = core::walk_output(
-          [&](int64_t offset, int64_t length) { return read(rec, offset, length); },
-          [&](core::Stream s) { return s == wanted; },
+          open(rec), [&](core::Stream s) { return s == wanted; },
           [&](core::Stream, std::string_view piece) {
             sent = write(piece);
             return sent ? core::Take::more : core::Take::stop;

@@ -477,8 +477,9 @@ class FailingStore final : public idem::store::Store {
   std::optional<Record> get_without_output(const std::string& k) override {
     return real_.get_without_output(k);
   }
-  std::string read_output(const std::string& k, int64_t a, int64_t o, int64_t n) override {
-    return real_.read_output(k, a, o, n);
+  std::unique_ptr<idem::store::OutputReader> open_output(const std::string& k,
+                                                         int64_t a) override {
+    return real_.open_output(k, a);
   }
   idem::store::HistoryPage history_page(const std::string& k,
                                         const idem::store::HistoryQuery& q) override {
