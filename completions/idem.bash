@@ -14,7 +14,7 @@ _idem_flags() {
     run) echo "-k --key --ttl --wait --timeout --kill-after --drain --lease --replay-failures --retry-abandoned --kill-stale" \
       "--hash-stdin --max-output --on-failure --on-change --notify-timeout --quiet-replay -q --quiet -v --verbose $global" ;;
     ls) echo "--status --prefix --front --since --until --limit --all --json --keys $global" ;;
-    show) echo "--json --stdout --stderr --request $global" ;;
+    show) echo "--json --stdout --stderr --request --attempts $global" ;;
     log) echo "--json $global" ;;
     status) echo "$global" ;;
     rm) echo "--force $global" ;;
@@ -24,7 +24,7 @@ _idem_flags() {
     doctor) echo "--json --config --hooks --template $global" ;;
     serve) echo "--config --upstream --ledger --ui --ui-listen --socket --listen --allow-remote --port-file --max-connections" \
       "--hooks --urlprefix --template --response-header --http-methods" \
-      "--request-timeout --grace --busy-timeout --lease --cert --key --tls-min-version --pidfile $global" ;;
+      "--request-timeout --grace --busy-timeout --keep-attempts --lease --cert --key --tls-min-version --pidfile $global" ;;
     each) echo "--key-field --ttl --lease --jobs --timeout --kill-after --max-output --replay-failures --retry-abandoned --on-failure --on-change --notify-timeout -q --quiet -v --verbose $global" ;;
     begin) echo "-k --key --ttl --wait --owner-pid --fingerprint --hash-stdin --print --retry-abandoned --kill-stale -q --quiet $global" ;;
     end) echo "-k --key --exit --stdout-file --stderr-file --owner-pid $global" ;;
@@ -45,7 +45,8 @@ _idem_takes_value() {
       ls:--status | ls:--prefix | ls:--front | ls:--since | ls:--until | ls:--limit | export:--status | export:--prefix | export:--limit | \
       gc:--older-than | doctor:--config | doctor:--hooks | \
       serve:--config | serve:--upstream | serve:--socket | serve:--listen | serve:--port-file | serve:--max-connections | \
-      serve:--request-timeout | serve:--grace | serve:--busy-timeout | serve:--lease | \
+      serve:--request-timeout | serve:--grace | serve:--busy-timeout | serve:--keep-attempts | serve:--lease | \
+      show:--attempts | \
       serve:--hooks | serve:--urlprefix | serve:--response-header | serve:--http-methods | \
       serve:--cert | serve:--key | serve:--tls-min-version | serve:--pidfile | \
       each:--key-field | each:--ttl | each:--lease | each:--jobs | each:--timeout | each:--kill-after | \

@@ -37,6 +37,7 @@ struct ShowOptions {
   bool stdout_raw = false;
   bool stderr_raw = false;
   bool request = false;
+  std::string attempts = "20";  // the newest attempts listed; "all": every one kept
 };
 CLI::App* register_show(CLI::App& app, ShowOptions& options);
 int run_show(const GlobalOptions& global, const ShowOptions& options);

@@ -67,6 +67,10 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
                     "How long a delivery or /healthz waits for a locked store before answering "
                     "503 (IDEM_BUSY_TIMEOUT does not apply to serve)")
       ->type_name("DURATION")->capture_default_str();
+  serve->add_option("--keep-attempts", o.keep_attempts,
+                    "Attempts of a key its history keeps, the newest; older ones are counted, "
+                    "not kept (default: $IDEM_KEEP_ATTEMPTS, else 100)")
+      ->type_name("N");
   add_lease_option(*serve, o.lease);
   auto* cert = serve
                    ->add_option("--cert", o.cert,
@@ -124,6 +128,8 @@ int run_serve(const GlobalOptions& global, const ServeOptions& o) {
   d.request_timeout_ms = core::duration_arg("--request-timeout", o.request_timeout);
   d.grace_ms = core::duration_arg("--grace", o.grace);
   d.busy_timeout_ms = core::duration_arg("--busy-timeout", o.busy_timeout);
+  if (!o.keep_attempts.empty())
+    d.keep_attempts = store::keep_attempts_arg("--keep-attempts", o.keep_attempts);
   if (d.request_timeout_ms <= 0) throw UsageError("--request-timeout must be above zero");
   d.lease_ms = configured_lease_ms(o.lease);
   d.tls_cert = o.cert;

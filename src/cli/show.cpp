@@ -24,6 +24,10 @@ CLI::App* register_show(CLI::App& app, ShowOptions& o) {
   show->add_flag("--stdout", o.stdout_raw, "Write the captured stdout bytes raw, nothing else");
   show->add_flag("--stderr", o.stderr_raw, "Write the captured stderr bytes raw, nothing else");
   show->add_flag("--request", o.request, "Print what was asked (argv and working directory) as JSON");
+  show->add_option("--attempts", o.attempts,
+                   "How many of the newest attempts to list, or 'all' (every one the store keeps)")
+      ->type_name("N|all")
+      ->capture_default_str();
   show->footer("Examples:\n  idem show backup-2026-11-29\n  idem show order-42 --stdout > receipt.txt");
   return show;
 }
@@ -86,10 +90,26 @@ void print_record(const core::Record& r, const nlohmann::json& j, const Chunks& 
                             : "0");
 }
 
+// --attempts: a count of at least 1, or "all" (0: no limit).
+int64_t attempts_limit(const std::string& text) {
+  if (text == "all") return 0;
+  int64_t n = 0;
+  bool ok = !text.empty() && text.size() <= 9;
+  for (char c : text) {
+    if (c < '0' || c > '9') ok = false;
+    if (ok) n = n * 10 + (c - '0');
+  }
+  if (!ok || n < 1)
+    throw UsageError("--attempts: '" + text.substr(0, 32) +
+                     "' is neither a count of attempts (1 or more) nor 'all'");
+  return n;
+}
+
 }  // namespace
 
 int run_show(const GlobalOptions& global, const ShowOptions& o) {
   core::validate_record_name(o.key);
+  const int64_t limit = attempts_limit(o.attempts);
   auto store = open_store(global);
   auto record = store->get(o.key);
   if (!record) throw Error(k_exit_already_done, "no record for key '" + core::display_key(o.key) + "'");
@@ -116,14 +136,24 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
   // What an attempt left running when its owner died (a retry refuses to overlap it).
   const bool group_alive = proc::process_group_alive(r.owner, r.process_group);
   nlohmann::json j = core::record_detail_json(r, now, owner_gone_now(r, now), group_alive);
-  const std::vector<core::HistoryEntry> history = shown_history(r, store->history(o.key), now);
+  const store::HistoryPage page = store->history_page(o.key, store::HistoryQuery{limit, 0});
+  const std::vector<core::HistoryEntry> history = shown_history(r, page.entries, now);
   j["attempts"] = core::history_array(history);
+  // Older attempts: kept ones not listed (--attempts) and ones the store no longer keeps.
+  j["earlier_attempts"] = page.earlier();
+  j["attempts_not_kept"] = page.not_kept();
   if (o.json) {
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   print_record(r, j, *output, request, group_alive);
-  std::cout << "attempts:\n";
+  std::cout << "attempts:";
+  if (page.earlier() > 0) {
+    std::cout << " the last " << history.size() << " of " << page.last;
+    if (page.not_kept() > 0) std::cout << " (" << page.not_kept() << " older no longer kept)";
+    if (page.earlier() > page.not_kept()) std::cout << "; --attempts all lists every one kept";
+  }
+  std::cout << "\n";
   print_history_table(history, "  ");
   return 0;
 }

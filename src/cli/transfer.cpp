@@ -54,7 +54,8 @@ int run_export(const GlobalOptions& global, const ExportOptions& o) {
       return true;
     std::optional<core::Record> r = reader->get(listed.key);
     if (!r) return true;  // removed since it was listed
-    std::cout << core::export_json(*r).dump(-1, ' ', false,
+    std::cout << core::export_json(*r, reader->history(listed.key))
+                     .dump(-1, ' ', false,
                                             nlohmann::json::error_handler_t::replace)
               << "\n";
     return limit == 0 || ++written < limit;
@@ -80,15 +81,28 @@ struct ImportCounts {
 struct Batch {
   std::vector<int64_t> numbers;
   std::vector<core::Record> records;
+  std::vector<std::vector<core::HistoryEntry>> histories;  // one per record
   size_t bytes = 0;
 };
+
+// Whether a record there is the one a line holds: its replays aside, which go on counting (a
+// statistic, not the record's outcome).
+bool same_record(const core::Record& there, const core::Record& line) {
+  nlohmann::json a = core::export_json(there), b = core::export_json(line);
+  for (const char* statistic : {"replays", "last_replay_ms"}) {
+    a.erase(statistic);
+    b.erase(statistic);
+  }
+  return a == b;
+}
 
 // Writes a batch at once; then each record that was not (its key holds a record) is found
 // already there, refused (another record) or, with replace, written over it, those in one more
 // transaction.
 void import_batch(store::Store& store, const Batch& batch, bool replace, ImportCounts& counts) {
-  const std::vector<bool> written = store.put_all(batch.records, false);
+  const std::vector<bool> written = store.put_all(batch.records, false, batch.histories);
   std::vector<core::Record> replacing;
+  std::vector<std::vector<core::HistoryEntry>> replacing_histories;
   for (size_t i = 0; i < batch.records.size(); ++i) {
     const core::Record& r = batch.records[i];
     if (written[i]) {
@@ -99,10 +113,11 @@ void import_batch(store::Store& store, const Batch& batch, bool replace, ImportC
     const bool replaced = std::any_of(replacing.begin(), replacing.end(),
                                       [&](const core::Record& other) { return other.key == r.key; });
     std::optional<core::Record> there = replaced ? std::nullopt : store.get(r.key);
-    if (there && core::export_json(*there) == core::export_json(r)) {
+    if (there && same_record(*there, r)) {
       ++counts.unchanged;
     } else if (replace) {
       replacing.push_back(r);
+      replacing_histories.push_back(batch.histories[i]);
     } else {
       ++counts.conflicts;
       std::cerr << "idem: import: line " << batch.numbers[i] << ": key '"
@@ -110,7 +125,7 @@ void import_batch(store::Store& store, const Batch& batch, bool replace, ImportC
                 << "overwrites it)\n";
     }
   }
-  if (!replacing.empty()) store.put_all(replacing, true);
+  if (!replacing.empty()) store.put_all(replacing, true, replacing_histories);
   counts.imported += int64_t(replacing.size());
 }
 
@@ -134,8 +149,11 @@ int run_import(const GlobalOptions& global, const ImportOptions& o) {
   for (int64_t number = 1; std::getline(in, text); ++number) {
     if (text.empty()) continue;
     core::Record record;
+    std::vector<core::HistoryEntry> history;
     try {
-      record = core::record_from_export(nlohmann::json::parse(text));
+      const nlohmann::json line = nlohmann::json::parse(text);
+      record = core::record_from_export(line);
+      history = core::history_from_export(line);
     } catch (const std::exception& e) {
       flush();  // the lines before it are imported, as they would be one by one
       throw Error(k_exit_conflict, "import: line " + std::to_string(number) + ": " + e.what());
@@ -143,6 +161,7 @@ int run_import(const GlobalOptions& global, const ImportOptions& o) {
     batch.bytes += record.output.size() + record.request.size();
     batch.numbers.push_back(number);
     batch.records.push_back(std::move(record));
+    batch.histories.push_back(std::move(history));
     if (batch.records.size() >= k_import_batch || batch.bytes >= k_import_batch_bytes) flush();
   }
   if (in.bad()) throw Error(k_exit_store, "import: cannot read '" + o.file + "'");

@@ -209,4 +209,80 @@ std::optional<CapturedOutput> CapturedOutput::decode(std::string_view blob, bool
   return out;
 }
 
+OutputWalk walk_output(const EncodedReader& read, const std::function<bool(Stream)>& wants,
+                       const std::function<Take(Stream, std::string_view)>& take,
+                       const WalkLimits& limits) {
+  OutputWalk walk;
+  const int64_t window = std::max<int64_t>(limits.window, k_frame_header);
+  std::string piece;     // the bytes read last,
+  int64_t piece_at = 0;  // from this offset of the encoding
+  int64_t pos = 0;       // where the walk is
+  auto fill = [&](int64_t length) {
+    piece = read(pos, length);
+    piece_at = pos;
+    walk.read += int64_t(piece.size());
+  };
+  auto held = [&] { return std::max<int64_t>(0, piece_at + int64_t(piece.size()) - pos); };
+  fill(window);
+  if (piece.empty()) {
+    walk.complete = true;  // no output
+    return walk;
+  }
+  if (piece[0] != k_format_v1) {
+    walk.valid = false;
+    return walk;
+  }
+  pos = 1;
+  for (;;) {
+    if (held() < k_frame_header) {
+      if (limits.max_read > 0 && walk.read >= limits.max_read) return walk;
+      fill(window);
+      if (piece.empty()) {
+        walk.complete = true;
+        return walk;
+      }
+      if (int64_t(piece.size()) < k_frame_header) {
+        walk.valid = false;
+        return walk;
+      }
+    }
+    const char* header = piece.data() + (pos - piece_at);
+    const auto stream_byte = uint8_t(header[0]);
+    if (stream_byte != uint8_t(Stream::out) && stream_byte != uint8_t(Stream::err)) {
+      walk.valid = false;
+      return walk;
+    }
+    const auto stream = Stream(stream_byte);
+    uint32_t n = 0;
+    for (int i = 0; i < 4; ++i) n |= uint32_t(uint8_t(header[1 + i])) << (8 * i);
+    pos += k_frame_header;
+    if (n == 0) {
+      walk.lost |= stream_byte;
+      continue;
+    }
+    walk.bytes[stream_byte - 1] += n;
+    int64_t left = n;
+    if (wants(stream)) {
+      while (left > 0) {
+        if (held() == 0) {
+          if (limits.max_read > 0 && walk.read >= limits.max_read) return walk;
+          fill(std::min(left, window));
+          if (piece.empty()) {
+            walk.valid = false;
+            return walk;
+          }
+        }
+        const int64_t got = std::min(held(), left);
+        const Take next = take(stream, std::string_view(piece).substr(size_t(pos - piece_at),
+                                                                      size_t(got)));
+        pos += got;
+        left -= got;
+        if (next == Take::stop) return walk;
+        if (next == Take::skip_frame) break;
+      }
+    }
+    pos += left;
+  }
+}
+
 }  // namespace idem::core

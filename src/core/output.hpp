@@ -8,6 +8,7 @@
 // that lost bytes (stdout's first): readers that do not know the mark see an empty write, and
 // `idem show` names the streams it marks.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,6 +43,40 @@ struct ChunkView {
   Stream stream;
   std::string_view bytes;
 };
+
+// An encoded output read a piece at a time (Store::read_output): up to `length` bytes of the
+// encoding from byte `offset`, fewer at its end, none past it.
+using EncodedReader = std::function<std::string(int64_t offset, int64_t length)>;
+
+// What walk_output's `take` says after a piece of a frame: more of it, none (the rest of this
+// frame is skipped, not read), or stop the walk.
+enum class Take { more, skip_frame, stop };
+
+// How walk_output reads: pieces of at most `window` bytes; and at most `max_read` bytes of the
+// encoding in all (0: no bound) before it gives up as incomplete.
+struct WalkLimits {
+  int64_t window = 64 * 1024;
+  int64_t max_read = 0;
+};
+
+// What walk_output found.
+struct OutputWalk {
+  bool valid = true;      // false: not an encoding (corrupt, or cut short)
+  bool complete = false;  // reached the end (false: stopped by `take` or max_read, or invalid)
+  int64_t bytes[2] = {0, 0};  // the sizes of stdout's and stderr's frames met (all, if complete)
+  uint8_t lost = 0;           // bit 1 stdout, bit 2 stderr: the marks of lost streams met
+  int64_t read = 0;           // bytes of the encoding read
+  int64_t size(Stream stream) const { return bytes[uint8_t(stream) - 1]; }
+  bool lost_bytes(Stream stream) const { return (lost & uint8_t(stream)) != 0; }
+};
+
+// Walks an encoded output through `read` without holding more than a piece of it: `take` gets
+// the bytes of each frame of a stream that `wants` names, in order, a piece at a time; the
+// frames of other streams are stepped over unread. So a reader shows the head of a stream of
+// any size, or streams one out, holding a window.
+OutputWalk walk_output(const EncodedReader& read, const std::function<bool(Stream)>& wants,
+                       const std::function<Take(Stream, std::string_view)>& take,
+                       const WalkLimits& limits = {});
 
 class CapturedOutput {
  public:

@@ -73,7 +73,7 @@ std::string output_of(const json& object) {
 
 }  // namespace
 
-json export_json(const Record& r) {
+json export_json(const Record& r, const std::vector<HistoryEntry>& history) {
   json j;
   j["format"] = k_export_format;
   j["key"] = r.key;
@@ -104,7 +104,55 @@ json export_json(const Record& r) {
   j["request"] = r.request;
   j["note"] = r.note;
   j["response"] = r.response ? json::parse(encode_response(*r.response)) : json(nullptr);
+  j["replays"] = r.replays;
+  j["last_replay_ms"] = r.last_replay_ms;
+  if (!history.empty()) {
+    json attempts = json::array();
+    for (const HistoryEntry& e : history)
+      attempts.push_back({{"number", e.number},
+                          {"trigger", e.trigger},
+                          {"host", e.host},
+                          {"pid", e.pid},
+                          {"started_ms", e.started_ms},
+                          {"ended_ms", e.ended_ms},
+                          {"outcome", std::string(to_string(e.outcome))},
+                          {"reason", e.reason},
+                          {"exit_code", optional_int(e.exit_code)},
+                          {"signal", optional_int(e.signal)},
+                          {"http_status", optional_int(e.http_status)},
+                          {"note", e.note}});
+    j["attempts"] = std::move(attempts);
+  }
   return j;
+}
+
+std::vector<HistoryEntry> history_from_export(const json& line) {
+  std::vector<HistoryEntry> history;
+  auto it = line.find("attempts");
+  if (it == line.end()) return history;
+  if (!it->is_array()) bad("attempts", "is not an array");
+  for (const json& a : *it) {
+    if (!a.is_object()) bad("attempts", "holds an entry that is not an object");
+    HistoryEntry e;
+    e.number = integer(a, "number", 1);
+    if (!history.empty() && e.number <= history.back().number)
+      bad("attempts", "is not in the order of the attempts' numbers");
+    e.trigger = text(a, "trigger");
+    e.host = text(a, "host");
+    e.pid = integer(a, "pid");
+    e.started_ms = integer(a, "started_ms");
+    e.ended_ms = integer(a, "ended_ms");
+    auto outcome = status_from_string(text(a, "outcome"));
+    if (!outcome) bad("outcome", "is not running, succeeded, failed or abandoned");
+    e.outcome = *outcome;
+    e.reason = text(a, "reason");
+    e.exit_code = optional_int(a, "exit_code");
+    e.signal = optional_int(a, "signal");
+    e.http_status = optional_int(a, "http_status");
+    e.note = text(a, "note");
+    history.push_back(std::move(e));
+  }
+  return history;
 }
 
 Record record_from_export(const json& line) {
@@ -148,6 +196,8 @@ Record record_from_export(const json& line) {
   r.request = text(line, "request");
   r.note = text(line, "note");
   r.response = response_of(line);
+  r.replays = line.contains("replays") ? integer(line, "replays") : 0;
+  r.last_replay_ms = line.contains("last_replay_ms") ? integer(line, "last_replay_ms") : 0;
   return r;
 }
 

@@ -68,12 +68,17 @@ std::string shown(const std::string& key) { return "key '" + core::display_key(k
 
 // A record as `idem show --json` prints it, the owner's liveness looked up here.
 // With `history`, its attempts too (GET; a replay's answer leaves them out, to stay one read).
+// With `history`, its attempts as `idem show --json` lists them (every one kept).
 json shown_record(const core::Record& r, int64_t now_ms,
-                  const std::vector<core::HistoryEntry>* history = nullptr) {
+                  const store::HistoryPage* history = nullptr) {
   const bool gone = core::owner_counts_gone(r, now_ms, proc::owner_gone);
   json j = core::record_detail_json(r, now_ms, gone,
                                     proc::process_group_alive(r.owner, r.process_group));
-  if (history) j["attempts"] = core::history_array(*history);
+  if (history) {
+    j["attempts"] = core::history_array(history->entries);
+    j["earlier_attempts"] = history->earlier();
+    j["attempts_not_kept"] = history->not_kept();
+  }
   return j;
 }
 
@@ -261,9 +266,9 @@ Answer Ledger::found(std::string_view encoded_key, bool history_only) const {
     auto store = stores_->lease();
     auto record = store->get(k);
     if (!record) return refusal(404, "No such record", "no record for " + shown(k), "not_found", k);
-    const std::vector<core::HistoryEntry> history = store->history(k);
+    const store::HistoryPage history = store->history_page(k, store::HistoryQuery{});
     return json_answer(200,
-                       history_only ? core::history_document(*record, history)
+                       history_only ? core::history_document(*record, history.entries)
                                     : shown_record(*record, clock_.now_ms(), &history),
                        "found", k);
   } catch (const std::exception& e) {

@@ -102,8 +102,17 @@ class PerCallStore final : public store::Store {
   std::optional<core::Record> get(const std::string& key) override {
     return stores_->lease()->get(key);
   }
-  std::vector<core::HistoryEntry> history(const std::string& key) override {
-    return stores_->lease()->history(key);
+  std::optional<core::Record> get_without_output(const std::string& key) override {
+    return stores_->lease()->get_without_output(key);
+  }
+  // The reader keeps its connection leased until it is dropped.
+  std::unique_ptr<store::OutputReader> open_output(const std::string& key,
+                                                   int64_t attempt) override {
+    return store::leased_output(stores_->lease(), key, attempt);
+  }
+  store::HistoryPage history_page(const std::string& key,
+                                  const store::HistoryQuery& query) override {
+    return stores_->lease()->history_page(key, query);
   }
   void count_replays(std::span<const store::ReplayCount> counts) override {
     stores_->lease()->count_replays(counts);
@@ -116,8 +125,9 @@ class PerCallStore final : public store::Store {
     return stores_->lease()->remove(key, force, owner_gone);
   }
   int64_t gc(const store::GcQuery& query) override { return stores_->lease()->gc(query); }
-  std::vector<bool> put_all(std::span<const core::Record> records, bool replace) override {
-    return stores_->lease()->put_all(records, replace);
+  std::vector<bool> put_all(std::span<const core::Record> records, bool replace,
+                            std::span<const std::vector<core::HistoryEntry>> histories) override {
+    return stores_->lease()->put_all(records, replace, histories);
   }
   void check_writable() override { stores_->lease()->check_writable(); }
   store::StoreHealth health() override { return stores_->lease()->health(); }

@@ -39,6 +39,9 @@ struct DaemonOptions {
   int64_t request_timeout_ms = 10000;  // whole-request deadline (headers and body)
   int64_t grace_ms = 30000;       // SIGTERM: how long in-flight handlers may finish
   int64_t busy_timeout_ms = 3000;  // how long a delivery (or /healthz) waits for a locked store
+  // Attempts of a key its history keeps (store::StoreOptions); nothing: $IDEM_KEEP_ATTEMPTS,
+  // else 100.
+  std::optional<int64_t> keep_attempts;
   // The lease of a delivery's claim on a store shared by hosts (PostgreSQL), renewed while its
   // handler runs; ignored on a store of one host.
   int64_t lease_ms = 30000;

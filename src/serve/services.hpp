@@ -37,7 +37,7 @@ struct Services {
       // are kept up to the connections served at once (at most 16): a burst reuses them, and a
       // quiet daemon holds only that many open.
       : stores(std::make_shared<store::StoreProvider>(
-            options.store, store::StoreOptions{options.busy_timeout_ms},
+            options.store, store::StoreOptions{options.busy_timeout_ms, options.keep_attempts},
             size_t(std::clamp(options.max_connections, 1, 16)))),
         owner(proc::describe_owner()),
         health(options.store, options.busy_timeout_ms) {

@@ -72,25 +72,41 @@ std::shared_ptr<const Route> make_ui_route(
     q.now_ms = l.now_ms;
     stores->lease()->list(q, visit);
   };
-  b.get = [stores](const std::string& key) { return stores->lease()->get(key); };
-  b.attempts = [stores](const core::Record& r) {
-    std::vector<UiAttempt> attempts;
-    for (const core::HistoryEntry& e : stores->lease()->history(r.key)) {
-      UiAttempt a;
-      a.number = e.number;
-      a.trigger = e.trigger;
-      a.status = std::string(core::to_string(e.outcome));
-      a.owner = e.host + " pid " + std::to_string(e.pid);
-      a.started_ms = e.started_ms;
-      a.finished_ms = e.ended_ms;
-      a.exit_code = e.exit_code;
-      a.http_status = e.http_status;
-      a.note = e.note.empty() ? e.reason : e.reason + ": " + e.note;
-      attempts.push_back(std::move(a));
-    }
+  b.get = [stores](const std::string& key) { return stores->lease()->get_without_output(key); };
+  b.open_output = [stores](const core::Record& r) -> core::EncodedReader {
+    // The provider outlives the lease the reader holds (a download may end after a reload).
+    struct Held {
+      std::shared_ptr<store::StoreProvider> provider;
+      std::unique_ptr<store::OutputReader> reader;  // dropped first
+    };
+    auto held = std::make_shared<Held>(Held{stores, store::leased_output(stores->lease(), r.key, r.attempt)});
+    if (!held->reader) return [](int64_t, int64_t) { return std::string(); };
+    return [held](int64_t offset, int64_t length) { return held->reader->read(offset, length); };
+  };
+  b.attempts = [stores](const core::Record& r, int64_t before) {
+    const store::HistoryPage page =
+        stores->lease()->history_page(r.key, store::HistoryQuery{k_ui_attempts_page, before});
+    UiAttempts shown;
+    shown.before = before;
+    shown.earlier = page.earlier();
+    shown.not_kept = page.not_kept();
     // Newest first, as the list.
-    std::reverse(attempts.begin(), attempts.end());
-    return attempts;
+    for (auto e = page.entries.rbegin(); e != page.entries.rend(); ++e) {
+      UiAttempt a;
+      a.number = e->number;
+      a.trigger = e->trigger;
+      a.status = std::string(core::to_string(e->outcome));
+      a.owner = e->host + " pid " + std::to_string(e->pid);
+      a.started_ms = e->started_ms;
+      a.finished_ms = e->ended_ms;
+      a.exit_code = e->exit_code;
+      a.http_status = e->http_status;
+      a.note = e->note.empty() ? e->reason : e->reason + ": " + e->note;
+      shown.rows.push_back(std::move(a));
+    }
+    if (!page.entries.empty() && page.entries.front().number > page.first_kept)
+      shown.older = page.entries.front().number;
+    return shown;
   };
   b.remove = [stores](const std::string& key) {
     switch (stores->lease()->remove(key, false, proc::owner_gone)) {
@@ -120,7 +136,7 @@ std::shared_ptr<const Route> make_ui_route(
         rerun_delivery(*hook, *held->second, *delivery,
                        delivery_services(services, hook->path, held->second, hook->notify), key);
     done.http_status = a.status;
-    auto now = services.stores->lease()->get(r.key);
+    auto now = services.stores->lease()->get_without_output(r.key);
     done.ran = now && now->attempt > r.attempt;
     if (now) done.attempt = now->attempt;
     return done;

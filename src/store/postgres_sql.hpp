@@ -246,26 +246,32 @@ inline constexpr const char* k_heartbeat = R"sql(
         UPDATE idem_records SET lease_expires = $4
         WHERE key = $1 AND attempt_token = $2 AND status = 'running'
           AND (lease_expires IS NULL OR lease_expires > $3))sql";
-// A record as given (put_all): its columns in order, $1..$28 (no token).
+// A record as given (put_all): its columns in order, $1..$30 (no token).
 inline constexpr const char* k_put = R"sql(
       INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
                                 owner_boot_id, owner_pid, owner_start, started_at, finished_at,
                                 ttl_ms, expires_at, exit_code, signal, timed_out, output,
                                 output_bytes, output_truncated, request, note, response, pgid,
                                 pgid_start, attempt_token, lease_expires, replay_failures,
-                                owner_machine_id, owner_pid_ns)
+                                owner_machine_id, owner_pid_ns, replays, last_replay_at)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16 <> 0, $17, $18, $19 <> 0, $20, $21, $22, $23,
-              $24, '', $25, $26 <> 0, $27, $28)
+              $24, '', $25, $26 <> 0, $27, $28, $29, $30)
       ON CONFLICT (key) DO NOTHING RETURNING attempt)sql";
+// An imported history entry as given: IDEM_HISTORY_INSERT_COLUMNS' $1..$13.
+inline constexpr const char* k_history_put =
+    "INSERT INTO idem_attempts " IDEM_HISTORY_INSERT_COLUMNS
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
 inline constexpr const char* k_delete_record = "DELETE FROM idem_records WHERE key = $1";
 
 // The history (core::HistoryEntry), each statement one range of the key's primary key. The
-// claimed attempt's entry: $1 key, $2 trigger, $3 host, $4 pid, $5 started.
+// claimed attempt's entry: $1 key, $2 trigger, $3 host, $4 pid, $5 started; with it, the
+// entries older than the newest $6 deleted (one range of the key, in the same round trip).
 inline constexpr const char* k_history_start = R"sql(
+      WITH n AS (SELECT coalesce(max(number), 0) + 1 AS next FROM idem_attempts WHERE key = $1),
+      d AS (DELETE FROM idem_attempts WHERE key = $1 AND number <= (SELECT next FROM n) - $6)
       INSERT INTO idem_attempts (key, number, started_by, owner_host, owner_pid, started_at,
                                  outcome)
-      SELECT $1, coalesce(max(number), 0) + 1, $2, $3, $4, $5, 'running'
-      FROM idem_attempts WHERE key = $1)sql";
+      SELECT $1, next, $2, $3, $4, $5, 'running' FROM n)sql";
 // An expired record's history and replays, before its key's new first attempt ($1 key).
 inline constexpr const char* k_history_clear = R"sql(
       WITH h AS (DELETE FROM idem_attempts WHERE key = $1)
@@ -277,10 +283,19 @@ inline constexpr const char* k_history_abandon = R"sql(
         AND outcome = 'running')sql";
 // An imported record's history: its current attempt ($1 key).
 inline constexpr const char* k_history_of_record = IDEM_PG_HISTORY_OF_RECORDS " WHERE key = $1";
+// The $3 newest entries (NULL: all) numbered below $2, newest first.
 inline constexpr const char* k_history = R"sql(
       SELECT number, started_by, owner_host, owner_pid, started_at, ended_at, outcome, reason,
              exit_code, signal, http_status, note
-      FROM idem_attempts WHERE key = $1 ORDER BY number)sql";
+      FROM idem_attempts WHERE key = $1 AND number < $2 ORDER BY number DESC LIMIT $3)sql";
+// The numbers of the oldest and newest entries kept (two probes of the primary key).
+inline constexpr const char* k_history_bounds =
+    "SELECT min(number), max(number) FROM idem_attempts WHERE key = $1";
+// $4 bytes of attempt $2's output of key $1 from byte $3 (0-based): substring() reads the
+// slices of the value it needs (an uncompressed value's TOAST chunks in that range).
+inline constexpr const char* k_read_output = R"sql(
+      SELECT substring(output FROM ($3 + 1)::int FOR $4::int) FROM idem_records
+      WHERE key = $1 AND attempt = $2 AND output IS NOT NULL)sql";
 // $1 key, $2 replays to add, $3 the last one's time; its transaction's commit is not waited
 // for (Store::count_replays).
 inline constexpr const char* k_count_replays = R"sql(

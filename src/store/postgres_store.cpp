@@ -33,6 +33,7 @@
 
 #include "core/errors.hpp"
 #include "core/key.hpp"
+#include "core/output.hpp"
 #include "core/response.hpp"
 #include "store/claim_flow.hpp"
 #include "store/postgres_connection.hpp"
@@ -98,10 +99,12 @@ int64_t host_wall_ms() {
 
 class PostgresStore final : public Store {
  public:
-  PostgresStore(const StoreLocation& where, std::optional<int64_t> busy_timeout_ms)
+  PostgresStore(const StoreLocation& where, std::optional<int64_t> busy_timeout_ms,
+                std::optional<int64_t> keep_attempts)
       : where_(where) {
     // PostgreSQL reads a lock_timeout of 0 as no limit; a busy timeout of 0 means not waiting.
     lock_timeout_ms_ = std::max<int64_t>(busy_timeout_in_force(busy_timeout_ms), 1);
+    keep_attempts_ = keep_attempts_in_force(keep_attempts);
     std::optional<int> found;
     guarded("connect", [&] {
       conn_.emplace(where_);
@@ -148,11 +151,14 @@ class PostgresStore final : public Store {
         OnLoss::repeat);
   }
 
-  std::vector<bool> put_all(std::span<const Record> records, bool replace) override {
+  std::vector<bool> put_all(std::span<const Record> records, bool replace,
+                            std::span<const std::vector<core::HistoryEntry>> histories) override {
+    static const std::vector<core::HistoryEntry> none;
     return guarded("import", [&] {
       std::vector<bool> written;
       Transaction tx(conn(), lock_timeout_ms_);
-      for (const Record& r : records) written.push_back(put_in(r, replace));
+      for (size_t i = 0; i < records.size(); ++i)
+        written.push_back(put_in(records[i], replace, i < histories.size() ? histories[i] : none));
       tx.commit();
       return written;
     });
@@ -204,10 +210,51 @@ class PostgresStore final : public Store {
     return guarded("read", [&] { return select_record(key, true, false); });
   }
 
-  std::vector<core::HistoryEntry> history(const std::string& key) override {
+  std::optional<Record> get_without_output(const std::string& key) override {
+    return guarded("read", [&] { return select_record(key, false, false); });
+  }
+
+  // Each read one statement: substring() of the stored value.
+  std::unique_ptr<OutputReader> open_output(const std::string& key, int64_t attempt) override {
+    class RangeReader final : public OutputReader {
+     public:
+      RangeReader(PostgresStore& store, std::string key, int64_t attempt)
+          : store_(store), key_(std::move(key)), attempt_(attempt) {}
+      std::string read(int64_t offset, int64_t length) override {
+        return store_.read_range(key_, attempt_, offset, length);
+      }
+
+     private:
+      PostgresStore& store_;
+      const std::string key_;
+      const int64_t attempt_;
+    };
+    return std::make_unique<RangeReader>(*this, key, attempt);
+  }
+
+  std::string read_range(const std::string& key, int64_t attempt, int64_t offset,
+                         int64_t length) {
+    if (offset < 0 || length <= 0 || offset >= core::k_store_row_limit) return {};
+    length = std::min(length, core::k_store_row_limit);
+    return guarded("read the output", [&] {
+      Result r = conn().exec(postgres_sql::k_read_output,
+                             Params().text(key).integer(attempt).integer(offset).integer(length));
+      return r.rows() == 1 ? r.bytes_at(0, 0) : std::string();
+    });
+  }
+
+  HistoryPage history_page(const std::string& key, const HistoryQuery& query) override {
     return guarded("read the history", [&] {
-      std::vector<core::HistoryEntry> entries;
-      Result r = conn().exec(postgres_sql::k_history, Params().text(key));
+      HistoryPage page;
+      Result bounds = conn().exec(postgres_sql::k_history_bounds, Params().text(key));
+      page.first_kept = bounds.int_at(0, 0);
+      page.last = bounds.int_at(0, 1);
+      if (page.last == 0) return page;
+      std::vector<core::HistoryEntry>& entries = page.entries;
+      Params p;
+      p.text(key).integer(query.before > 0 ? query.before : INT64_MAX);
+      p.integer_or_null(query.limit > 0 ? query.limit : 0);
+      Result r = conn().exec(postgres_sql::k_history, p);
       for (int row = 0; row < r.rows(); ++row) {
         core::HistoryEntry e;
         e.number = r.int_at(row, 0);
@@ -224,7 +271,8 @@ class PostgresStore final : public Store {
         e.note = r.bytes_at(row, 11);
         entries.push_back(std::move(e));
       }
-      return entries;
+      std::reverse(entries.begin(), entries.end());
+      return page;
     });
   }
 
@@ -314,7 +362,7 @@ class PostgresStore final : public Store {
 
  private:
   // One record of put_all, in its transaction.
-  bool put_in(const Record& r, bool replace) {
+  bool put_in(const Record& r, bool replace, const std::vector<core::HistoryEntry>& history) {
     const std::optional<std::string> response =
         r.response ? std::optional(core::encode_response(*r.response)) : std::nullopt;
     Params p;
@@ -327,9 +375,19 @@ class PostgresStore final : public Store {
     p.integer_or_null(r.process_group.pgid).integer_or_null(r.process_group.leader_start_ticks);
     p.integer_or_null(r.lease_expires_ms).integer(r.replay_failures);
     p.text(r.owner.machine_id).integer(r.owner.pid_ns);
+    p.integer(r.replays).integer_or_null(r.last_replay_ms);
     if (replace) conn().exec(postgres_sql::k_delete_record, Params().text(r.key));
     if (conn().exec(postgres_sql::k_put, p).rows() != 1) return false;
-    conn().exec(postgres_sql::k_history_of_record, Params().text(r.key));
+    if (history.empty()) conn().exec(postgres_sql::k_history_of_record, Params().text(r.key));
+    for (const core::HistoryEntry& e : history) {
+      Params h;
+      h.text(r.key).integer(e.number).text(e.trigger).text(e.host).integer(e.pid);
+      h.integer(e.started_ms).integer_or_null(e.ended_ms);
+      h.text(std::string(core::to_string(e.outcome))).text(e.reason);
+      h.optional_integer(e.exit_code).optional_integer(e.signal);
+      h.optional_integer(e.http_status).text(e.note);
+      conn().exec(postgres_sql::k_history_put, h);
+    }
     return true;
   }
 
@@ -498,7 +556,7 @@ class PostgresStore final : public Store {
       Params p;
       p.text(req.key).text(trigger_of(req));
       p.text(req.owner.host).integer(req.owner.pid).integer(req.now_ms);
-      store_.conn().exec(postgres_sql::k_history_start, p);
+      store_.conn().exec(postgres_sql::k_history_start, p.integer(store_.keep_attempts_));
     }
     void abandon_history(const std::string& key, const char* reason) override {
       store_.conn().exec(postgres_sql::k_history_abandon, Params().text(key).text(reason));
@@ -590,6 +648,7 @@ class PostgresStore final : public Store {
   StoreLocation where_;
   std::optional<Connection> conn_;
   int64_t lock_timeout_ms_;
+  int64_t keep_attempts_;  // StoreOptions::keep_attempts
   int64_t clock_offset_ms_ = 0;
   int opened_version_ = 0;  // the schema version found at connect (0: none yet)
 };
@@ -599,8 +658,9 @@ class PostgresStore final : public Store {
 }  // namespace postgres
 
 std::unique_ptr<Store> open_postgres_store(const StoreLocation& where,
-                                           std::optional<int64_t> busy_timeout_ms) {
-  return std::make_unique<postgres::PostgresStore>(where, busy_timeout_ms);
+                                           std::optional<int64_t> busy_timeout_ms,
+                                           std::optional<int64_t> keep_attempts) {
+  return std::make_unique<postgres::PostgresStore>(where, busy_timeout_ms, keep_attempts);
 }
 
 }  // namespace idem::store

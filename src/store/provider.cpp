@@ -67,4 +67,23 @@ StoreProvider::Lease::~Lease() {
     provider_->give_back(std::move(store_), std::uncaught_exceptions() <= exceptions_at_start_);
 }
 
+std::unique_ptr<OutputReader> leased_output(StoreProvider::Lease lease, const std::string& key,
+                                            int64_t attempt) {
+  class LeasedReader final : public OutputReader {
+   public:
+    LeasedReader(StoreProvider::Lease lease, std::unique_ptr<OutputReader> reader)
+        : lease_(std::move(lease)), reader_(std::move(reader)) {}
+    std::string read(int64_t offset, int64_t length) override {
+      return reader_->read(offset, length);
+    }
+
+   private:
+    StoreProvider::Lease lease_;             // declared first: given back last,
+    std::unique_ptr<OutputReader> reader_;  // after the reader that uses its connection
+  };
+  std::unique_ptr<OutputReader> reader = lease->open_output(key, attempt);
+  if (!reader) return nullptr;
+  return std::make_unique<LeasedReader>(std::move(lease), std::move(reader));
+}
+
 }  // namespace idem::store

@@ -63,4 +63,9 @@ class StoreProvider {
   int64_t opened_ = 0;
 };
 
+// The output reader of `key`'s attempt (Store::open_output) on the leased connection, which it
+// keeps leased until it is dropped (dropped first itself); null when there is none.
+std::unique_ptr<OutputReader> leased_output(StoreProvider::Lease lease, const std::string& key,
+                                            int64_t attempt);
+
 }  // namespace idem::store

@@ -262,11 +262,15 @@ class OutputBlob {
       if (sqlite3_blob_write(blob_, bytes.data() + at, int(n), int(at)) != SQLITE_OK) fail();
     }
   }
-  std::string read() {
-    std::string bytes(size(), '\0');
+  std::string read() { return read(0, size()); }
+  // The bytes from `offset` on, at most `length` of them (fewer at the end, none past it).
+  std::string read(size_t offset, size_t length) {
+    if (offset >= size()) return {};
+    std::string bytes(std::min(length, size() - offset), '\0');
     for (size_t at = 0; at < bytes.size(); at += k_piece) {
       const size_t n = std::min(k_piece, bytes.size() - at);
-      if (sqlite3_blob_read(blob_, bytes.data() + at, int(n), int(at)) != SQLITE_OK) fail();
+      if (sqlite3_blob_read(blob_, bytes.data() + at, int(n), int(offset + at)) != SQLITE_OK)
+        fail();
     }
     return bytes;
   }

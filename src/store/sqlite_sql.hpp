@@ -263,16 +263,21 @@ inline constexpr const char* k_heartbeat = R"sql(
       WHERE key = ?1 AND attempt_token = ?2 AND status = 'running'
         AND (lease_expires IS NULL OR lease_expires > ?3))sql";
 
-// A record as given (put_all): its columns in order, ?1..?28 (no token).
+// A record as given (put_all): its columns in order, ?1..?29 (no token).
 inline constexpr const char* k_put = R"sql(
       INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
                            owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
                            exit_code, signal, timed_out, output_bytes, output_truncated,
                            request, note, response, pgid, pgid_start, attempt_token,
-                           lease_expires, replay_failures, owner_machine_id, owner_pid_ns)
+                           lease_expires, replay_failures, owner_machine_id, owner_pid_ns,
+                           replays, last_replay_at)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-              ?19, ?20, ?21, ?22, ?23, '', ?24, ?25, ?26, ?27)
+              ?19, ?20, ?21, ?22, ?23, '', ?24, ?25, ?26, ?27, ?28, ?29)
       ON CONFLICT (key) DO NOTHING)sql";
+// An imported history entry as given: IDEM_HISTORY_INSERT_COLUMNS' ?1..?13.
+inline constexpr const char* k_history_put =
+    "INSERT INTO attempts " IDEM_HISTORY_INSERT_COLUMNS
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 
 inline constexpr const char* k_delete_record = "DELETE FROM records WHERE key = ?1";
 
@@ -299,10 +304,23 @@ inline constexpr const char* k_history_finish = R"sql(
       WHERE key = ?1 AND number = (SELECT max(number) FROM attempts WHERE key = ?1))sql";
 // An imported record's history: its current attempt (?1 key).
 inline constexpr const char* k_history_of_record = IDEM_SQLITE_HISTORY_OF_RECORDS " WHERE key = ?1";
+// The ?3 newest entries (-1: all) numbered below ?2, newest first.
 inline constexpr const char* k_history = R"sql(
       SELECT number, started_by, owner_host, owner_pid, started_at, ended_at, outcome, reason,
              exit_code, signal, http_status, note
-      FROM attempts WHERE key = ?1 ORDER BY number)sql";
+      FROM attempts WHERE key = ?1 AND number < ?2 ORDER BY number DESC LIMIT ?3)sql";
+// The numbers of the oldest and newest entries kept, each one probe of the primary key (SQLite
+// optimises a min() or a max() alone in its query, not both in one).
+inline constexpr const char* k_history_bounds = R"sql(
+      SELECT (SELECT min(number) FROM attempts WHERE key = ?1),
+             (SELECT max(number) FROM attempts WHERE key = ?1))sql";
+// After a claim's entry: the entries older than the newest ?2 deleted (one range of the key).
+inline constexpr const char* k_history_trim = R"sql(
+      DELETE FROM attempts
+      WHERE key = ?1 AND number <= (SELECT max(number) FROM attempts WHERE key = ?1) - ?2)sql";
+// The rowid of attempt ?2's output of key ?1, for a range read by blob I/O.
+inline constexpr const char* k_output_rowid =
+    "SELECT rowid FROM outputs WHERE key = ?1 AND attempt = ?2";
 // ?1 key, ?2 replays to add, ?3 the last one's time.
 inline constexpr const char* k_count_replays = R"sql(
       UPDATE records SET replays = replays + ?2,

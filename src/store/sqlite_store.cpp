@@ -86,11 +86,17 @@ constexpr int64_t k_busy_slow_poll_ms = 20;
 // sorted (at most this many rows); a commoner one walks the newest-first index instead.
 constexpr int64_t k_prefix_sort_max = 10000;
 
+// No history given (put_all): the record's current attempt is its history.
+const std::vector<core::HistoryEntry> k_no_history;
+
 class SqliteStore final : public Store {
  public:
-  SqliteStore(const std::string& path, std::optional<int64_t> busy_timeout_ms) : path_(path) {
+  SqliteStore(const std::string& path, std::optional<int64_t> busy_timeout_ms,
+              std::optional<int64_t> keep_attempts)
+      : path_(path) {
     // Bad settings are refused before anything is created.
     busy_timeout_ms_ = busy_timeout_in_force(busy_timeout_ms);
+    keep_attempts_ = keep_attempts_in_force(keep_attempts);
     Created created;
     try {
       const mode_t mode = prepare_db_file(path_, created);
@@ -187,17 +193,20 @@ class SqliteStore final : public Store {
     return changed;
   }
 
-  std::vector<bool> put_all(std::span<const Record> records, bool replace) override {
+  std::vector<bool> put_all(std::span<const Record> records, bool replace,
+                            std::span<const std::vector<core::HistoryEntry>> histories) override {
     std::vector<bool> written(records.size(), false);
     batched(true, [&](Connection db) {
-      for (size_t i = 0; i < records.size(); ++i) written[i] = put_in(db, records[i], replace);
+      for (size_t i = 0; i < records.size(); ++i)
+        written[i] = put_in(db, records[i], replace, i < histories.size() ? histories[i] : k_no_history);
     });
     checkpoint_if_wal_large();
     return written;
   }
 
   // One record of put_all, in its transaction.
-  bool put_in(Connection db, const Record& r, bool replace) {
+  bool put_in(Connection db, const Record& r, bool replace,
+              const std::vector<core::HistoryEntry>& history) {
     const std::optional<std::string> response =
         r.response ? std::optional(core::encode_response(*r.response)) : std::nullopt;
     if (replace) Statement(db, sqlite_sql::k_delete_record, path_).bind(1, r.key).run();
@@ -215,9 +224,19 @@ class SqliteStore final : public Store {
     insert.bind_null_if_zero(23, r.process_group.leader_start_ticks);
     insert.bind_null_if_zero(24, r.lease_expires_ms).bind(25, int64_t(r.replay_failures));
     insert.bind(26, r.owner.machine_id).bind(27, r.owner.pid_ns);
+    insert.bind(28, r.replays).bind_null_if_zero(29, r.last_replay_ms);
     insert.run();
     const bool changed = sqlite3_changes(db) == 1;
-    if (changed) Statement(db, sqlite_sql::k_history_of_record, path_).bind(1, r.key).run();
+    if (changed && history.empty())
+      Statement(db, sqlite_sql::k_history_of_record, path_).bind(1, r.key).run();
+    for (const core::HistoryEntry& e : changed ? history : k_no_history) {
+      Statement put(db, sqlite_sql::k_history_put, path_);
+      put.bind(1, r.key).bind(2, e.number).bind(3, e.trigger).bind(4, e.host).bind(5, e.pid);
+      put.bind(6, e.started_ms).bind_null_if_zero(7, e.ended_ms);
+      put.bind(8, std::string(core::to_string(e.outcome))).bind(9, e.reason);
+      put.bind_optional(10, e.exit_code).bind_optional(11, e.signal);
+      put.bind_optional(12, e.http_status).bind(13, e.note).run();
+    }
     if (changed && !r.output.empty()) write_output(db, r.key, r.attempt, r.output);
     return changed;
   }
@@ -274,11 +293,46 @@ class SqliteStore final : public Store {
   }
 
   std::optional<Record> get(const std::string& key) override { return select_record(key, true); }
+  std::optional<Record> get_without_output(const std::string& key) override {
+    return select_record(key, false);
+  }
 
-  std::vector<core::HistoryEntry> history(const std::string& key) override {
-    std::vector<core::HistoryEntry> entries;
+  // The blob is opened while the statement that found its rowid still holds its snapshot; the
+  // open blob keeps that read transaction, and its cursor keeps the list of the value's
+  // overflow pages, so reads one after another cost what they read.
+  std::unique_ptr<OutputReader> open_output(const std::string& key, int64_t attempt) override {
+    class BlobReader final : public OutputReader {
+     public:
+      BlobReader(sqlite3* db, int64_t rowid, const std::string& where)
+          : blob_(db, rowid, false, where) {}
+      std::string read(int64_t offset, int64_t length) override {
+        if (offset < 0 || length <= 0) return {};
+        return blob_.read(size_t(offset), size_t(length));
+      }
+
+     private:
+      OutputBlob blob_;
+    };
+    Statement select(db_, sqlite_sql::k_output_rowid, path_);
+    select.bind(1, key).bind(2, attempt);
+    if (!select.step()) return nullptr;
+    return std::make_unique<BlobReader>(db_, select.int_at(0), path_);
+  }
+
+  HistoryPage history_page(const std::string& key, const HistoryQuery& query) override {
+    HistoryPage page;
+    Statement bounds(db_, sqlite_sql::k_history_bounds, path_);
+    bounds.bind(1, key);
+    if (bounds.step() && !bounds.is_null(0)) {
+      page.first_kept = bounds.int_at(0);
+      page.last = bounds.int_at(1);
+    }
+    bounds.reset();
+    if (page.last == 0) return page;
+    std::vector<core::HistoryEntry>& entries = page.entries;
     Statement select(db_, sqlite_sql::k_history, path_);
-    select.bind(1, key);
+    select.bind(1, key).bind(2, query.before > 0 ? query.before : INT64_MAX);
+    select.bind(3, query.limit > 0 ? query.limit : int64_t(-1));
     while (select.step()) {
       core::HistoryEntry e;
       e.number = select.int_at(0);
@@ -295,7 +349,8 @@ class SqliteStore final : public Store {
       e.note = select.text_at(11);
       entries.push_back(std::move(e));
     }
-    return entries;
+    std::reverse(entries.begin(), entries.end());
+    return page;
   }
 
   // Unsynced (Store::count_replays): the WAL keeps the commit consistent, and the next synced
@@ -590,6 +645,8 @@ class SqliteStore final : public Store {
       insert.bind(1, req.key)
           .bind(2, req.trigger.empty() ? core::trigger_of_kind(req.kind) : req.trigger);
       insert.bind(3, req.owner.host).bind(4, req.owner.pid).bind(5, req.now_ms).run();
+      Statement trim(db_, sqlite_sql::k_history_trim, store_.path_);
+      trim.bind(1, req.key).bind(2, store_.keep_attempts_).run();
     }
     void abandon_history(const std::string& key, const char* reason) override {
       Statement update(db_, sqlite_sql::k_history_abandon, store_.path_);
@@ -710,6 +767,7 @@ class SqliteStore final : public Store {
   sqlite3* db_ = nullptr;
   StatementCache statements_;  // db_'s, finalized before it closes
   int64_t busy_timeout_ms_;
+  int64_t keep_attempts_;  // StoreOptions::keep_attempts
   std::shared_ptr<Writers> writers_;  // this process's writers of the file
   // The claim this connection committed unsynced (key, attempt): the next record of its process
   // group is synced to make it durable (set_process_group).
@@ -727,8 +785,9 @@ class SqliteStore final : public Store {
 }  // namespace sqlite
 
 std::unique_ptr<Store> open_sqlite_store(const std::string& path,
-                                         std::optional<int64_t> busy_timeout_ms) {
-  return std::make_unique<sqlite::SqliteStore>(path, busy_timeout_ms);
+                                         std::optional<int64_t> busy_timeout_ms,
+                                         std::optional<int64_t> keep_attempts) {
+  return std::make_unique<sqlite::SqliteStore>(path, busy_timeout_ms, keep_attempts);
 }
 
 }  // namespace idem::store

@@ -24,14 +24,15 @@ namespace idem::store {
 // CMakeLists.txt). A static idem cannot link libpq, whose Debian build needs shared Kerberos and
 // LDAP libraries; there it stays null.
 [[gnu::weak]] std::unique_ptr<Store> open_postgres_store(const StoreLocation& where,
-                                                         std::optional<int64_t> busy_timeout_ms);
+                                                         std::optional<int64_t> busy_timeout_ms,
+                                                         std::optional<int64_t> keep_attempts);
 
 bool has_postgres_backend() { return &open_postgres_store != nullptr; }
 
 namespace {
 
 std::unique_ptr<Store> open_sqlite(const StoreLocation& where, const StoreOptions& options) {
-  return open_sqlite_store(where.target, options.busy_timeout_ms);
+  return open_sqlite_store(where.target, options.busy_timeout_ms, options.keep_attempts);
 }
 
 std::unique_ptr<Store> open_postgres(const StoreLocation& where, const StoreOptions& options) {
@@ -40,7 +41,7 @@ std::unique_ptr<Store> open_postgres(const StoreLocation& where, const StoreOpti
     throw StoreError("cannot open store " + where.display() +
                      ": this program has no PostgreSQL backend (build idem with -DIDEM_STATIC=OFF, "
                      "or run idem-pg)");
-  return open_postgres_store(where, options.busy_timeout_ms);
+  return open_postgres_store(where, options.busy_timeout_ms, options.keep_attempts);
 }
 
 struct Backend {
@@ -156,6 +157,28 @@ int64_t busy_timeout_in_force(std::optional<int64_t> given) {
   if (const char* env = std::getenv("IDEM_BUSY_TIMEOUT"); env != nullptr && *env != '\0')
     ms = core::duration_arg("IDEM_BUSY_TIMEOUT", env);
   return given ? *given : ms;
+}
+
+int64_t keep_attempts_arg(std::string_view source, std::string_view text) {
+  constexpr int64_t k_max = 1'000'000;
+  int64_t n = 0;
+  bool ok = !text.empty() && text.size() <= 7;
+  for (char c : text) {
+    if (c < '0' || c > '9') ok = false;
+    if (ok) n = n * 10 + (c - '0');
+  }
+  if (!ok || n < 1 || n > k_max)
+    throw UsageError(std::string(source) + ": '" + std::string(text.substr(0, 32)) +
+                     "' is not a count of attempts to keep (a whole number from 1 to " +
+                     "1000000)");
+  return n;
+}
+
+int64_t keep_attempts_in_force(std::optional<int64_t> given) {
+  int64_t n = k_default_keep_attempts;
+  if (const char* env = getenv_nonempty("IDEM_KEEP_ATTEMPTS"))
+    n = keep_attempts_arg("IDEM_KEEP_ATTEMPTS", env);
+  return given ? *given : n;
 }
 
 std::string new_attempt_token() { return util::random_hex(16); }

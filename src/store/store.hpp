@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -108,6 +109,39 @@ struct ReplayCount {
   int64_t last_ms = 0;
 };
 
+// Which entries of a key's history Store::history_page reads: the `limit` newest (0: all) of
+// those numbered below `before` (0: no bound), so a page of a long history costs what the first
+// does.
+struct HistoryQuery {
+  int64_t limit = 0;
+  int64_t before = 0;
+};
+
+// A page of a key's history. Attempts are numbered 1, 2, ... and a claim deletes the entries
+// beyond the newest keep_attempts (StoreOptions), so the first_kept - 1 older attempts are
+// counted but no longer kept (an import or a store from before the history keeps only the
+// current attempt: the earlier ones count as not kept too).
+struct HistoryPage {
+  std::vector<core::HistoryEntry> entries;  // oldest first
+  int64_t first_kept = 0;  // the number of the oldest entry kept; 0: none (no record)
+  int64_t last = 0;        // the number of the newest
+  // Attempts before the page's first entry: kept ones the page leaves out, and the ones no
+  // longer kept.
+  int64_t earlier() const { return entries.empty() ? 0 : entries.front().number - 1; }
+  int64_t not_kept() const { return first_kept > 1 ? first_kept - 1 : 0; }
+};
+
+// One attempt's stored output, read by ranges one after another (Store::open_output). Use it on
+// the connection that opened it, and drop it before that connection does anything else: it
+// holds what it reads from open (SQLite: the blob, and the read transaction it was found in, so
+// each read goes on where it is instead of walking the value from its start again).
+class OutputReader {
+ public:
+  virtual ~OutputReader() = default;
+  // Up to `length` bytes from byte `offset` on: fewer at the end, none past it.
+  virtual std::string read(int64_t offset, int64_t length) = 0;
+};
+
 // What `idem doctor` learns of a store beyond its records (Store::health).
 struct StoreHealth {
   std::string engine;             // "SQLite 3.40.1", "PostgreSQL 15.8"
@@ -179,9 +213,29 @@ class Store {
   virtual bool release(const std::string& key, const std::string& attempt_token) = 0;
 
   virtual std::optional<core::Record> get(const std::string& key) = 0;
-  // The key's attempt history, oldest first (empty when the key has no record): one index range,
-  // written by the claim, finish, abandon and release of each attempt in their own transactions.
-  virtual std::vector<core::HistoryEntry> history(const std::string& key) = 0;
+  // get() without the output (Record::output empty, output_bytes its size): for a reader that
+  // reads the output by ranges (read_output), so that a record of any size costs the same.
+  virtual std::optional<core::Record> get_without_output(const std::string& key) = 0;
+  // The stored output of attempt `attempt` of `key` (its core::CapturedOutput encoding), to
+  // read by ranges; null when that attempt is not the key's current one or stored no output.
+  // Only the bytes asked for are read (SQLite: blob I/O; PostgreSQL: substring()).
+  virtual std::unique_ptr<OutputReader> open_output(const std::string& key, int64_t attempt) = 0;
+  // One range of it (open_output, read): empty when there is none.
+  std::string read_output(const std::string& key, int64_t attempt, int64_t offset,
+                          int64_t length) {
+    std::unique_ptr<OutputReader> reader = open_output(key, attempt);
+    return reader ? reader->read(offset, length) : std::string();
+  }
+  // Of the key's attempt history: the `query.limit` newest entries numbered below
+  // `query.before`, oldest first, and the numbers of the oldest and newest entries kept. Each
+  // read one index range of the history, written by the claim, finish, abandon and release of
+  // each attempt in their own transactions; a claim keeps the newest keep_attempts entries
+  // (StoreOptions) and deletes the older ones.
+  virtual HistoryPage history_page(const std::string& key, const HistoryQuery& query) = 0;
+  // Every entry kept, oldest first (empty when the key has no record).
+  std::vector<core::HistoryEntry> history(const std::string& key) {
+    return history_page(key, HistoryQuery{}).entries;
+  }
   // Adds replays to the records of their keys (those still there), in one transaction that is not
   // synced: a replay stays a read on its own path, and a power cut may lose the last counts (a
   // statistic, never an outcome). The daemon and `each` gather them first (ReplayTally).
@@ -203,7 +257,14 @@ class Store {
   // abandoned). A key that exists is replaced only with `replace`; else that record is left out.
   // Returns which records were written, in order. One transaction, durable on return: the
   // caller bounds the batch (the writer lock is held while it is written).
-  virtual std::vector<bool> put_all(std::span<const core::Record> records, bool replace) = 0;
+  // `histories`, empty or one per record: the attempts a record's history is written with
+  // (as export wrote them, oldest first); none for a record: its current attempt alone. Its
+  // replay count is written as the record has it.
+  virtual std::vector<bool> put_all(std::span<const core::Record> records, bool replace,
+                                    std::span<const std::vector<core::HistoryEntry>> histories) = 0;
+  std::vector<bool> put_all(std::span<const core::Record> records, bool replace) {
+    return put_all(records, replace, {});
+  }
   // put_all of one record: whether it was written.
   bool put(const core::Record& record, bool replace) { return put_all({&record, 1}, replace)[0]; }
   // Takes the writer lock and makes a trial write that is rolled back, changing no record:
@@ -252,11 +313,23 @@ bool shared_folders_allowed();
 struct StoreOptions {
   // How long a locked store is waited for; nothing: $IDEM_BUSY_TIMEOUT, else 30 s.
   std::optional<int64_t> busy_timeout_ms;
+  // How many attempts of a key its history keeps, the newest (at least 1); a claim deletes the
+  // older ones' entries, counting them (HistoryPage::not_kept). Nothing: $IDEM_KEEP_ATTEMPTS,
+  // else k_default_keep_attempts.
+  std::optional<int64_t> keep_attempts;
 };
+
+inline constexpr int64_t k_default_keep_attempts = 100;
 
 // For the backends. The busy timeout in force: `given`, else $IDEM_BUSY_TIMEOUT, else 30 s; a
 // bad $IDEM_BUSY_TIMEOUT is refused (UsageError) even when `given` wins.
 int64_t busy_timeout_in_force(std::optional<int64_t> given);
+// The history's bound in force: `given`, else $IDEM_KEEP_ATTEMPTS, else k_default_keep_attempts;
+// a value that is not a whole number of at least 1 is refused (UsageError, naming its source).
+int64_t keep_attempts_in_force(std::optional<int64_t> given);
+// Reads a count of attempts to keep (--keep-attempts, $IDEM_KEEP_ATTEMPTS): UsageError naming
+// `source` unless it is a whole number from 1 to 1,000,000.
+int64_t keep_attempts_arg(std::string_view source, std::string_view text);
 // A new attempt token: 128 random bits in hex, unguessable (ClaimResult::attempt_token).
 std::string new_attempt_token();
 
@@ -267,13 +340,15 @@ std::unique_ptr<Store> open_store(const StoreLocation& where, const StoreOptions
 // The SQLite backend (sqlite_store.cpp), used by open_store and by the backend's own tests:
 // creates folder (0700) and file (0600) as needed.
 std::unique_ptr<Store> open_sqlite_store(const std::string& path,
-                                         std::optional<int64_t> busy_timeout_ms = std::nullopt);
+                                         std::optional<int64_t> busy_timeout_ms = std::nullopt,
+                                         std::optional<int64_t> keep_attempts = std::nullopt);
 
 // The PostgreSQL backend (postgres_store.cpp): connects to the server `where` names and creates
 // or migrates idem's tables there. Linked into the programs that can use libpq; the static idem
 // is not (see has_postgres_backend).
 std::unique_ptr<Store> open_postgres_store(const StoreLocation& where,
-                                           std::optional<int64_t> busy_timeout_ms = std::nullopt);
+                                           std::optional<int64_t> busy_timeout_ms = std::nullopt,
+                                           std::optional<int64_t> keep_attempts = std::nullopt);
 
 // Whether this program links the PostgreSQL backend.
 bool has_postgres_backend();

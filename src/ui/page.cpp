@@ -192,9 +192,90 @@ std::string render_ui_list(const UiPage& page, int64_t now_ms, const std::string
   return out;
 }
 
-std::string render_ui_detail(const core::Record& r, const std::vector<UiAttempt>& attempts,
-                             int64_t now_ms, const std::string& csrf, bool rerunnable,
-                             const std::string& notice) {
+UiOutput read_ui_output(const core::EncodedReader& read) {
+  UiOutput shown;
+  auto stream_of = [&](core::Stream s) -> UiStream& {
+    return s == core::Stream::out ? shown.out : shown.err;
+  };
+  auto wants = [&](core::Stream s) {
+    return int64_t(stream_of(s).head.size()) < k_ui_shown_output;
+  };
+  auto take = [&](core::Stream s, std::string_view piece) {
+    std::string& head = stream_of(s).head;
+    const size_t room = size_t(k_ui_shown_output) - head.size();
+    head.append(piece.substr(0, room));
+    return head.size() < size_t(k_ui_shown_output) ? core::Take::more : core::Take::skip_frame;
+  };
+  const core::OutputWalk walk =
+      core::walk_output(read, wants, take, core::WalkLimits{64 * 1024, k_ui_output_scan});
+  shown.readable = walk.valid;
+  for (core::Stream s : {core::Stream::out, core::Stream::err}) {
+    stream_of(s).lost = walk.lost_bytes(s);
+    if (walk.complete) stream_of(s).size = walk.size(s);
+  }
+  return shown;
+}
+
+namespace {
+
+// A stream's head as the detail shows it, its size, and the link that downloads it whole.
+std::string ui_stream_block(const core::Record& r, const UiStream& s, const char* name) {
+  std::string out = std::string("<h3>") + name + "</h3>";
+  if (s.size == 0) return out + "<p class=\"muted\">(empty)</p>";
+  if (!s.head.empty()) out += "<pre>" + html_escape(s.head) + "</pre>";
+  out += "<p class=\"muted\">";
+  if (s.size > int64_t(s.head.size()))
+    out += std::to_string(s.size - int64_t(s.head.size())) + " more bytes not shown. ";
+  else if (s.size < 0 && s.head.empty())
+    out += "None in the part of the output read for this page. ";
+  else if (s.size < 0)
+    out += "The first " + std::to_string(s.head.size()) + " bytes. ";
+  out += "<a id=\"download-" + std::string(name) + "\" href=\"/ui/output?key=" +
+         html_escape(url_component(r.key)) + "&amp;stream=" + name + "\" download>Download " +
+         name + "</a>";
+  if (s.size >= 0) out += " (" + std::to_string(s.size) + " bytes)";
+  return out + "</p>";
+}
+
+// A page of the attempts, links to the older and newest pages, and how many earlier attempts
+// there were (of them, how many are no longer kept).
+std::string ui_attempts_block(const core::Record& r, const UiAttempts& attempts) {
+  std::string out =
+      "<h2>Attempts</h2><table class=\"records\" id=\"attempts\"><thead><tr><th>#</th>"
+      "<th>Trigger</th><th>Status</th><th>Owner</th><th>Started</th><th>Duration</th>"
+      "<th>Result</th><th>Why it ended</th></tr></thead><tbody>";
+  for (const UiAttempt& a : attempts.rows) {
+    std::string result;
+    if (a.http_status) result = "HTTP " + std::to_string(*a.http_status);
+    if (a.exit_code)
+      result += (result.empty() ? "" : ", ") + std::string("exit ") + std::to_string(*a.exit_code);
+    out += "<tr><td>" + std::to_string(a.number) + "</td><td>" + html_escape(a.trigger) +
+           "</td><td>" + html_escape(a.status) + "</td><td>" + html_escape(a.owner) + "</td><td>" +
+           ui_time(a.started_ms) + "</td><td>" + ui_duration(a.started_ms, a.finished_ms) +
+           "</td><td>" + html_escape(result) + "</td><td>" + html_escape(a.note) + "</td></tr>";
+  }
+  out += "</tbody></table><nav class=\"pages\">";
+  const std::string here = "/ui/record?key=" + html_escape(url_component(r.key));
+  if (attempts.before > 0) out += "<a href=\"" + here + "#attempts\">Newest attempts</a> ";
+  if (attempts.older > 0)
+    out += "<a id=\"older-attempts\" href=\"" + here +
+           "&amp;attempts_before=" + std::to_string(attempts.older) +
+           "#attempts\">Older attempts →</a> ";
+  if (attempts.earlier > 0) {
+    out += "<span class=\"muted\" id=\"earlier-attempts\">" + std::to_string(attempts.earlier) +
+           " earlier attempts";
+    if (attempts.not_kept > 0)
+      out += ", " + std::to_string(attempts.not_kept) + " of them no longer kept";
+    out += "</span>";
+  }
+  return out + "</nav>";
+}
+
+}  // namespace
+
+std::string render_ui_detail(const core::Record& r, const UiOutput& output,
+                             const UiAttempts& attempts, int64_t now_ms, const std::string& csrf,
+                             bool rerunnable, const std::string& notice) {
   std::string out = ui_head(r.key);
   if (!notice.empty()) out += "<p class=\"notice\" role=\"status\">" + html_escape(notice) + "</p>";
   const std::string status(core::display_status(r, now_ms));
@@ -221,21 +302,6 @@ std::string render_ui_detail(const core::Record& r, const std::vector<UiAttempt>
       csrf_field(csrf) + "<input type=\"hidden\" name=\"key\" value=\"" + html_escape(r.key) +
       "\"><button type=\"submit\" id=\"remove\" class=\"danger\">Remove</button></form></div>";
   out +=
-      "<h2>Attempts</h2><table class=\"records\" id=\"attempts\"><thead><tr><th>#</th>"
-      "<th>Trigger</th><th>Status</th><th>Owner</th><th>Started</th><th>Duration</th>"
-      "<th>Result</th><th>Why it ended</th></tr></thead><tbody>";
-  for (const UiAttempt& a : attempts) {
-    std::string result;
-    if (a.http_status) result = "HTTP " + std::to_string(*a.http_status);
-    if (a.exit_code)
-      result += (result.empty() ? "" : ", ") + std::string("exit ") + std::to_string(*a.exit_code);
-    out += "<tr><td>" + std::to_string(a.number) + "</td><td>" + html_escape(a.trigger) +
-           "</td><td>" + html_escape(a.status) + "</td><td>" + html_escape(a.owner) + "</td><td>" +
-           ui_time(a.started_ms) + "</td><td>" + ui_duration(a.started_ms, a.finished_ms) +
-           "</td><td>" + html_escape(result) + "</td><td>" + html_escape(a.note) + "</td></tr>";
-  }
-  out += "</tbody></table>";
-  out +=
       "<h2>Request</h2><p class=\"muted\">As stored: credential headers are kept by name "
       "only.</p>" +
       ui_request_block(r.request);
@@ -247,14 +313,14 @@ std::string render_ui_detail(const core::Record& r, const std::vector<UiAttempt>
     out += "</table>";
   }
   out += "<h2>Output</h2>";
-  auto output = core::CapturedOutput::decode(r.output, r.output_truncated);
-  if (!output) {
+  if (!output.readable) {
     out += "<p class=\"error\">The stored output cannot be read.</p>";
   } else {
-    out += "<h3>stdout</h3>" + ui_bytes_block(output->stream_bytes(core::Stream::out));
-    out += "<h3>stderr</h3>" + ui_bytes_block(output->stream_bytes(core::Stream::err));
+    out += ui_stream_block(r, output.out, "stdout") + ui_stream_block(r, output.err, "stderr");
     if (r.output_truncated) out += "<p class=\"muted\">The output was cut at the cap.</p>";
   }
+  // Below the request and the output: a long history does not push them off the page.
+  out += ui_attempts_block(r, attempts);
   out += k_ui_foot;
   return out;
 }

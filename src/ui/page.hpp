@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/output.hpp"
 #include "core/record.hpp"
 #include "ui/filter.hpp"
 
@@ -49,11 +50,44 @@ struct UiAttempt {
   std::string note;
 };
 
+// One page of a key's attempts, newest first, as the detail page lists them.
+struct UiAttempts {
+  std::vector<UiAttempt> rows;
+  int64_t before = 0;    // the page lists attempts numbered below this (0: from the newest)
+  int64_t earlier = 0;   // attempts older than the page's oldest row (kept or not)
+  int64_t not_kept = 0;  // of those, the ones the store no longer keeps (StoreOptions)
+  int64_t older = 0;     // where the next, older page starts (its `before`); 0: none kept
+};
+
+// Attempts on one page of the detail.
+inline constexpr int64_t k_ui_attempts_page = 50;
+// Bytes of each output stream the detail page shows, and of the encoding it reads at most to
+// find them (the rest is one download away: /ui/output).
+inline constexpr int64_t k_ui_shown_output = 64 * 1024;
+inline constexpr int64_t k_ui_output_scan = 4 * 1024 * 1024;
+
+// What the detail page shows of one output stream.
+struct UiStream {
+  std::string head;   // its first bytes, at most k_ui_shown_output
+  int64_t size = -1;  // all of its bytes; -1: not known (the scan stopped at its bound)
+  bool lost = false;  // the cap dropped some
+};
+
+struct UiOutput {
+  bool readable = true;  // false: the stored output is not an encoding
+  UiStream out, err;
+};
+
+// The head of each stream of an encoded output, read through `read` a window at a time
+// (never the whole output: at most k_ui_output_scan bytes of it).
+UiOutput read_ui_output(const core::EncodedReader& read);
+
 // A record's detail: the stored request (as stored: credentials are already redacted), the
-// output or answer, the attempts, and the actions (remove; re-run when `rerunnable`).
-std::string render_ui_detail(const core::Record& record, const std::vector<UiAttempt>& attempts,
-                             int64_t now_ms, const std::string& csrf, bool rerunnable,
-                             const std::string& notice);
+// output or answer (the first bytes of each stream, with a link to download it whole), the
+// attempts (a page of them), and the actions (remove; re-run when `rerunnable`).
+std::string render_ui_detail(const core::Record& record, const UiOutput& output,
+                             const UiAttempts& attempts, int64_t now_ms, const std::string& csrf,
+                             bool rerunnable, const std::string& notice);
 
 // A page saying one thing (a 404, a refusal, the token's form).
 std::string render_ui_message(int status, const std::string& title, const std::string& text);

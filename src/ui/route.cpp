@@ -1,5 +1,7 @@
 #include "ui/route.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include "net/ip_range.hpp"
@@ -16,6 +18,8 @@ constexpr std::string_view k_ui_csp =
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 constexpr std::string_view k_ui_session_cookie = "idem_ui_session";
 constexpr uint64_t k_ui_max_body = 64 * 1024;
+// A download's reads from the store, each one chunk to the client.
+constexpr int64_t k_ui_download_window = 256 * 1024;
 
 Response ui_response(int status, const char* content_type, std::string body) {
   Response r;
@@ -47,8 +51,9 @@ Response ui_redirect(const std::string& location) {
 
 bool ui_get_path(std::string_view path) {
   return path == "/" || path == "/ui" || path == "/ui/" || path == "/ui/rows" ||
-         path == "/ui/record" || path == "/ui/progress" || path == "/ui/app.js" || path == "/ui/app.css" ||
-         path == "/ui/icon.svg" || path == "/ui/login";
+         path == "/ui/record" || path == "/ui/output" || path == "/ui/progress" ||
+         path == "/ui/app.js" || path == "/ui/app.css" || path == "/ui/icon.svg" ||
+         path == "/ui/login";
 }
 
 // What answers without a login: the login itself, and what its page is drawn with.
@@ -264,9 +269,13 @@ class UiRoute final : public Route {
       const std::string key = first_value(query, "key");
       auto record = key.empty() ? std::nullopt : backend_.get(key);
       if (!record) return ui_message(404, "No such record", "there is no record for this key");
-      return ui_html(200, render_ui_detail(*record, backend_.attempts(*record), now, csrf,
-                                           backend_.rerunnable(*record), notice));
+      const core::Record& r = *record;
+      const UiOutput output = read_ui_output(backend_.open_output(r));
+      const int64_t before = std::atoll(first_value(query, "attempts_before").c_str());
+      return ui_html(200, render_ui_detail(r, output, backend_.attempts(r, std::max<int64_t>(before, 0)),
+                                           now, csrf, backend_.rerunnable(r), notice));
     }
+    if (path == "/ui/output") return download(query);
     auto parsed = parse_ui_filter(query);
     if (auto* error = std::get_if<std::string>(&parsed)) {
       UiPage empty;
@@ -281,6 +290,39 @@ class UiRoute final : public Route {
     page.progress = progress.line();
     page.progress_active = progress.active;
     return ui_html(200, render_ui_list(page, now, csrf, notice, ""));
+  }
+
+  // GET /ui/output?key=K&stream=stdout|stderr: one stream of the record's output, whole,
+  // streamed as it is read from the store a window at a time (never held whole).
+  Response download(const std::vector<std::pair<std::string, std::string>>& query) const {
+    const std::string key = first_value(query, "key");
+    const std::string name = first_value(query, "stream");
+    if (name != "stdout" && name != "stderr")
+      return ui_message(400, "Bad request", "stream must be stdout or stderr");
+    auto record = key.empty() ? std::nullopt : backend_.get(key);
+    if (!record) return ui_message(404, "No such record", "there is no record for this key");
+    const core::Stream wanted = name == "stdout" ? core::Stream::out : core::Stream::err;
+    Response r = ui_response(200, "application/octet-stream", "");
+    r.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + name + "\"");
+    r.log_fields.emplace_back("outcome", "download");
+    // Copies of the opener and of the record: the stream runs after handle() returned, and
+    // holds a store connection only while it runs.
+    r.stream = [open = backend_.open_output, rec = std::move(*record),
+                wanted](const std::function<bool(std::string_view)>& write) {
+      bool sent = true;
+      const core::OutputWalk walk = core::walk_output(
+          open(rec), [&](core::Stream s) { return s == wanted; },
+          [&](core::Stream, std::string_view piece) {
+            sent = write(piece);
+            return sent ? core::Take::more : core::Take::stop;
+          },
+          core::WalkLimits{k_ui_download_window, 0});
+      // Whole only if the frames met hold every stored byte: a new attempt of the key, which
+      // takes this one's output away, cuts the download rather than ending it.
+      return sent && walk.complete &&
+             walk.size(core::Stream::out) + walk.size(core::Stream::err) == rec.output_bytes;
+    };
+    return r;
   }
 
   Response post(Request& req, const std::string& path) const {

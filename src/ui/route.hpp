@@ -44,8 +44,14 @@ struct UiRerun {
 
 struct UiBackend {
   std::function<void(const UiListing&, const std::function<bool(const core::Record&)>&)> list;
+  // The record without its output (Store::get_without_output).
   std::function<std::optional<core::Record>(const std::string& key)> get;
-  std::function<std::vector<UiAttempt>(const core::Record&)> attempts;
+  // A reader of the record's stored output by ranges (Store::open_output), which holds a store
+  // connection until it is dropped: what the detail shows of it and the download are read a
+  // window at a time, never whole.
+  std::function<core::EncodedReader(const core::Record&)> open_output;
+  // The page of the record's attempts numbered below `before` (0: the newest).
+  std::function<UiAttempts(const core::Record&, int64_t before)> attempts;
   std::function<UiRemoved(const std::string& key)> remove;
   // Whether `record` can be re-run (a failed delivery of a native hook the config has now).
   std::function<bool(const core::Record&)> rerunnable;

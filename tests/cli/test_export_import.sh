@@ -45,7 +45,7 @@ assert_same "$T/a.err" "$T/replay.err"
 capture same env "$FRESH_STORE" "$IDEM_BIN" import <"$T/all.out"
 expect_rc 0
 file_has "$T/same.err" "0 imported, 3 already there, 0 refused" || fail "re-import: $(cat "$T/same.err")"
-sed 's/"note":""/"note":"changed"/' "$T/all.out" | grep '"k-b"' >"$T/changed.jsonl"
+jq -c 'select(.key == "k-b") | .note = "changed"' "$T/all.out" >"$T/changed.jsonl"
 capture conflict env "$FRESH_STORE" "$IDEM_BIN" import "$T/changed.jsonl"
 expect_rc 65
 file_has "$T/conflict.err" "key 'k-b' holds another record here (--replace overwrites it)" ||
@@ -71,6 +71,32 @@ capture badlimit idem export --limit -1
 expect_rc 64
 capture badstatus idem export --status done
 expect_rc 64
+
+# Replays and the history travel with the record: a failure, its success, two replays.
+fresh_store hist
+hist=(env "$FRESH_STORE" "$IDEM_BIN")
+flaky=(run -k flaky -- sh -c 'test -e "$0"' "$T/ok")
+"${hist[@]}" "${flaky[@]}" >/dev/null 2>&1 || true
+touch "$T/ok"
+for _ in 1 2 3; do "${hist[@]}" "${flaky[@]}" >/dev/null; done
+"${hist[@]}" export >"$T/hist.jsonl"
+"${hist[@]}" log flaky --json >"$T/hist.log"
+assert_eq 2 "$(jsonq /replays <"$T/hist.log")" "replays before the export"
+fresh_store hist2
+env "$FRESH_STORE" "$IDEM_BIN" import "$T/hist.jsonl" 2>/dev/null
+env "$FRESH_STORE" "$IDEM_BIN" log flaky --json >"$T/hist2.log"
+assert_same "$T/hist.log" "$T/hist2.log"
+env "$FRESH_STORE" "$IDEM_BIN" export >"$T/hist2.jsonl"
+assert_same "$T/hist.jsonl" "$T/hist2.jsonl"
+# An export from before them (no replays, no attempts) still imports: the record's current attempt
+# is then its history, its replays none.
+jq -c 'del(.replays, .last_replay_ms, .attempts)' "$T/hist.jsonl" >"$T/old.jsonl"
+fresh_store hist3
+env "$FRESH_STORE" "$IDEM_BIN" import "$T/old.jsonl" 2>/dev/null
+env "$FRESH_STORE" "$IDEM_BIN" log flaky --json >"$T/hist3.log"
+assert_eq 0 "$(jsonq /replays <"$T/hist3.log")" "replays of an old export"
+assert_eq 2 "$(jsonq /attempts/0/number <"$T/hist3.log")" "the history of an old export"
+assert_eq succeeded "$(jsonq /attempts/0/outcome <"$T/hist3.log")" "the history of an old export"
 
 # SQLite -> PostgreSQL -> SQLite, byte-exact (the plain run, with a test cluster up).
 if [[ -z ${_pg_schema:-} && -n ${IDEM_TEST_PG_URL:-} ]]; then

@@ -138,6 +138,33 @@ expect_http 401
 stop_daemon
 assert_eq 1 "$(idem show "$hook_key" --json | jsonq /replays)" "the hook's replays"
 
+# --- A long history: the newest kept (IDEM_KEEP_ATTEMPTS), the older counted; show bounded ----
+for _ in $(seq 1 30); do IDEM_KEEP_ATTEMPTS=25 idem run -k many -- false 2>/dev/null || true; done
+idem log many --json >"$T/many.json"
+assert_eq 6 "$(jsonq /attempts/0/number <"$T/many.json")" "the oldest attempt kept"
+assert_eq 30 "$(jsonq /attempts/24/number <"$T/many.json")" "the newest attempt kept"
+idem show many --json >"$T/many.show"
+assert_eq 5 "$(jsonq /attempts_not_kept <"$T/many.show")" "attempts no longer kept"
+assert_eq 10 "$(jsonq /earlier_attempts <"$T/many.show")" "attempts before the 20 shown"
+assert_eq 11 "$(jsonq /attempts/0/number <"$T/many.show")" "the first of the 20 shown"
+idem show many --attempts all --json >"$T/many.all"
+assert_eq 6 "$(jsonq /attempts/0/number <"$T/many.all")" "--attempts all: every one kept"
+idem show many --attempts 3 >"$T/many.txt"
+file_has "$T/many.txt" "attempts: the last 3 of 30 (5 older no longer kept); --attempts all lists every one kept" ||
+  fail "show's attempts line: $(grep attempts: "$T/many.txt")"
+assert_eq 3 "$(grep -cE '^  [0-9]+  run' "$T/many.txt")" "rows of --attempts 3"
+capture badattempts idem show many --attempts 0
+expect_rc 64
+assert_idem_error badattempts
+capture badkeep env IDEM_KEEP_ATTEMPTS=lots "$IDEM_BIN" run -k many -- false
+expect_rc 64
+file_has "$T/badkeep.err" "IDEM_KEEP_ATTEMPTS: 'lots' is not a count of attempts to keep" ||
+  fail "bad IDEM_KEEP_ATTEMPTS: $(cat "$T/badkeep.err")"
+capture badserve idem serve --ledger --keep-attempts 0 --listen 127.0.0.1:0
+expect_rc 64
+file_has "$T/badserve.err" "--keep-attempts: '0' is not a count of attempts to keep" ||
+  fail "bad --keep-attempts: $(cat "$T/badserve.err")"
+
 # --- rm and gc take the history with the record --------------------------------------------------
 idem rm job >/dev/null
 capture gone idem log job

@@ -52,3 +52,13 @@ ui_get() {
   local CURL_EXTRA=("${CURL_EXTRA[@]}" -H "Authorization: Bearer $UI_TOKEN")
   get "$1"
 }
+
+# ui_fetch PATH FILE: GETs the page's PATH into FILE as a browser that has opened the page
+# would; prints the HTTP status. The one place these tests reach the page (its listener and
+# credentials).
+ui_fetch() {
+  curl -sS --max-time 120 -H "Authorization: Bearer $UI_TOKEN" -o "$2" -w '%{http_code}' "$UI$1"
+}
+
+# rss_kib PID KIND: the process's VmRSS or VmHWM (its peak) in KiB, from /proc.
+rss_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }

@@ -55,8 +55,8 @@ PostgresBackend::~PostgresBackend() {
   PQfinish(conn);
 }
 
-std::unique_ptr<store::Store> PostgresBackend::open() {
-  return store::open_store(store::parse_store_url(url_, "IDEM_TEST_PG_URL"));
+std::unique_ptr<store::Store> PostgresBackend::open(const store::StoreOptions& options) {
+  return store::open_store(store::parse_store_url(url_, "IDEM_TEST_PG_URL"), options);
 }
 
 }  // namespace idem::test

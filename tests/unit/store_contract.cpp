@@ -1462,4 +1462,134 @@ TEMPLATE_TEST_CASE("store contract: an imported record's history is its current 
   CHECK(store->history("imp").size() == 1);
 }
 
+
+// --- Bounded reads: an output by ranges, a history kept to its newest attempts ----------------
+
+TEMPLATE_TEST_CASE("store contract: an output is read by byte ranges, binary bytes and all",
+                   "[store][contract][output]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  idem::core::CapturedOutput captured;
+  std::string binary;
+  for (int i = 0; i < 3 * 65536 + 17; ++i) binary.push_back(char(i * 7 % 256));
+  captured.append(idem::core::Stream::out, binary);
+  captured.append(idem::core::Stream::err, std::string("\0\xff\x01 err", 7));
+  const std::string encoded = captured.encode();
+  const int64_t size = int64_t(encoded.size());
+  auto c = store->claim(request("k"), k_alive);
+  REQUIRE(c.verdict == Verdict::claim);
+  // Nothing stored yet.
+  CHECK(store->read_output("k", c.attempt, 0, 100).empty());
+  Outcome o = outcome(Status::succeeded, 0, k_t0 + 10);
+  o.output = encoded;
+  o.output_bytes = captured.stored_bytes();
+  REQUIRE(store->finish("k", c.attempt, o));
+  // The start, the middle, the end, past the end.
+  CHECK(store->read_output("k", c.attempt, 0, 10) == encoded.substr(0, 10));
+  CHECK(store->read_output("k", c.attempt, 70000, 65536) == encoded.substr(70000, 65536));
+  CHECK(store->read_output("k", c.attempt, size - 9, 100) == encoded.substr(size_t(size - 9)));
+  CHECK(store->read_output("k", c.attempt, 0, size + 1000) == encoded);
+  CHECK(store->read_output("k", c.attempt, size, 10).empty());
+  CHECK(store->read_output("k", c.attempt, size + 5000, 10).empty());
+  CHECK(store->read_output("k", c.attempt, 5, 0).empty());
+  // Another attempt's, or another key's: none.
+  CHECK(store->read_output("k", c.attempt + 1, 0, 10).empty());
+  CHECK(store->read_output("other", 1, 0, 10).empty());
+  // The record without its output says how large it is.
+  auto head = store->get_without_output("k");
+  REQUIRE(head);
+  CHECK(head->output.empty());
+  CHECK(head->output_bytes == captured.stored_bytes());
+  CHECK(head->status == Status::succeeded);
+  CHECK_FALSE(store->get_without_output("other"));
+  // A removed record takes its output along.
+  store->remove("k", true, k_alive);
+  CHECK(store->read_output("k", c.attempt, 0, 10).empty());
+}
+
+TEMPLATE_TEST_CASE("store contract: a key's history keeps its newest attempts, counting the others",
+                   "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  constexpr int64_t keep = 4;
+  auto store = backend.open(idem::store::StoreOptions{std::nullopt, keep});
+  for (int64_t i = 0; i < keep + 5; ++i) {
+    auto c = store->claim(request("k", k_t0 + i * 100, 100 + i), k_alive);
+    REQUIRE(c.verdict == Verdict::claim);
+    REQUIRE(store->finish("k", c.attempt, outcome(Status::failed, int(i), k_t0 + i * 100 + 50)));
+  }
+  idem::store::HistoryPage page = store->history_page("k", {});
+  REQUIRE(page.entries.size() == size_t(keep));
+  CHECK(page.entries.front().number == 6);
+  CHECK(page.entries.back().number == keep + 5);
+  CHECK(page.entries.back().exit_code == int(keep + 4));
+  CHECK(page.first_kept == 6);
+  CHECK(page.last == keep + 5);
+  CHECK(page.not_kept() == 5);
+  CHECK(page.earlier() == 5);
+  // A page: the two newest below 9, oldest first.
+  page = store->history_page("k", idem::store::HistoryQuery{2, 9});
+  REQUIRE(page.entries.size() == 2);
+  CHECK(page.entries[0].number == 7);
+  CHECK(page.entries[1].number == 8);
+  CHECK(page.earlier() == 6);
+  CHECK(page.not_kept() == 5);
+  // Another key is kept apart; a key without a record has nothing.
+  REQUIRE(store->claim(request("k2"), k_alive).verdict == Verdict::claim);
+  CHECK(store->history("k2").size() == 1);
+  CHECK(store->history_page("k2", {}).not_kept() == 0);
+  CHECK(store->history_page("none", {}).entries.empty());
+  CHECK(store->history_page("none", {}).last == 0);
+}
+
+TEMPLATE_TEST_CASE("store contract: put_all writes the replay count and the history given",
+                   "[store][contract][history]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  put_finished(*store, "k", k_t0, Status::succeeded, k_t0 + 10);
+  Record r = *store->get("k");
+  r.key = "copy";
+  r.attempt = 3;
+  r.replays = 7;
+  r.last_replay_ms = k_t0 + 500;
+  std::vector<idem::core::HistoryEntry> history(2);
+  history[0].number = 2;
+  history[0].trigger = "hook";
+  history[0].host = "h";
+  history[0].pid = 9;
+  history[0].started_ms = k_t0 - 100;
+  history[0].ended_ms = k_t0 - 50;
+  history[0].outcome = Status::failed;
+  history[0].reason = "status";
+  history[0].http_status = 502;
+  history[0].note = "n";
+  history[1] = history[0];
+  history[1].number = 3;
+  history[1].outcome = Status::succeeded;
+  history[1].http_status = 200;
+  history[1].exit_code = 0;
+  const std::vector<std::vector<idem::core::HistoryEntry>> histories{history};
+  REQUIRE(store->put_all({&r, 1}, false, histories)[0]);
+  auto copy = store->get("copy");
+  REQUIRE(copy);
+  CHECK(copy->replays == 7);
+  CHECK(copy->last_replay_ms == k_t0 + 500);
+  idem::store::HistoryPage page = store->history_page("copy", {});
+  REQUIRE(page.entries.size() == 2);
+  CHECK(page.not_kept() == 1);
+  CHECK(page.entries[0].number == 2);
+  CHECK(page.entries[0].trigger == "hook");
+  CHECK(page.entries[0].ended_ms == k_t0 - 50);
+  CHECK(page.entries[0].outcome == Status::failed);
+  CHECK(page.entries[0].http_status == 502);
+  CHECK(page.entries[0].exit_code == std::nullopt);
+  CHECK(page.entries[0].note == "n");
+  CHECK(page.entries[1].outcome == Status::succeeded);
+  CHECK(page.entries[1].exit_code == 0);
+  // Without a history: its current attempt alone, as before.
+  r.key = "plain";
+  REQUIRE(store->put(r, false));
+  REQUIRE(store->history("plain").size() == 1);
+  CHECK(store->history("plain")[0].number == 3);
+}
+
 }  // namespace unit_store_contract

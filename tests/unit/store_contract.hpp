@@ -21,7 +21,10 @@ namespace idem::test {
 // A SQLite store in a private temp dir.
 class SqliteBackend {
  public:
-  std::unique_ptr<store::Store> open() { return store::open_sqlite_store(dir_ / "idem.db"); }
+  std::unique_ptr<store::Store> open(const store::StoreOptions& options = {}) {
+    return store::open_sqlite_store(dir_ / "idem.db", options.busy_timeout_ms,
+                                    options.keep_attempts);
+  }
 
  private:
   TempDir dir_;
@@ -38,7 +41,7 @@ class PostgresBackend {
   ~PostgresBackend();
   PostgresBackend(const PostgresBackend&) = delete;
   PostgresBackend& operator=(const PostgresBackend&) = delete;
-  std::unique_ptr<store::Store> open();
+  std::unique_ptr<store::Store> open(const store::StoreOptions& options = {});
   const std::string& url() const { return url_; }  // the schema's URL
   // Also the application_name of the connections made with url().
   const std::string& schema() const { return schema_; }

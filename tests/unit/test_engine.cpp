@@ -474,8 +474,16 @@ class FailingStore final : public idem::store::Store {
     return real_.release(k, t);
   }
   std::optional<Record> get(const std::string& k) override { return real_.get(k); }
-  std::vector<idem::core::HistoryEntry> history(const std::string& k) override {
-    return real_.history(k);
+  std::optional<Record> get_without_output(const std::string& k) override {
+    return real_.get_without_output(k);
+  }
+  std::unique_ptr<idem::store::OutputReader> open_output(const std::string& k,
+                                                         int64_t a) override {
+    return real_.open_output(k, a);
+  }
+  idem::store::HistoryPage history_page(const std::string& k,
+                                        const idem::store::HistoryQuery& q) override {
+    return real_.history_page(k, q);
   }
   bool fail_replay_count = false;  // as a read-only store does
   void count_replays(std::span<const idem::store::ReplayCount> c) override {
@@ -492,8 +500,10 @@ class FailingStore final : public idem::store::Store {
   int64_t gc(const idem::store::GcQuery& q) override { return real_.gc(q); }
   void check_writable() override { real_.check_writable(); }
   idem::store::StoreHealth health() override { return real_.health(); }
-  std::vector<bool> put_all(std::span<const idem::core::Record> records, bool replace) override {
-    return real_.put_all(records, replace);
+  std::vector<bool> put_all(
+      std::span<const idem::core::Record> records, bool replace,
+      std::span<const std::vector<idem::core::HistoryEntry>> histories) override {
+    return real_.put_all(records, replace, histories);
   }
 
  private:

@@ -164,7 +164,9 @@ TEST_CASE("ui pages: hostile keys, headers, bodies and notes are escaped", "[ui]
   const std::string now_csrf = "0123abcd";
   for (const std::string& html :
        {render_ui_list(page, r.started_ms, now_csrf, "<notice>", "<error>"),
-        render_ui_detail(r, {UiAttempt{1, "<t>", "failed", "<o>", r.started_ms, 0, 3, 500, "<n>"}},
+        render_ui_detail(r, UiOutput{},
+                         UiAttempts{{UiAttempt{1, "<t>", "failed", "<o>", r.started_ms, 0, 3, 500,
+                                               "<n>"}}},
                          r.started_ms, now_csrf, true, "")}) {
     CHECK(html.find("<script>alert") == std::string::npos);
     CHECK(html.find("<img") == std::string::npos);
@@ -180,12 +182,12 @@ TEST_CASE("ui pages: hostile keys, headers, bodies and notes are escaped", "[ui]
     CHECK(html.find(" style=") == std::string::npos);
     CHECK(html.find(" onclick") == std::string::npos);
   }
-  const std::string detail = render_ui_detail(r, {}, r.started_ms, now_csrf, true, "");
+  const std::string detail = render_ui_detail(r, {}, {}, r.started_ms, now_csrf, true, "");
   CHECK(detail.find("&lt;svg/onload=alert(1)&gt;") != std::string::npos);  // the body, decoded
   CHECK(detail.find("[redacted]") != std::string::npos);
   CHECK(detail.find("name=\"csrf\" value=\"0123abcd\"") != std::string::npos);
   CHECK(detail.find("id=\"rerun\"") != std::string::npos);
-  CHECK(render_ui_detail(r, {}, r.started_ms, now_csrf, false, "").find("id=\"rerun\"") ==
+  CHECK(render_ui_detail(r, {}, {}, r.started_ms, now_csrf, false, "").find("id=\"rerun\"") ==
         std::string::npos);
 }
 
@@ -372,6 +374,71 @@ TEST_CASE("ui login: the one-time link once, the file's token always; sessions e
   CHECK(ended.status == 401);  // the session has ended: log in again
   CHECK(ended.body.find("log in again") != std::string::npos);
   CHECK(header_of(ended, "Set-Cookie").find("Max-Age=0") != std::string::npos);
+}
+
+TEST_CASE("read_ui_output: the head of each stream, read a window at a time, never whole",
+          "[ui][output]") {
+  idem::core::CapturedOutput captured;
+  captured.append(idem::core::Stream::out, "first line\n");
+  captured.append(idem::core::Stream::err, "warning\n");
+  captured.append(idem::core::Stream::out, std::string(8 * 1024 * 1024, 'x'));
+  captured.append(idem::core::Stream::err, "last words");
+  const std::string encoded = captured.encode();
+  int64_t read = 0, reads = 0;
+  idem::core::EncodedReader reader = [&](int64_t offset, int64_t length) {
+    ++reads;
+    const std::string piece = encoded.substr(size_t(std::min<int64_t>(offset, int64_t(encoded.size()))),
+                                             size_t(length));
+    read += int64_t(piece.size());
+    return piece;
+  };
+  const UiOutput shown = read_ui_output(reader);
+  CHECK(shown.readable);
+  CHECK(shown.out.head.size() == size_t(k_ui_shown_output));
+  CHECK(shown.out.head.rfind("first line\nxxx", 0) == 0);
+  CHECK(shown.out.size == 11 + 8 * 1024 * 1024);
+  CHECK(shown.err.head == "warning\nlast words");
+  CHECK(shown.err.size == 18);
+  // What it read: the head of stdout and the frames around it, not the 8 MiB it steps over.
+  CHECK(read <= 4 * k_ui_shown_output);
+  CHECK(reads <= 4);
+
+  // A download walks one stream whole, piece by piece, and skips the other unread.
+  std::string out;
+  read = 0;
+  const idem::core::OutputWalk walk = idem::core::walk_output(
+      reader, [](idem::core::Stream s) { return s == idem::core::Stream::err; },
+      [&](idem::core::Stream, std::string_view piece) {
+        out.append(piece);
+        return idem::core::Take::more;
+      });
+  CHECK(walk.complete);
+  CHECK(out == "warning\nlast words");
+  CHECK(read < 256 * 1024);
+
+  // Not an encoding: said so, nothing shown.
+  const UiOutput bad = read_ui_output([](int64_t, int64_t) { return std::string("\x07junk"); });
+  CHECK_FALSE(bad.readable);
+}
+
+TEST_CASE("ui detail: the attempts come after the request and the output, a page of them",
+          "[ui][render]") {
+  const Record r = hostile_record();
+  UiAttempts attempts;
+  attempts.rows = {UiAttempt{120, "hook", "failed", "h pid 1", r.started_ms, 0, 1, 500, ""}};
+  attempts.earlier = 119;
+  attempts.not_kept = 20;
+  attempts.older = 120;
+  const std::string html = render_ui_detail(r, {}, attempts, r.started_ms, "c", false, "");
+  const size_t request = html.find("<h2>Request</h2>");
+  const size_t output = html.find("<h2>Output</h2>");
+  const size_t list = html.find("<h2>Attempts</h2>");
+  REQUIRE(list != std::string::npos);
+  CHECK(request < output);
+  CHECK(output < list);
+  CHECK(html.find("119 earlier attempts, 20 of them no longer kept") != std::string::npos);
+  CHECK(html.find("attempts_before=120") != std::string::npos);
+  CHECK(html.find("/ui/output?key=") != std::string::npos);
 }
 
 }  // namespace unit_ui
