@@ -26,7 +26,8 @@ std::string listing_condition(const ListQuery& query, const std::string& live,
 enum class ListDrive { recent, status, kind, result, unfinished, key };
 
 // The conditions of `query` an index answers in the listing's order, in the order they are
-// tried: the result class, the status (one, of live records only), the kind.
+// tried: the result class, the status (one, succeeded or failed, of live records only: the
+// unfinished ones have their own index), the kind.
 std::vector<ListDrive> list_drives(const ListQuery& query);
 
 // Which of list_drives(query) to walk (recent when there is none): the only one, else the one

@@ -40,6 +40,11 @@ std::string list_page(const ListQuery& q, bool after, bool stop) {
   // The partial index's own condition, spelled out: the planner then knows the index holds every
   // row wanted without proving it from `status = ANY ($2)`, whose value a generic plan lacks.
   if (lists_unfinished_only(q)) sql += " AND status IN ('running', 'abandoned')";
+  // So too the finished records' (one status wanted: that index's entries are all of it).
+  const std::vector<ListDrive> drives = list_drives(q);
+  if (std::find(drives.begin(), drives.end(), ListDrive::status) != drives.end())
+    sql += " AND status IN ('succeeded', 'failed') AND status = '" +
+           std::string(core::to_string(q.statuses.front())) + "'";
   if (!q.prefix.empty()) sql += " AND key LIKE $3";
   if (after) sql += " AND (started_at < $4 OR (started_at = $4 AND key > $5))";
   if (!q.kind.empty()) sql += " AND kind = $7";
@@ -63,7 +68,8 @@ std::string drive_terms(const ListQuery& q, ListDrive drive) {
   std::string sql = " FROM idem_records WHERE true";
   if (drive == ListDrive::unfinished) sql += " AND status IN ('running', 'abandoned')";
   if (drive == ListDrive::status)
-    sql += " AND status = '" + std::string(core::to_string(q.statuses.front())) + "'";
+    sql += " AND status IN ('succeeded', 'failed') AND status = '" +
+           std::string(core::to_string(q.statuses.front())) + "'";
   if (drive == ListDrive::kind) sql += " AND kind = $7";
   if (drive == ListDrive::result) sql += " AND " IDEM_PG_RESULT_CLASS " = $10";
   if (drive == ListDrive::recent && !q.prefix.empty()) sql += " AND key LIKE $3";

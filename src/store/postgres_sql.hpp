@@ -33,9 +33,9 @@ inline constexpr const char* k_create_schema_table = R"sql(
 
 // A record's result class (core::result_class) as SQL: the listing's `result` condition and the
 // index of it spell it alike, so that the planner matches the one to the other.
-#define IDEM_PG_RESULT_CLASS                                                                 \
+#define IDEM_PG_RESULT_CLASS                                                                   \
   "(CASE WHEN response IS NOT NULL THEN ((response::json ->> 'status')::integer / 100)::text " \
-  "|| 'xx' WHEN exit_code = 0 THEN 'exit0' "                                                  \
+  "|| 'xx' WHEN exit_code = 0 THEN 'exit0' "                                                   \
   "WHEN exit_code IS NOT NULL OR signal IS NOT NULL OR timed_out THEN 'exit_nonzero' END)"
 
 // Migrations from version i to i+1, applied in order in one transaction that holds the lock on
@@ -134,11 +134,13 @@ inline constexpr const char* k_migrations[] = {
     )sql",
     // 5 -> 6: an index per condition of the page's and ls's filters, each in the listing's order
     // after its condition, so that a filter reads its own records newest first (a rare one too)
-    // instead of walking idem_records_by_recent through all the others: the status, the kind
+    // instead of walking idem_records_by_recent through all the others: the status (finished
+    // records only, partial as idem_records_unfinished is for the others), the kind
     // (the front), and the result class (IDEM_PG_RESULT_CLASS). CREATE INDEX sorts within
     // maintenance_work_mem, spilling to disk beyond it.
     R"sql(
-    CREATE INDEX idem_records_by_status ON idem_records (status, started_at DESC, key);
+    CREATE INDEX idem_records_by_status ON idem_records (status, started_at DESC, key)
+      WHERE status IN ('succeeded', 'failed');
     CREATE INDEX idem_records_by_kind ON idem_records (kind, started_at DESC, key);
     CREATE INDEX idem_records_by_result ON idem_records ()sql" IDEM_PG_RESULT_CLASS R"sql(,
                                                          started_at DESC, key);

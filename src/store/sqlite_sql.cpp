@@ -83,7 +83,8 @@ std::string drive_terms(const ListQuery& q, ListDrive drive) {
   std::string sql = std::string(" FROM records INDEXED BY ") + index_of(drive) + " WHERE 1";
   if (drive == ListDrive::unfinished) sql += " AND status IN ('running', 'abandoned')";
   if (drive == ListDrive::status)
-    sql += " AND status = '" + std::string(core::to_string(q.statuses.front())) + "'";
+    sql += " AND status IN ('succeeded', 'failed') AND status = '" +
+           std::string(core::to_string(q.statuses.front())) + "'";
   if (drive == ListDrive::kind) sql += " AND kind = ?4";
   if (drive == ListDrive::result) sql += " AND " IDEM_SQLITE_RESULT_CLASS " = ?9";
   if (q.since_ms > 0) sql += " AND started_at >= ?5";

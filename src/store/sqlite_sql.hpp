@@ -31,9 +31,9 @@ inline constexpr int k_schema_version = 11;
 // (encode_response and json_object of the migration to version 5 write its status first, a
 // number of three digits), and the JSON functions may not be used in an index under
 // trusted_schema = OFF (sqlite_connection.cpp).
-#define IDEM_SQLITE_RESULT_CLASS                                                  \
-  "(CASE WHEN substr(response, 1, 10) = '{\"status\":' "                          \
-  "THEN substr(response, 11, 1) || 'xx' WHEN exit_code = 0 THEN 'exit0' "         \
+#define IDEM_SQLITE_RESULT_CLASS                                          \
+  "(CASE WHEN substr(response, 1, 10) = '{\"status\":' "                  \
+  "THEN substr(response, 11, 1) || 'xx' WHEN exit_code = 0 THEN 'exit0' " \
   "WHEN exit_code IS NOT NULL OR signal IS NOT NULL OR timed_out <> 0 THEN 'exit_nonzero' END)"
 
 // Migrations from version i to i+1, applied in order inside one BEGIN IMMEDIATE transaction.
@@ -189,11 +189,13 @@ inline constexpr const char* k_migrations[] = {
     )sql",
     // 10 -> 11: an index per condition of the page's and ls's filters, each in the listing's
     // order after its condition, so that a filter reads its own records newest first (a rare one
-    // too) instead of walking records_by_recent through all the others: the status, the kind
+    // too) instead of walking records_by_recent through all the others: the status (finished
+    // records only, partial as records_unfinished is for the others), the kind
     // (the front), and the result class (IDEM_SQLITE_RESULT_CLASS). CREATE INDEX sorts through
     // SQLite's external sorter: a large store is never held in memory.
     R"sql(
-    CREATE INDEX records_by_status ON records (status, started_at DESC, key);
+    CREATE INDEX records_by_status ON records (status, started_at DESC, key)
+      WHERE status IN ('succeeded', 'failed');
     CREATE INDEX records_by_kind ON records (kind, started_at DESC, key);
     CREATE INDEX records_by_result ON records ()sql" IDEM_SQLITE_RESULT_CLASS R"sql(,
                                                started_at DESC, key);

@@ -321,8 +321,9 @@ class SqliteStore final : public Store {
     const bool by_key = !q.prefix.empty() && !unfinished &&
                         count_keys_with_prefix(q.prefix, end) < k_prefix_sort_max;
     const int64_t most = q.scan_limit > 0 ? q.scan_limit : k_prefix_sort_max;
-    ListDrive drive = unfinished ? ListDrive::unfinished : by_key ? ListDrive::key
-                                                                  : ListDrive::recent;
+    ListDrive drive = unfinished ? ListDrive::unfinished
+                      : by_key   ? ListDrive::key
+                                 : ListDrive::recent;
     if (drive == ListDrive::recent)
       drive = pick_list_drive(q, [&](ListDrive d) {
         Statement count(db_, sqlite_sql::list_count(q, d).c_str(), path_);

@@ -173,7 +173,9 @@ std::string listing_condition(const ListQuery& q, const std::string& live,
 std::vector<ListDrive> list_drives(const ListQuery& q) {
   std::vector<ListDrive> drives;
   if (!q.result.empty()) drives.push_back(ListDrive::result);
-  if (q.statuses.size() == 1 && q.live && !q.include_expired) drives.push_back(ListDrive::status);
+  if (q.statuses.size() == 1 && q.live && !q.include_expired &&
+      (q.statuses[0] == core::Status::succeeded || q.statuses[0] == core::Status::failed))
+    drives.push_back(ListDrive::status);
   if (!q.kind.empty()) drives.push_back(ListDrive::kind);
   return drives;
 }

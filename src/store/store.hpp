@@ -197,9 +197,8 @@ class Store {
   // synced: a replay stays a read on its own path, and a power cut may lose the last counts (a
   // statistic, never an outcome). The daemon and `each` gather them first (ReplayTally).
   virtual void count_replays(std::span<const ReplayCount> counts) = 0;
-  // Newest first (ties by key), streamed: records carry no output or request (see get()) and
-  // their answer's status alone, and nothing is held but the current row, so the first page costs the same on any
-  // store size.
+  // Newest first (ties by key), streamed: records carry no output or request (see get()), and
+  // nothing is held but the current row, so the first page costs the same on any store size.
   virtual ListStop list(const ListQuery& query, const RecordVisitor& visit) = 0;
   // Running records are only removed with `force`, or when their owner is gone.
   virtual RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) = 0;
