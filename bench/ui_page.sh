@@ -14,7 +14,8 @@
 # Usage: bench/ui_page.sh [IDEM_BIN]
 #   env: RECORDS=1000000 SMALL=1000 RUNS=30 POLLERS=4 LOAD_S=10
 set -euo pipefail
-idem_bin=$(realpath "${1:-$(dirname "$0")/../build/idem}")
+bench_dir=$(realpath "$(dirname "$0")")
+idem_bin=$(realpath "${1:-$bench_dir/../build/idem}")
 records=${RECORDS:-1000000}
 small=${SMALL:-1000}
 runs=${RUNS:-30}
@@ -143,18 +144,10 @@ row "live update of a rare filter (\`/ui/rows?status=failed&front=run\`)" \
   '/ui/rows?status=failed&front=run'
 
 command -v wrk >/dev/null || { echo; echo "wrk is missing: no delivery rows (apt-get install wrk)"; exit 0; }
-cat >new.lua <<'EOF'
-wrk.method = "POST"
-wrk.body = "{}"
-local threads = 0
-function setup(thread) thread:set("tid", threads); threads = threads + 1 end
-function init(args) prefix = args[1] or "d"; n = 0 end
-function request()
-  n = n + 1
-  return wrk.format(nil, nil, {["Content-Type"] = "application/json",
-                               ["X-Delivery"] = prefix .. "-" .. tid .. "-" .. n})
-end
-EOF
+# new.lua: every request a new delivery id, as compare.sh's serve rows send them.
+# shellcheck source=bench/compare_serve.sh
+source "$bench_dir/compare_serve.sh"
+serve_files
 # deliveries TAG: wrk's requests/s, p99 (ms) and non-2xx answers, on the big store's hook.
 deliveries() {
   wrk -t2 -c20 -d"${load_s}s" --latency -s new.lua "$big_url/hooks/x" -- "$1" >"wrk-$1.out" 2>&1
