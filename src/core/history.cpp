@@ -123,6 +123,12 @@ std::optional<std::string> kind_of_front(std::string_view front) {
 
 std::string_view known_fronts() { return "run, each, begin, hook, proxy, ledger"; }
 
+std::vector<std::string_view> front_names() {
+  std::vector<std::string_view> names;
+  for (const auto& [front, kind] : k_front_kinds) names.push_back(front);
+  return names;
+}
+
 const char* end_reason(const Outcome& outcome) {
   if (outcome.timed_out) return k_ended_timeout;
   if (outcome.signal) return k_ended_signal;

@@ -55,6 +55,8 @@ std::string trigger_of_kind(std::string_view kind);
 std::optional<std::string> kind_of_front(std::string_view front);
 // The fronts kind_of_front knows, for messages: "run, each, begin, hook, proxy, ledger".
 std::string_view known_fronts();
+// The same, one name each, in that order (the page's front filter).
+std::vector<std::string_view> front_names();
 
 // Why a finished attempt ended, from its outcome.
 const char* end_reason(const Outcome& outcome);

@@ -49,4 +49,11 @@ int replay_exit_code(const Record& record) {
   return record.exit_code.value_or(0);
 }
 
+std::string result_class(const Record& r) {
+  if (r.response) return std::to_string(r.response->status / 100) + "xx";
+  if (r.exit_code && *r.exit_code == 0) return "exit0";
+  if (r.exit_code || r.signal || r.timed_out) return "exit_nonzero";
+  return "";
+}
+
 }  // namespace idem::core

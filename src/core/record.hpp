@@ -117,4 +117,13 @@ std::string_view display_status(const Record& record, int64_t now_ms);
 // The exit code idem returns when replaying this record: the code, 128+signal, or 124.
 int replay_exit_code(const Record& record);
 
+// The result classes a listing can ask for (ListQuery::result, the page's result=), in order.
+inline constexpr const char* k_result_classes[] = {"2xx", "3xx", "4xx", "5xx", "exit0",
+                                                   "exit_nonzero"};
+// A record's result class, as the stores index it: its answer's HTTP class ("2xx" ... "5xx")
+// where it holds an answer (hooks, hooks files, the proxy, the ledger), else "exit0" for exit
+// code 0 and "exit_nonzero" for another exit code, a signal or a timeout; empty while it has no
+// result (running, abandoned).
+std::string result_class(const Record& record);
+
 }  // namespace idem::core

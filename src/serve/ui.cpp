@@ -66,11 +66,13 @@ std::shared_ptr<const Route> make_ui_route(
     if (l.status) q.statuses = {*l.status};
     q.prefix = l.prefix;
     q.kind = l.kind;
+    q.result = l.result;
     q.since_ms = l.since_ms;
     q.until_ms = l.until_ms;
     q.after = l.after;
     q.now_ms = l.now_ms;
-    stores->lease()->list(q, visit);
+    q.scan_limit = l.scan_limit;
+    return stores->lease()->list(q, visit);
   };
   b.get = [stores](const std::string& key) { return stores->lease()->get_without_output(key); };
   b.open_output = [stores](const core::Record& r) -> core::EncodedReader {

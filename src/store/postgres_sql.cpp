@@ -31,7 +31,7 @@ std::string like_prefix(const std::string& prefix) {
   return pattern + '%';
 }
 
-std::string list_page(const ListQuery& q, bool after) {
+std::string list_page(const ListQuery& q, bool after, bool stop) {
   std::string sql = std::string("SELECT ") +
                     (q.keys_only ? "key, NULL, NULL, NULL, NULL, NULL, "
                                    "NULL, NULL, NULL, started_at"
@@ -40,16 +40,54 @@ std::string list_page(const ListQuery& q, bool after) {
   // The partial index's own condition, spelled out: the planner then knows the index holds every
   // row wanted without proving it from `status = ANY ($2)`, whose value a generic plan lacks.
   if (lists_unfinished_only(q)) sql += " AND status IN ('running', 'abandoned')";
+  // So too the finished records' (one status wanted: that index's entries are all of it).
+  const std::vector<ListDrive> drives = list_drives(q);
+  if (std::find(drives.begin(), drives.end(), ListDrive::status) != drives.end())
+    sql += " AND status IN ('succeeded', 'failed') AND status = '" +
+           std::string(core::to_string(q.statuses.front())) + "'";
   if (!q.prefix.empty()) sql += " AND key LIKE $3";
   if (after) sql += " AND (started_at < $4 OR (started_at = $4 AND key > $5))";
   if (!q.kind.empty()) sql += " AND kind = $7";
   if (q.since_ms > 0) sql += " AND started_at >= $8";
   if (q.until_ms > 0) sql += " AND started_at < $9";
+  if (!q.result.empty()) sql += " AND " IDEM_PG_RESULT_CLASS " = $10";
+  if (stop) sql += " AND started_at >= $11 AND (started_at > $11 OR key <= $12)";
   std::string live = "(expires_at IS NULL OR expires_at > $1)";
   if (!q.statuses.empty()) live += " AND status = ANY ($2)";
   const std::string expired = "expires_at <= $1";
   sql += listing_condition(q, live, expired);
   return sql + " ORDER BY started_at DESC, key LIMIT $6";
+}
+
+namespace {
+
+// The terms the entries of `drive`'s index are read by: its condition, the range of started_at
+// and the cursor; walking the newest-first index, the prefix too (the planner may read a rare
+// one from the key index).
+std::string drive_terms(const ListQuery& q, ListDrive drive) {
+  std::string sql = " FROM idem_records WHERE true";
+  if (drive == ListDrive::unfinished) sql += " AND status IN ('running', 'abandoned')";
+  if (drive == ListDrive::status)
+    sql += " AND status IN ('succeeded', 'failed') AND status = '" +
+           std::string(core::to_string(q.statuses.front())) + "'";
+  if (drive == ListDrive::kind) sql += " AND kind = $7";
+  if (drive == ListDrive::result) sql += " AND " IDEM_PG_RESULT_CLASS " = $10";
+  if (drive == ListDrive::recent && !q.prefix.empty()) sql += " AND key LIKE $3";
+  if (q.after) sql += " AND (started_at < $4 OR (started_at = $4 AND key > $5))";
+  if (q.since_ms > 0) sql += " AND started_at >= $8";
+  if (q.until_ms > 0) sql += " AND started_at < $9";
+  return sql;
+}
+
+}  // namespace
+
+std::string list_count(const ListQuery& q, ListDrive drive) {
+  return "SELECT count(*) FROM (SELECT 1" + drive_terms(q, drive) + " LIMIT $13) AS entries";
+}
+
+std::string list_stop(const ListQuery& q, ListDrive drive) {
+  return "SELECT started_at, key" + drive_terms(q, drive) +
+         " ORDER BY started_at DESC, key OFFSET $13 - 1 LIMIT 1";
 }
 
 std::string gc_count(bool ended) {

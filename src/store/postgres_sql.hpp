@@ -14,7 +14,7 @@
 namespace idem::store::postgres_sql {
 
 // The schema version this build creates and understands.
-inline constexpr int k_schema_version = 5;
+inline constexpr int k_schema_version = 6;
 
 // Creates the version table if absent; run in the migration's transaction.
 inline constexpr const char* k_create_schema_table = R"sql(
@@ -30,6 +30,13 @@ inline constexpr const char* k_create_schema_table = R"sql(
   " SELECT " IDEM_HISTORY_COLUMNS_OF_RECORD                \
   ", (response::json ->> 'status')::bigint, note "         \
   "FROM idem_records"
+
+// A record's result class (core::result_class) as SQL: the listing's `result` condition and the
+// index of it spell it alike, so that the planner matches the one to the other.
+#define IDEM_PG_RESULT_CLASS                                                                   \
+  "(CASE WHEN response IS NOT NULL THEN ((response::json ->> 'status')::integer / 100)::text " \
+  "|| 'xx' WHEN exit_code = 0 THEN 'exit0' "                                                   \
+  "WHEN exit_code IS NOT NULL OR signal IS NOT NULL OR timed_out THEN 'exit_nonzero' END)"
 
 // Migrations from version i to i+1, applied in order in one transaction that holds the lock on
 // idem_schema's one row. Never edit a published step: add one and bump k_schema_version.
@@ -125,6 +132,19 @@ inline constexpr const char* k_migrations[] = {
     ALTER TABLE idem_records ADD COLUMN replays bigint NOT NULL DEFAULT 0;
     ALTER TABLE idem_records ADD COLUMN last_replay_at bigint;
     )sql",
+    // 5 -> 6: an index per condition of the page's and ls's filters, each in the listing's order
+    // after its condition, so that a filter reads its own records newest first (a rare one too)
+    // instead of walking idem_records_by_recent through all the others: the status (finished
+    // records only, partial as idem_records_unfinished is for the others), the kind
+    // (the front), and the result class (IDEM_PG_RESULT_CLASS). CREATE INDEX sorts within
+    // maintenance_work_mem, spilling to disk beyond it.
+    R"sql(
+    CREATE INDEX idem_records_by_status ON idem_records (status, started_at DESC, key)
+      WHERE status IN ('succeeded', 'failed');
+    CREATE INDEX idem_records_by_kind ON idem_records (kind, started_at DESC, key);
+    CREATE INDEX idem_records_by_result ON idem_records ()sql" IDEM_PG_RESULT_CLASS R"sql(,
+                                                         started_at DESC, key);
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -134,11 +154,12 @@ inline constexpr const char* k_record_columns =
     "started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, output_bytes, "
     "output_truncated, request, note, response, pgid, pgid_start, attempt_token, lease_expires, "
     "replay_failures, owner_machine_id, owner_pid_ns, replays, last_replay_at";
-// The same for ls: no request, response or token (never listed).
+// The same for ls: no request or token (never listed); the stored answer, a status and a few
+// headers, for its status.
 inline constexpr const char* k_list_columns =
     "key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, owner_start, "
     "started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, output_bytes, "
-    "output_truncated, '', note, NULL, pgid, pgid_start, '', lease_expires, replay_failures, "
+    "output_truncated, '', note, response, pgid, pgid_start, '', lease_expires, replay_failures, "
     "owner_machine_id, owner_pid_ns, replays, last_replay_at, NULL::bytea";
 
 // The version table's one row, and the version set by a migration ($1).
@@ -320,8 +341,14 @@ using store::lists_unfinished_only;
 // One page of the listing, newest first (started_at DESC, key), keyset-paginated: $1 now (ms),
 // $2 the statuses wanted (a text[]), $3 the prefix's LIKE pattern, $4 and $5 the last row of
 // the previous page (started_at, key), $6 the page size, $7 the kind, $8 and $9 the bounds of
-// started_at. `after` says whether $4/$5 apply.
-std::string list_page(const ListQuery& query, bool after);
+// started_at, $10 the result class; with `stop`, only up to the row $11 (started_at), $12 (key)
+// where a bounded scan ends (list_stop). `after` says whether $4/$5 apply.
+std::string list_page(const ListQuery& query, bool after, bool stop = false);
+// The same parameters, $4/$5 the listing's cursor (ListQuery::after): how many entries of
+// `drive`'s index are in the listing's range, counting no further than $13; and the $13-th of
+// them (1-based), its started_at and key, where a scan of $13 entries ends (no row: fewer).
+std::string list_count(const ListQuery& query, ListDrive drive);
+std::string list_stop(const ListQuery& query, ListDrive drive);
 
 // gc: $1 now, $2 the --older-than cutoff, $3 the batch size. The expired records, or (`ended`)
 // the finished ones older than the cutoff that have not expired; counted (a dry run), or one

@@ -298,13 +298,18 @@ class PostgresStore final : public Store {
     });
   }
 
-  void list(const ListQuery& query, const RecordVisitor& visit) override {
-    if (!query.live && !query.include_expired) return;
+  ListStop list(const ListQuery& query, const RecordVisitor& visit) override {
+    if (!query.live && !query.include_expired) return std::nullopt;
     ListQuery q = query;
     q.now_ms = server_ms(q.now_ms);
     q.since_ms = server_ms(q.since_ms);
     q.until_ms = server_ms(q.until_ms);
-    guarded("list", [&] { return list_pages(q, visit); });
+    ListStop stop;
+    guarded("list", [&] {
+      stop = list_pages(q, visit);
+      return 0;
+    });
+    return stop;
   }
 
   RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) override {
@@ -606,20 +611,43 @@ class PostgresStore final : public Store {
     return read_record(r, 0);
   }
 
+  // The listing's parameters $1 to $13 (postgres_sql::list_page): `last` the row its page
+  // follows, `stop` where a bounded scan ends, `n` the page size or the count's bound.
+  static Params listing_params(const ListQuery& q, const std::vector<std::string>& statuses,
+                               const ListStop& last, int64_t n, const ListStop& stop) {
+    Params p;
+    p.integer(q.now_ms).text_array(statuses).text(postgres_sql::like_prefix(q.prefix));
+    p.integer(last ? last->first : 0).text(last ? last->second : "").integer(n);
+    p.text(q.kind).integer(q.since_ms).integer(q.until_ms).text(q.result);
+    p.integer(stop ? stop->first : 0).text(stop ? stop->second : "").integer(n);
+    return p;
+  }
+
   // Pages of k_list_page rows, each its own query after the last row of the one before, so the
-  // first page costs the same on any store size and nothing but a page is ever held.
-  int list_pages(const ListQuery& q, const RecordVisitor& visit) {
+  // first page costs the same on any store size and nothing but a page is ever held. A bounded
+  // scan (scan_limit) first finds the entry it ends at, on the index of the condition with the
+  // fewest entries in the range, and the pages stop there.
+  ListStop list_pages(const ListQuery& q, const RecordVisitor& visit) {
     std::vector<std::string> statuses;
     for (Status s : q.statuses) statuses.emplace_back(core::to_string(s));
+    ListStop stop;
+    if (q.scan_limit > 0) {
+      const ListDrive drive =
+          lists_unfinished_only(q) ? ListDrive::unfinished : pick_list_drive(q, [&](ListDrive d) {
+            Result r = conn().exec(postgres_sql::list_count(q, d),
+                                   listing_params(q, statuses, q.after, q.scan_limit, stop));
+            return r.int_at(0, 0);
+          });
+      Result r = conn().exec(postgres_sql::list_stop(q, drive),
+                             listing_params(q, statuses, q.after, q.scan_limit, stop));
+      if (r.rows() > 0) stop.emplace(r.int_at(0, 0), r.bytes_at(0, 1));
+    }
     int64_t left = q.limit > 0 ? q.limit : -1;
-    std::optional<std::pair<int64_t, std::string>> last = q.after;
+    ListStop last = q.after;
     while (left != 0) {
       const int64_t page = left > 0 ? std::min(left, k_list_page) : k_list_page;
-      Params p;
-      p.integer(q.now_ms).text_array(statuses).text(postgres_sql::like_prefix(q.prefix));
-      p.integer(last ? last->first : 0).text(last ? last->second : "").integer(page);
-      p.text(q.kind).integer(q.since_ms).integer(q.until_ms);
-      Result r = conn().exec(postgres_sql::list_page(q, last.has_value()), p);
+      Result r = conn().exec(postgres_sql::list_page(q, last.has_value(), stop.has_value()),
+                             listing_params(q, statuses, last, page, stop));
       for (int row = 0; row < r.rows(); ++row) {
         Record rec;
         if (q.keys_only)
@@ -627,12 +655,12 @@ class PostgresStore final : public Store {
         else
           rec = read_record(r, row);
         last.emplace(r.int_at(row, 9), r.bytes_at(row, 0));
-        if (!visit(rec)) return 0;
+        if (!visit(rec)) return stop;
       }
-      if (r.rows() < page) return 0;
+      if (r.rows() < page) return stop;
       if (left > 0) left -= page;
     }
-    return 0;
+    return stop;
   }
 
   // One committed batch after another, until a batch comes back short.

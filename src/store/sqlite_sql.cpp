@@ -56,36 +56,74 @@ std::string gc_ended(const char* what) {
          " AND (expires_at IS NULL OR expires_at > ?1)";
 }
 
-std::string list(const ListQuery& q, bool by_key) {
-  // ls's columns: no request, no output, no response (never read, so a listing costs the same
-  // whatever the records hold).
+namespace {
+
+const char* index_of(ListDrive drive) {
+  switch (drive) {
+    case ListDrive::status:
+      return "records_by_status";
+    case ListDrive::kind:
+      return "records_by_kind";
+    case ListDrive::result:
+      return "records_by_result";
+    case ListDrive::unfinished:
+      return "records_unfinished";
+    case ListDrive::key:
+      return "sqlite_autoindex_records_1";
+    case ListDrive::recent:
+      break;
+  }
+  return "records_by_recent";
+}
+
+// FROM, the index, and the terms its entries are read by: its own condition (for a partial one,
+// spelled exactly as in the index, or SQLite does not use it), then the range of started_at and
+// the cursor (first as a range of the index, then its tie-break).
+std::string drive_terms(const ListQuery& q, ListDrive drive) {
+  std::string sql = std::string(" FROM records INDEXED BY ") + index_of(drive) + " WHERE 1";
+  if (drive == ListDrive::unfinished) sql += " AND status IN ('running', 'abandoned')";
+  if (drive == ListDrive::status)
+    sql += " AND status IN ('succeeded', 'failed') AND status = '" +
+           std::string(core::to_string(q.statuses.front())) + "'";
+  if (drive == ListDrive::kind) sql += " AND kind = ?4";
+  if (drive == ListDrive::result) sql += " AND " IDEM_SQLITE_RESULT_CLASS " = ?9";
+  if (q.since_ms > 0) sql += " AND started_at >= ?5";
+  if (q.until_ms > 0) sql += " AND started_at < ?6";
+  if (q.after) sql += " AND started_at <= ?7 AND (started_at < ?7 OR key > ?8)";
+  return sql;
+}
+
+ListDrive default_drive(const ListQuery& q, bool by_key) {
+  if (lists_unfinished_only(q)) return ListDrive::unfinished;
+  if (by_key) return ListDrive::key;
+  const std::vector<ListDrive> drives = list_drives(q);
+  return drives.empty() ? ListDrive::recent : drives.front();
+}
+
+}  // namespace
+
+std::string list(const ListQuery& q, ListDrive drive, bool stop) {
+  // ls's columns: no request, no output (never read, so a listing costs the same whatever the
+  // records hold), and the stored answer, a status and a few headers, for its status.
   std::string sql =
       q.keys_only ? "SELECT key"
                   : "SELECT key, fingerprint, kind, status, attempt, owner_host, "
                     "owner_boot_id, owner_pid, owner_start, started_at, finished_at, ttl_ms, "
                     "expires_at, exit_code, signal, timed_out, output_bytes, "
-                    "output_truncated, '', note, NULL, pgid, pgid_start, '', "
+                    "output_truncated, '', note, response, pgid, pgid_start, '', "
                     "lease_expires, replay_failures, owner_machine_id, owner_pid_ns, replays, "
                     "last_replay_at, NULL";
-  // Newest first straight from records_by_recent, whose order is the listing's, stopping at the
-  // limit; or a prefix's range of the key index, then sorted; or, for unfinished records only,
-  // from records_unfinished, in the same order. SQLite uses a partial index only for a query whose
-  // WHERE holds the index's own condition as a term, so it is spelled exactly as in the index.
-  if (lists_unfinished_only(q))
-    sql +=
-        " FROM records INDEXED BY records_unfinished"
-        " WHERE status IN ('running', 'abandoned')";
-  else if (by_key)
-    sql += " FROM records INDEXED BY sqlite_autoindex_records_1 WHERE 1";
-  else
-    sql += " FROM records INDEXED BY records_by_recent WHERE 1";
+  // Newest first straight from an index whose order is the listing's (records_by_recent, or the
+  // index of one condition: records_by_status, _by_kind, _by_result, records_unfinished),
+  // stopping at the limit; or a rare prefix's range of the key index, then sorted.
+  sql += drive_terms(q, drive);
   if (!q.prefix.empty()) {
     sql += " AND key >= ?2";
     if (!prefix_end(q.prefix).empty()) sql += " AND key < ?3";
   }
-  if (!q.kind.empty()) sql += " AND kind = ?4";
-  if (q.since_ms > 0) sql += " AND started_at >= ?5";
-  if (q.until_ms > 0) sql += " AND started_at < ?6";
+  if (!q.kind.empty() && drive != ListDrive::kind) sql += " AND kind = ?4";
+  if (!q.result.empty() && drive != ListDrive::result)
+    sql += " AND " IDEM_SQLITE_RESULT_CLASS " = ?9";
   std::string live = "(expires_at IS NULL OR expires_at > ?1)";
   if (!q.statuses.empty()) {
     live += " AND status IN (";
@@ -95,11 +133,23 @@ std::string list(const ListQuery& q, bool by_key) {
   }
   const std::string expired = "expires_at <= ?1";
   sql += listing_condition(q, live, expired);
-  // The cursor's bound first as a range of the index (started_at <= ?7), then its tie-break.
-  if (q.after) sql += " AND started_at <= ?7 AND (started_at < ?7 OR key > ?8)";
+  if (stop) sql += " AND started_at >= ?10 AND (started_at > ?10 OR key <= ?11)";
   sql += " ORDER BY started_at DESC, key";
   if (q.limit > 0) sql += " LIMIT " + std::to_string(q.limit);
   return sql;
+}
+
+std::string list(const ListQuery& q, bool by_key) {
+  return list(q, default_drive(q, by_key), false);
+}
+
+std::string list_count(const ListQuery& q, ListDrive drive) {
+  return "SELECT count(*) FROM (SELECT 1" + drive_terms(q, drive) + " LIMIT ?12)";
+}
+
+std::string list_stop(const ListQuery& q, ListDrive drive) {
+  return "SELECT started_at, key" + drive_terms(q, drive) +
+         " ORDER BY started_at DESC, key LIMIT 1 OFFSET ?12 - 1";
 }
 
 }  // namespace idem::store::sqlite_sql

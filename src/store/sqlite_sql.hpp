@@ -16,7 +16,7 @@
 namespace idem::store::sqlite_sql {
 
 // The schema version this build creates and understands (PRAGMA user_version).
-inline constexpr int k_schema_version = 10;
+inline constexpr int k_schema_version = 11;
 
 // A key's history entry made from its record as it stands (the migration to version 10, and
 // import): see store/history_sql.hpp.
@@ -24,6 +24,17 @@ inline constexpr int k_schema_version = 10;
   "INSERT INTO attempts " IDEM_HISTORY_INSERT_COLUMNS " SELECT " IDEM_HISTORY_COLUMNS_OF_RECORD \
   ", json_extract(response, '$.status'), note "                                                 \
   "FROM records"
+
+// A record's result class (core::result_class) as SQL: the listing's `result` condition and the
+// index of it spell it alike, so that SQLite matches the one to the other. The answer's class is
+// the first digit of its status, read as text: a stored answer always begins {"status":NNN
+// (encode_response and json_object of the migration to version 5 write its status first, a
+// number of three digits), and the JSON functions may not be used in an index under
+// trusted_schema = OFF (sqlite_connection.cpp).
+#define IDEM_SQLITE_RESULT_CLASS                                          \
+  "(CASE WHEN substr(response, 1, 10) = '{\"status\":' "                  \
+  "THEN substr(response, 11, 1) || 'xx' WHEN exit_code = 0 THEN 'exit0' " \
+  "WHEN exit_code IS NOT NULL OR signal IS NOT NULL OR timed_out <> 0 THEN 'exit_nonzero' END)"
 
 // Migrations from version i to i+1, applied in order inside one BEGIN IMMEDIATE transaction.
 // Never edit a published step: add a new one and bump k_schema_version.
@@ -175,6 +186,19 @@ inline constexpr const char* k_migrations[] = {
       BEGIN DELETE FROM attempts WHERE key = old.key; END;
     ALTER TABLE records ADD COLUMN replays INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE records ADD COLUMN last_replay_at INTEGER;
+    )sql",
+    // 10 -> 11: an index per condition of the page's and ls's filters, each in the listing's
+    // order after its condition, so that a filter reads its own records newest first (a rare one
+    // too) instead of walking records_by_recent through all the others: the status (finished
+    // records only, partial as records_unfinished is for the others), the kind
+    // (the front), and the result class (IDEM_SQLITE_RESULT_CLASS). CREATE INDEX sorts through
+    // SQLite's external sorter: a large store is never held in memory.
+    R"sql(
+    CREATE INDEX records_by_status ON records (status, started_at DESC, key)
+      WHERE status IN ('succeeded', 'failed');
+    CREATE INDEX records_by_kind ON records (kind, started_at DESC, key);
+    CREATE INDEX records_by_result ON records ()sql" IDEM_SQLITE_RESULT_CLASS R"sql(,
+                                               started_at DESC, key);
     )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
@@ -351,8 +375,17 @@ std::string gc_ended(const char* what);
 // whatever list()'s `by_key` says.
 using store::lists_unfinished_only;
 
-// The listing, newest first; ?4 the kind, ?5 and ?6 the bounds of started_at (ListQuery); `by_key`:
-// through the key index (a rare prefix) rather than in order.
+// The listing, newest first, through the index of `drive`; ?4 the kind, ?5 and ?6 the bounds of
+// started_at, ?7 and ?8 the cursor, ?9 the result class (ListQuery). With `stop`, only up to the
+// entry ?10 (started_at), ?11 (key), where a bounded scan ends (list_stop).
+std::string list(const ListQuery& query, ListDrive drive, bool stop);
+// The same through the drive SQLite walks without counting: the key index with `by_key` (a rare
+// prefix), else the unfinished records' index, or the first of list_drives (for the plan tests).
 std::string list(const ListQuery& query, bool by_key);
+// How many entries of `drive`'s index are in the listing's range, counting no further than ?12.
+std::string list_count(const ListQuery& query, ListDrive drive);
+// The ?12-th entry (1-based) of `drive`'s index in the listing's range: its started_at and key,
+// where a scan of ?12 entries ends; no row when the range holds fewer.
+std::string list_stop(const ListQuery& query, ListDrive drive);
 
 }  // namespace idem::store::sqlite_sql

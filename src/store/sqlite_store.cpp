@@ -366,31 +366,62 @@ class SqliteStore final : public Store {
     checkpoint_if_wal_large();
   }
 
-  void list(const ListQuery& q, const RecordVisitor& visit) override {
-    if (!q.live && !q.include_expired) return;
+  ListStop list(const ListQuery& q, const RecordVisitor& visit) override {
+    if (!q.live && !q.include_expired) return std::nullopt;
     const std::string end = sqlite_sql::prefix_end(q.prefix);
-    // A rare prefix is read from the key index (see k_prefix_sort_max); unfinished records from
-    // their own small index whatever the prefix.
-    const bool by_key = !q.prefix.empty() && !sqlite_sql::lists_unfinished_only(q) &&
+    // Unfinished records from their own small index whatever the prefix; a rare prefix from the
+    // key index (see k_prefix_sort_max); else the index of one condition, the one with the
+    // fewest entries in the range where there are several, or the newest-first one.
+    const bool unfinished = sqlite_sql::lists_unfinished_only(q);
+    const bool by_key = !q.prefix.empty() && !unfinished &&
                         count_keys_with_prefix(q.prefix, end) < k_prefix_sort_max;
-    const std::string sql = sqlite_sql::list(q, by_key);
+    const int64_t most = q.scan_limit > 0 ? q.scan_limit : k_prefix_sort_max;
+    ListDrive drive = unfinished ? ListDrive::unfinished
+                      : by_key   ? ListDrive::key
+                                 : ListDrive::recent;
+    if (drive == ListDrive::recent)
+      drive = pick_list_drive(q, [&](ListDrive d) {
+        Statement count(db_, sqlite_sql::list_count(q, d).c_str(), path_);
+        bind_listing(count, q, end).bind(12, most);
+        count.step();
+        return count.int_at(0);
+      });
+    // A bounded scan ends at the scan_limit-th entry of the index it walks in order (the key
+    // index holds fewer than k_prefix_sort_max: it is read whole).
+    ListStop stop;
+    if (q.scan_limit > 0 && drive != ListDrive::key) {
+      Statement last(db_, sqlite_sql::list_stop(q, drive).c_str(), path_);
+      bind_listing(last, q, end).bind(12, q.scan_limit);
+      if (last.step()) stop.emplace(last.int_at(0), last.text_at(1));
+    }
+    const std::string sql = sqlite_sql::list(q, drive, stop.has_value());
     Statement select(db_, sql.c_str(), path_);
-    const int params = select.parameter_count();
-    if (params >= 1) select.bind(1, q.now_ms);
-    if (params >= 2) select.bind(2, q.prefix);
-    if (params >= 3) select.bind(3, end);
-    if (params >= 4) select.bind(4, q.kind);
-    if (params >= 5) select.bind(5, q.since_ms);
-    if (params >= 6) select.bind(6, q.until_ms);
-    if (q.after) select.bind(7, q.after->first).bind(8, q.after->second);
+    bind_listing(select, q, end);
+    if (stop) select.bind(10, stop->first).bind(11, stop->second);
     while (select.step()) {
       Record r;
       if (q.keys_only)
         r.key = select.text_at(0);
       else
         r = read_record(select);
-      if (!visit(r)) return;
+      if (!visit(r)) break;
     }
+    return stop;
+  }
+
+  // The listing's parameters ?1 to ?9 that `s` has (sqlite_sql::list).
+  static Statement& bind_listing(Statement& s, const ListQuery& q, const std::string& end) {
+    const int params = s.parameter_count();
+    const auto want = [&](int n) { return params >= n; };
+    if (want(1)) s.bind(1, q.now_ms);
+    if (want(2)) s.bind(2, q.prefix);
+    if (want(3)) s.bind(3, end);
+    if (want(4)) s.bind(4, q.kind);
+    if (want(5)) s.bind(5, q.since_ms);
+    if (want(6)) s.bind(6, q.until_ms);
+    if (want(8) && q.after) s.bind(7, q.after->first).bind(8, q.after->second);
+    if (want(9)) s.bind(9, q.result);
+    return s;
   }
 
   RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) override {

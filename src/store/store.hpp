@@ -83,6 +83,9 @@ struct ListQuery {
   bool include_expired = false;
   std::string prefix;  // literal, byte-exact
   std::string kind;    // only records of this kind (ls --front); empty: any
+  // Only finished records of this result class (core::result_class: "2xx" ... "5xx", "exit0",
+  // "exit_nonzero"), read from an index of it; empty: any.
+  std::string result;
   // Only records whose current attempt started at or after since_ms and before until_ms (Unix
   // ms; 0: no bound), read as a range of the newest-first index.
   int64_t since_ms = 0;
@@ -94,7 +97,15 @@ struct ListQuery {
   // `second` (older, or as old with a greater key), read from the newest-first index where that
   // record's row is, so a page deep in the listing costs what the first does.
   std::optional<std::pair<int64_t, std::string>> after;
+  // Read at most this many entries of the index the listing walks (0: no bound), whatever the
+  // conditions its index does not answer (another filter, expiry) leave of them: the listing
+  // then ends early and list() says where (the page's read budget).
+  int64_t scan_limit = 0;
 };
+
+// Where a listing bounded by ListQuery::scan_limit stopped reading (the last entry read, as
+// `after` takes it); nullopt when it read to the listing's end.
+using ListStop = std::optional<std::pair<int64_t, std::string>>;
 
 // Called once per listed record; returns false to stop the listing.
 using RecordVisitor = std::function<bool(const core::Record&)>;
@@ -240,10 +251,9 @@ class Store {
   // synced: a replay stays a read on its own path, and a power cut may lose the last counts (a
   // statistic, never an outcome). The daemon and `each` gather them first (ReplayTally).
   virtual void count_replays(std::span<const ReplayCount> counts) = 0;
-  // Newest first (ties by key), streamed: records carry no output, request or response (see
-  // get()), and nothing is held but the current row, so the first page costs the same on any
-  // store size.
-  virtual void list(const ListQuery& query, const RecordVisitor& visit) = 0;
+  // Newest first (ties by key), streamed: records carry no output or request (see get()), and
+  // nothing is held but the current row, so the first page costs the same on any store size.
+  virtual ListStop list(const ListQuery& query, const RecordVisitor& visit) = 0;
   // Running records are only removed with `force`, or when their owner is gone.
   virtual RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) = 0;
   // Deletes in small batches, never running records. Returns the count (or would-be count).

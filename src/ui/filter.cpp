@@ -24,8 +24,6 @@ int64_t ui_number(std::string_view s) {
   return n;
 }
 
-const char* const k_ui_results[] = {"2xx", "3xx", "4xx", "5xx", "exit0", "exit_nonzero"};
-
 }  // namespace
 
 std::optional<int64_t> parse_ui_time(std::string_view t) {
@@ -74,9 +72,8 @@ std::variant<UiFilter, std::string> parse_ui_filter(
       if (!f.status)
         return "bad status '" + value + "': use running, succeeded, failed or abandoned";
     } else if (name == "front") {
-      for (char c : value)
-        if (!((c >= 'a' && c <= 'z') || c == '-' || c == '_'))
-          return "bad front '" + value + "': a kind such as http, run, proxy or ledger";
+      if (!core::kind_of_front(value))
+        return "bad front '" + value + "': use " + std::string(core::known_fronts());
       f.front = value;
     } else if (name == "hook") {
       if (value[0] != '/') return "bad hook '" + value + "': a hook's path, starting with /";
@@ -89,7 +86,7 @@ std::variant<UiFilter, std::string> parse_ui_filter(
       (name == "since" ? f.since_ms : f.until_ms) = *ms;
     } else if (name == "result") {
       bool known = false;
-      for (const char* r : k_ui_results) known = known || value == r;
+      for (const char* r : core::k_result_classes) known = known || value == r;
       if (!known)
         return "bad result '" + value + "': use 2xx, 3xx, 4xx, 5xx, exit0 or exit_nonzero";
       f.result = value;
@@ -101,14 +98,8 @@ std::variant<UiFilter, std::string> parse_ui_filter(
   return f;
 }
 
-bool ui_filter_keeps(const UiFilter& f, const core::Record& r) {
-  if (!f.front.empty() && r.kind != f.front) return false;
-  if (f.result.empty()) return true;
-  if (f.result == "exit0") return r.exit_code && *r.exit_code == 0;
-  if (f.result == "exit_nonzero")
-    return (r.exit_code && *r.exit_code != 0) || r.signal || r.timed_out;
-  if (!r.response) return false;
-  return r.response->status / 100 == f.result[0] - '0';
+std::string UiFilter::kind() const {
+  return front.empty() ? "" : core::kind_of_front(front).value_or("");
 }
 
 std::string ui_filter_query(const UiFilter& f, bool with_cursor) {

@@ -18,26 +18,26 @@ using UiCursor = std::pair<int64_t, std::string>;
 
 struct UiFilter {
   std::optional<core::Status> status;  // status=running|succeeded|failed|abandoned
-  std::string front;                   // front=KIND (http, run, proxy, ledger, ...); empty: any
+  std::string front;  // front=NAME as `idem ls --front` (run, each, begin, hook, ...); empty: any
   std::string hook;                    // hook=PATH: a native hook's records ("PATH#...")
   std::string prefix;                  // prefix=TEXT: keys starting so (after hook's "PATH#")
   int64_t since_ms = 0;                // since=YYYY-MM-DDTHH:MM[:SS] (UTC): started at or after
   int64_t until_ms = 0;                // until=...: started before
-  // result=2xx|3xx|4xx|5xx (the stored HTTP status) or exit0|exit_nonzero (the exit code).
+  // result=2xx|3xx|4xx|5xx (the stored HTTP status) or exit0|exit_nonzero (the exit code):
+  // core::result_class.
   std::string result;
   std::optional<UiCursor> after;  // after=CURSOR (encode_ui_cursor)
 
   // The key prefix the store is asked for: hook's records, then prefix.
   std::string key_prefix() const { return hook.empty() ? prefix : hook + "#" + prefix; }
+  // The record kind the store is asked for (front's, core::kind_of_front); empty: any.
+  std::string kind() const;
 };
 
 // The filter of a query's pairs (parse_form); unknown names are ignored, empty values mean
 // "any". A value that cannot be read is a one-line message naming the field.
 std::variant<UiFilter, std::string> parse_ui_filter(
     const std::vector<std::pair<std::string, std::string>>& pairs);
-
-// Whether `record` passes what the store's listing did not check: front and result class.
-bool ui_filter_keeps(const UiFilter& filter, const core::Record& record);
 
 // The filter as a query ("status=failed&hook=%2Fh"), the cursor only with `with_cursor`.
 std::string ui_filter_query(const UiFilter& filter, bool with_cursor);

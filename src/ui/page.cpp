@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/history.hpp"
 #include "core/output.hpp"
 #include "core/record_json.hpp"
 #include "ui/html.hpp"
@@ -137,10 +138,11 @@ std::string render_ui_list(const UiPage& page, int64_t now_ms, const std::string
       option("", "any", status) + option("running", "running", status) +
       option("succeeded", "succeeded", status) + option("failed", "failed", status) +
       option("abandoned", "abandoned", status) + "</select></label>";
-  out += "<label>Front <select name=\"front\">" + option("", "any", f.front) +
-         option("http", "hook (http)", f.front) + option("run", "run", f.front) +
-         option("proxy", "proxy", f.front) + option("ledger", "ledger", f.front) +
-         "</select></label>";
+  // The fronts as `idem ls --front` names them.
+  out += "<label>Front <select name=\"front\">" + option("", "any", f.front);
+  for (std::string_view front : core::front_names())
+    out += option(std::string(front), std::string(front), f.front);
+  out += "</select></label>";
   out += text_input("hook", "Hook", f.hook) + text_input("prefix", "Key prefix", f.prefix);
   out += text_input("since", "Since (UTC)", f.since_ms ? format_ui_time(f.since_ms) : "",
                     "datetime-local");

@@ -395,34 +395,42 @@ class UiRoute final : public Route {
 
 }  // namespace
 
+UiListing ui_listing(const UiFilter& filter, int64_t now_ms) {
+  UiListing listing;
+  listing.status = filter.status;
+  listing.prefix = filter.key_prefix();
+  listing.kind = filter.kind();
+  listing.result = filter.result;
+  listing.since_ms = filter.since_ms;
+  listing.until_ms = filter.until_ms;
+  listing.after = filter.after;
+  listing.now_ms = now_ms;
+  listing.scan_limit = k_ui_scan_budget;
+  return listing;
+}
+
 UiPage collect_ui_page(const UiBackend& backend, const UiFilter& filter, int64_t now_ms) {
   UiPage page;
   page.filter = filter;
-  UiListing listing{filter.status,   filter.key_prefix(), filter.front, filter.since_ms,
-                    filter.until_ms, filter.after,        now_ms};
-  const bool whole = filter.result.size() == 3;  // an HTTP class: read each record whole
-  const int64_t budget = whole ? k_ui_scan_budget / 5 : k_ui_scan_budget;
   bool more = false;
-  std::optional<UiCursor> last;
-  backend.list(listing, [&](const core::Record& r) {
-    if (filter.since_ms && r.started_ms < filter.since_ms) return false;
-    if (page.rows.size() == k_ui_page_rows) {
-      more = true;  // one more matches the store's part: there is an older page
-      return false;
-    }
-    ++page.scanned;
-    last = UiCursor{r.started_ms, r.key};
-    std::optional<core::Record> full;
-    if (whole && (filter.front.empty() || r.kind == filter.front)) full = backend.get(r.key);
-    const core::Record& judged = full ? *full : r;
-    if (ui_filter_keeps(filter, judged)) page.rows.push_back(r);
-    if (page.scanned >= budget && page.rows.size() < k_ui_page_rows) {
-      page.budget_spent = more = true;
-      return false;
-    }
-    return true;
-  });
-  if (more) page.next = last;
+  const std::optional<UiCursor> stop =
+      backend.list(ui_listing(filter, now_ms), [&](const core::Record& r) {
+        if (page.rows.size() == k_ui_page_rows) {
+          more = true;  // one more: there is an older page
+          return false;
+        }
+        page.rows.push_back(r);
+        return true;
+      });
+  page.scanned = int64_t(page.rows.size());
+  if (more) {
+    page.next = UiCursor{page.rows.back().started_ms, page.rows.back().key};
+  } else if (stop) {
+    // The store read its budget of entries: the next page goes on after the last one read.
+    page.next = stop;
+    page.budget_spent = page.rows.size() < k_ui_page_rows;
+    if (page.budget_spent) page.scanned = k_ui_scan_budget;
+  }
   return page;
 }
 

@@ -20,16 +20,19 @@
 
 namespace idem::http {
 
-// What a listing asks of the store: live records of `status` (none: any) and `kind` whose key
-// starts with `prefix` and that started in the range, newest first, after `after`.
+// What a listing asks of the store: live records of `status` (none: any), `kind` and `result`
+// whose key starts with `prefix` and that started in the range, newest first, after `after`,
+// reading at most `scan_limit` entries of the index it walks (store::ListQuery::scan_limit).
 struct UiListing {
   std::optional<core::Status> status;
   std::string prefix;
   std::string kind;      // empty: any
+  std::string result;    // a result class (core::result_class); empty: any
   int64_t since_ms = 0;  // started at or after; 0: no bound
   int64_t until_ms = 0;  // started before; 0: no bound
   std::optional<UiCursor> after;
   int64_t now_ms = 0;
+  int64_t scan_limit = 0;
 };
 
 enum class UiRemoved { removed, not_found, running };
@@ -43,7 +46,10 @@ struct UiRerun {
 };
 
 struct UiBackend {
-  std::function<void(const UiListing&, const std::function<bool(const core::Record&)>&)> list;
+  // Lists; returns where a scan bounded by scan_limit stopped (nullopt: at the listing's end).
+  std::function<std::optional<UiCursor>(const UiListing&,
+                                        const std::function<bool(const core::Record&)>&)>
+      list;
   // The record without its output (Store::get_without_output).
   std::function<std::optional<core::Record>(const std::string& key)> get;
   // A reader of the record's stored output by ranges (Store::open_output), which holds a store
@@ -108,13 +114,18 @@ struct UiOptions {
   int64_t session_ms = 12 * 3600 * 1000;  // how long a login lasts
 };
 
-// Records read at most for one page before it is shown as it is (with a cursor to go on).
+// Index entries the store reads at most for one page (every filter, combined ones too) before
+// it is shown as it is, with a cursor to go on: a page's cost is bounded whatever the store's
+// size and the filter's rarity.
 inline constexpr int64_t k_ui_scan_budget = 5000;
 inline constexpr size_t k_ui_page_rows = 50;
 inline constexpr size_t k_ui_bulk_rerun_max = k_ui_page_rows;  // the rows a page shows
 
-// One page of the listing for `filter` (the scan bounded by k_ui_scan_budget, or by a fifth of
-// it where each record must be read whole for the result class).
+// What the store is asked for `filter`'s page (its budget of entries included).
+UiListing ui_listing(const UiFilter& filter, int64_t now_ms);
+
+// One page of the listing for `filter`, every condition of it answered by the store (the scan
+// bounded by k_ui_scan_budget).
 UiPage collect_ui_page(const UiBackend& backend, const UiFilter& filter, int64_t now_ms);
 
 std::shared_ptr<const Route> ui_route(UiBackend backend, UiOptions options);

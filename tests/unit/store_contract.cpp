@@ -29,6 +29,7 @@ using idem::store::ClaimRequest;
 using idem::store::ClaimResult;
 using idem::store::GcQuery;
 using idem::store::ListQuery;
+using idem::store::ListStop;
 using idem::store::OwnerGone;
 using idem::store::RemoveResult;
 using idem::store::Store;
@@ -172,7 +173,7 @@ TEMPLATE_TEST_CASE("store contract: signal, timeout and truncation survive the r
   CHECK(idem::core::replay_exit_code(*r) == 124);
 }
 
-TEMPLATE_TEST_CASE("store contract: a response is kept exactly, never listed, and cleared by a retry",
+TEMPLATE_TEST_CASE("store contract: a response is kept exactly, listed, and cleared by a retry",
                    "[store][contract][response]", IDEM_CONTRACT_BACKENDS) {
   using idem::core::Response;
   TestType backend;
@@ -204,12 +205,14 @@ TEMPLATE_TEST_CASE("store contract: a response is kept exactly, never listed, an
   REQUIRE(replay.verdict == Verdict::replay);
   CHECK(replay.existing->response == o.response);
 
-  // list() carries neither output nor response: a listing costs the same whatever they hold.
+  // list() carries no output (a listing costs the same whatever it holds), and the answer, so
+  // that a listing shows a hook's HTTP status rather than its command's exit code.
   ListQuery q;
   q.now_ms = k_t0 + 20;
   auto rows = listed(*store, q);
   REQUIRE(rows.size() == 1);
-  CHECK_FALSE(rows[0].response);
+  REQUIRE(rows[0].response);
+  CHECK(rows[0].response->status == 201);
   CHECK(rows[0].output.empty());
 
   // An outcome without one stores none; a new attempt starts without the old one's.
@@ -1590,6 +1593,104 @@ TEMPLATE_TEST_CASE("store contract: put_all writes the replay count and the hist
   REQUIRE(store->put(r, false));
   REQUIRE(store->history("plain").size() == 1);
   CHECK(store->history("plain")[0].number == 3);
+}
+
+// The page's filters (SPEC §7c): each condition read from an index of its own, alone or
+// combined, gives exactly the records that pass it, and a scan bounded by scan_limit, taken up
+// again after where it stopped, lists the same records in the same order.
+TEMPLATE_TEST_CASE("store contract: list by kind, status and result class, alone, combined, bounded",
+                   "[store][contract][filter]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  struct Shape {
+    const char* key;
+    const char* kind;
+    Status status;
+    std::optional<int> exit_code;
+    std::optional<int> signal;
+    bool timed_out;
+    int http;  // the answer's status; 0: none
+  };
+  const Shape shapes[] = {
+      {"h200", "http", Status::succeeded, 0, {}, false, 200},
+      {"h500", "http", Status::failed, 3, {}, false, 500},  // its command exited 3
+      {"h404", "http", Status::failed, 1, {}, false, 404},
+      {"h302", "http", Status::succeeded, 0, {}, false, 302},
+      {"r0", "run", Status::succeeded, 0, {}, false, 0},
+      {"r3", "run", Status::failed, 3, {}, false, 0},
+      {"rsig", "run", Status::failed, {}, 9, false, 0},
+      {"rtime", "run", Status::failed, {}, 15, true, 0},
+      {"p502", "proxy", Status::failed, {}, {}, false, 502},
+      {"e0", "each", Status::succeeded, 0, {}, false, 0},
+      {"e1", "each", Status::failed, 1, {}, false, 0},
+  };
+  int64_t t = k_t0;
+  for (const Shape& s : shapes) {
+    ClaimRequest req = request(s.key, t += 1000);
+    req.kind = s.kind;
+    ClaimResult c = store->claim(req, k_alive);
+    REQUIRE(c.verdict == Verdict::claim);
+    Outcome o = outcome(s.status, s.exit_code, t + 10);
+    o.signal = s.signal;
+    o.timed_out = s.timed_out;
+    if (s.http) o.response = idem::core::Response{s.http, {}};
+    REQUIRE(store->finish(s.key, c.attempt, o));
+  }
+  ClaimRequest running = request("running", t += 1000);
+  running.kind = "run";
+  REQUIRE(store->claim(running, k_alive).verdict == Verdict::claim);
+
+  // What each record is, as read whole, newest first.
+  std::vector<idem::core::Record> all;
+  ListQuery every;
+  every.now_ms = t + 1000;
+  for (const auto& r : listed(*store, every)) all.push_back(*store->get(r.key));
+  REQUIRE(all.size() == std::size(shapes) + 1);
+  CHECK(idem::core::result_class(*store->get("h500")) == "5xx");
+
+  using V = std::vector<std::string>;
+  const std::vector<std::string> results{"", "2xx", "3xx", "4xx", "5xx", "exit0", "exit_nonzero"};
+  const std::vector<std::string> kinds{"", "http", "run", "proxy", "each", "ledger"};
+  const std::vector<std::optional<Status>> statuses{std::nullopt, Status::succeeded,
+                                                    Status::failed, Status::running};
+  for (const std::string& result : results)
+    for (const std::string& kind : kinds)
+      for (const auto& status : statuses) {
+        ListQuery q = every;
+        q.result = result;
+        q.kind = kind;
+        if (status) q.statuses = {*status};
+        V want;
+        for (const auto& r : all)
+          if ((result.empty() || idem::core::result_class(r) == result) &&
+              (kind.empty() || r.kind == kind) && (!status || r.status == *status))
+            want.push_back(r.key);
+        INFO("result=" << result << " kind=" << kind
+                       << " status=" << (status ? idem::core::to_string(*status) : ""));
+        CHECK(keys_of(listed(*store, q)) == want);
+        // Pages of a scan of at most 2 entries each, each after the last one's stop.
+        V paged;
+        ListStop stop;
+        int scans = 0;
+        do {
+          q.scan_limit = 2;
+          q.after = stop;
+          stop = store->list(q, [&](const idem::core::Record& r) {
+            paged.push_back(r.key);
+            return true;
+          });
+          REQUIRE(++scans <= int(all.size()));
+        } while (stop);
+        CHECK(paged == want);
+      }
+  // A listing's records carry their answer's status (the page shows it, not the exit code).
+  ListQuery hooks = every;
+  hooks.result = "5xx";
+  hooks.kind = "http";
+  const auto rows = listed(*store, hooks);
+  REQUIRE(rows.size() == 1);
+  REQUIRE(rows[0].response);
+  CHECK(rows[0].response->status == 500);
 }
 
 }  // namespace unit_store_contract

@@ -490,8 +490,9 @@ class FailingStore final : public idem::store::Store {
     if (fail_replay_count) throw idem::StoreError("attempt to write a readonly database");
     real_.count_replays(c);
   }
-  void list(const idem::store::ListQuery& q, const idem::store::RecordVisitor& v) override {
-    real_.list(q, v);
+  idem::store::ListStop list(const idem::store::ListQuery& q,
+                              const idem::store::RecordVisitor& v) override {
+    return real_.list(q, v);
   }
   idem::store::RemoveResult remove(const std::string& k, bool f,
                                    const idem::store::OwnerGone& g) override {

@@ -105,7 +105,8 @@ TEST_CASE("postgres store: concurrent first opens create the schema once", "[sto
   INFO(errors);
   CHECK(opened.load() == k_threads);
   Admin admin(backend.url());
-  CHECK(admin.query("SELECT version FROM idem_schema") == "5\n");
+  CHECK(admin.query("SELECT version FROM idem_schema") ==
+          std::to_string(idem::store::postgres_sql::k_schema_version) + "\n");
   CHECK(admin.query("SELECT count(*) FROM idem_records") == "1\n");
 }
 
@@ -174,7 +175,8 @@ TEST_CASE(
   }
   auto store = backend.open();
   Admin admin(backend.url());
-  CHECK(admin.query("SELECT version FROM idem_schema") == "5\n");
+  CHECK(admin.query("SELECT version FROM idem_schema") ==
+          std::to_string(idem::store::postgres_sql::k_schema_version) + "\n");
   CHECK(admin.query("SELECT key || ' ' || replay_failures FROM idem_records ORDER BY key") ==
         "done false\nfailed false\n");
   // Version 3's partial index of unfinished records, which holds none of these finished ones.
@@ -326,7 +328,8 @@ TEST_CASE(
   }
   auto store = backend.open();
   Admin admin(backend.url());
-  CHECK(admin.query("SELECT version FROM idem_schema") == "5\n");
+  CHECK(admin.query("SELECT version FROM idem_schema") ==
+          std::to_string(idem::store::postgres_sql::k_schema_version) + "\n");
   CHECK(admin.query("SELECT key || ' ' || number || ' ' || started_by || ' ' || outcome || ' ' || "
                     "reason || ' ' || coalesce(http_status::text, '-') || ' ' || "
                     "coalesce(ended_at::text, '-') FROM idem_attempts ORDER BY key") ==

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/history.hpp"
 #include "ui/filter.hpp"
 #include "ui/html.hpp"
 #include "ui/page.hpp"
@@ -94,24 +95,25 @@ TEST_CASE("ui cursor: encoded and decoded, any key bytes; garbage refused", "[ui
 
 TEST_CASE("ui filter: parsed, reported, and written back as a query", "[ui][filter]") {
   auto parsed =
-      parse_ui_filter(*parse_form("status=failed&front=http&hook=%2Fhooks%2Fx&prefix=ab&since=2026-"
+      parse_ui_filter(*parse_form("status=failed&front=hook&hook=%2Fhooks%2Fx&prefix=ab&since=2026-"
                                   "12-03T10:00&until=2026-12-03T11:00:30&result=5xx&after=7.61"));
   REQUIRE(std::holds_alternative<UiFilter>(parsed));
   const UiFilter f = std::get<UiFilter>(parsed);
   CHECK(f.status == Status::failed);
-  CHECK(f.front == "http");
+  CHECK(f.front == "hook");
+  CHECK(f.kind() == "http");
   CHECK(f.key_prefix() == "/hooks/x#ab");
   CHECK(f.since_ms == 1796292000000);
   CHECK(f.until_ms == 1796295630000);
   CHECK(f.result == "5xx");
   CHECK(f.after == UiCursor{7, "a"});
   CHECK(ui_filter_query(f, true) ==
-        "status=failed&front=http&hook=%2Fhooks%2Fx&prefix=ab&since=2026-12-03T10%3A00%3A00&"
+        "status=failed&front=hook&hook=%2Fhooks%2Fx&prefix=ab&since=2026-12-03T10%3A00%3A00&"
         "until=2026-12-03T11%3A00%3A30&result=5xx&after=7.61");
   CHECK(ui_filter_query(f, false).find("after") == std::string::npos);
   // Empty values mean any; unknown names are ignored.
   CHECK(std::holds_alternative<UiFilter>(parse_ui_filter(*parse_form("status=&x=1"))));
-  for (const char* bad : {"status=done", "front=<b>", "hook=nopath", "since=yesterday",
+  for (const char* bad : {"status=done", "front=<b>", "front=http", "hook=nopath", "since=yesterday",
                           "until=2026-13-01T00:00", "result=6xx", "after=nope"}) {
     auto p = parse_ui_filter(*parse_form(bad));
     REQUIRE(std::holds_alternative<std::string>(p));
@@ -119,26 +121,41 @@ TEST_CASE("ui filter: parsed, reported, and written back as a query", "[ui][filt
   }
 }
 
-TEST_CASE("ui filter: front and result classes", "[ui][filter]") {
+TEST_CASE("ui filter: every front as idem ls --front names it, and its kind", "[ui][filter]") {
+  // Each front of `ls --front`, each and begin included, is a choice of the page's filter.
+  const std::string page = render_ui_list(UiPage{}, 0, "00", "", "");
+  for (std::string_view front : idem::core::front_names()) {
+    INFO(front);
+    auto parsed = parse_ui_filter({{"front", std::string(front)}});
+    REQUIRE(std::holds_alternative<UiFilter>(parsed));
+    CHECK(std::get<UiFilter>(parsed).kind() == *idem::core::kind_of_front(front));
+    CHECK(page.find("<option value=\"" + std::string(front) + "\"") != std::string::npos);
+  }
+  auto bad = parse_ui_filter({{"front", "http"}});
+  REQUIRE(std::holds_alternative<std::string>(bad));
+  CHECK(std::get<std::string>(bad) ==
+        "bad front 'http': use run, each, begin, hook, proxy, ledger");
+}
+
+TEST_CASE("result_class: an answer's HTTP class, else the exit code's", "[ui][filter]") {
   Record r;
-  r.kind = "http";
+  CHECK(idem::core::result_class(r).empty());  // running: no result yet
   r.exit_code = 3;
-  UiFilter f;
-  f.front = "http";
-  CHECK(ui_filter_keeps(f, r));
-  f.front = "run";
-  CHECK_FALSE(ui_filter_keeps(f, r));
-  f.front.clear();
-  f.result = "exit_nonzero";
-  CHECK(ui_filter_keeps(f, r));
-  f.result = "exit0";
-  CHECK_FALSE(ui_filter_keeps(f, r));
-  f.result = "5xx";
-  CHECK_FALSE(ui_filter_keeps(f, r));  // no stored answer
+  CHECK(idem::core::result_class(r) == "exit_nonzero");
+  r.exit_code = 0;
+  CHECK(idem::core::result_class(r) == "exit0");
+  r.exit_code.reset();
+  r.signal = 9;
+  CHECK(idem::core::result_class(r) == "exit_nonzero");
+  r.signal.reset();
+  r.timed_out = true;
+  CHECK(idem::core::result_class(r) == "exit_nonzero");
+  // A hook whose command exited 3 and that answered 500 is of its answer's class.
+  r.exit_code = 3;
   r.response = idem::core::Response{502, {}};
-  CHECK(ui_filter_keeps(f, r));
-  f.result = "2xx";
-  CHECK_FALSE(ui_filter_keeps(f, r));
+  CHECK(idem::core::result_class(r) == "5xx");
+  r.response->status = 204;
+  CHECK(idem::core::result_class(r) == "2xx");
 }
 
 Record hostile_record() {
@@ -191,25 +208,41 @@ TEST_CASE("ui pages: hostile keys, headers, bodies and notes are escaped", "[ui]
         std::string::npos);
 }
 
-// A backend over a vector kept newest first, as the store lists.
+// A backend over a vector kept newest first, as the store lists: each record in the range is an
+// entry read, the other conditions are checked on it, and a scan stops at scan_limit entries.
 struct VectorBackend {
   std::vector<Record> records;
   int64_t visited = 0;
   UiBackend backend() {
     UiBackend b;
     b.list = [this](const UiListing& l, const std::function<bool(const Record&)>& visit) {
+      auto in_range = [&](const Record& r) {
+        if ((l.since_ms && r.started_ms < l.since_ms) || (l.until_ms && r.started_ms >= l.until_ms))
+          return false;
+        return !l.after || r.started_ms < l.after->first ||
+               (r.started_ms == l.after->first && r.key > l.after->second);
+      };
+      // Where the scan ends: the scan_limit-th entry in the range, as the stores find it first.
+      std::optional<UiCursor> stop;
+      int64_t read = 0;
+      for (const Record& r : records)
+        if (l.scan_limit && in_range(r) && ++read == l.scan_limit) {
+          stop = UiCursor{r.started_ms, r.key};
+          break;
+        }
       for (const Record& r : records) {
+        if (!in_range(r)) continue;
+        if (stop && UiCursor{r.started_ms, r.key} != *stop &&
+            (r.started_ms < stop->first || (r.started_ms == stop->first && r.key > stop->second)))
+          break;
         if (l.status && r.status != *l.status) continue;
         if (r.key.rfind(l.prefix, 0) != 0) continue;
         if (!l.kind.empty() && r.kind != l.kind) continue;
-        if ((l.since_ms && r.started_ms < l.since_ms) || (l.until_ms && r.started_ms >= l.until_ms))
-          continue;
-        if (l.after && !(r.started_ms < l.after->first ||
-                         (r.started_ms == l.after->first && r.key > l.after->second)))
-          continue;
+        if (!l.result.empty() && idem::core::result_class(r) != l.result) continue;
         ++visited;
-        if (!visit(r)) return;
+        if (!visit(r)) break;
       }
+      return stop;
     };
     b.get = [this](const std::string& key) -> std::optional<Record> {
       for (const Record& r : records)
@@ -260,16 +293,43 @@ TEST_CASE("collect_ui_page: pages of k_ui_page_rows, a cursor, a bounded scan", 
     Record r;
     r.key = "z" + std::to_string(i);
     r.kind = "run";
-    r.started_ms = 10 - i % 10;
+    r.started_ms = 100000 - i;
     store.records.push_back(r);
   }
   UiFilter none;
-  none.result = "exit0";  // checked on each record read, not by the listing
+  none.result = "exit0";  // no record has one
   UiPage bounded = collect_ui_page(b, none, 0);
   CHECK(bounded.rows.empty());
   CHECK(bounded.budget_spent);
   CHECK(bounded.scanned == k_ui_scan_budget);
-  CHECK(bounded.next);
+  REQUIRE(bounded.next);
+  // The last entry the store read: the budget's, after the 120 above.
+  CHECK(bounded.next == UiCursor{100000 - 4879, "z4879"});
+  // The next page goes on after it: the records beyond the budget are listed there.
+  Record old;
+  old.key = "zz";
+  old.kind = "run";
+  old.status = Status::succeeded;
+  old.exit_code = 0;
+  old.started_ms = 1;
+  store.records.push_back(old);
+  none.after = bounded.next;
+  UiPage after = collect_ui_page(b, none, 0);
+  REQUIRE(after.rows.size() == 1);
+  CHECK(after.rows[0].key == "zz");
+  CHECK_FALSE(after.next);
+  // The listing asks the store for every condition and the budget.
+  UiFilter all;
+  all.status = Status::failed;
+  all.front = "hook";
+  all.result = "5xx";
+  all.hook = "/h";
+  const UiListing listing = ui_listing(all, 5);
+  CHECK(listing.kind == "http");
+  CHECK(listing.result == "5xx");
+  CHECK(listing.prefix == "/h#");
+  CHECK(listing.scan_limit == k_ui_scan_budget);
+  CHECK(listing.now_ms == 5);
 }
 
 TEST_CASE("ui list: a re-run form only for the failed deliveries shown", "[ui][render]") {
@@ -312,7 +372,9 @@ struct UiHarness {
     credentials->login_once = "once";
     UiBackend b;
     b.now_ms = [this] { return now; };
-    b.list = [](const UiListing&, const std::function<bool(const Record&)>&) {};
+    b.list = [](const UiListing&, const std::function<bool(const Record&)>&) {
+      return std::optional<UiCursor>();
+    };
     b.get = [](const std::string&) { return std::optional<Record>(); };
     UiOptions o;
     o.credentials = credentials;
