@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "ledger/ledger.hpp"
+#include "engine/notify.hpp"
 #include "proc/runner.hpp"
 #include "serve/listen.hpp"
 #include "serve/load.hpp"
@@ -28,6 +29,7 @@
 #include "serve/signals.hpp"
 #include "serve/state.hpp"
 #include "serve/systemd.hpp"
+#include "util/clock.hpp"
 
 namespace idem::http {
 
@@ -205,6 +207,9 @@ class Daemon {
               {"event", "draining"},
               {"signal", proc::signal_name(sig)},
               {"grace_ms", options_.grace_ms}});
+    // Notify commands end before then, each with its log line.
+    services_.front.notifier->finish_by(util::monotonic_ms() + options_.grace_ms -
+                                        k_notify_report_ms);
     // Past the grace period, leave: unfinished handlers show as abandoned, never as done.
     std::thread([grace = options_.grace_ms, pidfile = options_.pidfile] {
       std::this_thread::sleep_for(std::chrono::milliseconds(grace));
@@ -214,6 +219,10 @@ class Daemon {
     }).detach();
     server.stop();  // stops accepting; run() returns once the requests being served are done
   }
+
+  // What the drain keeps, at the end of its grace, for the notify commands it stopped to be
+  // reaped and logged.
+  static constexpr int64_t k_notify_report_ms = 250;
 
   const DaemonOptions& options_;
   Passed passed_;
