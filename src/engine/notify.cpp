@@ -99,7 +99,8 @@ void Notifier::fire(std::shared_ptr<const core::NotifySpec> spec, core::NotifyEv
     drop(key, event, "one is running for this key and another waits");
     return;
   }
-  if (int(queue_.size()) + waiting_ >= limits_.max_queue) {
+  const bool now = may_start(job);
+  if (!now && int(queue_.size()) + waiting_ >= limits_.max_queue) {
     if (queued == 0) per_key_.erase(key);
     const std::string why = "the queue is full (" + std::to_string(limits_.max_queue) +
                             " waiting for one of " + std::to_string(limits_.max_running) +
@@ -115,56 +116,53 @@ void Notifier::fire(std::shared_ptr<const core::NotifySpec> spec, core::NotifyEv
     ++waiting_;
     turn_.wait(lock, [&] { return may_start(job); });
     --waiting_;
-    busy_.insert(key);
-    ++running_;
+    start(job.key);
     lock.unlock();
     run_job(job);
     lock.lock();
-    busy_.erase(key);
-    --running_;
-    if (--per_key_[key] == 0) per_key_.erase(key);
-    turn_.notify_all();
+    end(job.key);
     return;
   }
-  queue_.push_back(std::move(job));
-  if (workers_ >= limits_.max_running) return;  // one of them takes it
-  ++workers_;
+  if (!now) {
+    queue_.push_back(std::move(job));  // a worker takes it when it is done with its own
+    return;
+  }
+  // A worker of its own, which then takes the queue's jobs until none can start.
+  start(job.key);
   lock.unlock();
   try {
-    options_.defer([this] { work(); });
+    options_.defer([this, job = std::move(job)]() mutable { work(std::move(job)); });
   } catch (const std::exception&) {
-    // No thread for it: those running take it when they are done; with none, it cannot run.
-    std::deque<Job> left;
     lock.lock();
-    if (--workers_ == 0) {
-      left.swap(queue_);
-      for (const Job& j : left)
-        if (--per_key_[j.key] == 0) per_key_.erase(j.key);
-    }
+    end(key);
     lock.unlock();
-    for (const Job& j : left) drop(j.key, j.event, "no thread could be started to run it");
+    drop(key, event, "no thread could be started to run it");
   }
 }
 
-void Notifier::work() {
-  std::unique_lock lock(mutex_);
+void Notifier::start(const std::string& key) {
+  busy_.insert(key);
+  ++running_;
+}
+
+void Notifier::end(const std::string& key) {
+  busy_.erase(key);
+  --running_;
+  if (--per_key_[key] == 0) per_key_.erase(key);
+  turn_.notify_all();
+}
+
+void Notifier::work(Job job) {
   for (;;) {
-    auto it = std::find_if(queue_.begin(), queue_.end(),
-                           [&](const Job& job) { return may_start(job); });
-    if (it == queue_.end()) {
-      --workers_;
-      return;
-    }
-    const Job job = std::move(*it);
-    queue_.erase(it);
-    busy_.insert(job.key);
-    ++running_;
-    lock.unlock();
     run_job(job);
-    lock.lock();
-    busy_.erase(job.key);
-    --running_;
-    if (--per_key_[job.key] == 0) per_key_.erase(job.key);
+    std::lock_guard lock(mutex_);
+    end(job.key);
+    auto it = std::find_if(queue_.begin(), queue_.end(),
+                           [&](const Job& next) { return may_start(next); });
+    if (it == queue_.end()) return;
+    job = std::move(*it);
+    queue_.erase(it);
+    start(job.key);
   }
 }
 

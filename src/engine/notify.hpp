@@ -91,10 +91,13 @@ class Notifier {
     std::string key;
     std::string document;
   };
-  // Runs jobs whose key is free until none is left (the daemon's workers).
-  void work();
+  // Runs `job`, then the queue's jobs that can start, until none can (the daemon's workers).
+  void work(Job job);
   // Whether `job` may start now: its key is free and the cap has room. Under mutex_.
   bool may_start(const Job& job) const;
+  // A job of `key` starts, ends (its bookkeeping, under mutex_).
+  void start(const std::string& key);
+  void end(const std::string& key);
   void run_job(const Job& job);
   void run(const core::NotifySpec& spec, core::NotifyEvent event, const std::string& key,
            const std::string& document);
@@ -108,9 +111,8 @@ class Notifier {
   std::map<std::string, int> per_key_;     // notifications of a key running or waiting (1 or 2)
   std::set<std::string> busy_;             // the keys one of whose notifications runs now
   std::deque<Job> queue_;                  // waiting for a worker (the daemon's)
-  int running_ = 0;                        // commands running
+  int running_ = 0;                        // commands running (the daemon's: one per worker)
   int waiting_ = 0;                        // callers waiting for their turn (without defer)
-  int workers_ = 0;                        // workers taking jobs from queue_
   std::atomic<int64_t> dropped_{0};
   std::atomic<int64_t> deadline_ms_{-1};   // finish_by's; -1: none
   int cut_fd_ = -1;                        // a timerfd readable from deadline - kill_after

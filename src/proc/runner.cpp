@@ -352,8 +352,10 @@ class Watch {
   void loop() {
     while (child_.out.valid() || child_.err.valid() || (spec_.wait_group && !over())) {
       const int64_t now = util::monotonic_ms();
+      // After the group's KILL, what is left is dying, or a zombie an init that does not reap
+      // keeps: nothing more to wait for.
       if (exited_ && spec_.wait_group && !group_gone_)
-        group_gone_ = ::kill(-child_.pid, 0) != 0 && errno == ESRCH;
+        group_gone_ = group_killed_ || (::kill(-child_.pid, 0) != 0 && errno == ESRCH);
       if (over() && drain_until_ < 0) {
         term_at_ = -1;  // the command ended before its timeout: no TERM for what it left
         drain_until_ = now + spec_.drain_ms;
@@ -434,6 +436,7 @@ class Watch {
       if (kill_at_ < 0) kill_at_ = now + spec_.kill_after_ms;
     } else if (kill_at_ >= 0 && now >= kill_at_) {
       ::kill(-child_.pid, SIGKILL);
+      group_killed_ = true;
       if (result_.forwarded_signal) result_.escalated = true;
       kill_at_ = -1;
     }
@@ -519,6 +522,7 @@ class Watch {
   int64_t drain_until_ = -1;  // monotonic ms the pipes are closed at, once the command exited
   bool exited_ = false;
   bool group_gone_ = false;  // under wait_group: nothing of the group is left after the leader
+  bool group_killed_ = false;  // the group got its KILL (a grace ran out)
   int wait_status_ = 0;
   char buf_[65536];
 };
