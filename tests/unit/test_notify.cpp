@@ -114,6 +114,27 @@ struct NotifyFixture {
   }
 };
 
+// A notifier whose work is kept (`deferred`) for the test to run, its commands run by a fake.
+struct DeferringNotifier {
+  std::vector<std::function<void()>> deferred;
+  std::vector<idem::engine::NotifyReport> reports;
+  FakeRunner runner;
+  idem::engine::Notifier notifier;
+  std::shared_ptr<idem::core::NotifySpec> spec = std::make_shared<idem::core::NotifySpec>();
+
+  explicit DeferringNotifier(idem::core::NotifyLimits limits = {})
+      : notifier(options(), limits) {
+    spec->argv = {"tell"};
+  }
+  idem::engine::Notifier::Options options() {
+    idem::engine::Notifier::Options o;
+    o.runner = &runner;
+    o.defer = [this](std::function<void()> fn) { deferred.push_back(std::move(fn)); };
+    o.report = [this](const idem::engine::NotifyReport& r) { reports.push_back(r); };
+    return o;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("notify: which end of an attempt fires which event", "[notify]") {
@@ -301,16 +322,8 @@ TEST_CASE("notify: a notify command that fails or times out is reported, the out
 
 TEST_CASE("notify: at most one runs per key, one more waits, further ones are dropped",
           "[notify]") {
-  std::vector<std::function<void()>> deferred;
-  std::vector<idem::engine::NotifyReport> reports;
-  FakeRunner runner;
-  idem::engine::Notifier::Options options;
-  options.runner = &runner;
-  options.defer = [&](std::function<void()> fn) { deferred.push_back(std::move(fn)); };
-  options.report = [&](const idem::engine::NotifyReport& r) { reports.push_back(r); };
-  idem::engine::Notifier notifier(std::move(options));
-  auto spec = std::make_shared<idem::core::NotifySpec>();
-  spec->argv = {"tell"};
+  DeferringNotifier n;
+  auto& [deferred, reports, runner, notifier, spec] = n;
   notifier.fire(spec, NotifyEvent::failed, "k", "{}");
   notifier.fire(spec, NotifyEvent::failed, "k", "{}");
   notifier.fire(spec, NotifyEvent::failed, "k", "{}");  // two are queued for k already
@@ -332,16 +345,8 @@ TEST_CASE("notify: at most one runs per key, one more waits, further ones are dr
 
 TEST_CASE("notify: at most max_running run at once, max_queue wait, the rest are dropped",
           "[notify]") {
-  std::vector<std::function<void()>> deferred;
-  std::vector<idem::engine::NotifyReport> reports;
-  FakeRunner runner;
-  idem::engine::Notifier::Options options;
-  options.runner = &runner;
-  options.defer = [&](std::function<void()> fn) { deferred.push_back(std::move(fn)); };
-  options.report = [&](const idem::engine::NotifyReport& r) { reports.push_back(r); };
-  idem::engine::Notifier notifier(std::move(options), {2, 3});
-  auto spec = std::make_shared<idem::core::NotifySpec>();
-  spec->argv = {"tell"};
+  DeferringNotifier n({2, 3});
+  auto& [deferred, reports, runner, notifier, spec] = n;
   for (int i = 0; i < 10; ++i)
     notifier.fire(spec, NotifyEvent::failed, "k" + std::to_string(i), "{}");
   // Two workers (nothing else runs a notify command), three wait, five are dropped.
