@@ -4,8 +4,8 @@
 
 #include "core/output.hpp"
 #include "core/record_json.hpp"
-#include "util/hex.hpp"
 #include "util/clock.hpp"
+#include "util/hex.hpp"
 
 namespace idem::core {
 

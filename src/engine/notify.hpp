@@ -106,16 +106,16 @@ class Notifier {
 
   Options options_;
   mutable std::mutex mutex_;
-  std::condition_variable turn_;           // a key or a place under the cap came free
+  std::condition_variable turn_;  // a key or a place under the cap came free
   Limits limits_;
-  std::map<std::string, int> per_key_;     // notifications of a key running or waiting (1 or 2)
-  std::set<std::string> busy_;             // the keys one of whose notifications runs now
-  std::deque<Job> queue_;                  // waiting for a worker (the daemon's)
-  int running_ = 0;                        // commands running (the daemon's: one per worker)
-  int waiting_ = 0;                        // callers waiting for their turn (without defer)
+  std::map<std::string, int> per_key_;  // notifications of a key running or waiting (1 or 2)
+  std::set<std::string> busy_;          // the keys one of whose notifications runs now
+  std::deque<Job> queue_;               // waiting for a worker (the daemon's)
+  int running_ = 0;                     // commands running (the daemon's: one per worker)
+  int waiting_ = 0;                     // callers waiting for their turn (without defer)
   std::atomic<int64_t> dropped_{0};
-  std::atomic<int64_t> deadline_ms_{-1};   // finish_by's; -1: none
-  int cut_fd_ = -1;                        // a timerfd readable from deadline - kill_after
+  std::atomic<int64_t> deadline_ms_{-1};  // finish_by's; -1: none
+  int cut_fd_ = -1;                       // a timerfd readable from deadline - kill_after
 };
 
 }  // namespace idem::engine

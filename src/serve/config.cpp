@@ -19,7 +19,7 @@ struct Section {
   void (*read)(const Json& value, const EnvLookup& env, Config& config);
   // How many routes the section configured; null: a section of settings, which configures none.
   size_t (*routes)(const Config& config);
-  std::string_view when_empty;             // what to say when it is there but configures none
+  std::string_view when_empty;  // what to say when it is there but configures none
 };
 
 const Section k_sections[] = {

@@ -17,8 +17,8 @@
 #include <tuple>
 #include <utility>
 
-#include "ledger/ledger.hpp"
 #include "engine/notify.hpp"
+#include "ledger/ledger.hpp"
 #include "proc/runner.hpp"
 #include "serve/listen.hpp"
 #include "serve/load.hpp"

@@ -122,8 +122,7 @@ struct DeferringNotifier {
   idem::engine::Notifier notifier;
   std::shared_ptr<idem::core::NotifySpec> spec = std::make_shared<idem::core::NotifySpec>();
 
-  explicit DeferringNotifier(idem::core::NotifyLimits limits = {})
-      : notifier(options(), limits) {
+  explicit DeferringNotifier(idem::core::NotifyLimits limits = {}) : notifier(options(), limits) {
     spec->argv = {"tell"};
   }
   idem::engine::Notifier::Options options() {
@@ -428,7 +427,8 @@ TEST_CASE("notify: the document carries the first and last bytes of each stream,
   r.attempt = 1;
   r.status = Status::failed;
   r.output = out.encode();
-  nlohmann::json doc = nlohmann::json::parse(idem::core::notify_document(NotifyEvent::failed, r, 0, 3));
+  nlohmann::json doc =
+      nlohmann::json::parse(idem::core::notify_document(NotifyEvent::failed, r, 0, 3));
   const auto& rec = doc["record"];
   CHECK(rec["stdout_bytes"] == 10);
   CHECK(rec["stdout_b64"] == idem::util::to_base64("ABC"));
@@ -453,8 +453,7 @@ TEST_CASE("notify: the document carries the first and last bytes of each stream,
   doc = nlohmann::json::parse(text);
   CHECK(doc["record"]["stdout_bytes"] == big.size());
   CHECK(doc["record"]["stdout_b64"] == idem::util::to_base64(big.substr(0, 65536)));
-  CHECK(doc["record"]["stdout_tail_b64"] ==
-        idem::util::to_base64(big.substr(big.size() - 65536)));
+  CHECK(doc["record"]["stdout_tail_b64"] == idem::util::to_base64(big.substr(big.size() - 65536)));
   CHECK(doc["record"]["stdout_omitted_bytes"] == big.size() - 2 * 65536);
 }
 
