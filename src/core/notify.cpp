@@ -16,6 +16,21 @@ nlohmann::json notify_time_or_null(int64_t unix_ms) {
   return util::iso8601_utc(unix_ms);
 }
 
+// `<name>_bytes` the whole size; `<name>_b64` all of it when it is at most 2 * limit (then `head`
+// and `tail` are its two halves, whole), else its first bytes, with `<name>_tail_b64` its last and
+// `<name>_omitted_bytes` the count between.
+void put_ends(nlohmann::json& j, const std::string& name, std::string_view head,
+              std::string_view tail, int64_t total, size_t limit) {
+  j[name + "_bytes"] = total;
+  if (total <= int64_t(2 * limit)) {
+    j[name + "_b64"] = util::to_base64(std::string(head) + std::string(tail));
+    return;
+  }
+  j[name + "_b64"] = util::to_base64(head);
+  j[name + "_tail_b64"] = util::to_base64(tail);
+  j[name + "_omitted_bytes"] = total - int64_t(head.size() + tail.size());
+}
+
 // One stream of a stored output as the document shows it: its first `keep` bytes and its last
 // `keep` (all of it when that is no more), read from the chunks in place.
 void add_stream(nlohmann::json& j, const std::vector<ChunkView>& chunks, Stream stream,
@@ -49,14 +64,23 @@ void add_stream(nlohmann::json& j, const std::vector<ChunkView>& chunks, Stream 
     }
   }
   std::rotate(tail.begin(), tail.begin() + std::ptrdiff_t(tail_at), tail.end());
-  j[name + "_bytes"] = total;
-  if (total <= int64_t(2 * limit)) {
-    j[name + "_b64"] = util::to_base64(head + tail);
-    return;
-  }
-  j[name + "_b64"] = util::to_base64(head);
-  j[name + "_tail_b64"] = util::to_base64(tail);
-  j[name + "_omitted_bytes"] = total - int64_t(head.size() + tail.size());
+  put_ends(j, name, head, tail, total, limit);
+}
+
+// The request's body (a hook's or the proxy's "body_b64"), cut as a stream is.
+void cut_request_body(nlohmann::json& request, int64_t keep) {
+  if (!request.is_object()) return;
+  auto it = request.find("body_b64");
+  if (it == request.end() || !it->is_string()) return;
+  const size_t limit = size_t(std::max<int64_t>(keep, 0));
+  // Base64 of up to twice the limit: short enough as it is.
+  if (it->get_ref<const std::string&>().size() <= (2 * limit + 2) / 3 * 4) return;
+  const std::optional<std::string> body = util::from_base64(it->get<std::string>());
+  if (!body) return;
+  request.erase(it);
+  const std::string_view bytes = *body;
+  put_ends(request, "body", bytes.substr(0, limit), bytes.substr(bytes.size() - limit),
+           int64_t(bytes.size()), limit);
 }
 
 }  // namespace
@@ -143,6 +167,7 @@ std::string notify_document(NotifyEvent event, const Record& record, int64_t now
   const auto chunks = CapturedOutput::chunks_of(record.output);
   for (Stream stream : {Stream::out, Stream::err})
     add_stream(doc["record"], *chunks, stream, stream_bytes);
+  cut_request_body(doc["record"]["request"], stream_bytes);
   doc["attempt"] = attempt_json(record, event);
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

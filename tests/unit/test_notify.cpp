@@ -437,8 +437,19 @@ TEST_CASE("notify: the document carries the first and last bytes of each stream,
   CHECK(rec["stderr_bytes"] == 2);
   CHECK(rec["stderr_b64"] == idem::util::to_base64("xy"));
   CHECK_FALSE(rec.contains("stderr_tail_b64"));
-  // Up to twice the bytes kept, all of it.
+  // A request's body is cut the same way; a short one is left as it is.
+  r.request = nlohmann::json{{"method", "POST"}, {"body_b64", idem::util::to_base64("0123456789")}}
+                  .dump();
+  doc = nlohmann::json::parse(idem::core::notify_document(NotifyEvent::failed, r, 0, 3));
+  CHECK(doc["record"]["request"]["method"] == "POST");
+  CHECK(doc["record"]["request"]["body_bytes"] == 10);
+  CHECK(doc["record"]["request"]["body_b64"] == idem::util::to_base64("012"));
+  CHECK(doc["record"]["request"]["body_tail_b64"] == idem::util::to_base64("789"));
+  CHECK(doc["record"]["request"]["body_omitted_bytes"] == 4);
   doc = nlohmann::json::parse(idem::core::notify_document(NotifyEvent::failed, r, 0, 5));
+  CHECK(doc["record"]["request"]["body_b64"] == idem::util::to_base64("0123456789"));
+  CHECK_FALSE(doc["record"]["request"].contains("body_bytes"));
+  // Up to twice the bytes kept, all of it.
   CHECK(doc["record"]["stdout_b64"] == idem::util::to_base64("ABCDEFGHIJ"));
   CHECK_FALSE(doc["record"].contains("stdout_tail_b64"));
   // The default: 64 KiB of each end of a 1 MiB stream, the document a fraction of it.
