@@ -130,11 +130,12 @@ void add_notify_options(CLI::App& command, NotifyOptions& notify) {
                      "IDEM_EVENT and IDEM_KEY in its environment")
       ->type_name("CMD");
   command.add_option("--on-change", notify.on_change,
-                     "As --on-failure, and also when a key succeeds after a failure (recovered)")
+                     "As --on-failure, and also when a key succeeds after a failure (recovered), "
+                     "but only on a change of outcome: a failure after a failure tells nothing")
       ->type_name("CMD");
   command.add_option("--notify-timeout", notify.timeout,
-                     "Stop the notify command after DURATION (TERM, KILL 2s later); idem waits "
-                     "for it before it exits")
+                     "Stop the notify command and what it started after DURATION (TERM to its "
+                     "process group, KILL 2s later); idem waits for them before it exits")
       ->type_name("DURATION")->capture_default_str();
 }
 

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "core/output.hpp"
 #include "core/record_json.hpp"
 #include "util/clock.hpp"
+#include "util/hex.hpp"
 
 namespace idem::core {
 
@@ -12,6 +14,73 @@ namespace {
 nlohmann::json notify_time_or_null(int64_t unix_ms) {
   if (unix_ms == 0) return nullptr;
   return util::iso8601_utc(unix_ms);
+}
+
+// `<name>_bytes` the whole size; `<name>_b64` all of it when it is at most 2 * limit (then `head`
+// and `tail` are its two halves, whole), else its first bytes, with `<name>_tail_b64` its last and
+// `<name>_omitted_bytes` the count between.
+void put_ends(nlohmann::json& j, const std::string& name, std::string_view head,
+              std::string_view tail, int64_t total, size_t limit) {
+  j[name + "_bytes"] = total;
+  if (total <= int64_t(2 * limit)) {
+    j[name + "_b64"] = util::to_base64(std::string(head) + std::string(tail));
+    return;
+  }
+  j[name + "_b64"] = util::to_base64(head);
+  j[name + "_tail_b64"] = util::to_base64(tail);
+  j[name + "_omitted_bytes"] = total - int64_t(head.size() + tail.size());
+}
+
+// One stream of a stored output as the document shows it: its first `keep` bytes and its last
+// `keep` (all of it when that is no more), read from the chunks in place.
+void add_stream(nlohmann::json& j, const std::vector<ChunkView>& chunks, Stream stream,
+                int64_t keep) {
+  const std::string name = stream_name(stream);
+  const size_t limit = size_t(std::max<int64_t>(keep, 0));
+  std::string head;
+  std::string tail;  // the last `limit` bytes after the head, kept in a ring from `tail_at`
+  size_t tail_at = 0;
+  int64_t total = 0;
+  for (const auto& chunk : chunks) {
+    if (chunk.stream != stream) continue;
+    std::string_view bytes = chunk.bytes;
+    total += int64_t(bytes.size());
+    const size_t to_head = std::min(bytes.size(), limit - head.size());
+    head.append(bytes.substr(0, to_head));
+    bytes.remove_prefix(to_head);
+    if (limit == 0) continue;
+    if (bytes.size() >= limit) {
+      tail.assign(bytes.substr(bytes.size() - limit));
+      tail_at = 0;
+      continue;
+    }
+    for (char c : bytes) {
+      if (tail.size() < limit) {
+        tail.push_back(c);
+      } else {
+        tail[tail_at] = c;
+        tail_at = (tail_at + 1) % limit;
+      }
+    }
+  }
+  std::rotate(tail.begin(), tail.begin() + std::ptrdiff_t(tail_at), tail.end());
+  put_ends(j, name, head, tail, total, limit);
+}
+
+// The request's body (a hook's or the proxy's "body_b64"), cut as a stream is.
+void cut_request_body(nlohmann::json& request, int64_t keep) {
+  if (!request.is_object()) return;
+  auto it = request.find("body_b64");
+  if (it == request.end() || !it->is_string()) return;
+  const size_t limit = size_t(std::max<int64_t>(keep, 0));
+  // Base64 of up to twice the limit: short enough as it is.
+  if (it->get_ref<const std::string&>().size() <= (2 * limit + 2) / 3 * 4) return;
+  const std::optional<std::string> body = util::from_base64(it->get<std::string>());
+  if (!body) return;
+  request.erase(it);
+  const std::string_view bytes = *body;
+  put_ends(request, "body", bytes.substr(0, limit), bytes.substr(bytes.size() - limit),
+           int64_t(bytes.size()), limit);
 }
 
 }  // namespace
@@ -48,8 +117,12 @@ bool outcome_failed(const Outcome& outcome) {
   return outcome.status == Status::failed || (outcome.response && outcome.response->status >= 500);
 }
 
-std::optional<NotifyEvent> finish_event(std::optional<Status> previous, const Outcome& outcome) {
-  if (outcome_failed(outcome)) return NotifyEvent::failed;
+std::optional<NotifyEvent> finish_event(std::optional<Status> previous, const Outcome& outcome,
+                                        NotifyOn on) {
+  if (outcome_failed(outcome)) {
+    if (on == NotifyOn::change && previous == Status::failed) return std::nullopt;
+    return NotifyEvent::failed;
+  }
   if (previous == Status::failed || previous == Status::abandoned) return NotifyEvent::recovered;
   return std::nullopt;
 }
@@ -82,13 +155,19 @@ nlohmann::json attempt_json(const Record& r, std::optional<NotifyEvent> event) {
   return j;
 }
 
-std::string notify_document(NotifyEvent event, const Record& record, int64_t now_ms) {
+std::string notify_document(NotifyEvent event, const Record& record, int64_t now_ms,
+                            int64_t stream_bytes) {
   nlohmann::json doc;
   doc["event"] = std::string(to_string(event));
   doc["key"] = record.key;
   doc["time"] = util::iso8601_utc(now_ms);
   // The record as the store keeps it: its status is the one recorded, never re-judged here.
-  doc["record"] = record_detail_json(record, now_ms, false, false);
+  doc["record"] = record_detail_json(record, now_ms, false, false, false);
+  // record_detail_json read the output already: it is well-formed.
+  const auto chunks = CapturedOutput::chunks_of(record.output);
+  for (Stream stream : {Stream::out, Stream::err})
+    add_stream(doc["record"], *chunks, stream, stream_bytes);
+  cut_request_body(doc["record"]["request"], stream_bytes);
   doc["attempt"] = attempt_json(record, event);
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -30,6 +30,15 @@ std::string_view to_string(NotifyOn on);
 std::optional<NotifyOn> notify_on_from_string(std::string_view text);
 
 inline constexpr int64_t k_notify_timeout_ms = 30 * 1000;
+// How much of each output stream a notify document carries by default: its first and its last
+// this many bytes (all of it when it is no longer than twice this).
+inline constexpr int64_t k_notify_stream_bytes = 64 * 1024;
+
+// The daemon's limits on notify commands (the config's "notifications").
+struct NotifyLimits {
+  int max_running = 4;  // commands running at once, every key's
+  int max_queue = 64;   // notifications waiting for their turn
+};
 
 struct NotifySpec {
   // The command as run: {"/bin/sh", "-c", LINE} for a command line (the CLI's flags, a config
@@ -40,6 +49,9 @@ struct NotifySpec {
   int64_t timeout_ms = k_notify_timeout_ms;
   // Variables kept out of its environment: the daemon's secrets.
   std::vector<std::string> withheld_env;
+  // The document carries the first and the last this many bytes of each stream (the config's
+  // "output_bytes"), and the stream's whole size.
+  int64_t stream_bytes = k_notify_stream_bytes;
 };
 
 // The argv of a command line run through the shell, as cron runs its lines.
@@ -52,9 +64,10 @@ bool notifies(NotifyOn on, NotifyEvent event);
 bool outcome_failed(const Outcome& outcome);
 
 // The event of a recorded outcome, given the status of the record the attempt's claim replaced
-// (nullopt: the key had none): failed for any failure, recovered for a success after a failed or
-// abandoned attempt, else none.
-std::optional<NotifyEvent> finish_event(std::optional<Status> previous, const Outcome& outcome);
+// (nullopt: the key had none): failed for a failure, recovered for a success after a failed or
+// abandoned attempt, else none. Under `change`, a failure after a failure is no change: none.
+std::optional<NotifyEvent> finish_event(std::optional<Status> previous, const Outcome& outcome,
+                                        NotifyOn on = NotifyOn::failure);
 
 // Why an attempt ended, one word or two: "exit", "signal", "timeout", "owner died", "lease ran
 // out", "lease lost", "running", or "error" (a failure that is no exit: could not start, a
@@ -66,7 +79,13 @@ std::string ended_by(const Record& record, std::optional<NotifyEvent> event = st
 nlohmann::json attempt_json(const Record& record, std::optional<NotifyEvent> event = std::nullopt);
 
 // The document the notify command reads on stdin: {"event", "key", "time", "record" (what
-// `idem show --json` prints), "attempt" (attempt_json)}. Throws StoreError for a corrupt output.
-std::string notify_document(NotifyEvent event, const Record& record, int64_t now_ms);
+// `idem show --json` prints, but for each stream only its first and last `stream_bytes`: see
+// below), "attempt" (attempt_json)}. Per stream ("stdout", "stderr"): "<s>_bytes" its whole size;
+// "<s>_b64" all of it when it is at most 2 * stream_bytes, else its first stream_bytes, with
+// "<s>_tail_b64" its last stream_bytes and "<s>_omitted_bytes" the bytes between. Reads the
+// stored output in place: nothing of it is copied beyond what the document carries. Throws
+// StoreError for a corrupt output.
+std::string notify_document(NotifyEvent event, const Record& record, int64_t now_ms,
+                            int64_t stream_bytes = k_notify_stream_bytes);
 
 }  // namespace idem::core

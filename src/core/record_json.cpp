@@ -64,7 +64,7 @@ nlohmann::json record_json(const Record& r, int64_t now_ms, bool owner_gone) {
 }
 
 nlohmann::json record_detail_json(const Record& r, int64_t now_ms, bool owner_gone,
-                                  bool group_alive) {
+                                  bool group_alive, bool with_streams) {
   // Views into the record's output: the stored bytes are not copied again.
   auto output = CapturedOutput::chunks_of(r.output);
   if (!output) throw StoreError("stored output of key '" + display_key(r.key) + "' is corrupt");
@@ -91,6 +91,7 @@ nlohmann::json record_detail_json(const Record& r, int64_t now_ms, bool owner_go
   j["response"] = response_json(r.response);
   j["replays"] = r.replays;
   j["last_replay_at"] = time_or_null(r.last_replay_ms);
+  if (!with_streams) return j;
   j["stdout_b64"] = util::to_base64(stream_bytes(*output, Stream::out));
   j["stderr_b64"] = util::to_base64(stream_bytes(*output, Stream::err));
   return j;

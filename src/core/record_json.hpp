@@ -22,9 +22,9 @@ nlohmann::json record_json(const Record& record, int64_t now_ms, bool owner_gone
 // The object of `show --json`: record_json plus the replay policy of the attempt
 // (`replay_failures`: its failure is final), the process group (`group_alive`: it still has
 // live processes), the lease (never the attempt token: it is the owner's capability), the request,
-// the note, the stored response, and both streams as base64. Throws StoreError for a corrupt
-// stored output.
+// the note, the stored response, and both streams as base64 (unless `with_streams` is false: the
+// caller adds what it shows of them). Throws StoreError for a corrupt stored output.
 nlohmann::json record_detail_json(const Record& record, int64_t now_ms, bool owner_gone,
-                                  bool group_alive);
+                                  bool group_alive, bool with_streams = true);
 
 }  // namespace idem::core

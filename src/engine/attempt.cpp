@@ -262,6 +262,12 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
   }
   if (effect.release_instead(done.outcome)) {
     release(claimed, effect, done);
+    // Given up, not stored, yet a failure all the same (an upstream's 5xx): told as one.
+    if (core::outcome_failed(done.outcome) && notifies(core::NotifyEvent::failed) &&
+        core::finish_event(claimed.replaced_status, done.outcome, notify_->on))
+      notify(core::NotifyEvent::failed,
+             attempt_record(claimed, done.outcome, core::Status::failed,
+                            "released: " + done.outcome.note + " (not stored)"));
     return done;
   }
   try {
@@ -278,7 +284,7 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
   if (keeper && !done.recorded) throw lease_lost("the store refused the outcome");
   IDEM_CRASH_POINT("finish-after-commit");
   if (done.recorded && notify_) {
-    const auto event = core::finish_event(claimed.replaced_status, done.outcome);
+    const auto event = core::finish_event(claimed.replaced_status, done.outcome, notify_->on);
     if (event && notifies(*event)) notify_recorded(*event, claimed.key, claimed.attempt);
   }
   return done;
@@ -291,12 +297,12 @@ bool Engine::notifies(core::NotifyEvent event) const {
 void Engine::notify(core::NotifyEvent event, const core::Record& record) {
   std::string document;
   try {
-    document = core::notify_document(event, record, clock_.now_ms());
+    document = core::notify_document(event, record, clock_.now_ms(), notify_->stream_bytes);
   } catch (const std::exception&) {
     // A corrupt stored output: the record without it still says what happened.
     core::Record bare = record;
     bare.output.clear();
-    document = core::notify_document(event, bare, clock_.now_ms());
+    document = core::notify_document(event, bare, clock_.now_ms(), notify_->stream_bytes);
   }
   notifier_->fire(notify_, event, record.key, std::move(document));
 }
@@ -324,18 +330,25 @@ void Engine::notify_lease_lost(const Claimed& claimed, const core::Outcome& outc
                                const std::string& why) {
   if (!notifies(core::NotifyEvent::lease_lost)) return;
   // The store may be what is lost: the record is what this attempt knows of itself.
+  notify(core::NotifyEvent::lease_lost,
+         attempt_record(claimed, outcome, core::Status::abandoned, "lease lost: " + why));
+}
+
+core::Record Engine::attempt_record(const Claimed& claimed, const core::Outcome& outcome,
+                                    core::Status status, std::string note) {
   core::Record r;
   r.key = claimed.key;
   r.attempt = claimed.attempt;
-  r.status = core::Status::abandoned;
+  r.status = status;
   r.started_ms = claimed.now_ms;
   r.finished_ms = outcome.finished_ms;
   r.exit_code = outcome.exit_code;
   r.signal = outcome.signal;
   r.timed_out = outcome.timed_out;
+  r.response = outcome.response;
   r.lease_expires_ms = claimed.lease_expires_ms;
-  r.note = "lease lost: " + why;
-  notify(core::NotifyEvent::lease_lost, r);
+  r.note = std::move(note);
+  return r;
 }
 
 void Engine::release(const Claimed& claimed, const Effect& effect, Finished& done) {
@@ -382,7 +395,8 @@ bool Engine::record_failure(const Claimed& claimed, core::Outcome failed) {
   } catch (const std::exception&) {
     return false;  // the first failure is what the caller reports
   }
-  if (recorded && notifies(core::NotifyEvent::failed))
+  if (recorded && notifies(core::NotifyEvent::failed) &&
+      core::finish_event(claimed.replaced_status, failed, notify_->on))
     notify_recorded(core::NotifyEvent::failed, claimed.key, claimed.attempt);
   return recorded;
 }

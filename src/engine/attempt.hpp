@@ -228,6 +228,9 @@ class Engine {
   void notify_recorded(core::NotifyEvent event, const std::string& key, int64_t attempt);
   void notify_lease_lost(const Claimed& claimed, const core::Outcome& outcome,
                          const std::string& why);
+  // What an attempt that left no record knows of itself (a lease lost, a released failure).
+  static core::Record attempt_record(const Claimed& claimed, const core::Outcome& outcome,
+                                     core::Status status, std::string note);
   bool finish_within_lease(const Claimed& claimed, const core::Outcome& outcome, int64_t until_ms);
 
   store::Store& store_;

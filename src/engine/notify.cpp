@@ -1,5 +1,10 @@
 #include "engine/notify.hpp"
 
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <exception>
 
 #include "core/key.hpp"
@@ -21,12 +26,22 @@ std::string NotifyReport::text() const {
     case Result::not_started:
       return head + " could not start (exit " + std::to_string(exit_code) + ")";
     case Result::dropped:
-      return head + " dropped: one is running for this key and another waits";
+      return head + " dropped: " + why;
+    case Result::cut:
+      return head + " was stopped after " + util::human_duration(duration_ms) +
+             ": the daemon is stopping";
   }
   return head;
 }
 
-Notifier::Notifier(Options options) : options_(std::move(options)) {}
+Notifier::Notifier(Options options, Limits limits)
+    : options_(std::move(options)),
+      limits_(limits),
+      cut_fd_(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) {}
+
+Notifier::~Notifier() {
+  if (cut_fd_ >= 0) ::close(cut_fd_);
+}
 
 void Notifier::report(const NotifyReport& r) const {
   if (!options_.report) return;
@@ -37,53 +52,131 @@ void Notifier::report(const NotifyReport& r) const {
   }
 }
 
+void Notifier::drop(const std::string& key, core::NotifyEvent event, std::string why) {
+  ++dropped_;
+  NotifyReport dropped;
+  dropped.key = key;
+  dropped.event = event;
+  dropped.result = NotifyReport::Result::dropped;
+  dropped.why = std::move(why);
+  report(dropped);
+}
+
+void Notifier::set_limits(Limits limits) {
+  std::lock_guard lock(mutex_);
+  limits_ = limits;
+  turn_.notify_all();
+}
+
+Notifier::Stats Notifier::stats() const {
+  std::lock_guard lock(mutex_);
+  return {running_, int(queue_.size()) + waiting_, dropped_.load()};
+}
+
+void Notifier::finish_by(int64_t deadline_ms) {
+  deadline_ms_ = deadline_ms;
+  if (cut_fd_ < 0) return;
+  // The running ones get TERM at `term_ms` (now if that passed), KILL kill_after_ms later.
+  const int64_t term_ms = std::max<int64_t>(deadline_ms - options_.kill_after_ms, 1);
+  itimerspec at{};
+  at.it_value.tv_sec = time_t(term_ms / 1000);
+  at.it_value.tv_nsec = long(term_ms % 1000) * 1000000L;
+  ::timerfd_settime(cut_fd_, TFD_TIMER_ABSTIME, &at, nullptr);
+}
+
+bool Notifier::may_start(const Job& job) const {
+  return busy_.count(job.key) == 0 && running_ < limits_.max_running;
+}
+
 void Notifier::fire(std::shared_ptr<const core::NotifySpec> spec, core::NotifyEvent event,
                     const std::string& key, std::string document) {
   if (!spec || spec->argv.empty() || !core::notifies(spec->on, event)) return;
-  {
-    std::lock_guard lock(mutex_);
-    int& queued = per_key_[key];
-    if (queued >= 2) {
-      NotifyReport dropped;
-      dropped.key = key;
-      dropped.event = event;
-      dropped.result = NotifyReport::Result::dropped;
-      report(dropped);
-      return;
-    }
-    ++queued;
-  }
-  auto work = [this, spec, event, key, document = std::move(document)] {
-    {
-      std::unique_lock lock(mutex_);
-      turn_.wait(lock, [&] { return !busy_[key]; });
-      busy_[key] = true;
-    }
-    try {
-      run(*spec, event, key, document);
-    } catch (const std::exception& e) {
-      NotifyReport failed;
-      failed.key = key;
-      failed.event = event;
-      failed.result = NotifyReport::Result::not_started;
-      failed.exit_code = 126;
-      failed.output = e.what();
-      report(failed);
-    }
-    std::lock_guard lock(mutex_);
-    busy_.erase(key);
-    if (--per_key_[key] == 0) per_key_.erase(key);
-    turn_.notify_all();
-  };
-  if (!options_.defer) {
-    work();
+  Job job{std::move(spec), event, key, std::move(document)};
+  std::unique_lock lock(mutex_);
+  int& queued = per_key_[key];
+  if (queued >= 2) {
+    lock.unlock();
+    drop(key, event, "one is running for this key and another waits");
     return;
   }
+  const bool now = may_start(job);
+  if (!now && int(queue_.size()) + waiting_ >= limits_.max_queue) {
+    if (queued == 0) per_key_.erase(key);
+    const std::string why = "the queue is full (" + std::to_string(limits_.max_queue) +
+                            " waiting for one of " + std::to_string(limits_.max_running) +
+                            " places)";
+    lock.unlock();
+    drop(key, event, why);
+    return;
+  }
+  ++queued;
+  if (!options_.defer) {
+    // On the calling thread, which waits for its turn (the CLI: it never exits before its
+    // notify command ended).
+    ++waiting_;
+    turn_.wait(lock, [&] { return may_start(job); });
+    --waiting_;
+    start(job.key);
+    lock.unlock();
+    run_job(job);
+    lock.lock();
+    end(job.key);
+    return;
+  }
+  if (!now) {
+    queue_.push_back(std::move(job));  // a worker takes it when it is done with its own
+    return;
+  }
+  // A worker of its own, which then takes the queue's jobs until none can start.
+  start(job.key);
+  lock.unlock();
   try {
-    options_.defer(std::move(work));
+    options_.defer([this, job = std::move(job)]() mutable { work(std::move(job)); });
   } catch (const std::exception&) {
+    lock.lock();
+    end(key);
+    lock.unlock();
+    drop(key, event, "no thread could be started to run it");
+  }
+}
+
+void Notifier::start(const std::string& key) {
+  busy_.insert(key);
+  ++running_;
+}
+
+void Notifier::end(const std::string& key) {
+  busy_.erase(key);
+  --running_;
+  if (--per_key_[key] == 0) per_key_.erase(key);
+  turn_.notify_all();
+}
+
+void Notifier::work(Job job) {
+  for (;;) {
+    run_job(job);
     std::lock_guard lock(mutex_);
-    if (--per_key_[key] == 0) per_key_.erase(key);
+    end(job.key);
+    auto it = std::find_if(queue_.begin(), queue_.end(),
+                           [&](const Job& next) { return may_start(next); });
+    if (it == queue_.end()) return;
+    job = std::move(*it);
+    queue_.erase(it);
+    start(job.key);
+  }
+}
+
+void Notifier::run_job(const Job& job) {
+  try {
+    run(*job.spec, job.event, job.key, job.document);
+  } catch (const std::exception& e) {
+    NotifyReport failed;
+    failed.key = job.key;
+    failed.event = job.event;
+    failed.result = NotifyReport::Result::not_started;
+    failed.exit_code = 126;
+    failed.output = e.what();
+    report(failed);
   }
 }
 
@@ -91,6 +184,16 @@ void Notifier::run(const core::NotifySpec& spec, core::NotifyEvent event, const 
                    const std::string& document) {
   // From an anonymous file, not a pipe: a command that never reads its stdin cannot block the
   // writer, and one that reads it all gets EOF.
+  int64_t timeout_ms = spec.timeout_ms;
+  if (const int64_t deadline = deadline_ms_; deadline >= 0) {
+    // The daemon drains: TERM early enough for KILL to come before its end.
+    const int64_t left = deadline - options_.kill_after_ms - util::monotonic_ms();
+    if (left <= 0) {
+      drop(key, event, "the daemon is stopping and its grace leaves no time to run it");
+      return;
+    }
+    timeout_ms = std::min(timeout_ms, left);
+  }
   util::Fd input = util::memory_file("idem-notify", document);
   if (!input.valid()) throw std::runtime_error("cannot buffer its document");
   proc::RunSpec run_spec;
@@ -102,8 +205,11 @@ void Notifier::run(const core::NotifySpec& spec, core::NotifyEvent event, const 
   run_spec.live_stderr_fd = options_.live_output_fd;
   run_spec.stderr_to_stdout = true;
   run_spec.max_output = k_notify_output_cap;
-  run_spec.timeout_ms = spec.timeout_ms;
+  run_spec.timeout_ms = timeout_ms;
   run_spec.kill_after_ms = options_.kill_after_ms;
+  // Whatever it leaves running is waited for, and ends with it at its timeout.
+  run_spec.wait_group = true;
+  run_spec.stop_fd = cut_fd_;
   const int64_t start_ms = util::monotonic_ms();
   proc::CommandRunner& runner = options_.runner ? *options_.runner : proc::spawning_runner();
   proc::RunResult result = runner.run(run_spec);
@@ -114,6 +220,8 @@ void Notifier::run(const core::NotifySpec& spec, core::NotifyEvent event, const 
   r.exit_code = proc::exit_code_for(result);
   if (!result.started)
     r.result = NotifyReport::Result::not_started;
+  else if (result.stopped || (result.timed_out && timeout_ms < spec.timeout_ms))
+    r.result = NotifyReport::Result::cut;
   else if (result.timed_out)
     r.result = NotifyReport::Result::timed_out;
   else

@@ -319,7 +319,7 @@ std::vector<std::string> read_methods(const Json& value, const std::string& at) 
 
 std::shared_ptr<core::NotifySpec> read_notify(const Json& value, const std::string& at) {
   expect_object(value, at);
-  check_fields(value, at, {"command", "on", "timeout"});
+  check_fields(value, at, {"command", "on", "timeout", "output_bytes"});
   auto spec = std::make_shared<core::NotifySpec>();
   const std::string where = member(at, "command");
   const Json& command = required(value, at, "command");
@@ -355,7 +355,23 @@ std::shared_ptr<core::NotifySpec> read_notify(const Json& value, const std::stri
     spec->timeout_ms = read_duration_ms(*timeout, member(at, "timeout"));
     if (spec->timeout_ms == 0) fail(member(at, "timeout"), "must be more than 0");
   }
+  if (const Json* keep = optional_field(value, "output_bytes")) {
+    spec->stream_bytes = read_size(*keep, member(at, "output_bytes"));
+    if (spec->stream_bytes > k_max_notify_stream_bytes)
+      fail(member(at, "output_bytes"), "is over 64MiB, the most a notify document carries");
+  }
   return spec;
+}
+
+core::NotifyLimits read_notify_limits(const Json& value, const std::string& at) {
+  expect_object(value, at);
+  check_fields(value, at, {"max_running", "max_queue"});
+  core::NotifyLimits limits;
+  if (const Json* v = optional_field(value, "max_running"))
+    limits.max_running = read_int(*v, member(at, "max_running"), 1, 1024);
+  if (const Json* v = optional_field(value, "max_queue"))
+    limits.max_queue = read_int(*v, member(at, "max_queue"), 0, 100000);
+  return limits;
 }
 
 // "allow": the peers whose requests are served; every entry an address or a CIDR block.

@@ -82,9 +82,16 @@ std::vector<std::string> read_methods(const Json& value, const std::string& at);
 std::vector<IpRange> read_allow(const Json& value, const std::string& at);
 
 // "notify" of a hook or the proxy: {"command": LINE or [PROGRAM, ARG...], "on": "failure" or
-// "change", "timeout": DURATION}. A string is a shell command line (/bin/sh -c), an array is run
-// as is; "on" defaults to "failure", "timeout" to 30s.
+// "change", "timeout": DURATION, "output_bytes": SIZE}. A string is a shell command line
+// (/bin/sh -c), an array is run as is; "on" defaults to "failure", "timeout" to 30s,
+// "output_bytes" (how much of each stream's start and end the document carries) to 64KiB, at most
+// k_max_notify_stream_bytes.
 std::shared_ptr<core::NotifySpec> read_notify(const Json& value, const std::string& at);
+inline constexpr int64_t k_max_notify_stream_bytes = int64_t(64) << 20;
+
+// The config's "notifications" object, the daemon's limits on notify commands:
+// {"max_running": 1..1024, "max_queue": 0..100000}.
+core::NotifyLimits read_notify_limits(const Json& value, const std::string& at);
 
 // The largest body limit a hook or a proxy route may set.
 inline constexpr int64_t k_max_body_limit = int64_t(1) << 30;  // 1 GiB

@@ -350,13 +350,17 @@ class Watch {
   // that keeps a pipe open has that long to write what it still has, and then does not hold
   // idem hostage (its pipes are closed).
   void loop() {
-    while (child_.out.valid() || child_.err.valid()) {
+    while (child_.out.valid() || child_.err.valid() || (spec_.wait_group && !over())) {
       const int64_t now = util::monotonic_ms();
-      if (exited_ && drain_until_ < 0) {
+      // After the group's KILL, what is left is dying, or a zombie an init that does not reap
+      // keeps: nothing more to wait for.
+      if (exited_ && spec_.wait_group && !group_gone_)
+        group_gone_ = group_killed_ || (::kill(-child_.pid, 0) != 0 && errno == ESRCH);
+      if (over() && drain_until_ < 0) {
         term_at_ = -1;  // the command ended before its timeout: no TERM for what it left
         drain_until_ = now + spec_.drain_ms;
       }
-      if (exited_ && now >= drain_until_) {
+      if (over() && now >= drain_until_) {
         // Take what is already buffered, then stop.
         if (child_.out.valid()) drain(child_.out, core::Stream::out, live_out_);
         if (child_.err.valid()) drain(child_.err, core::Stream::err, live_err_);
@@ -391,7 +395,7 @@ class Watch {
           drain(child_.err, core::Stream::err, live_err_);
         }
       }
-      if (!child_.out.valid() && !child_.err.valid()) reap(0);
+      if (!child_.out.valid() && !child_.err.valid() && !spec_.wait_group) reap(0);
     }
   }
 
@@ -409,10 +413,15 @@ class Watch {
   }
 
  private:
+  // Whether the command is over: it exited and, under wait_group, its group is empty too.
+  bool over() const { return exited_ && (!spec_.wait_group || group_gone_); }
+
   // Until the next deadline (the timeout's TERM, a KILL, the end of the drain), or forever when
-  // there is none.
+  // there is none. A group outliving its leader is looked at every k_group_poll_ms: nothing
+  // signals its end.
   int poll_timeout(int64_t now) const {
-    int64_t next = -1;
+    static constexpr int64_t k_group_poll_ms = 20;
+    int64_t next = exited_ && spec_.wait_group && !group_gone_ ? now + k_group_poll_ms : -1;
     for (int64_t at : {term_at_, kill_at_, drain_until_})
       if (at >= 0) next = next < 0 ? at : std::min(next, at);
     return next < 0 ? -1 : int(std::min<int64_t>(INT32_MAX, std::max<int64_t>(0, next - now)));
@@ -427,6 +436,7 @@ class Watch {
       if (kill_at_ < 0) kill_at_ = now + spec_.kill_after_ms;
     } else if (kill_at_ >= 0 && now >= kill_at_) {
       ::kill(-child_.pid, SIGKILL);
+      group_killed_ = true;
       if (result_.forwarded_signal) result_.escalated = true;
       kill_at_ = -1;
     }
@@ -511,6 +521,8 @@ class Watch {
   int64_t kill_at_ = -1;      // monotonic ms of the KILL after a grace; -1: none
   int64_t drain_until_ = -1;  // monotonic ms the pipes are closed at, once the command exited
   bool exited_ = false;
+  bool group_gone_ = false;  // under wait_group: nothing of the group is left after the leader
+  bool group_killed_ = false;  // the group got its KILL (a grace ran out)
   int wait_status_ = 0;
   char buf_[65536];
 };

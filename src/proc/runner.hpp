@@ -38,6 +38,11 @@ struct RunSpec {
   // still write) for this long at most; then they are closed, and a process still writing to
   // them gets SIGPIPE (EPIPE where it ignores that). 0: only what they already hold.
   int64_t drain_ms = 0;
+  // Once the command has exited, the run goes on while anything of its process group lives (what
+  // it started in the background), its pipes read meanwhile: the timeout and stop_fd then TERM
+  // and KILL the whole group, so nothing of it outlives them. drain_ms counts from the group's
+  // end. (A notify command: it ends, all of it, by its timeout.)
+  bool wait_group = false;
   // When this descriptor becomes readable (the attempt's lease was lost), the command's group is
   // stopped as by a timeout: TERM, KILL kill_after_ms later. -1: none.
   int stop_fd = -1;

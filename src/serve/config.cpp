@@ -17,8 +17,9 @@ using namespace config_fields;
 struct Section {
   std::string_view name;
   void (*read)(const Json& value, const EnvLookup& env, Config& config);
-  size_t (*routes)(const Config& config);  // how many routes the section configured
-  std::string_view when_empty;             // what to say when it is there but configures none
+  // How many routes the section configured; null: a section of settings, which configures none.
+  size_t (*routes)(const Config& config);
+  std::string_view when_empty;  // what to say when it is there but configures none
 };
 
 const Section k_sections[] = {
@@ -32,19 +33,24 @@ const Section k_sections[] = {
        config.proxy = read_proxy_section(value);
      },
      [](const Config& c) { return size_t(c.proxy ? 1 : 0); }, ""},
+    {"notifications",
+     [](const Json& value, const EnvLookup&, Config& config) {
+       config.notifications = read_notify_limits(value, "notifications");
+     },
+     nullptr, ""},
 };
 
 // A config that would serve nothing is refused: at the first section present (each of them
 // configures nothing), or, when there is none, by naming the sections that could be added.
 void require_a_route(const Json& doc, const Config& config) {
   for (const Section& section : k_sections)
-    if (section.routes(config) > 0) return;
+    if (section.routes && section.routes(config) > 0) return;
   for (const Section& section : k_sections)
-    if (doc.contains(section.name))
+    if (section.routes && doc.contains(section.name))
       fail(std::string(section.name), std::string(section.when_empty));
   std::string names;
   for (const Section& section : k_sections)
-    names += (names.empty() ? "" : " or ") + quote(section.name);
+    if (section.routes) names += (names.empty() ? "" : " or ") + quote(section.name);
   fail("", "missing field " + names);
 }
 

@@ -19,6 +19,8 @@ struct Config {
   std::vector<Hook> hooks;
   // The "proxy" section: every request no other route takes goes to its upstream.
   std::optional<ProxyConfig> proxy;
+  // The "notifications" section: the daemon's limits on notify commands.
+  core::NotifyLimits notifications;
 };
 
 // Parses and validates the whole config, reading each signature's secret through `env`. Throws

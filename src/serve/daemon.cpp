@@ -17,6 +17,7 @@
 #include <tuple>
 #include <utility>
 
+#include "engine/notify.hpp"
 #include "ledger/ledger.hpp"
 #include "proc/runner.hpp"
 #include "serve/listen.hpp"
@@ -28,6 +29,7 @@
 #include "serve/signals.hpp"
 #include "serve/state.hpp"
 #include "serve/systemd.hpp"
+#include "util/clock.hpp"
 
 namespace idem::http {
 
@@ -254,6 +256,9 @@ class Daemon {
               {"event", "draining"},
               {"signal", proc::signal_name(sig)},
               {"grace_ms", options_.grace_ms}});
+    // Notify commands end before then, each with its log line.
+    services_.front.notifier->finish_by(util::monotonic_ms() + options_.grace_ms -
+                                        k_notify_report_ms);
     // Past the grace period, leave: unfinished handlers show as abandoned, never as done.
     std::thread([grace = options_.grace_ms, pidfile = options_.pidfile] {
       std::this_thread::sleep_for(std::chrono::milliseconds(grace));
@@ -267,6 +272,9 @@ class Daemon {
 
   // Connections the page's listener serves at once: a page, its script and a few tabs.
   static constexpr int k_ui_max_connections = 16;
+  // What the drain keeps, at the end of its grace, for the notify commands it stopped to be
+  // reaped and logged.
+  static constexpr int64_t k_notify_report_ms = 250;
 
   const DaemonOptions& options_;
   Passed passed_;

@@ -42,4 +42,20 @@ std::string Metrics::render(int64_t shed) {
   return out.str();
 }
 
+std::string notify_metrics(int running, int queued, int64_t dropped) {
+  return "# HELP idem_notify_running Notify commands running now.\n"
+         "# TYPE idem_notify_running gauge\n"
+         "idem_notify_running " +
+         std::to_string(running) +
+         "\n# HELP idem_notify_queued Notify commands waiting for their turn.\n"
+         "# TYPE idem_notify_queued gauge\n"
+         "idem_notify_queued " +
+         std::to_string(queued) +
+         "\n# HELP idem_notify_dropped_total Notify commands dropped: the queue was full, or "
+         "two waited for their key already, or the drain left no time.\n"
+         "# TYPE idem_notify_dropped_total counter\n"
+         "idem_notify_dropped_total " +
+         std::to_string(dropped) + "\n";
+}
+
 }  // namespace idem::http

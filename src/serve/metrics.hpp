@@ -39,4 +39,7 @@ class Metrics {
   std::map<std::pair<std::string, std::string>, int64_t> families_;  // (family, outcome)
 };
 
+// The notify commands' gauges and drops (engine::Notifier::stats), in the same format.
+std::string notify_metrics(int running, int queued, int64_t dropped);
+
 }  // namespace idem::http

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "engine/notify.hpp"
 #include "net/ip_range.hpp"
 #include "net/store_failure.hpp"
 #include "serve/log.hpp"
@@ -81,6 +82,10 @@ class MetricsRoute final : public BuiltinRoute {
         "# TYPE idem_store_connections_opened_total counter\n"
         "idem_store_connections_opened_total " +
         std::to_string(services_.stores->opened()) + "\n";
+    if (services_.front.notifier) {
+      const engine::Notifier::Stats n = services_.front.notifier->stats();
+      r.body += notify_metrics(n.running, n.queued, n.dropped);
+    }
     r.log_fields.emplace_back("outcome", "metrics");
     return r;
   }

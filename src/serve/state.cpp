@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "engine/notify.hpp"
 #include "ledger/ledger.hpp"
 #include "proxy/route.hpp"
 #include "serve/routes.hpp"
@@ -64,6 +65,7 @@ std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, S
   state->config = std::move(loaded.config);
   state->webhooks = std::move(loaded.webhooks);
   join_hooks(*state, services.ledger_token.has_value());
+  if (services.front.notifier) services.front.notifier->set_limits(state->config.notifications);
   state->routes.add(health_route(services.health, options.tcp_loopback));
   state->routes.add(metrics_route(services, options.tcp_loopback));
   if (services.ledger_token)

@@ -32,17 +32,29 @@ assert_eq "$(idem show job --json | jsonq /started_at /finished_at /request/argv
   "$(jsonq /attempt/started_at /attempt/finished_at /record/request/argv/0 <"$doc")" \
   "the attempt's times and the request"
 
-# Failing again tells again; --on-failure says nothing of the recovery, --on-change does.
+# Failing again tells again under --on-failure; under --on-change a failure after a failure is
+# no change, the recovery is.
 echo 4 >"$T/code"
-capture fail2 idem run -k job --on-change "$note" -- "${job[@]}"
+capture fail2 idem run -k job --on-failure "$note" -- "${job[@]}"
+expect_rc 4
+capture fail3 idem run -k job --on-change "$note" -- "${job[@]}"
 expect_rc 4
 echo 0 >"$T/code"
 capture ok1 idem run -k job --on-change "$note" -- "${job[@]}"
 expect_rc 0
 assert_eq "0.failed.job 1.failed.job 2.recovered.job " "$(notes)" "notifications after recovery"
-assert_eq "recovered	succeeded	3	0	exit" \
+assert_eq "recovered	succeeded	4	0	exit" \
   "$(jsonq /event /record/status /attempt/number /attempt/exit_code /attempt/ended_by \
      <"$NOTES/2.recovered.job")" "the recovery's document"
+# fail, fail, succeed, all --on-change, on a new key: told twice (failed, recovered).
+for code in 1 1 0; do
+  echo "$code" >"$T/code"
+  capture "change$code" idem run -k changes --on-change "$note" -- "${job[@]}"
+  expect_rc "$code"
+done
+assert_eq "3.failed.changes 4.recovered.changes " "$(ls "$NOTES" | grep changes | sort -n | tr '\n' ' ')" \
+  "--on-change over fail, fail, succeed"
+rm -f "$NOTES"/*.changes
 # A replay is no news, nor is a first success.
 echo 5 >"$T/code"
 capture replay idem run -k job --on-change "$note" -- "${job[@]}"
@@ -77,6 +89,32 @@ file_has "$T/nhang.err" "idem: notify for key 'nhang' (failed) timed out after" 
   fail "a hanging notify command: $(cat "$T/nhang.err")"
 pid_gone "$(cat "$T/hang.pid")" || fail "the timed-out notify command outlived idem"
 wait_until "the notify command's child is stopped too" pid_gone "$(cat "$T/child.pid")"
+# One that exits at once, leaving a child that ignores TERM: idem waits for the child until the
+# timeout, then kills it (KILL after TERM), before it exits.
+# shellcheck disable=SC2016
+stray='trap "" TERM; sleep 30 & echo $! > "$NOTES/../stray.pid"; echo bg'
+track_pid_file "$T/stray.pid"
+capture nstray idem run -k nstray --on-failure "$stray" --notify-timeout 1s -- sh -c 'exit 6'
+expect_rc 6
+assert_bytes "$T/nstray.err" "bg\nidem: notify for key 'nstray' (failed) timed out after %s and was stopped\n" \
+  "$(sed -n 's/.*timed out after \(.*\) and was stopped/\1/p' "$T/nstray.err")"
+pid_gone "$(cat "$T/stray.pid")" || fail "the notify command's background child outlived idem"
+
+# A big output: the document carries its first and last 64 KiB of each stream and their sizes.
+seq 1 200000 >"$T/big"
+capture nbig idem run -k nbig --on-failure 'cat > "$NOTES/../big.doc"' -- sh -c 'cat "$0"; exit 1' "$T/big"
+expect_rc 1
+size=$(wc -c <"$T/big")
+(( $(wc -c <"$T/big.doc") < 200000 )) || fail "the document is $(wc -c <"$T/big.doc") bytes"
+assert_eq "$size	$((size - 131072))	0" \
+  "$(jsonq /record/stdout_bytes /record/stdout_omitted_bytes /record/stderr_bytes <"$T/big.doc")" \
+  "the sizes in a big output's document"
+jsonq /record/stdout_b64 <"$T/big.doc" | base64 -d >"$T/big.head"
+jsonq /record/stdout_tail_b64 <"$T/big.doc" | base64 -d >"$T/big.tail"
+head -c 65536 "$T/big" >"$T/big.head.want"
+tail -c 65536 "$T/big" >"$T/big.tail.want"
+assert_same "$T/big.head.want" "$T/big.head"
+assert_same "$T/big.tail.want" "$T/big.tail"
 
 # Usage: one of the two flags, a timeout above zero.
 capture both idem run -k u --on-failure true --on-change true -- true

@@ -256,6 +256,34 @@ TEST_CASE("config: unknown fields are errors wherever they are", "[config]") {
   CHECK(hook_error(R"("key": {"jsn": "/id"})") == "serve.json: hooks[0].key: unknown field 'jsn'");
 }
 
+TEST_CASE("config: the notifications section limits notify commands", "[config][notify]") {
+  Config config = parse_config("serve.json", one_hook(""), k_env);
+  CHECK(config.notifications.max_running == 4);
+  CHECK(config.notifications.max_queue == 64);
+  config = parse_config(
+      "serve.json",
+      R"({"notifications": {"max_running": 2, "max_queue": 0}, "hooks": [{"path": "/h",
+          "command": ["true"]}]})",
+      k_env);
+  CHECK(config.notifications.max_running == 2);
+  CHECK(config.notifications.max_queue == 0);
+  CHECK(error_of(R"({"notifications": {"max_running": 0}, "hooks": [{"path": "/h",
+                     "command": ["true"]}]})")
+            .starts_with("serve.json: notifications.max_running: "));
+  CHECK(error_of(R"({"notifications": {"max_queue": 5, "max": 1}, "hooks": []})") ==
+        "serve.json: notifications: unknown field 'max'");
+  // A section of settings configures no route: the config still needs one.
+  CHECK(error_of(R"({"notifications": {}})") ==
+        "serve.json: missing field 'hooks' or 'proxy'");
+  CHECK(hook_error(R"("notify": {"command": "x", "output_bytes": "1MiB"})") == "(parsed)");
+  CHECK(parse_hook(R"("notify": {"command": "x", "output_bytes": "1MiB"})")
+            .notify->stream_bytes == 1 << 20);
+  CHECK(parse_hook(R"("notify": {"command": "x"})").notify->stream_bytes == 64 * 1024);
+  CHECK(hook_error(R"("notify": {"command": "x", "output_bytes": "65MiB"})") ==
+        "serve.json: hooks[0].notify.output_bytes: is over 64MiB, the most a notify document "
+        "carries");
+}
+
 TEST_CASE("config: a field given twice is an error", "[config]") {
   CHECK(hook_error(R"("ttl": "1h", "ttl": "2h")") == "serve.json: hooks[0]: duplicate field 'ttl'");
   CHECK(error_of(R"({"hooks": [], "hooks": []})") == "serve.json: duplicate field 'hooks'");

@@ -1,12 +1,15 @@
 // Notifications: which end of an attempt fires which event (core/notify.hpp), and the engine
 // telling its front's notify command, with a fake clock and fake runners (no processes).
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/notify.hpp"
@@ -17,6 +20,8 @@
 #include "net/config_fields.hpp"
 #include "store/store.hpp"
 #include "temp_dir.hpp"
+#include "util/clock.hpp"
+#include "util/hex.hpp"
 
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_notify {
@@ -109,6 +114,26 @@ struct NotifyFixture {
   }
 };
 
+// A notifier whose work is kept (`deferred`) for the test to run, its commands run by a fake.
+struct DeferringNotifier {
+  std::vector<std::function<void()>> deferred;
+  std::vector<idem::engine::NotifyReport> reports;
+  FakeRunner runner;
+  idem::engine::Notifier notifier;
+  std::shared_ptr<idem::core::NotifySpec> spec = std::make_shared<idem::core::NotifySpec>();
+
+  explicit DeferringNotifier(idem::core::NotifyLimits limits = {}) : notifier(options(), limits) {
+    spec->argv = {"tell"};
+  }
+  idem::engine::Notifier::Options options() {
+    idem::engine::Notifier::Options o;
+    o.runner = &runner;
+    o.defer = [this](std::function<void()> fn) { deferred.push_back(std::move(fn)); };
+    o.report = [this](const idem::engine::NotifyReport& r) { reports.push_back(r); };
+    return o;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("notify: which end of an attempt fires which event", "[notify]") {
@@ -117,6 +142,14 @@ TEST_CASE("notify: which end of an attempt fires which event", "[notify]") {
   CHECK(finish_event(std::nullopt, outcome_with(Status::failed)) == NotifyEvent::failed);
   CHECK(finish_event(Status::succeeded, outcome_with(Status::failed)) == NotifyEvent::failed);
   CHECK(finish_event(Status::failed, outcome_with(Status::failed)) == NotifyEvent::failed);
+  // Under change, a failure after a failure is no change; after a success or abandoned it is.
+  CHECK_FALSE(finish_event(Status::failed, outcome_with(Status::failed), NotifyOn::change));
+  CHECK(finish_event(Status::succeeded, outcome_with(Status::failed), NotifyOn::change) ==
+        NotifyEvent::failed);
+  CHECK(finish_event(std::nullopt, outcome_with(Status::failed), NotifyOn::change) ==
+        NotifyEvent::failed);
+  CHECK(finish_event(Status::failed, outcome_with(Status::succeeded), NotifyOn::change) ==
+        NotifyEvent::recovered);
   // A success after a failure or an abandoned attempt recovered; after nothing or a success, no
   // news.
   CHECK(finish_event(Status::failed, outcome_with(Status::succeeded)) == NotifyEvent::recovered);
@@ -205,11 +238,12 @@ TEST_CASE("notify: --on-change also tells a success after a failure, and only th
   f.run(FakeRunner::exited(0), "other");  // a first success: nothing to tell
   CHECK(f.events().empty());
   f.run(FakeRunner::timed_out());
+  f.run(FakeRunner::exited(2));  // failed after failed: no change
   f.run(FakeRunner::exited(0));
   CHECK(f.events() == std::vector<std::string>{"failed", "recovered"});
   nlohmann::json doc = nlohmann::json::parse(f.documents.at(1));
   CHECK(doc["event"] == "recovered");
-  CHECK(doc["attempt"]["number"] == 2);
+  CHECK(doc["attempt"]["number"] == 3);
   CHECK(doc["record"]["status"] == "succeeded");
   // A replay fires nothing.
   idem::engine::Engine engine(*f.store, f.front);
@@ -287,16 +321,8 @@ TEST_CASE("notify: a notify command that fails or times out is reported, the out
 
 TEST_CASE("notify: at most one runs per key, one more waits, further ones are dropped",
           "[notify]") {
-  std::vector<std::function<void()>> deferred;
-  std::vector<idem::engine::NotifyReport> reports;
-  FakeRunner runner;
-  idem::engine::Notifier::Options options;
-  options.runner = &runner;
-  options.defer = [&](std::function<void()> fn) { deferred.push_back(std::move(fn)); };
-  options.report = [&](const idem::engine::NotifyReport& r) { reports.push_back(r); };
-  idem::engine::Notifier notifier(std::move(options));
-  auto spec = std::make_shared<idem::core::NotifySpec>();
-  spec->argv = {"tell"};
+  DeferringNotifier n;
+  auto& [deferred, reports, runner, notifier, spec] = n;
   notifier.fire(spec, NotifyEvent::failed, "k", "{}");
   notifier.fire(spec, NotifyEvent::failed, "k", "{}");
   notifier.fire(spec, NotifyEvent::failed, "k", "{}");  // two are queued for k already
@@ -304,15 +330,168 @@ TEST_CASE("notify: at most one runs per key, one more waits, further ones are dr
   REQUIRE(reports.size() == 1);
   CHECK(reports[0].result == idem::engine::NotifyReport::Result::dropped);
   CHECK(reports[0].key == "k");
-  REQUIRE(deferred.size() == 3);
-  for (auto& fn : deferred) fn();
+  // A worker for k and one for other; k's second waits for k's worker.
+  REQUIRE(deferred.size() == 2);
+  for (size_t i = 0; i < deferred.size(); ++i) deferred[i]();
   CHECK(runner.calls.size() == 3);
   // Once they ran, the key takes new ones again.
   notifier.fire(spec, NotifyEvent::failed, "k", "{}");
-  CHECK(deferred.size() == 4);
+  CHECK(deferred.size() == 3);
   // A recovery is not what an on-failure command is for: nothing is queued.
   notifier.fire(spec, NotifyEvent::recovered, "k", "{}");
-  CHECK(deferred.size() == 4);
+  CHECK(deferred.size() == 3);
+}
+
+TEST_CASE("notify: at most max_running run at once, max_queue wait, the rest are dropped",
+          "[notify]") {
+  DeferringNotifier n({2, 3});
+  auto& [deferred, reports, runner, notifier, spec] = n;
+  for (int i = 0; i < 10; ++i)
+    notifier.fire(spec, NotifyEvent::failed, "k" + std::to_string(i), "{}");
+  // Two workers (nothing else runs a notify command), three wait, five are dropped.
+  CHECK(deferred.size() == 2);
+  auto stats = notifier.stats();
+  CHECK(stats.running == 2);
+  CHECK(stats.queued == 3);
+  CHECK(stats.dropped == 5);
+  REQUIRE(reports.size() == 5);
+  CHECK(reports[0].key == "k5");
+  CHECK(reports[0].text() ==
+        "notify for key 'k5' (failed) dropped: the queue is full (3 waiting for one of 2 places)");
+  // The first worker, done with its own, takes the queue's in order; the second has its own.
+  deferred[0]();
+  CHECK(runner.calls.size() == 4);
+  deferred[1]();
+  CHECK(runner.calls.size() == 5);
+  stats = notifier.stats();
+  CHECK(stats.running == 0);
+  CHECK(stats.queued == 0);
+  CHECK(stats.dropped == 5);
+  CHECK(deferred.size() == 2);
+}
+
+TEST_CASE("notify: finish_by stops a running notify command's whole group, and reports it",
+          "[notify][process]") {
+  TempDir dir;
+  const std::string pid_file = dir.path() + "/bg.pid";
+  std::vector<idem::engine::NotifyReport> reports;
+  idem::engine::Notifier::Options options;
+  options.kill_after_ms = 300;
+  options.report = [&](const idem::engine::NotifyReport& r) { reports.push_back(r); };
+  idem::engine::Notifier notifier(std::move(options));
+  auto spec = std::make_shared<idem::core::NotifySpec>();
+  // Ignores TERM, leaves a child that ignores it too, and exits: only KILL to the group ends it.
+  spec->argv = idem::core::shell_command("trap '' TERM; sleep 60 & echo $! > " + pid_file +
+                                         ".tmp; mv " + pid_file + ".tmp " + pid_file);
+  std::thread firing([&] { notifier.fire(spec, NotifyEvent::failed, "k", "{}"); });
+  pid_t child = 0;
+  for (int i = 0; i < 10000 && child == 0; ++i) {
+    std::ifstream in(pid_file);
+    if (!(in >> child)) child = 0;
+    if (child == 0) ::usleep(1000);
+  }
+  REQUIRE(child > 0);
+  CHECK(::kill(child, 0) == 0);  // it waits for its child: the notify command still runs
+  notifier.finish_by(idem::util::monotonic_ms() + 400);
+  firing.join();
+  // Killed by the time fire() returned (reaped by init soon after).
+  std::string state;
+  for (int i = 0; i < 5000; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string pid, comm;
+    state.clear();
+    if (!(stat >> pid >> comm >> state) || state == "Z") break;
+    ::usleep(1000);
+  }
+  CHECK((state.empty() || state == "Z"));
+  REQUIRE(reports.size() == 1);
+  CHECK(reports[0].result == idem::engine::NotifyReport::Result::cut);
+  CHECK(reports[0].text().ends_with(": the daemon is stopping"));
+  // One fired after the deadline has no time left: dropped, and said so.
+  notifier.fire(spec, NotifyEvent::failed, "k2", "{}");
+  REQUIRE(reports.size() == 2);
+  CHECK(reports[1].result == idem::engine::NotifyReport::Result::dropped);
+  CHECK(notifier.stats().dropped == 1);
+}
+
+TEST_CASE("notify: the document carries the first and last bytes of each stream, and its size",
+          "[notify]") {
+  idem::core::CapturedOutput out;
+  out.append(idem::core::Stream::out, "AB");
+  out.append(idem::core::Stream::err, "x");
+  out.append(idem::core::Stream::out, "CDEFG");
+  out.append(idem::core::Stream::err, "y");
+  out.append(idem::core::Stream::out, "HIJ");
+  idem::core::Record r;
+  r.key = "k";
+  r.attempt = 1;
+  r.status = Status::failed;
+  r.output = out.encode();
+  nlohmann::json doc =
+      nlohmann::json::parse(idem::core::notify_document(NotifyEvent::failed, r, 0, 3));
+  const auto& rec = doc["record"];
+  CHECK(rec["stdout_bytes"] == 10);
+  CHECK(rec["stdout_b64"] == idem::util::to_base64("ABC"));
+  CHECK(rec["stdout_tail_b64"] == idem::util::to_base64("HIJ"));
+  CHECK(rec["stdout_omitted_bytes"] == 4);
+  CHECK(rec["stderr_bytes"] == 2);
+  CHECK(rec["stderr_b64"] == idem::util::to_base64("xy"));
+  CHECK_FALSE(rec.contains("stderr_tail_b64"));
+  // A request's body is cut the same way; a short one is left as it is.
+  r.request = nlohmann::json{{"method", "POST"}, {"body_b64", idem::util::to_base64("0123456789")}}
+                  .dump();
+  doc = nlohmann::json::parse(idem::core::notify_document(NotifyEvent::failed, r, 0, 3));
+  CHECK(doc["record"]["request"]["method"] == "POST");
+  CHECK(doc["record"]["request"]["body_bytes"] == 10);
+  CHECK(doc["record"]["request"]["body_b64"] == idem::util::to_base64("012"));
+  CHECK(doc["record"]["request"]["body_tail_b64"] == idem::util::to_base64("789"));
+  CHECK(doc["record"]["request"]["body_omitted_bytes"] == 4);
+  doc = nlohmann::json::parse(idem::core::notify_document(NotifyEvent::failed, r, 0, 5));
+  CHECK(doc["record"]["request"]["body_b64"] == idem::util::to_base64("0123456789"));
+  CHECK_FALSE(doc["record"]["request"].contains("body_bytes"));
+  // Up to twice the bytes kept, all of it.
+  CHECK(doc["record"]["stdout_b64"] == idem::util::to_base64("ABCDEFGHIJ"));
+  CHECK_FALSE(doc["record"].contains("stdout_tail_b64"));
+  // The default: 64 KiB of each end of a 1 MiB stream, the document a fraction of it.
+  std::string big;
+  for (int i = 0; big.size() < (1 << 20); ++i) big += std::to_string(i) + "\n";
+  idem::core::CapturedOutput large;
+  for (size_t at = 0; at < big.size(); at += 1000)
+    large.append(idem::core::Stream::out, std::string_view(big).substr(at, 1000));
+  r.output = large.encode();
+  const std::string text = idem::core::notify_document(NotifyEvent::failed, r, 0);
+  CHECK(text.size() < 200 * 1024);
+  doc = nlohmann::json::parse(text);
+  CHECK(doc["record"]["stdout_bytes"] == big.size());
+  CHECK(doc["record"]["stdout_b64"] == idem::util::to_base64(big.substr(0, 65536)));
+  CHECK(doc["record"]["stdout_tail_b64"] == idem::util::to_base64(big.substr(big.size() - 65536)));
+  CHECK(doc["record"]["stdout_omitted_bytes"] == big.size() - 2 * 65536);
+}
+
+// An effect given up instead of recorded, as the proxy's for an upstream's 5xx.
+class ReleasedEffect final : public idem::engine::Effect {
+ public:
+  idem::core::Outcome perform(const idem::engine::Attempt&) override {
+    return outcome_with(Status::succeeded, 502);
+  }
+  std::string performed() const override { return "forwarded"; }
+  bool release_instead(const idem::core::Outcome&) const override { return true; }
+};
+
+TEST_CASE("notify: a failure given up instead of recorded (the proxy's 5xx) is told too",
+          "[notify]") {
+  NotifyFixture f(NotifyOn::failure);
+  idem::engine::Engine engine(*f.store, f.front);
+  auto r = f.request();
+  const idem::engine::Claimed c = engine.claim(r);
+  REQUIRE(c.verdict == idem::engine::ClaimVerdict::claimed);
+  ReleasedEffect effect;
+  CHECK(engine.carry_out(c, effect).released);
+  CHECK_FALSE(f.store->get("k"));
+  REQUIRE(f.events() == std::vector<std::string>{"failed"});
+  nlohmann::json doc = nlohmann::json::parse(f.documents.at(0));
+  CHECK(doc["attempt"]["http_status"] == 502);
+  CHECK(doc["record"]["status"] == "failed");
 }
 
 TEST_CASE("notify: the config's notify object", "[notify][config]") {
