@@ -147,7 +147,7 @@ for ttl in 0 0s 0ms; do
   assert_bytes "$T/begin-ttl0-$ttl.err" 'idem: --ttl must be above zero\n'
 done
 [[ ! -e $T/ttl0-ran ]] || fail "--ttl 0 ran the command"
-[[ -z $(idem status ttl0 2>/dev/null) || $(idem status ttl0) == "none" ]] || fail "--ttl 0 claimed the key: $(idem status ttl0)"
+assert_status ttl0 none
 capture ttl0-timeout idem run -k ttl0 --timeout 0 -- true
 expect_rc 64
 assert_bytes "$T/ttl0-timeout.err" 'idem: --timeout must be above zero\n'
