@@ -335,8 +335,9 @@ class PendingChild final : public PreparedCommand {
   pid_t pid_ = -1;
 };
 
-// The controlling terminal lent to a command's group (RunSpec::terminal), as a shell's job
-// control lends it to a job: for the command's run when idem's group holds its foreground, and
+// The controlling terminal, idem's stdin, lent to a command's group (RunSpec::terminal), as a
+// shell's job control lends it to a job: for the command's run when idem's group holds its
+// foreground, and
 // again after each stop of the command once idem is continued in the foreground. While it
 // watches, SIGCHLD also reports the command's stops (no SA_NOCLDSTOP), and SIGTTOU is blocked in
 // this thread: tcsetpgrp from the background, and live output to a terminal set to `tostop`, go
@@ -344,9 +345,10 @@ class PendingChild final : public PreparedCommand {
 class Terminal {
  public:
   Terminal(const RunSpec& spec, pid_t group) : group_(group) {
-    if (!spec.terminal) return;
-    tty_ = util::Fd(::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC));
-    if (!tty_.valid()) return;  // no controlling terminal: nothing to lend
+    // idem's stdin is its controlling terminal (tcgetpgrp fails on any other descriptor): an
+    // interactive use. Not a background job of a script, whose stdin is /dev/null.
+    if (!spec.terminal || ::tcgetpgrp(k_tty) < 0) return;
+    watched_ = true;
     sigset_t ttou;
     sigemptyset(&ttou);
     sigaddset(&ttou, SIGTTOU);
@@ -357,14 +359,14 @@ class Terminal {
   Terminal(const Terminal&) = delete;
   Terminal& operator=(const Terminal&) = delete;
   ~Terminal() {
-    if (!tty_.valid()) return;
+    if (!watched_) return;
     take_back();
     report_stops(false);
     ::pthread_sigmask(SIG_SETMASK, &saved_mask_, nullptr);
   }
 
   // Whether the command's stops are watched (and handed to command_stopped).
-  bool watched() const { return tty_.valid(); }
+  bool watched() const { return watched_; }
 
   // The command's leader stopped on `sig`: the terminal back to idem's group, which then stops
   // on the same signal (the shell's job is idem's group: it says "Stopped" and takes the
@@ -376,22 +378,23 @@ class Terminal {
     take_back();
     const int own = sig == SIGTTIN || sig == SIGTTOU ? sig : SIGTSTP;
     sigset_t only;
+    sigset_t before;
     sigemptyset(&only);
     sigaddset(&only, own);
-    ::pthread_sigmask(SIG_UNBLOCK, &only, nullptr);  // stop this thread too, before going on
+    ::pthread_sigmask(SIG_UNBLOCK, &only, &before);  // stops this thread too, before going on
     ::kill(0, own);
-    ::pthread_sigmask(SIG_BLOCK, &only, nullptr);
+    ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
     lend();
     ::kill(-group_, SIGCONT);
   }
 
  private:
   void lend() {
-    if (::tcgetpgrp(tty_.get()) != ::getpgrp()) return;  // in the background: idem has none
-    lent_ = ::tcsetpgrp(tty_.get(), group_) == 0;
+    if (::tcgetpgrp(k_tty) != ::getpgrp()) return;  // in the background: idem has none
+    lent_ = ::tcsetpgrp(k_tty, group_) == 0;
   }
   void take_back() {
-    if (lent_) ::tcsetpgrp(tty_.get(), ::getpgrp());
+    if (lent_) ::tcsetpgrp(k_tty, ::getpgrp());
     lent_ = false;
   }
   static void report_stops(bool on) {
@@ -402,8 +405,9 @@ class Terminal {
     ::sigaction(SIGCHLD, &sa, nullptr);
   }
 
+  static constexpr int k_tty = 0;  // idem's stdin
   const pid_t group_;
-  util::Fd tty_;
+  bool watched_ = false;
   sigset_t saved_mask_{};
   bool lent_ = false;
 };

@@ -41,7 +41,7 @@ struct RunSpec {
   // When this descriptor becomes readable (the attempt's lease was lost), the command's group is
   // stopped as by a timeout: TERM, KILL kill_after_ms later. -1: none.
   int stop_fd = -1;
-  // The controlling terminal (/dev/tty), when idem has one: while idem's group is its foreground,
+  // The controlling terminal, when it is idem's stdin: while idem's group is its foreground,
   // the command's group gets the foreground for its run, as a shell's job control gives it to
   // a job (a prompt reads the terminal rather than stopping on SIGTTIN; Ctrl-C and Ctrl-Z reach
   // the command's group), and idem's gets it back after. A stop of the command (Ctrl-Z, or a
