@@ -88,15 +88,9 @@ constexpr int64_t k_kill_stale_grace_ms = 10000;
 // --hash-stdin: stdin's SHA-256 in hex, read to its end (begin runs nothing to feed it to).
 std::string hash_stdin() {
   util::Sha256 hash;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(0, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
-      throw UsageError(std::string("cannot read stdin for --hash-stdin: ") + std::strerror(errno));
-    if (n == 0) return util::to_hex(hash.finish());
-    hash.update(std::string_view(buf, size_t(n)));
-  }
+  if (!util::read_chunks(0, [&hash](std::string_view chunk) { hash.update(chunk); }))
+    throw UsageError(std::string("cannot read stdin for --hash-stdin: ") + std::strerror(errno));
+  return util::to_hex(hash.finish());
 }
 
 // --fingerprint and --hash-stdin: what the work is about, so the same key asked for other work
@@ -168,7 +162,7 @@ int answer_without_claim(const engine::Claimed& claimed, const BeginOptions& o,
 int run_begin(const GlobalOptions& global, const BeginOptions& o) {
   core::validate_key(o.key);
   if (o.kill_stale && !o.retry_abandoned) throw UsageError("--kill-stale needs --retry-abandoned");
-  const int64_t ttl_ms = core::duration_arg("--ttl", o.ttl);
+  const int64_t ttl_ms = core::positive_duration_arg("--ttl", o.ttl);
   const int64_t wait_ms = o.wait.empty() ? 0 : core::duration_arg("--wait", o.wait);
   const std::string fingerprint = fingerprint_of(o);
   auto store = open_store(global);

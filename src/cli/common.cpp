@@ -1,7 +1,9 @@
 #include "cli/common.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <vector>
 
@@ -42,8 +44,32 @@ store::StoreLocation store_location(const GlobalOptions& global) {
   return store::store_location(global.store, global.db);
 }
 
+namespace {
+
+// Whether this process is (nearly) out of descriptors: fewer than a store's open needs (the
+// database, its journal or WAL and shared memory, a folder) can be made now.
+bool descriptors_run_out() {
+  constexpr int k_store_needs = 6;
+  int made[k_store_needs];
+  int count = 0;
+  while (count < k_store_needs && (made[count] = ::fcntl(2, F_DUPFD_CLOEXEC, 0)) >= 0) ++count;
+  const bool out = count < k_store_needs && errno == EMFILE;
+  while (count > 0) ::close(made[--count]);
+  return out;
+}
+
+}  // namespace
+
 std::unique_ptr<store::Store> open_store(const GlobalOptions& global) {
-  return store::open_store(store_location(global));
+  const store::StoreLocation location = store_location(global);
+  try {
+    return store::open_store(location);
+  } catch (const StoreError& e) {
+    // The store's own words ("unable to open database file") do not say that the open-files
+    // limit was what failed.
+    if (descriptors_run_out()) throw os_error(std::string(e.what()), EMFILE);
+    throw;
+  }
 }
 
 namespace {

@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <iostream>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "core/duration.hpp"
 #include "core/errors.hpp"
@@ -211,16 +213,16 @@ class LineReader {
         return false;
       }
       if (fds[1].revents != 0) return false;
-      char chunk[65536];
-      ssize_t n = ::read(0, chunk, sizeof chunk);
+      ssize_t n = ::read(0, chunk_.data(), chunk_.size());
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) eof_ = true;
-      else buffer_.append(chunk, size_t(n));
+      else buffer_.append(chunk_.data(), size_t(n));
     }
   }
 
  private:
   int wake_fd_;
+  std::vector<char> chunk_ = std::vector<char>(65536);  // on the heap: see util::read_chunks
   std::string buffer_;
   size_t scanned_ = 0;
   bool eof_ = false;
@@ -278,7 +280,7 @@ int watch_stop_signals() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, sig);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   int wake[2];
-  if (::pipe2(wake, O_CLOEXEC) != 0) throw Error(k_exit_internal, "pipe failed");
+  if (::pipe2(wake, O_CLOEXEC) != 0) throw os_error("pipe", errno);
   std::thread([stop_signals, wake_fd = wake[1]] {
     for (;;) {
       int sig = 0;
@@ -313,10 +315,9 @@ std::optional<std::string> line_key(const std::string& line, const std::string& 
 // Every limit checked before the store is opened or a line read: a usage error (64) up front.
 Limits parse_limits(const EachOptions& o) {
   Limits l;
-  l.ttl_ms = core::duration_arg("--ttl", o.ttl);
+  l.ttl_ms = core::positive_duration_arg("--ttl", o.ttl);
   l.lease_ms = configured_lease_ms(o.lease);
-  l.timeout_ms = o.timeout.empty() ? 0 : core::duration_arg("--timeout", o.timeout);
-  if (!o.timeout.empty() && l.timeout_ms == 0) throw UsageError("--timeout must be above zero");
+  l.timeout_ms = o.timeout.empty() ? 0 : core::positive_duration_arg("--timeout", o.timeout);
   l.kill_after_ms = core::duration_arg("--kill-after", o.kill_after);
   l.max_output = core::output_cap_arg("--max-output", o.max_output);
   return l;

@@ -38,13 +38,12 @@ struct Settings {
 
 Settings parse_settings(const RunOptions& o) {
   Settings s{};
-  s.ttl_ms = core::duration_arg("--ttl", o.ttl);
+  s.ttl_ms = core::positive_duration_arg("--ttl", o.ttl);
   s.wait_ms = o.wait.empty() ? 0 : core::duration_arg("--wait", o.wait);
-  s.timeout_ms = o.timeout.empty() ? 0 : core::duration_arg("--timeout", o.timeout);
+  s.timeout_ms = o.timeout.empty() ? 0 : core::positive_duration_arg("--timeout", o.timeout);
   s.kill_after_ms = core::duration_arg("--kill-after", o.kill_after);
   s.drain_ms = core::duration_arg("--drain", o.drain);
   s.max_output = core::output_cap_arg("--max-output", o.max_output);
-  if (!o.timeout.empty() && s.timeout_ms == 0) throw UsageError("--timeout must be above zero");
   return s;
 }
 
@@ -60,16 +59,13 @@ util::Fd buffer_stdin(std::string& sha256_hex) {
   util::Fd copy(::memfd_create("idem-stdin", MFD_CLOEXEC));
   if (!copy.valid()) throw Error(k_exit_internal, std::string("memfd_create: ") + strerror(errno));
   util::Sha256 hash;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(0, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw UsageError(std::string("cannot read stdin for --hash-stdin: ") + strerror(errno));
-    if (n == 0) break;
-    hash.update(std::string_view(buf, size_t(n)));
-    if (!util::write_all(copy.get(), std::string_view(buf, size_t(n))))
+  const bool complete = util::read_chunks(0, [&](std::string_view chunk) {
+    hash.update(chunk);
+    if (!util::write_all(copy.get(), chunk))
       throw Error(k_exit_internal, std::string("cannot buffer stdin: ") + strerror(errno));
-  }
+  });
+  if (!complete)
+    throw UsageError(std::string("cannot read stdin for --hash-stdin: ") + strerror(errno));
   ::lseek(copy.get(), 0, SEEK_SET);
   sha256_hex = util::to_hex(hash.finish());
   return copy;
@@ -112,6 +108,11 @@ std::string leftovers_text(const core::Record& r, const std::string& shown) {
   return shown + ": " + std::string(core::to_string(r.status)) + " attempt " +
          std::to_string(r.attempt) + " still has live processes in process group " +
          std::to_string(r.process_group.pgid);
+}
+
+// A failed or abandoned attempt whose processes live on holds the key as a live owner would.
+bool held_by_leftovers(const core::Record& holder) {
+  return holder.status == core::Status::failed || holder.status == core::Status::abandoned;
 }
 
 constexpr const char* k_leftovers_advice =
@@ -199,8 +200,7 @@ namespace {
 
 std::string running_refusal(const core::Record& holder, const RunOptions& o, const Settings& s,
                             const std::string& shown, int64_t now_ms) {
-  // A failed attempt whose processes live on holds the key as a live owner would.
-  std::string message = holder.status == core::Status::failed
+  std::string message = held_by_leftovers(holder)
                             ? leftovers_text(holder, shown) + k_leftovers_advice
                             : shown + " is running in " + owner_text(holder.owner) + " (started " +
                                   ago(holder.started_ms, now_ms) + "); nothing ran";
@@ -257,12 +257,12 @@ engine::AttemptRequest attempt_request(const RunOptions& o, const Settings& s,
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
   req.claim.policy = core::Policy{o.replay_failures, o.retry_abandoned};
   req.wait.wait_ms = s.wait_ms;
-  // A retry must never overlap what is left of the abandoned attempt: 75 while it lives.
+  // A retry must never overlap what is left of the abandoned attempt: it holds the key as a
+  // failed attempt's leftovers do (75, or --wait waits for it).
   req.clear_abandoned = [&o, &s, shown](const core::Record& r) {
-    if (!clear_previous(r, o, s, shown))
-      throw Error(k_exit_running, leftovers_text(r, shown) + k_leftovers_advice);
-    return true;
+    return clear_previous(r, o, s, shown);
   };
+  req.abandoned_leftovers_hold = true;
   // Nor a rerun what is left of the failed one: it holds the key (75, or --wait waits for it).
   req.clear_failed = [&o, &s, shown](const core::Record& r) {
     return clear_previous(r, o, s, shown);
@@ -277,8 +277,9 @@ engine::AttemptRequest attempt_request(const RunOptions& o, const Settings& s,
   if (o.verbose)
     req.on_wait = [&o, shown](const core::Record& holder) {
       std::cerr << "idem: waiting up to " << o.wait << " for " << shown << " ("
-                << (holder.status == core::Status::failed
-                        ? "processes of failed attempt " + std::to_string(holder.attempt)
+                << (held_by_leftovers(holder)
+                        ? "processes of " + std::string(core::to_string(holder.status)) +
+                              " attempt " + std::to_string(holder.attempt)
                         : "running in " + owner_text(holder.owner))
                 << ")\n";
     };
@@ -294,6 +295,7 @@ proc::RunSpec command_spec(const RunOptions& o, const Settings& s, int stdin_fd)
   spec.timeout_ms = s.timeout_ms;
   spec.kill_after_ms = s.kill_after_ms;
   spec.drain_ms = s.drain_ms;
+  spec.terminal = true;  // one command, in the terminal's foreground as without idem
   return spec;
 }
 

@@ -104,6 +104,12 @@ int64_t duration_arg(std::string_view flag, std::string_view text) {
   return parsed.ms;
 }
 
+int64_t positive_duration_arg(std::string_view flag, std::string_view text) {
+  const int64_t ms = duration_arg(flag, text);
+  if (ms == 0) throw UsageError(std::string(flag) + " must be above zero");
+  return ms;
+}
+
 std::optional<int64_t> parse_size(std::string_view text) {
   size_t pos = 0;
   auto number = take_number(text, pos, k_max_size);

@@ -24,6 +24,8 @@ ParsedDuration parse_duration(std::string_view text);
 std::optional<int64_t> parse_duration_ms(std::string_view text);
 // Throws UsageError naming the flag and the text, and saying "too large" for a duration too long.
 int64_t duration_arg(std::string_view flag, std::string_view text);
+// The same, and a UsageError "FLAG must be above zero" for a zero duration (--ttl 0, --timeout 0).
+int64_t positive_duration_arg(std::string_view flag, std::string_view text);
 
 // "16MiB", "512KiB", "1GiB", "10MB", "100kB", "4096", "1M" (K/M/G alone mean KiB/MiB/GiB).
 // Returns bytes, or nullopt for anything malformed or above 1 TiB.

@@ -22,6 +22,10 @@ class UsageError : public Error {
   explicit UsageError(const std::string& message) : Error(k_exit_usage, message) {}
 };
 
+// A system call failed for want of something the system did not give (71, EX_OSERR):
+// "WHAT: <strerror>", and for EMFILE the open-files limit that was reached (`ulimit -n`).
+Error os_error(const std::string& what, int err);
+
 // Whether retrying later may succeed: transient for a store that is busy (a lock held past the
 // busy timeout) or unreachable for now (a lost connection); permanent for one that never will
 // without a change (not a store, a newer schema, no permission, a backend this build lacks).

@@ -17,7 +17,8 @@ enum ExitCode : int {
   k_exit_not_owner = 77,       // EX_NOPERM: end from a process that does not own the attempt
   k_exit_internal = 70,        // EX_SOFTWARE: a bug in idem
   k_exit_listen = 71,          // EX_OSERR: serve cannot listen on its address (in use, not allowed)
-  k_exit_os = 71,              // EX_OSERR: a closed stdin/stdout/stderr cannot be made /dev/null
+  k_exit_os = 71,              // EX_OSERR: a closed stdin/stdout/stderr cannot be made /dev/null,
+                               // or the system refused a pipe or memory (ulimit -n reached)
   k_exit_timeout = 124,        // --timeout stopped the command (as timeout(1))
   k_exit_not_executable = 126,
   k_exit_not_found = 127,

@@ -175,10 +175,12 @@ Claimed Engine::claim(AttemptRequest& request) {
     if (result.marked_abandoned && notifies(core::NotifyEvent::abandoned))
       notify(core::NotifyEvent::abandoned, *result.marked_abandoned);
     if (result.verdict == core::Verdict::abandoned && checks_abandoned &&
-        policy.retry_only_attempt != result.existing->attempt &&
-        request.clear_abandoned(*result.existing)) {
-      policy.retry_only_attempt = result.existing->attempt;
-      continue;
+        policy.retry_only_attempt != result.existing->attempt) {
+      if (request.clear_abandoned(*result.existing)) {
+        policy.retry_only_attempt = result.existing->attempt;
+        continue;
+      }
+      if (request.abandoned_leftovers_hold) result.verdict = core::Verdict::running;
     }
     if (result.verdict == core::Verdict::leftovers) {
       if (request.clear_failed(*result.existing)) {

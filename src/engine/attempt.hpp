@@ -47,6 +47,10 @@ struct AttemptRequest {
   // verdict stays `abandoned`. It may throw to refuse in the front's own words. Not set: the
   // abandoned attempt is retried at once.
   std::function<bool(const core::Record& abandoned)> clear_abandoned;
+  // With clear_abandoned: its false means the abandoned attempt's processes live on, and they
+  // hold the key as a failed attempt's do (waited for as a live holder, then the verdict
+  // `running`, `existing` the abandoned record), rather than the verdict staying `abandoned`.
+  bool abandoned_leftovers_hold = false;
   // Called with a failed record whose command's process group was recorded, before the key runs
   // again (its failure is not final). True: nothing of that attempt is left running, so it may
   // run now; false: processes of it live on, and the key counts as held by them (waited for as

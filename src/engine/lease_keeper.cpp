@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <optional>
 
 #include "core/errors.hpp"
@@ -23,7 +24,7 @@ constexpr int64_t k_max_retry_ms = 1000;
 LeaseKeeper::LeaseKeeper(const util::Clock& clock, Renew renew, int64_t lease_ms, int64_t until_ms)
     : clock_(clock), renew_(std::move(renew)), lease_ms_(lease_ms), until_ms_(until_ms) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(k_exit_internal, "cannot create a pipe");
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw os_error("pipe", errno);
   lost_read_.reset(fds[0]);
   lost_write_.reset(fds[1]);
   thread_ = std::thread([this] { loop(); });

@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/errors.hpp"
 #include "proc/child_exec.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
@@ -64,7 +65,7 @@ struct Pipe {
 Pipe make_pipe() {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
-    throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+    throw os_error("pipe", errno);
   return Pipe{util::Fd(fds[0]), util::Fd(fds[1])};
 }
 
@@ -184,7 +185,7 @@ int read_exec_error(const util::Fd& status) {
 void move_above_std_fds(util::Fd& fd) {
   if (fd.get() > 2) return;
   int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
-  if (moved < 0) throw std::runtime_error(std::string("fcntl: ") + strerror(errno));
+  if (moved < 0) throw os_error("fcntl", errno);
   fd = util::Fd(moved);
 }
 
@@ -219,7 +220,7 @@ class ChildStack {
     if (base_ == nullptr) {
       void* base = ::mmap(nullptr, k_size, PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-      if (base == MAP_FAILED) throw std::runtime_error(std::string("mmap: ") + strerror(errno));
+      if (base == MAP_FAILED) throw os_error("mmap", errno);
       ::mprotect(base, size_t(::sysconf(_SC_PAGESIZE)), PROT_NONE);
       base_ = base;
     }
@@ -300,6 +301,9 @@ class PendingChild final : public PreparedCommand {
   // The spec it was made with (as run: see as_run).
   const RunSpec& spec() const { return spec_; }
 
+  // The child's pid, its group's id; -1 once started.
+  pid_t pid() const { return pid_; }
+
   core::ProcessGroup group() const override {
     return core::ProcessGroup{int64_t(pid_), start_ticks(pid_)};
   }
@@ -331,14 +335,92 @@ class PendingChild final : public PreparedCommand {
   pid_t pid_ = -1;
 };
 
+// The controlling terminal, idem's stdin, lent to a command's group (RunSpec::terminal), as a
+// shell's job control lends it to a job: for the command's run when idem's group holds its
+// foreground, and
+// again after each stop of the command once idem is continued in the foreground. While it
+// watches, SIGCHLD also reports the command's stops (no SA_NOCLDSTOP), and SIGTTOU is blocked in
+// this thread: tcsetpgrp from the background, and live output to a terminal set to `tostop`, go
+// through. Given back at its end, whatever ended the run (an exception too).
+class Terminal {
+ public:
+  Terminal(const RunSpec& spec, pid_t group) : group_(group) {
+    // idem's stdin is its controlling terminal (tcgetpgrp fails on any other descriptor): an
+    // interactive use. Not a background job of a script, whose stdin is /dev/null.
+    if (!spec.terminal || ::tcgetpgrp(k_tty) < 0) return;
+    watched_ = true;
+    sigset_t ttou;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    ::pthread_sigmask(SIG_BLOCK, &ttou, &saved_mask_);
+    report_stops(true);
+    lend();
+  }
+  Terminal(const Terminal&) = delete;
+  Terminal& operator=(const Terminal&) = delete;
+  ~Terminal() {
+    if (!watched_) return;
+    take_back();
+    report_stops(false);
+    ::pthread_sigmask(SIG_SETMASK, &saved_mask_, nullptr);
+  }
+
+  // Whether the command's stops are watched (and handed to command_stopped).
+  bool watched() const { return watched_; }
+
+  // The command's leader stopped on `sig`: the terminal back to idem's group, which then stops
+  // on the same signal (the shell's job is idem's group: it says "Stopped" and takes the
+  // terminal). Once continued (`fg`, `bg`), the terminal goes to the command again if idem is in
+  // the foreground, and the command's group is continued. Where the stop cannot happen (idem's
+  // group is orphaned, no shell could continue it, or ignores the signal), the command goes on
+  // at once.
+  void command_stopped(int sig) {
+    take_back();
+    const int own = sig == SIGTTIN || sig == SIGTTOU ? sig : SIGTSTP;
+    sigset_t only;
+    sigset_t before;
+    sigemptyset(&only);
+    sigaddset(&only, own);
+    ::pthread_sigmask(SIG_UNBLOCK, &only, &before);  // stops this thread too, before going on
+    ::kill(0, own);
+    ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    lend();
+    ::kill(-group_, SIGCONT);
+  }
+
+ private:
+  void lend() {
+    if (::tcgetpgrp(k_tty) != ::getpgrp()) return;  // in the background: idem has none
+    lent_ = ::tcsetpgrp(k_tty, group_) == 0;
+  }
+  void take_back() {
+    if (lent_) ::tcsetpgrp(k_tty, ::getpgrp());
+    lent_ = false;
+  }
+  static void report_stops(bool on) {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | (on ? 0 : SA_NOCLDSTOP);
+    ::sigaction(SIGCHLD, &sa, nullptr);
+  }
+
+  static constexpr int k_tty = 0;  // idem's stdin
+  const pid_t group_;
+  bool watched_ = false;
+  sigset_t saved_mask_{};
+  bool lent_ = false;
+};
+
 // Watches a spawned command to its end: one loop drains both pipes (a full 64 KiB pipe would
 // block the writer), forwards signals and enforces the timeout; then the command is reaped.
 class Watch {
  public:
-  Watch(const RunSpec& spec, Child& child, RunResult& result)
+  Watch(const RunSpec& spec, Child& child, RunResult& result, Terminal& terminal)
       : spec_(spec),
         child_(child),
         result_(result),
+        terminal_(terminal),
         live_out_{spec.live_stdout_fd},
         live_err_{spec.live_stderr_fd},
         term_at_(spec.timeout_ms > 0 ? util::monotonic_ms() + spec.timeout_ms : -1) {
@@ -370,8 +452,9 @@ class Watch {
       }
       std::vector<pollfd> fds;
       // The self-pipe only when it can say something to this command: a signal to forward (run
-      // handles INT, TERM and HUP), or SIGCHLD when there is no pidfd.
-      if (!child_.exit.valid() || (g_handled & ~(uint64_t(1) << SIGCHLD)) != 0)
+      // handles INT, TERM and HUP), or SIGCHLD when there is no pidfd or a stop is watched.
+      if (!child_.exit.valid() || terminal_.watched() ||
+          (g_handled & ~(uint64_t(1) << SIGCHLD)) != 0)
         fds.push_back({g_signal_pipe[0], POLLIN, 0});
       if (child_.exit.valid() && !exited_) fds.push_back({child_.exit.get(), POLLIN, 0});
       if (spec_.stop_fd >= 0 && !result_.stopped) fds.push_back({spec_.stop_fd, POLLIN, 0});
@@ -487,9 +570,9 @@ class Watch {
   // Reads what is available on one pipe; closes it at EOF or on an error.
   void drain(util::Fd& fd, core::Stream stream, LiveSink& live) {
     for (;;) {
-      ssize_t n = ::read(fd.get(), buf_, sizeof buf_);
+      ssize_t n = ::read(fd.get(), buf_.data(), buf_.size());
       if (n > 0) {
-        std::string_view bytes(buf_, size_t(n));
+        std::string_view bytes(buf_.data(), size_t(n));
         live.write(bytes);
         result_.output.append(stream, bytes);
         continue;
@@ -504,17 +587,28 @@ class Watch {
     }
   }
 
+  // Notes the command's exit once it has exited (at once with WNOHANG, else waiting for it). A
+  // stop, where the terminal watches for them, goes to it; the command is continued then.
   void reap(int flags) {
-    if (exited_) return;
-    pid_t r;
-    do r = ::waitpid(child_.pid, &wait_status_, flags);
-    while (r < 0 && errno == EINTR);
-    if (r == child_.pid) exited_ = true;
+    if (terminal_.watched()) flags |= WUNTRACED;
+    while (!exited_) {
+      int status = 0;
+      const pid_t r = ::waitpid(child_.pid, &status, flags);
+      if (r < 0 && errno == EINTR) continue;
+      if (r != child_.pid) return;
+      if (WIFSTOPPED(status)) {
+        terminal_.command_stopped(WSTOPSIG(status));
+        continue;
+      }
+      wait_status_ = status;
+      exited_ = true;
+    }
   }
 
   const RunSpec& spec_;
   Child& child_;
   RunResult& result_;
+  Terminal& terminal_;
   LiveSink live_out_;
   LiveSink live_err_;
   int64_t term_at_;           // monotonic ms of the timeout's TERM; -1: none (any more)
@@ -524,7 +618,8 @@ class Watch {
   bool group_gone_ = false;  // under wait_group: nothing of the group is left after the leader
   bool group_killed_ = false;  // the group got its KILL (a grace ran out)
   int wait_status_ = 0;
-  char buf_[65536];
+  // On the heap: the Watch is on the stack, which may be 64 KiB in all (`ulimit -s 64`).
+  std::vector<char> buf_ = std::vector<char>(65536);
 };
 
 // Whether idem's live stdout and stderr are one open file description that keeps writes in the
@@ -547,7 +642,7 @@ bool one_ordered_destination(const RunSpec& spec) {
 void install_child_handlers() {
   if (g_signal_pipe[0] < 0) {
     if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-      throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+      throw os_error("pipe", errno);
   }
   handle(SIGCHLD);
   ::signal(SIGPIPE, SIG_IGN);
@@ -576,8 +671,9 @@ RunSpec as_run(const RunSpec& spec) {
   return run;
 }
 
-RunResult watch_to_end(const RunSpec& spec, Child& child, RunResult& result) {
-  Watch watch(spec, child, result);
+RunResult watch_to_end(const RunSpec& spec, Child& child, RunResult& result,
+                       Terminal& terminal) {
+  Watch watch(spec, child, result, terminal);
   watch.loop();
   watch.finish();
   return std::move(result);
@@ -598,8 +694,9 @@ RunResult run_command(const RunSpec& given) {
     return result;
   }
   if (spec.on_spawn) spec.on_spawn(pending.group());
+  Terminal terminal(spec, pending.pid());  // the group recorded, before its go byte
   Child child = pending.start(result, spec);
-  return watch_to_end(spec, child, result);
+  return watch_to_end(spec, child, result, terminal);
 }
 
 std::unique_ptr<PreparedCommand> prepare_command(const RunSpec& given) {
@@ -622,8 +719,9 @@ RunResult run_prepared_command(std::unique_ptr<PreparedCommand> prepared, const 
   const RunSpec spec = as_run(given);
   RunResult result;
   result.output = core::CapturedOutput(spec.max_output);
+  Terminal terminal(spec, pending->pid());
   Child child = pending->start(result, spec);
-  return watch_to_end(spec, child, result);
+  return watch_to_end(spec, child, result, terminal);
 }
 
 core::Outcome outcome_of(const RunResult& result, int64_t finished_ms) {

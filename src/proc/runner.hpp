@@ -46,6 +46,15 @@ struct RunSpec {
   // When this descriptor becomes readable (the attempt's lease was lost), the command's group is
   // stopped as by a timeout: TERM, KILL kill_after_ms later. -1: none.
   int stop_fd = -1;
+  // The controlling terminal, when it is idem's stdin: while idem's group is its foreground,
+  // the command's group gets the foreground for its run, as a shell's job control gives it to
+  // a job (a prompt reads the terminal rather than stopping on SIGTTIN; Ctrl-C and Ctrl-Z reach
+  // the command's group), and idem's gets it back after. A stop of the command (Ctrl-Z, or a
+  // read of the terminal from the background) stops idem's own group with the same signal, so
+  // the shell sees its job stopped; once idem is continued, so is the command (with the
+  // terminal when idem is in the foreground again). For `run` only: not for commands started
+  // several at a time (each, the daemon).
+  bool terminal = false;
   // Called with the command's process group (the child is its leader) after fork and before the
   // command is exec'd: what it records is durable before the command can start anything. If it
   // throws, the child is killed before it ran, and the exception propagates.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <memory>
 
 namespace idem::util {
 
@@ -29,15 +30,20 @@ bool write_all(int fd, std::string_view bytes) {
 }
 
 bool read_all(int fd, std::string& out) {
-  char buf[65536];
+  return read_chunks(fd, [&out](std::string_view chunk) { out.append(chunk); });
+}
+
+bool read_chunks(int fd, const std::function<void(std::string_view)>& take) {
+  constexpr size_t k_chunk = 65536;
+  const std::unique_ptr<char[]> buf(new char[k_chunk]);
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    ssize_t n = ::read(fd, buf.get(), k_chunk);
     if (n < 0) {
       if (errno == EINTR) continue;
       return false;
     }
     if (n == 0) return true;
-    out.append(buf, size_t(n));
+    take(std::string_view(buf.get(), size_t(n)));
   }
 }
 

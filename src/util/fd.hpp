@@ -1,5 +1,6 @@
 #pragma once
 // RAII file descriptor and EINTR-safe I/O helpers. Knows nothing about idem.
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,6 +39,9 @@ bool write_all(int fd, std::string_view bytes);
 Fd memory_file(const char* name, std::string_view bytes);
 // Reads until EOF. Returns false with errno set on failure.
 bool read_all(int fd, std::string& out);
+// Reads until EOF, handing each chunk read to `take` (through a heap buffer: a 64 KiB array on
+// the stack is all of it under `ulimit -s 64`). Returns false with errno set on a read error.
+bool read_chunks(int fd, const std::function<void(std::string_view)>& take);
 
 // Opens /dev/null onto each of the descriptors 0, 1 and 2 that is closed, so that none of them is
 // the next file the process opens (which would then receive what is meant for stdout or stderr).

@@ -89,4 +89,31 @@ capture show-later idem show later
 file_has "$T/show-later.out" "still has live processes" && fail "show should not report a group that emptied"
 capture late idem run -k later --retry-abandoned -- "${cmd3[@]}"
 expect_rc 0
+
+# --retry-abandoned --wait waits for the abandoned attempt's group as for a failed one's: 75
+# once the wait is over while it lives, and a run as soon as it has emptied within the wait.
+mkfifo "$T/fifo4"
+cmd4=(sh -c 'echo "attempt $IDEM_ATTEMPT" >> "$3"; [ "$IDEM_ATTEMPT" = 1 ] || exit 0
+             read x < "$2" & echo $! > "$1"; wait' sh "$T/reader4.pid" "$T/fifo4" "$T/log4")
+track_pid_file "$T/reader4.pid"
+bg owner4 idem run -k waited -- "${cmd4[@]}"
+wait_until "the reader of 'waited' starts" test -s "$T/reader4.pid"
+kill -KILL "$(bg_pid owner4)"
+bg_wait owner4
+await_abandoned waited
+started=$(now_ms)
+capture short idem run -k waited --retry-abandoned --wait 300ms -- "${cmd4[@]}"
+expect_rc 75
+(($(now_ms) - started >= 300)) || fail "--wait 300ms answered 75 after $(($(now_ms) - started)) ms"
+file_has "$T/short.err" "abandoned attempt 1 still has live processes" ||
+  fail "the 75 should name the abandoned attempt's group: $(cat "$T/short.err")"
+file_has "$T/short.err" "(waited 300ms)" || fail "the 75 should say it waited: $(cat "$T/short.err")"
+bg long idem run -k waited --retry-abandoned --wait 20s -v -- "${cmd4[@]}"
+wait_until "the retry waits" file_has "$T/long.err" "waiting up to 20s for key 'waited' (processes of abandoned attempt 1)"
+assert_bytes "$T/log4" 'attempt 1\n'
+release_fifo "$T/fifo4"
+bg_wait long
+expect_rc 0
+assert_bytes "$T/log4" 'attempt 1\nattempt 2\n'
+assert_status waited succeeded
 integrity_ok

@@ -355,6 +355,7 @@ usage u-jobs "idem: --jobs: Value 0 not in range 1 to 256 (see idem --help)" --k
 usage u-ttl "idem: bad duration for --ttl: 'soon' (use e.g. 90s, 15m, 24h, 7d or seconds)" --key-field /id --ttl soon -- "${ran[@]}"
 usage u-timeout "idem: bad duration for --timeout: 'soon' (use e.g. 90s, 15m, 24h, 7d or seconds)" --key-field /id --timeout soon -- "${ran[@]}"
 usage u-timeout0 "idem: --timeout must be above zero" --key-field /id --timeout 0 -- "${ran[@]}"
+usage u-ttl0 "idem: --ttl must be above zero" --key-field /id --ttl 0 -- "${ran[@]}"
 usage u-kill "idem: bad duration for --kill-after: 'x' (use e.g. 90s, 15m, 24h, 7d or seconds)" --key-field /id --kill-after x -- "${ran[@]}"
 [[ ! -e $T/usage-ran ]] || fail "a usage error ran the handler"
 each_from u-max "$T/clean.jsonl" --key-field /id --max-output lots -- "${ran[@]}"

@@ -134,3 +134,20 @@ assert_same "$T/in1" "$T/s1.out"
 capture s2 idem run -k stdin -- cat <"$T/in2"
 expect_rc 0
 assert_same "$T/in1" "$T/s2.out"
+
+# --ttl 0 would turn dedupe off: refused as --timeout 0 is (64, one line, nothing run or claimed),
+# by run and begin alike; "0s" and "0ms" are zero too.
+for ttl in 0 0s 0ms; do
+  capture "ttl0-$ttl" idem run -k ttl0 --ttl "$ttl" -- sh -c 'echo ran >> "$1"' sh "$T/ttl0-ran"
+  expect_rc 64
+  assert_idem_error
+  assert_bytes "$T/ttl0-$ttl.err" 'idem: --ttl must be above zero\n'
+  capture "begin-ttl0-$ttl" idem begin -k ttl0 --ttl "$ttl"
+  expect_rc 64
+  assert_bytes "$T/begin-ttl0-$ttl.err" 'idem: --ttl must be above zero\n'
+done
+[[ ! -e $T/ttl0-ran ]] || fail "--ttl 0 ran the command"
+assert_status ttl0 none
+capture ttl0-timeout idem run -k ttl0 --timeout 0 -- true
+expect_rc 64
+assert_bytes "$T/ttl0-timeout.err" 'idem: --timeout must be above zero\n'

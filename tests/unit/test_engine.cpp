@@ -285,6 +285,40 @@ TEST_CASE("engine: an abandoned attempt is retried only once clear_abandoned all
   CHECK(looked == 2);
 }
 
+TEST_CASE("engine: with abandoned_leftovers_hold an abandoned attempt's live group is waited for",
+          "[engine]") {
+  Fixture f;
+  AttemptRequest holder = f.request("k", 20);
+  f.engine.claim(holder);
+  f.owners_gone = true;  // the holder died mid-run; its processes live on
+  AttemptRequest r = f.request("k");
+  r.claim.policy.retry_abandoned = true;
+  r.abandoned_leftovers_hold = true;
+  int looked = 0;
+  bool clear = false;
+  r.clear_abandoned = [&](const Record& a) {
+    ++looked;
+    CHECK(a.status == Status::abandoned);
+    return clear;
+  };
+  // No wait: the key counts as held by them (`running`, the abandoned record), nothing runs.
+  Claimed c = f.engine.claim(r);
+  CHECK(c.verdict == ClaimVerdict::running);
+  REQUIRE(c.existing);
+  CHECK(c.existing->status == Status::abandoned);
+  CHECK(c.existing->attempt == 1);
+  CHECK(f.clock.slept.empty());
+  // With a wait they are waited for, looked at after every pause, until they are gone.
+  r.wait.wait_ms = 1000;
+  f.clock.on_sleep = [&] { clear = f.clock.total_slept() >= 30; };
+  looked = 0;
+  c = f.engine.claim(r);
+  CHECK(c.verdict == ClaimVerdict::claimed);
+  CHECK(c.attempt == 2);
+  CHECK(looked == 3);  // before the pauses of 10 and 20 ms, then clear
+  CHECK(f.clock.slept == std::vector<int64_t>{10, 20});
+}
+
 TEST_CASE("engine: a failed attempt runs again only once clear_failed finds its group gone",
           "[engine]") {
   Fixture f;
