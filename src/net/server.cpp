@@ -413,7 +413,8 @@ Server::~Server() {
 
 int Server::listen(const std::string& host, int port, const std::string& shown_as) {
   Resolved found = resolve_host(host, port);
-  if (found.addresses.empty()) throw ListenError("cannot listen on " + shown_as + ": " + found.error);
+  if (found.addresses.empty())
+    throw ListenError("cannot listen on " + shown_as + ": " + found.error);
   int err = EADDRNOTAVAIL;
   // IPv4 first: "localhost" then means 127.0.0.1, where clients (and a port file's readers) look.
   std::stable_partition(found.addresses.begin(), found.addresses.end(),

@@ -126,7 +126,8 @@ namespace {
 std::vector<SocketAddress> resolve(const UpstreamTarget& target) {
   Resolved found = resolve_host(target.host, target.port);
   if (found.addresses.empty())
-    throw UpstreamError(UpstreamError::connect, "cannot resolve " + target.host + ": " + found.error);
+    throw UpstreamError(UpstreamError::connect,
+                        "cannot resolve " + target.host + ": " + found.error);
   return std::move(found.addresses);
 }
 

@@ -112,8 +112,9 @@ IDEM_RAW_CHILD int exec_file(const char* file, char** argv, char** envp) {
 }
 
 // Without PATH (cron's `env -i`, a bare unit), the search path of dash and of `sh -c`, so that
-// `idem run -- CMD` finds what `sh -c CMD` finds (README, "Exit codes"; idem(1), ENVIRONMENT).
-constexpr const char* k_default_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+// `idem run -- CMD` finds what `sh -c CMD` finds (README, "Examples"; idem(1), ENVIRONMENT).
+constexpr const char* k_default_path =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 // Looks argv[0] up on `path` (k_default_path when there is none) and execs the first that
 // runs, with glibc's rules: an entry that is not there or not a folder is skipped, one without

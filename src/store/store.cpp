@@ -124,9 +124,10 @@ std::string default_db_path() {
   if (const char* db = getenv_nonempty("IDEM_DB")) return db;
   std::optional<std::string> path = xdg_db_path();
   if (!path)
-    throw StoreError("cannot find the store: set HOME (or XDG_STATE_HOME, IDEM_DB, or --db): HOME "
-                     "is unset and uid " +
-                     std::to_string(::geteuid()) + " has no home folder in /etc/passwd");
+    throw StoreError(
+        "cannot find the store: set HOME (or XDG_STATE_HOME, IDEM_DB, or --db): HOME "
+        "is unset and uid " +
+        std::to_string(::geteuid()) + " has no home folder in /etc/passwd");
   return *path;
 }
 
