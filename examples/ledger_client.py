@@ -6,8 +6,9 @@ renew the claim's lease from a thread while the command runs, record the outcome
 gets the stored stdout and exit code back.
 
     idem serve --ledger &                  # prints its address; the token file is the store's
-    python3 examples/ledger_client.py --url http://127.0.0.1:8787 \\
-        --token-file ~/.local/state/idem/idem.db.token --key order-42 -- ./charge.sh 42
+    python3 examples/ledger_client.py --url http://127.0.0.1:8787 --key order-42 -- ./charge.sh 42
+
+(--token-file defaults to the token of the store idem uses: $IDEM_DB + .token, else the XDG path's.)
 
 (--socket PATH instead of --url/--token-file talks to `idem serve --socket PATH`.)
 Exit: the command's code; for a replay the stored one; 75 the key is running elsewhere or this
@@ -160,11 +161,23 @@ def run_once(ledger, key, command, lease, retry_abandoned):
     return 75 if lost.is_set() else code
 
 
+def default_token_file():
+    """The token file of the store idem uses by default: $IDEM_DB, else the XDG state path."""
+    db = os.environ.get("IDEM_DB")
+    if not db:
+        state = os.environ.get("XDG_STATE_HOME", "")
+        if not state.startswith("/"):
+            state = os.path.join(os.path.expanduser("~"), ".local", "state")
+        db = os.path.join(state, "idem", "idem.db")
+    return db + ".token"
+
+
 def main():
     p = argparse.ArgumentParser(description="Run COMMAND at most once per key through idem's "
                                             "ledger API.")
     p.add_argument("--url", default="http://127.0.0.1:8787")
-    p.add_argument("--token-file", help="the daemon's token file (the store's path + .token)")
+    p.add_argument("--token-file", default=default_token_file(),
+                   help="the daemon's token file (the store's path + .token)")
     p.add_argument("--socket", help="the daemon's --socket PATH (no token needed)")
     p.add_argument("--key", required=True)
     p.add_argument("--lease", default="30s", help="e.g. 30s; renewed every third of it")

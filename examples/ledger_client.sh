@@ -4,11 +4,10 @@
 # command runs, finish with its exit code and stdout. A duplicate prints the stored stdout.
 #
 #   idem serve --ledger &
-#   IDEM_URL=http://127.0.0.1:8787 IDEM_TOKEN_FILE=~/.local/state/idem/idem.db.token \
-#     sh examples/ledger_client.sh order-42 ./charge.sh 42
+#   IDEM_URL=http://127.0.0.1:8787 sh examples/ledger_client.sh order-42 ./charge.sh 42
 #
 # Environment: IDEM_URL (default http://127.0.0.1:8787), IDEM_TOKEN_FILE (the store's path +
-# .token), IDEM_LEASE (default 30s; a heartbeat goes every third of it, in whole seconds).
+# .token; default: that of the store idem uses, $IDEM_DB or the XDG path), IDEM_LEASE (default 30s; a heartbeat goes every third of it, in whole seconds).
 # Exit: the command's code; 0 for a key that already succeeded; 75 running elsewhere or the lease
 # was lost; 65 the key was used for something else; 69 an earlier attempt was abandoned.
 set -eu
@@ -17,7 +16,8 @@ key=$1
 shift
 url=${IDEM_URL:-http://127.0.0.1:8787}
 lease=${IDEM_LEASE:-30s}
-token=$(cat "${IDEM_TOKEN_FILE:?set IDEM_TOKEN_FILE to the token file of the daemon}")
+db=${IDEM_DB:-${XDG_STATE_HOME:-$HOME/.local/state}/idem/idem.db}
+token=$(cat "${IDEM_TOKEN_FILE:-$db.token}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -1,6 +1,10 @@
 // idem: make side effects safe to retry. Builds the command line from the subcommand table
 // (cli/command_table.hpp), dispatches once, and maps every error to one "idem: ..." line and its
 // exit code (see core/exit_code.hpp).
+#ifdef IDEM_NO_NSS
+#include <netdb.h>
+#endif
+
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <csignal>
@@ -25,6 +29,23 @@
 // sorted table of PT_GNU_EH_FRAME (--eh-frame-hdr), as in a dynamically linked program.
 extern "C" void __wrap___register_frame_info(const void*, void*) {}
 extern "C" void* __wrap___deregister_frame_info(const void*) { return nullptr; }
+#endif
+
+#ifdef IDEM_NO_NSS
+// No NSS in the static idem (docs/internals.md, "No NSS in the static idem"). OpenSSL's
+// libcrypto.a brings getaddrinfo, getnameinfo and gethostbyname (BIO_lookup_ex and the like, which
+// idem never calls), and with them glibc's NSS module loader. The link wraps the four into these
+// failures (CMakeLists.txt), so glibc's are not linked at all; tests/cli/test_no_nss.sh checks it.
+extern "C" int __wrap_getaddrinfo(const char*, const char*, const addrinfo*, addrinfo** res) {
+  *res = nullptr;
+  return EAI_FAIL;
+}
+extern "C" void __wrap_freeaddrinfo(addrinfo*) {}
+extern "C" int __wrap_getnameinfo(const sockaddr*, socklen_t, char*, socklen_t, char*, socklen_t,
+                                  int) {
+  return EAI_FAIL;
+}
+extern "C" hostent* __wrap_gethostbyname(const char*) { return nullptr; }
 #endif
 
 // Under AddressSanitizer, LeakSanitizer scans the process at exit: about 25 ms, half of what a
@@ -110,7 +131,9 @@ int usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) 
 // Runs the subcommand the command line chose; every error becomes one line and its code.
 int dispatch(const std::vector<idem::cli::Registered>& registered,
              const idem::cli::GlobalOptions& global, char** argv) {
-  idem::cli::hand_over_postgres_store(global, argv);
+  for (const auto& sub : registered)
+    if (sub.app->parsed())
+      idem::cli::hand_over_to_idem_pg(global, argv, sub.app->get_name() == "serve");
   try {
     for (const auto& sub : registered)
       if (sub.app->parsed()) return sub.run(global);
@@ -183,7 +206,7 @@ std::unique_ptr<CommandLine> parse_named_only(int argc, char** argv, int& versio
 int main(int argc, char** argv) {
   using namespace idem;
   // Before any thread and before anything runs a command: what idem added to idem-pg's
-  // environment for libgnutls's constructor (cli::hand_over_postgres_store) is taken out again.
+  // environment for libgnutls's constructor (cli::hand_over_to_idem_pg) is taken out again.
   cli::forget_hand_over_environment();
 #ifdef IDEM_ASAN
   if (const char* only = std::getenv("IDEM_LEAK_CHECK"); only != nullptr)

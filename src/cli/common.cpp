@@ -30,11 +30,11 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
                                : std::string();
           },
           "", "store URL"));
-  // The default as this user's idem resolves it, so --help answers "where is my store?".
-  const std::optional<std::string> xdg_path = store::xdg_db_path();
+  // The default as written, not resolved: --help opens no store, so it reads neither HOME's
+  // fallback in /etc/passwd nor anything else (`idem doctor` names the store in force).
   app.add_option("--db", global.db,
-                 "SQLite store (default: $IDEM_DB, else " +
-                     xdg_path.value_or("${XDG_STATE_HOME:-$HOME/.local/state}/idem/idem.db") + ")")
+                 "SQLite store (default: $IDEM_DB, else "
+                 "${XDG_STATE_HOME:-$HOME/.local/state}/idem/idem.db)")
       ->type_name("PATH");
 }
 
@@ -102,15 +102,21 @@ std::vector<char*> hand_over_environment() {
   return env;
 }
 
+bool names_postgres_store(const GlobalOptions& global) {
+  try {
+    return store_location(global).scheme == "postgres";
+  } catch (const Error&) {
+    return false;  // a bad URL is reported where the store is opened
+  }
+}
+
 }  // namespace
 
-void hand_over_postgres_store(const GlobalOptions& global, char** argv) {
+void hand_over_to_idem_pg(const GlobalOptions& global, char** argv, bool serving) {
   if (store::has_postgres_backend()) return;
-  try {
-    if (store_location(global).scheme != "postgres") return;
-  } catch (const Error&) {
-    return;  // a bad URL is reported where the store is opened
-  }
+  // The daemon resolves names (--upstream, --listen) as the system says, and a static glibc must
+  // not load NSS modules: idem serve runs dynamically linked, its start paid once.
+  if (!serving && !names_postgres_store(global)) return;
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0) return;

@@ -56,13 +56,14 @@ std::shared_ptr<const core::NotifySpec> notify_spec(const NotifyOptions& notify)
 void use_notify(engine::Front& front, std::shared_ptr<const core::NotifySpec> spec,
                 bool live_output, std::function<void(const std::string& text)> write_stderr);
 
-// A static idem has no PostgreSQL backend (store::has_postgres_backend): for a PostgreSQL store
-// it execs idem-pg, the same program linked with libpq (beside this one, or in
-// ../libexec/idem/), with the same arguments and environment, before it has done anything.
-// Returns when there is nothing to hand over, or no idem-pg (opening the store then says so).
+// A static idem has no PostgreSQL backend (store::has_postgres_backend) and no system resolver
+// (net/resolve.hpp): for a PostgreSQL store, or for `idem serve` (`serving`), it execs idem-pg,
+// the same program linked dynamically with libpq (beside this one, or in ../libexec/idem/),
+// with the same arguments and environment, before it has done anything. Returns when there is
+// nothing to hand over, or no idem-pg (opening the store, or resolving a name, then says so).
 // The environment gains GNUTLS_NO_IMPLICIT_INIT=1 (unless the user set that variable), so that
 // libgnutls, loaded with libpq, skips its initialisation at load time.
-void hand_over_postgres_store(const GlobalOptions& global, char** argv);
+void hand_over_to_idem_pg(const GlobalOptions& global, char** argv, bool serving);
 // In idem-pg, first thing in main: takes out of the environment what the hand-over added, so
 // nothing idem-pg runs sees it. Does nothing in a process that was not handed over.
 void forget_hand_over_environment();

@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -11,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -18,6 +18,7 @@
 #include <ctime>
 #include <system_error>
 
+#include "net/resolve.hpp"
 #include "net/socket_io.hpp"
 #include "net/stream.hpp"
 #include "net/tls.hpp"
@@ -411,26 +412,15 @@ Server::~Server() {
 }
 
 int Server::listen(const std::string& host, int port, const std::string& shown_as) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  if (int rc =
-          ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
-      rc != 0)
-    throw ListenError("cannot listen on " + shown_as + ": " + ::gai_strerror(rc));
+  Resolved found = resolve_host(host, port);
+  if (found.addresses.empty())
+    throw ListenError("cannot listen on " + shown_as + ": " + found.error);
   int err = EADDRNOTAVAIL;
   // IPv4 first: "localhost" then means 127.0.0.1, where clients (and a port file's readers) look.
-  std::vector<const addrinfo*> candidates;
-  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next)
-    if (ai->ai_family == AF_INET) candidates.push_back(ai);
-  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next)
-    if (ai->ai_family != AF_INET) candidates.push_back(ai);
-  for (const addrinfo* ai : candidates) {
-    util::Fd fd(
-        ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol));
+  std::stable_partition(found.addresses.begin(), found.addresses.end(),
+                        [](const SocketAddress& a) { return a.storage.ss_family == AF_INET; });
+  for (const SocketAddress& a : found.addresses) {
+    util::Fd fd(::socket(a.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd.valid()) {
       err = errno;
       continue;
@@ -439,14 +429,14 @@ int Server::listen(const std::string& host, int port, const std::string& shown_a
     // SO_REUSEPORT is never set: it would let a second daemon share the port and its traffic.
     int one = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd.get(), SOMAXCONN) != 0) {
+    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&a.storage), a.length) != 0 ||
+        ::listen(fd.get(), SOMAXCONN) != 0) {
       err = errno;
       continue;
     }
     listener_ = std::move(fd);
     break;
   }
-  ::freeaddrinfo(found);
   if (!listener_.valid()) throw ListenError("cannot listen on " + shown_as + ": " + why(err));
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;

@@ -1,7 +1,6 @@
 #include "net/upstream.hpp"
 
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -16,6 +15,7 @@
 
 #include "core/errors.hpp"
 #include "net/message.hpp"
+#include "net/resolve.hpp"
 #include "net/response_parser.hpp"
 #include "net/socket_io.hpp"
 #include "util/clock.hpp"
@@ -122,46 +122,13 @@ UpstreamTarget parse_upstream_url(const std::string& source, const std::string& 
 
 namespace {
 
-struct Address {
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-};
-
-std::vector<Address> resolve(const UpstreamTarget& target) {
-  std::vector<Address> out;
-  Address a;
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&a.storage);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&a.storage);
-  // Numeric addresses first, without getaddrinfo (which a static binary would rather avoid).
-  if (::inet_pton(AF_INET, target.host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(uint16_t(target.port));
-    a.length = sizeof *v4;
-    return {a};
-  }
-  if (::inet_pton(AF_INET6, target.host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(uint16_t(target.port));
-    a.length = sizeof *v6;
-    return {a};
-  }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(target.port);
-  if (int rc = ::getaddrinfo(target.host.c_str(), service.c_str(), &hints, &found); rc != 0)
+// The upstream's addresses; an UpstreamError when there are none.
+std::vector<SocketAddress> resolve(const UpstreamTarget& target) {
+  Resolved found = resolve_host(target.host, target.port);
+  if (found.addresses.empty())
     throw UpstreamError(UpstreamError::connect,
-                        "cannot resolve " + target.host + ": " + ::gai_strerror(rc));
-  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-    Address r;
-    std::memcpy(&r.storage, ai->ai_addr, ai->ai_addrlen);
-    r.length = ai->ai_addrlen;
-    out.push_back(r);
-  }
-  ::freeaddrinfo(found);
-  return out;
+                        "cannot resolve " + target.host + ": " + found.error);
+  return std::move(found.addresses);
 }
 
 }  // namespace
@@ -213,7 +180,7 @@ using upstream_pool::Connections;
 
 util::Fd Connections::open(int64_t deadline_ms) {
   int err = EADDRNOTAVAIL;
-  for (const Address& a : resolve(target)) {
+  for (const SocketAddress& a : resolve(target)) {
     util::Fd fd(::socket(a.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd.valid()) {
       err = errno;

@@ -111,14 +111,19 @@ IDEM_RAW_CHILD int exec_file(const char* file, char** argv, char** envp) {
   return err;
 }
 
-// Looks argv[0] up on `path` (glibc's default when there is none) and execs the first that
+// Without PATH (cron's `env -i`, a bare unit), the search path of dash and of `sh -c`, so that
+// `idem run -- CMD` finds what `sh -c CMD` finds (README, "Examples"; idem(1), ENVIRONMENT).
+constexpr const char* k_default_path =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// Looks argv[0] up on `path` (k_default_path when there is none) and execs the first that
 // runs, with glibc's rules: an entry that is not there or not a folder is skipped, one without
 // permission remembered (EACCES wins over ENOENT), any other error ends the search.
 IDEM_RAW_CHILD int exec_on_path(const char* path, char** argv, char** envp) {
   const char* file = argv[0];
   if (*file == '\0') return ENOENT;
   if (has_slash(file)) return exec_file(file, argv, envp);
-  if (path == nullptr) path = "/bin:/usr/bin";
+  if (path == nullptr) path = k_default_path;
   size_t file_len = 0;
   while (file[file_len] != '\0') ++file_len;
   char buffer[4096];

@@ -19,6 +19,7 @@
 
 #include "engine/notify.hpp"
 #include "ledger/ledger.hpp"
+#include "net/resolve.hpp"
 #include "proc/runner.hpp"
 #include "serve/listen.hpp"
 #include "serve/load.hpp"
@@ -69,7 +70,7 @@ class Daemon {
                              {"webhook_hooks", current()->webhooks.hooks.size()},
                              {"store", options_.store.display()}};
     // No TCP listener when socket activation passed a Unix socket alone.
-    if (bound != 0) listening["address"] = address + ":" + std::to_string(bound);
+    if (bound != 0) listening["address"] = host_port(address, bound);
     if (current()->config.proxy) listening["proxy"] = current()->config.proxy->upstream;
     if (options_.ledger) listening["ledger"] = ledger_token_path(options_.store);
     if (!options_.socket_path.empty()) listening["socket"] = options_.socket_path;

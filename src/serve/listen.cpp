@@ -1,6 +1,5 @@
 #include "serve/listen.hpp"
 
-#include <arpa/inet.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include <fstream>
 
 #include "core/errors.hpp"
+#include "net/resolve.hpp"
 
 namespace idem::http {
 
@@ -34,10 +34,9 @@ std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_r
 }
 
 bool is_loopback_address(const std::string& host) {
-  // A numeric 127.0.0.0/8 or ::1 address, or localhost; never a name that merely starts "127.".
-  in_addr v4{};
-  return host == "localhost" || host == "::1" ||
-         (::inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
+  // A numeric 127.0.0.0/8 or ::1 address, or a name whose /etc/hosts lines (localhost's, without
+  // any) are all such; never a name only DNS knows, nor one that merely starts "127.".
+  return names_only_loopback(host);
 }
 
 // Written whole or not at all: a reader never sees half a number.

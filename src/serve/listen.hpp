@@ -19,7 +19,8 @@ namespace idem::http {
 std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_remote,
                                          const std::string& flag = "--listen");
 
-// Whether --listen's HOST is a loopback address (127.0.0.0/8, ::1, localhost).
+// Whether --listen's HOST is a loopback address (127.0.0.0/8, ::1), or a name /etc/hosts maps
+// only to such addresses (localhost too without a line).
 bool is_loopback_address(const std::string& host);
 
 // Written whole or not at all: a reader never sees half a number. Nothing when `path` is empty.

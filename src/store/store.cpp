@@ -2,7 +2,6 @@
 // backend is one file in src/store/ and one row of k_backends.
 #include "store/store.hpp"
 
-#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include "core/errors.hpp"
 #include "store/listing.hpp"
 #include "util/random.hpp"
+#include "util/system_files.hpp"
 
 namespace idem::store {
 
@@ -103,21 +103,13 @@ StoreLocation store_location(const std::string& store_flag, const std::string& d
 
 namespace {
 
-// $HOME, else the home directory of the user's passwd entry, as git and the shells do: cron
-// under `env -i`, a unit without a User= environment. Nullopt when neither names a folder.
+// $HOME, else the home folder of the user's /etc/passwd entry, as git and the shells find it:
+// cron under `env -i`, a unit without a User= environment. Read from the file itself, never
+// through getpwuid (NSS): a static glibc must not load NSS modules (docs/internals.md, "No NSS in
+// the static idem"). Nullopt when neither names a folder.
 std::optional<std::string> home_dir() {
   if (const char* home = getenv_nonempty("HOME")) return home;
-  long size = ::sysconf(_SC_GETPW_R_SIZE_MAX);
-  std::vector<char> buf(size_t(size > 0 ? size : 4096));
-  passwd entry{};
-  passwd* found = nullptr;
-  int rc;
-  while ((rc = ::getpwuid_r(::geteuid(), &entry, buf.data(), buf.size(), &found)) == ERANGE &&
-         buf.size() < (size_t(1) << 20))
-    buf.resize(buf.size() * 2);
-  if (rc != 0 || found == nullptr || entry.pw_dir == nullptr || entry.pw_dir[0] != '/')
-    return std::nullopt;
-  return std::string(entry.pw_dir);
+  return util::passwd_home(::geteuid());
 }
 
 }  // namespace
@@ -140,8 +132,9 @@ std::string default_db_path() {
   std::optional<std::string> path = xdg_db_path();
   if (!path)
     throw StoreError(
-        "cannot find the store: neither --store, IDEM_STORE, --db, IDEM_DB, XDG_STATE_HOME "
-        "nor HOME is set, and the user has no home folder in the passwd database");
+        "cannot find the store: set HOME (or XDG_STATE_HOME, IDEM_DB, or --db): HOME "
+        "is unset and uid " +
+        std::to_string(::geteuid()) + " has no home folder in /etc/passwd");
   return *path;
 }
 

@@ -310,8 +310,8 @@ StoreLocation parse_store_url(const std::string& url, const std::string& source)
 // ${XDG_STATE_HOME:-$HOME/.local/state}/idem/idem.db. Empty flags count as not given.
 StoreLocation store_location(const std::string& store_flag, const std::string& db_flag);
 
-// ${XDG_STATE_HOME:-$HOME/.local/state}/idem/idem.db, with the home folder of the user's passwd
-// entry when HOME is unset or empty (as git finds it); nullopt when there is none either.
+// ${XDG_STATE_HOME:-$HOME/.local/state}/idem/idem.db, with the home folder of the user's
+// /etc/passwd entry when HOME is unset or empty (as git finds it); nullopt when there is none.
 std::optional<std::string> xdg_db_path();
 // $IDEM_DB when set, else xdg_db_path(); throws StoreError when neither gives a path.
 std::string default_db_path();

@@ -29,3 +29,22 @@ capture ne2 idem run -k noexec -- "$T/noexec"
 expect_rc 0
 assert_bytes "$T/ne2.out" 'should not run\n'
 assert_eq 2 "$(idem show noexec --json | jsonq /attempt)" "attempt after a failed start"
+
+# Without PATH (cron's `env -i`), the command is looked up where `sh -c` looks, dash's default
+# (/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin), not glibc's /bin:/usr/bin: a
+# command only in /usr/local/sbin (a folder of $T bind-mounted over it) is found by both.
+mkdir "$T/sbin"
+printf '#!/bin/sh\necho found\n' >"$T/sbin/idem-path-probe"
+chmod 755 "$T/sbin/idem-path-probe"
+if [[ -d /usr/local/sbin ]] && unshare --mount true 2>/dev/null; then
+  bare() {  # bare CMD...: CMD under env -i, $T/sbin over /usr/local/sbin
+    unshare --mount sh -c 'mount --bind "$1" /usr/local/sbin && shift && exec env -i "$@"' \
+      sh "$T/sbin" "$@"
+  }
+  capture shpath bare /bin/sh -c idem-path-probe
+  expect_rc 0
+  assert_bytes "$T/shpath.out" 'found\n'
+  capture nopath bare "$IDEM_BIN" --db "$T/nopath.db" run -k nopath -- idem-path-probe
+  expect_rc 0
+  assert_bytes "$T/nopath.out" 'found\n'
+fi
