@@ -35,11 +35,12 @@ trap cleanup EXIT
 cd "$dir"
 now_us() { local t=${EPOCHREALTIME/./}; echo $((10#$t)); }
 
-# page_get URL PATH: fetches the page's PATH (/ui?..., /ui/rows?...) from the daemon at URL,
-# writing the HTTP status. How the page is reached (today: /ui on the daemon's own loopback
-# listener, no credential) is here alone.
+# page_get URL PATH: fetches the page's PATH (/ui?..., /ui/rows?...) from the page's own
+# listener at URL, writing the HTTP status. How the page is reached (its listener, the UI token
+# of the file beside the store as a bearer token) is here alone.
+declare -A ui_token=()
 page_get() {
-  curl -sS -o /dev/null -w '%{http_code}' "$1$2"
+  curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer ${ui_token[$1]}" "$1$2"
 }
 
 # make_store PATH N: N records, record i started at T0 + i s (see the head of this file).
@@ -68,7 +69,8 @@ SQL
   "$idem_bin" --db "$1" ls --limit 1 >/dev/null
 }
 
-# serve NAME: `idem serve --ui` on NAME.db with the hook; sets the variable NAME_url.
+# serve NAME: `idem serve --ui` on NAME.db with the hook; sets the variables NAME_url (the hooks'
+# listener) and NAME_ui (the page's).
 serve() {
   cat >"$1.json" <<'EOF'
 {"hooks": [{"path": "/hooks/x", "command": ["/bin/true"], "key": {"header": "X-Delivery"},
@@ -81,6 +83,10 @@ EOF
   for i in $(seq 200); do [[ -s $1.port ]] && break; sleep 0.05; done
   [[ -s $1.port ]] || { echo "idem serve on $1.db did not start: $(cat "$1.log")" >&2; exit 1; }
   printf -v "$1_url" 'http://127.0.0.1:%s' "$(<"$1.port")"
+  local ui
+  ui=$(grep -o '"ui":"[^"]*"' "$1.log" | sed 's/^"ui":"//; s#/ui/"$##')
+  printf -v "$1_ui" '%s' "$ui"
+  ui_token[$ui]=$(<"$1.db.ui-token")
 }
 
 # median_ms URL PATH: the median of RUNS fetches (after 3 warm-ups), in ms; fails on a non-200.
@@ -117,8 +123,8 @@ echo "| page | $small records | $records records | ratio |"
 echo "|---|---|---|---|"
 row() {
   local what=$1 small_path=$2 big_path=${3:-$2} a b
-  a=$(median_ms "$small_url" "$small_path")
-  b=$(median_ms "$big_url" "$big_path")
+  a=$(median_ms "$small_ui" "$small_path")
+  b=$(median_ms "$big_ui" "$big_path")
   echo "| $what | $a ms | $b ms | $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", b / a}') |"
 }
 row "first page (\`/ui\`)" /ui
@@ -163,7 +169,7 @@ echo "|---|---|"
 echo "| alone | $(deliveries alone) |"
 touch polling
 for ((p = 0; p < pollers; p++)); do
-  (n=0; while [[ -e polling ]]; do page_get "$big_url" '/ui/rows?status=failed&front=run' >/dev/null; n=$((n + 1)); done; echo "$n" >"polls-$p") &
+  (n=0; while [[ -e polling ]]; do page_get "$big_ui" '/ui/rows?status=failed&front=run' >/dev/null; n=$((n + 1)); done; echo "$n" >"polls-$p") &
   pids+=($!)
 done
 result=$(deliveries polled)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/errors.hpp"
 #include "core/output.hpp"
 #include "core/record_json.hpp"
 #include "util/clock.hpp"
@@ -31,40 +32,55 @@ void put_ends(nlohmann::json& j, const std::string& name, std::string_view head,
   j[name + "_omitted_bytes"] = total - int64_t(head.size() + tail.size());
 }
 
+// One stream's first `limit` bytes and its last `limit` after them (kept in a ring), fed a
+// piece at a time: what the document shows of a stream of any size, holding at most 2 * limit.
+class StreamEnds {
+ public:
+  explicit StreamEnds(int64_t keep) : limit_(size_t(std::max<int64_t>(keep, 0))) {}
+
+  void add(std::string_view bytes) {
+    total_ += int64_t(bytes.size());
+    const size_t to_head = std::min(bytes.size(), limit_ - head_.size());
+    head_.append(bytes.substr(0, to_head));
+    bytes.remove_prefix(to_head);
+    if (limit_ == 0 || bytes.empty()) return;
+    if (bytes.size() >= limit_) {
+      tail_.assign(bytes.substr(bytes.size() - limit_));
+      tail_at_ = 0;
+      return;
+    }
+    for (char c : bytes) {
+      if (tail_.size() < limit_) {
+        tail_.push_back(c);
+      } else {
+        tail_[tail_at_] = c;
+        tail_at_ = (tail_at_ + 1) % limit_;
+      }
+    }
+  }
+
+  void put(nlohmann::json& j, const std::string& name) {
+    std::rotate(tail_.begin(), tail_.begin() + std::ptrdiff_t(tail_at_), tail_.end());
+    tail_at_ = 0;
+    put_ends(j, name, head_, tail_, total_, limit_);
+  }
+
+ private:
+  size_t limit_;
+  std::string head_;
+  std::string tail_;
+  size_t tail_at_ = 0;
+  int64_t total_ = 0;
+};
+
 // One stream of a stored output as the document shows it: its first `keep` bytes and its last
 // `keep` (all of it when that is no more), read from the chunks in place.
 void add_stream(nlohmann::json& j, const std::vector<ChunkView>& chunks, Stream stream,
                 int64_t keep) {
-  const std::string name = stream_name(stream);
-  const size_t limit = size_t(std::max<int64_t>(keep, 0));
-  std::string head;
-  std::string tail;  // the last `limit` bytes after the head, kept in a ring from `tail_at`
-  size_t tail_at = 0;
-  int64_t total = 0;
-  for (const auto& chunk : chunks) {
-    if (chunk.stream != stream) continue;
-    std::string_view bytes = chunk.bytes;
-    total += int64_t(bytes.size());
-    const size_t to_head = std::min(bytes.size(), limit - head.size());
-    head.append(bytes.substr(0, to_head));
-    bytes.remove_prefix(to_head);
-    if (limit == 0) continue;
-    if (bytes.size() >= limit) {
-      tail.assign(bytes.substr(bytes.size() - limit));
-      tail_at = 0;
-      continue;
-    }
-    for (char c : bytes) {
-      if (tail.size() < limit) {
-        tail.push_back(c);
-      } else {
-        tail[tail_at] = c;
-        tail_at = (tail_at + 1) % limit;
-      }
-    }
-  }
-  std::rotate(tail.begin(), tail.begin() + std::ptrdiff_t(tail_at), tail.end());
-  put_ends(j, name, head, tail, total, limit);
+  StreamEnds ends(keep);
+  for (const auto& chunk : chunks)
+    if (chunk.stream == stream) ends.add(chunk.bytes);
+  ends.put(j, stream_name(stream));
 }
 
 // The request's body (a hook's or the proxy's "body_b64"), cut as a stream is.
@@ -156,17 +172,31 @@ nlohmann::json attempt_json(const Record& r, std::optional<NotifyEvent> event) {
 }
 
 std::string notify_document(NotifyEvent event, const Record& record, int64_t now_ms,
-                            int64_t stream_bytes) {
+                            int64_t stream_bytes, const EncodedReader* output) {
   nlohmann::json doc;
   doc["event"] = std::string(to_string(event));
   doc["key"] = record.key;
   doc["time"] = util::iso8601_utc(now_ms);
   // The record as the store keeps it: its status is the one recorded, never re-judged here.
   doc["record"] = record_detail_json(record, now_ms, false, false, false);
-  // record_detail_json read the output already: it is well-formed.
-  const auto chunks = CapturedOutput::chunks_of(record.output);
-  for (Stream stream : {Stream::out, Stream::err})
-    add_stream(doc["record"], *chunks, stream, stream_bytes);
+  if (output != nullptr) {
+    // Read from the store a window at a time, each stream's ends kept: never the whole output.
+    StreamEnds ends[2] = {StreamEnds(stream_bytes), StreamEnds(stream_bytes)};
+    const OutputWalk walk = walk_output(
+        *output, [](Stream) { return true; },
+        [&](Stream s, std::string_view piece) {
+          ends[s == Stream::out ? 0 : 1].add(piece);
+          return Take::more;
+        });
+    if (!walk.valid) throw StoreError("the stored output is not readable");
+    ends[0].put(doc["record"], stream_name(Stream::out));
+    ends[1].put(doc["record"], stream_name(Stream::err));
+  } else {
+    // record_detail_json read the output already: it is well-formed.
+    const auto chunks = CapturedOutput::chunks_of(record.output);
+    for (Stream stream : {Stream::out, Stream::err})
+      add_stream(doc["record"], *chunks, stream, stream_bytes);
+  }
   cut_request_body(doc["record"]["request"], stream_bytes);
   doc["attempt"] = attempt_json(record, event);
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

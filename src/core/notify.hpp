@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/output.hpp"
 #include "core/record.hpp"
 
 namespace idem::core {
@@ -83,9 +84,12 @@ nlohmann::json attempt_json(const Record& record, std::optional<NotifyEvent> eve
 // below), "attempt" (attempt_json)}. Per stream ("stdout", "stderr"): "<s>_bytes" its whole size;
 // "<s>_b64" all of it when it is at most 2 * stream_bytes, else its first stream_bytes, with
 // "<s>_tail_b64" its last stream_bytes and "<s>_omitted_bytes" the bytes between. Reads the
-// stored output in place: nothing of it is copied beyond what the document carries. Throws
-// StoreError for a corrupt output.
+// stored output in place: nothing of it is copied beyond what the document carries; with
+// `output`, the record comes without its output (Store::get_without_output) and the output is
+// read through `output` a window at a time instead, so the document costs at most its own size
+// whatever the output's. Throws StoreError for a corrupt output.
 std::string notify_document(NotifyEvent event, const Record& record, int64_t now_ms,
-                            int64_t stream_bytes = k_notify_stream_bytes);
+                            int64_t stream_bytes = k_notify_stream_bytes,
+                            const EncodedReader* output = nullptr);
 
 }  // namespace idem::core

@@ -297,24 +297,51 @@ bool Engine::notifies(core::NotifyEvent event) const {
 }
 
 void Engine::notify(core::NotifyEvent event, const core::Record& record) {
+  notifier_->fire(notify_, event, record.key, notify_document(event, record, nullptr));
+}
+
+std::string Engine::notify_document(core::NotifyEvent event, const core::Record& record,
+                                    const core::EncodedReader* output) {
   std::string document;
   try {
-    document = core::notify_document(event, record, clock_.now_ms(), notify_->stream_bytes);
+    document =
+        core::notify_document(event, record, clock_.now_ms(), notify_->stream_bytes, output);
   } catch (const std::exception&) {
     // A corrupt stored output: the record without it still says what happened.
     core::Record bare = record;
     bare.output.clear();
     document = core::notify_document(event, bare, clock_.now_ms(), notify_->stream_bytes);
   }
-  notifier_->fire(notify_, event, record.key, std::move(document));
+  return document;
 }
 
 void Engine::notify_recorded(core::NotifyEvent event, const std::string& key, int64_t attempt) {
+  // The record without its output, which is read a window at a time for the document's ends:
+  // an output of any size costs the notification no more than the document.
   std::optional<core::Record> record;
   try {
-    record = store_.get(key);
+    record = store_.get_without_output(key);
   } catch (const StoreError&) {
     // Told below from what is known of it.
+  }
+  if (record && record->attempt == attempt) {
+    record->attempt_token.clear();
+    std::string document;
+    {
+      // Dropped before the notify command runs: a reader holds its connection's read.
+      std::unique_ptr<store::OutputReader> reader;
+      try {
+        reader = store_.open_output(key, attempt);
+      } catch (const StoreError&) {
+        // The document then tells the record without its output.
+      }
+      const core::EncodedReader read = [&reader](int64_t offset, int64_t length) {
+        return reader ? reader->read(offset, length) : std::string();
+      };
+      document = notify_document(event, *record, &read);
+    }
+    notifier_->fire(notify_, event, key, std::move(document));
+    return;
   }
   if (!record || record->attempt != attempt) {
     // Gone already (removed, taken over): tell what this attempt was.

@@ -228,6 +228,10 @@ class Engine {
   bool notifies(core::NotifyEvent event) const;
   // Runs the notify command for `event` of `record` (never throws).
   void notify(core::NotifyEvent event, const core::Record& record);
+  // The document of `event` for `record`: its output read through `output` when given (the
+  // record then comes without it), else the record's own; a corrupt output is left out.
+  std::string notify_document(core::NotifyEvent event, const core::Record& record,
+                              const core::EncodedReader* output);
   // The same for the attempt just recorded, read back from the store.
   void notify_recorded(core::NotifyEvent event, const std::string& key, int64_t attempt);
   void notify_lease_lost(const Claimed& claimed, const core::Outcome& outcome,

@@ -526,4 +526,39 @@ TEST_CASE("notify: the config's notify object", "[notify][config]") {
   CHECK(problem(R"({"command": "x", "when": "x"})").starts_with("proxy.notify: unknown field"));
 }
 
+TEST_CASE("notify: a document from the store's reader equals the in-memory one, read in windows",
+          "[notify]") {
+  idem::core::CapturedOutput out;
+  std::string big;
+  for (int i = 0; big.size() < (3 << 20); ++i) big += std::to_string(i) + "\n";
+  out.append(idem::core::Stream::out, "head\n");
+  out.append(idem::core::Stream::err, "warning\n");
+  out.append(idem::core::Stream::out, big);
+  out.append(idem::core::Stream::err, "last words");
+  idem::core::Record r;
+  r.key = "k";
+  r.attempt = 2;
+  r.status = Status::failed;
+  r.output = out.encode();
+  r.output_bytes = out.stored_bytes();
+  const std::string whole = idem::core::notify_document(NotifyEvent::failed, r, 0);
+  const std::string encoded = r.output;
+  int64_t largest = 0;
+  const idem::core::EncodedReader read = [&](int64_t offset, int64_t length) {
+    largest = std::max(largest, length);
+    if (offset >= int64_t(encoded.size())) return std::string();
+    return encoded.substr(size_t(offset), size_t(length));
+  };
+  idem::core::Record bare = r;
+  bare.output.clear();  // as Store::get_without_output gives it
+  CHECK(idem::core::notify_document(NotifyEvent::failed, bare, 0, idem::core::k_notify_stream_bytes,
+                                    &read) == whole);
+  CHECK(largest <= 64 * 1024);  // a window at a time, never the 3 MiB whole
+  // Not an encoding: refused, as a corrupt stored output is.
+  const idem::core::EncodedReader junk = [](int64_t, int64_t) { return std::string("\x07junk"); };
+  CHECK_THROWS_AS(idem::core::notify_document(NotifyEvent::failed, bare, 0,
+                                              idem::core::k_notify_stream_bytes, &junk),
+                  idem::StoreError);
+}
+
 }  // namespace unit_notify
