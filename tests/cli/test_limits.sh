@@ -31,6 +31,13 @@ expect_rc 0
 assert_status stack-begin running
 
 # Descriptors: 71 and one line naming the limit where a pipe is refused, else a normal run.
+# Not under AddressSanitizer: its runtime needs descriptors of its own (its symbolizer, the
+# checks of UBSan's vptr), so a handful is its failure, not idem's; the plain lane runs this.
+if [[ -n ${ASAN_OPTIONS:-} ]]; then
+  echo "note: the open-files cases are left to the plain build (a sanitizer's runtime needs descriptors)"
+  integrity_ok
+  exit 0
+fi
 refused=0
 for n in 5 6 7 8 9 10 11 12 13 14 15 16 17; do
   capture "nofile-$n" sh -c 'ulimit -n "$0" && exec "$@"' "$n" "$IDEM_BIN" run -k "nofile-$n" -- echo ran
