@@ -69,8 +69,9 @@ constexpr int64_t k_wal_frame_header_bytes = 24;
 // The blob of doctor's trial write (check_writable): with its table's page and page 1, five
 // WAL frames (20 KiB), about what a run's claim writes (the record's pages, its history's).
 constexpr int64_t k_write_probe_bytes = 16 * 1024;
-// gc deletes at most this many records per write transaction: a few milliseconds of writer lock.
-constexpr int k_gc_batch = 500;
+// gc deletes at most this many records per write transaction: a few milliseconds of writer lock
+// (each record is an entry in six indexes since schema 11, so the batch is half what it was).
+constexpr int k_gc_batch = 250;
 // Between two gc batches the writer lock is left free this long. A waiting writer polls the lock
 // every k_busy_poll_ms for the first k_busy_fast_ms of its wait (see on_busy), so a pause at least
 // that long lets the writers that queued during a batch in before the next one: gc gives way
