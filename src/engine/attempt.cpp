@@ -343,16 +343,13 @@ void Engine::notify_recorded(core::NotifyEvent event, const std::string& key, in
     notifier_->fire(notify_, event, key, std::move(document));
     return;
   }
-  if (!record || record->attempt != attempt) {
-    // Gone already (removed, taken over): tell what this attempt was.
-    record = core::Record{};
-    record->key = key;
-    record->attempt = attempt;
-    record->status =
-        event == core::NotifyEvent::recovered ? core::Status::succeeded : core::Status::failed;
-  }
-  record->attempt_token.clear();
-  notify(event, *record);
+  // Gone already (removed, taken over): tell what this attempt was.
+  core::Record gone;
+  gone.key = key;
+  gone.attempt = attempt;
+  gone.status =
+      event == core::NotifyEvent::recovered ? core::Status::succeeded : core::Status::failed;
+  notify(event, gone);
 }
 
 void Engine::notify_lease_lost(const Claimed& claimed, const core::Outcome& outcome,
