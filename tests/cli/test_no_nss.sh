@@ -39,6 +39,11 @@ done
 chmod o+x "$T"
 mkdir "$T/u"
 chown "$uid:$uid" "$T/u"
+# A copy the stranger can run: the build may live under a folder only root can enter (a clean
+# clone in a 0700 mktemp folder, as CI makes).
+install -d -m 0755 "$T/bin"
+install -m 0755 "$IDEM_BIN" "$T/bin/idem"
+stranger_idem=$T/bin/idem
 printf '%s\n' 'passwd: files systemd' 'group: files systemd' 'shadow: files systemd' \
   'hosts: files resolve [!UNAVAIL=return] dns' >"$T/nsswitch.conf"
 # stranger CMD...: CMD as $uid (groups none) with the test's nsswitch.conf in force.
@@ -52,19 +57,19 @@ mapfile -t commands < <(idem --list-commands)
 ((${#commands[@]} >= 10)) || fail "idem --list-commands lists ${#commands[@]} subcommands"
 for how in "env -u HOME" "env HOME="; do
   read -r -a env_cmd <<<"$how"
-  capture top stranger "${env_cmd[@]}" "$IDEM_BIN" --help
+  capture top stranger "${env_cmd[@]}" "$stranger_idem" --help
   expect_rc 0
   file_has "$T/top.out" "--db" || fail "$how: idem --help printed no --db: $(head -c 300 "$T/top.out")"
   for sub in "${commands[@]}"; do
-    capture "help-$sub" stranger "${env_cmd[@]}" "$IDEM_BIN" "$sub" --help
+    capture "help-$sub" stranger "${env_cmd[@]}" "$stranger_idem" "$sub" --help
     expect_rc 0
     [[ -s $T/help-$sub.out ]] || fail "$how: idem $sub --help printed nothing"
   done
-  capture db stranger "${env_cmd[@]}" "$IDEM_BIN" --db "$T/u/idem.db" run -k "k-${how// /}" -- echo ran
+  capture db stranger "${env_cmd[@]}" "$stranger_idem" --db "$T/u/idem.db" run -k "k-${how// /}" -- echo ran
   expect_rc 0
   assert_bytes "$T/db.out" 'ran\n'
   # No store to be found: one line naming what to set, 74, and nothing ran.
-  capture nostore stranger "${env_cmd[@]}" "$IDEM_BIN" run -k nostore -- touch "$T/u/ran"
+  capture nostore stranger "${env_cmd[@]}" "$stranger_idem" run -k nostore -- touch "$T/u/ran"
   expect_rc 74
   assert_idem_error
   file_has "$T/nostore.err" "set HOME" || fail "$how: the error names nothing to set: $(cat "$T/nostore.err")"
