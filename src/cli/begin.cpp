@@ -61,7 +61,8 @@ CLI::App* register_begin(CLI::App& app, BeginOptions& o) {
                   "(TERM, KILL 10s later)");
   begin->add_flag(
       "-q,--quiet", o.quiet,
-      "Print no message when the key is running elsewhere (75); 65 and 69 still print their line");
+      "Print no message when the key is running elsewhere (75); 65, 69 and a 75 for processes "
+      "an abandoned attempt left running still print their line");
   begin->footer(
       "Exit: 0 the caller owns the key and must do the work; 1 the key already succeeded;\n"
       "65 conflict; 69 abandoned; 74 store; 75 running.\n"
@@ -111,11 +112,14 @@ void clear_abandoned(const core::Record& r, const BeginOptions& o, const std::st
   switch (engine::clear_leftovers(r, o.kill_stale, k_kill_stale_grace_ms)) {
     case engine::Leftovers::none:
       return;
+    case engine::Leftovers::unproven:
+      warn_unproven_leftovers(r, shown);
+      return;
     case engine::Leftovers::alive:
-      throw Error(k_exit_running,
-                  what + "; not claimed. Wait for them to end, or add --kill-stale to stop them");
+      throw LeftoversRefusal(what +
+                             "; not claimed. Wait for them to end, or add --kill-stale to stop them");
     case engine::Leftovers::survived:
-      throw Error(k_exit_running, what + " that TERM and KILL did not end; not claimed");
+      throw LeftoversRefusal(what + " that TERM and KILL did not end; not claimed");
   }
 }
 

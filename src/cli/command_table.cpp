@@ -14,7 +14,9 @@
 
 namespace idem::cli {
 
-bool is_quiet_refusal(int code) { return code == k_exit_running; }
+bool is_quiet_refusal(const Error& e) {
+  return e.code() == k_exit_running && dynamic_cast<const LeftoversRefusal*>(&e) == nullptr;
+}
 
 namespace {
 
@@ -30,7 +32,7 @@ Registered bind(CLI::App& app) {
       return run_fn(global, *options);
     } catch (const Error& e) {
       if constexpr (quiet_refusals != nullptr) {
-        if ((*options).*quiet_refusals && is_quiet_refusal(e.code())) return e.code();
+        if ((*options).*quiet_refusals && is_quiet_refusal(e)) return e.code();
       }
       throw;
     }

@@ -29,9 +29,10 @@ struct Subcommand {
 // Every subcommand, in the order `idem --help` lists them.
 std::span<const Subcommand> subcommands();
 
-// The refusal whose message --quiet suppresses (run, begin): 75 alone, the key running elsewhere,
-// which a job started twice expects (as `flock -n` does). A conflict (65) or an abandoned attempt
-// (69) needs someone to look, so its line is printed even with --quiet: cron mails it.
-bool is_quiet_refusal(int code);
+// The refusal whose message --quiet suppresses (run, begin): 75 for the key running elsewhere,
+// which a job started twice expects (as `flock -n` does). A conflict (65), an abandoned attempt
+// (69) or a key held by a finished attempt's live processes (75, LeftoversRefusal) needs someone
+// to look, so its line is printed even with --quiet: cron mails it.
+bool is_quiet_refusal(const Error& e);
 
 }  // namespace idem::cli

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <iostream>
 #include <vector>
 
 #include "core/duration.hpp"
@@ -216,6 +217,16 @@ std::string exit_summary(const core::Record& r) {
   if (r.signal) return "signal " + std::to_string(*r.signal);
   if (r.exit_code) return std::to_string(*r.exit_code);
   return "-";
+}
+
+void warn_unproven_leftovers(const core::Record& record, const std::string& shown) {
+  std::cerr << "idem: " << shown << ": process group " << record.process_group.pgid
+            << " of its " << core::to_string(record.status) << " attempt " << record.attempt
+            << " has live processes that cannot be proven the attempt's (their leader is gone "
+               "and none carries its "
+            << core::k_attempt_mark_env
+            << "; the number may lead another group now): not waiting for them, not stopping "
+               "them\n";
 }
 
 bool use_colour(int fd) {

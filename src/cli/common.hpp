@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/errors.hpp"
+#include "core/exit_code.hpp"
 #include "core/notify.hpp"
 #include "core/record.hpp"
 #include "engine/attempt.hpp"
@@ -79,6 +81,18 @@ std::string effective_status(const core::Record& record, int64_t now_ms);
 
 // "exit 0", "signal 15", "timeout", "-".
 std::string exit_summary(const core::Record& record);
+
+// The 75 of a key held by what a failed or abandoned attempt left running: unlike a key running
+// elsewhere, someone must look (the processes may never end), so --quiet prints its line too.
+class LeftoversRefusal : public Error {
+ public:
+  explicit LeftoversRefusal(const std::string& message) : Error(k_exit_running, message) {}
+};
+
+// Tells, on stderr, of a previous attempt's process group with live members none of which is
+// proven the attempt's (engine::Leftovers::unproven): not waited for, not stopped. `shown` names
+// the key ("key 'k'").
+void warn_unproven_leftovers(const core::Record& record, const std::string& shown);
 
 // Colour only for a terminal, never with NO_COLOR set.
 bool use_colour(int fd);

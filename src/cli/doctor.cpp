@@ -11,6 +11,7 @@
 #include "cli/inspect.hpp"
 #include "core/errors.hpp"
 #include "core/health.hpp"
+#include "proc/liveness.hpp"
 #include "serve/daemon.hpp"
 #include "util/clock.hpp"
 
@@ -49,6 +50,7 @@ struct Report {
   nlohmann::json store = nlohmann::json::object();
   int64_t abandoned = 0;
   int64_t owner_gone = 0;
+  int64_t leftovers = 0;
 
   void add(core::Finding f) { findings.push_back(std::move(f)); }
   void add(std::vector<core::Finding> fs) {
@@ -121,29 +123,40 @@ void check_free_space(const std::string& path, Report& report) {
   if (auto low = core::free_space_finding(folder, available)) report.add(std::move(*low));
 }
 
-// The records a human must look at: abandoned ones, and running ones that are abandoned in fact.
+// The records a human must look at: abandoned ones, running ones that are abandoned in fact, and
+// failed or abandoned ones whose processes live on (they hold the key: the next run gets 75).
 void check_records(store::Store& store, Report& report) {
   const int64_t now = util::process_clock().now_ms();
   store::ListQuery q;
-  q.statuses = {core::Status::running, core::Status::abandoned};
+  q.statuses = {core::Status::running, core::Status::abandoned, core::Status::failed};
   q.now_ms = now;
   std::vector<core::Finding> shown;
+  auto show = [&](int64_t& count, core::Finding f) {
+    if (++count <= k_records_shown) shown.push_back(std::move(f));
+  };
   store.list(q, [&](const core::Record& r) {
-    std::optional<core::Finding> f = core::record_finding(r, effective_status(r, now), now);
-    if (!f) return true;
-    int64_t& count = f->check == "abandoned" ? report.abandoned : report.owner_gone;
-    if (++count <= k_records_shown) shown.push_back(std::move(*f));
+    const std::string status = effective_status(r, now);
+    if (std::optional<core::Finding> f = core::record_finding(r, status, now)) {
+      int64_t& count = f->check == "abandoned" ? report.abandoned : report.owner_gone;
+      show(count, std::move(*f));
+    }
+    // Only a recorded group is looked at (/proc): most records have none left.
+    if (r.process_group.pgid == 0 || (status != "failed" && status != "abandoned")) return true;
+    const bool alive = proc::process_group_alive(r.owner, r.process_group, core::attempt_mark(r));
+    if (std::optional<core::Finding> f = core::leftovers_finding(r, status, alive))
+      show(report.leftovers, std::move(*f));
     return true;
   });
   report.add(std::move(shown));
-  auto more = [&](int64_t count, const char* check, const char* what) {
+  auto more = [&](int64_t count, const char* check, const char* what, const char* status) {
     if (count <= k_records_shown) return;
     report.add(core::Finding{core::Severity::warning, check, "",
                              std::to_string(count - k_records_shown) + " more " + what,
-                             "see them all with idem ls --status abandoned"});
+                             std::string("see them all with idem ls --status ") + status});
   };
-  more(report.abandoned, "abandoned", "abandoned records");
-  more(report.owner_gone, "owner-gone", "running records whose owner is gone");
+  more(report.abandoned, "abandoned", "abandoned records", "abandoned");
+  more(report.owner_gone, "owner-gone", "running records whose owner is gone", "abandoned");
+  more(report.leftovers, "leftovers", "records whose processes live on", "failed");
 }
 
 void check_config(const DoctorOptions& o, Report& report) {
@@ -182,6 +195,7 @@ void print(const Report& report, const store::StoreLocation& where, bool json) {
     store["location"] = where.display();
     store["abandoned"] = report.abandoned;
     store["owner_gone"] = report.owner_gone;
+    store["leftovers"] = report.leftovers;
     out["store"] = store;
     out["findings"] = nlohmann::json::array();
     for (const auto& f : report.findings) out["findings"].push_back(core::finding_json(f));

@@ -126,7 +126,10 @@ class Consumer {
     // --retry-abandoned: never overlap what is left of the abandoned attempt; while its process
     // group lives the message is refused, as `idem run` refuses (it has no --kill-stale here).
     req.clear_abandoned = [](const core::Record& r) {
-      return engine::clear_leftovers(r, false, 0) == engine::Leftovers::none;
+      const engine::Leftovers left = engine::clear_leftovers(r, false, 0);
+      if (left == engine::Leftovers::unproven)
+        warn_unproven_leftovers(r, "key '" + core::display_key(r.key) + "'");
+      return left != engine::Leftovers::alive;
     };
     // Nor a failed attempt's: while its group lives the key counts as running.
     req.clear_failed = req.clear_abandoned;

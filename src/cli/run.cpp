@@ -98,7 +98,8 @@ void warn_if_truncated(const core::Record& record, const std::string& shown) {
 
 // " (process group N still has live processes)" for an attempt whose processes outlived it.
 std::string live_group_text(const core::Record& record) {
-  if (!proc::process_group_alive(record.owner, record.process_group)) return "";
+  if (!proc::process_group_alive(record.owner, record.process_group, core::attempt_mark(record)))
+    return "";
   return "; its process group " + std::to_string(record.process_group.pgid) +
          " still has live processes";
 }
@@ -123,16 +124,20 @@ constexpr const char* k_leftovers_advice =
 // Throws 75 for a group that outlived TERM and KILL.
 bool clear_previous(const core::Record& r, const RunOptions& o, const Settings& s,
                     const std::string& shown) {
-  if (o.verbose && o.kill_stale && proc::process_group_alive(r.owner, r.process_group))
+  if (o.verbose && o.kill_stale &&
+      proc::process_group_alive(r.owner, r.process_group, core::attempt_mark(r)))
     std::cerr << "idem: " << leftovers_text(r, shown) << "; stopping them (--kill-stale)\n";
   switch (engine::clear_leftovers(r, o.kill_stale, s.kill_after_ms)) {
     case engine::Leftovers::none:
       return true;
+    case engine::Leftovers::unproven:
+      warn_unproven_leftovers(r, shown);
+      return true;
     case engine::Leftovers::alive:
       return false;
     case engine::Leftovers::survived:
-      throw Error(k_exit_running,
-                  leftovers_text(r, shown) + " that TERM and KILL did not end; nothing ran");
+      throw LeftoversRefusal(leftovers_text(r, shown) +
+                             " that TERM and KILL did not end; nothing ran");
   }
   return false;
 }
@@ -183,7 +188,8 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
                 "On replay write nothing, only return the stored exit code");
   run->add_flag("-q,--quiet", o.quiet,
                 "Print no message when the key is running elsewhere (75), nor the notice that "
-                "a replayed output is truncated; 65 and 69 still print their line");
+                "a replayed output is truncated; 65, 69 and a 75 for processes a failed or "
+                "abandoned attempt left running still print their line");
   run->add_flag("-v,--verbose", o.verbose, "Say on stderr when an outcome is replayed or a wait happens");
   add_command_argument(*run, o.command,
                        "The command and its arguments; idem's options end at its first word "
@@ -229,6 +235,7 @@ int answer_without_running(const engine::Claimed& claimed, const RunOptions& o,
       throw Error(k_exit_conflict,
                   shown + " was used with a different command or input; nothing ran");
     case engine::ClaimVerdict::running:
+      if (held_by_leftovers(r)) throw LeftoversRefusal(running_refusal(r, o, s, shown, now_ms));
       throw Error(k_exit_running, running_refusal(r, o, s, shown, now_ms));
     case engine::ClaimVerdict::abandoned:
       throw Error(k_exit_abandoned,

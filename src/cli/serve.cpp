@@ -55,7 +55,9 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
   serve->add_option("--port-file", o.port_file, "Write the bound port to FILE once listening")
       ->type_name("FILE");
   serve->add_option("--max-connections", o.max_connections,
-                    "Connections served at once; as many more may wait, further ones are closed")
+                    "Connections served at once; as many more may wait, further ones are "
+                    "answered 503 with Retry-After: 1 (a TLS one is closed); also the proxy's "
+                    "max_forwards unless its config gives one")
       ->type_name("N")->capture_default_str()->check(CLI::Range(1, 4096));
   serve->add_option("--request-timeout", o.request_timeout,
                     "Deadline for receiving a whole request (headers and body); slower clients "

@@ -52,21 +52,29 @@ void print_record(const core::Record& r, const nlohmann::json& j, const Chunks& 
   auto or_dash = [](const nlohmann::json& v) { return v.is_null() ? std::string("-") : v.get<std::string>(); };
   line("key", r.key);
   line("status", colour_status(j["status"].get<std::string>(), use_colour(1)));
-  line("exit", exit_summary(r));
+  // A proxied request runs no command: its outcome is the upstream's answer.
+  const bool proxied = r.kind == "proxy";
+  if (!proxied) line("exit", exit_summary(r));
+  if (r.response) line("answer", "HTTP " + std::to_string(r.response->status));
   line("attempt", std::to_string(r.attempt));
   // The policy recorded with the attempt, which decides what a later attempt does with a failure.
-  line("failures", r.replay_failures
-                       ? "final: a failure is replayed to every later attempt (--replay-failures)"
-                       : "a failure runs again at the next attempt");
+  if (proxied)
+    line("failures", "an upstream answer is replayed as stored; an outcome unknown (no answer) is "
+                     "final, kept until removed (idem rm)");
+  else
+    line("failures", r.replay_failures
+                         ? "final: a failure is replayed to every later attempt (--replay-failures)"
+                         : "a failure runs again at the next attempt");
   line("started", j["started_at"].get<std::string>());
   line("finished", or_dash(j["finished_at"]));
   line("duration", r.finished_ms ? util::human_duration(r.finished_ms - r.started_ms) : "-");
   line("expires", or_dash(j["expires_at"]));
   line("owner", "pid " + std::to_string(r.owner.pid) + " on " + r.owner.host);
   if (r.lease_expires_ms) line("lease", j["lease_expires_at"].get<std::string>());
-  if (group_alive && j["status"] == "abandoned")
+  if (group_alive && (j["status"] == "abandoned" || j["status"] == "failed"))
     line("processes", "process group " + std::to_string(r.process_group.pgid) +
-                          " still has live processes");
+                          " still has live processes (the next run waits for them: 75; "
+                          "--kill-stale ends them)");
   line("fingerprint", r.fingerprint);
   if (request.is_object() && request.contains("argv")) line("command", request["argv"].dump());
   if (request.is_object() && request.contains("cwd")) line("cwd", request["cwd"].get<std::string>());
@@ -134,7 +142,7 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
   }
   const int64_t now = util::process_clock().now_ms();
   // What an attempt left running when its owner died (a retry refuses to overlap it).
-  const bool group_alive = proc::process_group_alive(r.owner, r.process_group);
+  const bool group_alive = proc::process_group_alive(r.owner, r.process_group, core::attempt_mark(r));
   nlohmann::json j = core::record_detail_json(r, now, owner_gone_now(r, now), group_alive);
   const store::HistoryPage page = store->history_page(o.key, store::HistoryQuery{limit, 0});
   const std::vector<core::HistoryEntry> history = shown_history(r, page.entries, now);

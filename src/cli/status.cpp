@@ -2,7 +2,9 @@
 #include <iostream>
 
 #include "cli/inspect.hpp"
+#include "core/health.hpp"
 #include "core/key.hpp"
+#include "proc/liveness.hpp"
 #include "util/clock.hpp"
 
 namespace idem::cli {
@@ -21,6 +23,15 @@ int run_status(const GlobalOptions& global, const StatusOptions& o) {
   auto record = store->get(o.key);
   const util::Clock& clock = util::process_clock();
   std::cout << (record ? effective_status(*record, clock.now_ms()) : "none") << "\n";
+  // The word stays what scripts compare; what holds the key besides is said on stderr.
+  if (record && record->process_group.pgid != 0) {
+    const std::string status = effective_status(*record, clock.now_ms());
+    if (status != "failed" && status != "abandoned") return 0;
+    const bool alive = proc::process_group_alive(record->owner, record->process_group,
+                                                 core::attempt_mark(*record));
+    if (auto f = core::leftovers_finding(*record, status, alive))
+      std::cerr << "idem: " << f->problem << "; " << f->fix << "\n";
+  }
   return 0;
 }
 

@@ -183,6 +183,20 @@ std::optional<Finding> record_finding(const Record& r, std::string_view shown_st
                  "happened, then " + rm);
 }
 
+std::optional<Finding> leftovers_finding(const Record& r, std::string_view shown_status,
+                                         bool group_alive) {
+  if (!group_alive || (shown_status != "failed" && shown_status != "abandoned"))
+    return std::nullopt;
+  const std::string group = std::to_string(r.process_group.pgid);
+  return finding(Severity::warning, "leftovers", r.key,
+                 "'" + display_key(r.key) + "': its " + std::string(shown_status) +
+                     " attempt " + std::to_string(r.attempt) +
+                     " left live processes in process group " + group +
+                     ", which hold the key: the next run waits for them (exit 75)",
+                 "see them with ps -g " + group + "; end them (kill -- -" + group +
+                     "), or run the key with --kill-stale");
+}
+
 std::string shell_word(std::string_view text) {
   auto plain = [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

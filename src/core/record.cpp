@@ -1,6 +1,7 @@
 #include "core/record.hpp"
 
 #include "core/exit_code.hpp"
+#include "util/sha256.hpp"
 
 namespace idem::core {
 
@@ -12,6 +13,22 @@ std::string_view to_string(Status status) {
     case Status::abandoned: return "abandoned";
   }
   return "unknown";
+}
+
+std::string attempt_mark(std::string_view key, int64_t attempt, const Owner& owner) {
+  std::string text = "idem attempt mark\n";
+  for (const std::string& part :
+       {owner.boot_id, std::to_string(owner.pid_ns), std::to_string(owner.pid),
+        std::to_string(owner.start_ticks), std::to_string(attempt)})
+    text += part + "\n";
+  text += key;  // last: the only part that may hold a newline
+  return util::sha256_hex(text).substr(0, 32);
+}
+
+std::string attempt_mark(const Record& record) {
+  // begin's group is its caller's own, whose processes idem did not start: none carries a mark.
+  if (record.kind == "begin") return "";
+  return attempt_mark(record.key, record.attempt, record.owner);
 }
 
 std::optional<Status> status_from_string(std::string_view text) {

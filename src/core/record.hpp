@@ -43,6 +43,14 @@ struct ProcessGroup {
   int64_t leader_start_ticks = 0;
 };
 
+// The mark each process of an attempt's command carries in its environment, as
+// IDEM_ATTEMPT_MARK: 32 hex digits of SHA-256 over the key, the attempt's number and its owner
+// (boot, pid namespace, pid and start time), so a record alone tells it. Once a recorded group
+// has lost its leader, its number may lead another group; a later look (proc::look_at_group)
+// counts a member as the attempt's only by this mark.
+inline constexpr const char* k_attempt_mark_env = "IDEM_ATTEMPT_MARK";
+std::string attempt_mark(std::string_view key, int64_t attempt, const Owner& owner);
+
 struct Record {
   std::string key;
   std::string fingerprint;  // lower-case hex SHA-256
@@ -101,7 +109,15 @@ struct Outcome {
   int64_t finished_ms = 0;
   std::string note;
   std::optional<Response> response;  // see Record::response
+  // No expiry: kept until someone removes it (idem rm), as an abandoned record is. For an outcome
+  // unknown for good (the proxy's request sent, no answer): after the TTL, a retry would send it
+  // again.
+  bool kept_until_removed = false;
 };
+
+// The mark of the record's attempt (attempt_mark of its key, number and owner); empty for a
+// group idem did not start (begin's: its caller's own group), whose members carry none.
+std::string attempt_mark(const Record& record);
 
 bool is_expired(const Record& record, int64_t now_ms);
 // A running record whose lease ran out: its owner is gone as far as any host can tell.

@@ -60,9 +60,14 @@ std::string_view to_string(ClaimVerdict verdict) {
 }
 
 Leftovers clear_leftovers(const core::Record& previous, bool stop, int64_t grace_ms) {
-  if (!proc::process_group_alive(previous.owner, previous.process_group)) return Leftovers::none;
+  const std::string mark = core::attempt_mark(previous);
+  switch (proc::look_at_group(previous.owner, previous.process_group, mark)) {
+    case proc::GroupLook::empty: return Leftovers::none;
+    case proc::GroupLook::unproven: return Leftovers::unproven;
+    case proc::GroupLook::ours: break;
+  }
   if (!stop) return Leftovers::alive;
-  return proc::kill_process_group(previous.owner, previous.process_group, grace_ms)
+  return proc::kill_process_group(previous.owner, previous.process_group, mark, grace_ms)
              ? Leftovers::none
              : Leftovers::survived;
 }
@@ -191,9 +196,13 @@ Claimed Engine::claim(AttemptRequest& request) {
       result.verdict = core::Verdict::running;
     }
     if (result.verdict == core::Verdict::replay) count_replay(key, request.claim.now_ms);
-    if (result.verdict != core::Verdict::running)
-      return claimed_from(key, std::move(result), request.claim.now_ms, request.claim.lease_ms,
-                          sent_ms);
+    if (result.verdict != core::Verdict::running) {
+      Claimed claimed = claimed_from(key, std::move(result), request.claim.now_ms,
+                                     request.claim.lease_ms, sent_ms);
+      if (claimed.verdict == ClaimVerdict::claimed)
+        claimed.mark = core::attempt_mark(key, claimed.attempt, request.claim.owner);
+      return claimed;
+    }
     const core::Record& holder = *result.existing;
     if (request.before_pause) request.before_pause(holder);
     const bool unlimited =
@@ -212,7 +221,7 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
   // runs again.
   IDEM_CRASH_POINT("claim-after-commit");
   bool group_unrecorded = false;
-  Attempt attempt{claimed.key, claimed.attempt, claimed.attempt_token,
+  Attempt attempt{claimed.key, claimed.attempt, claimed.attempt_token, claimed.mark,
                   [&](const core::ProcessGroup& group) {
                     try {
                       std::lock_guard lock(store_mutex_);

@@ -88,6 +88,7 @@ struct Claimed {
   std::string key;
   int64_t attempt = 0;        // claimed: the attempt's number
   std::string attempt_token;  // claimed: its capability (heartbeat, release)
+  std::string mark;           // claimed: what its processes carry (core::attempt_mark)
   int64_t lease_expires_ms = 0;
   // claimed with a lease: its length, and where it ends on this host's monotonic clock
   // (the engine's clock, read before the claim was sent: never later than the store's expiry).
@@ -106,6 +107,7 @@ struct Attempt {
   std::string key;
   int64_t number = 0;
   std::string token;
+  std::string mark;  // core::attempt_mark: for the environment of every process it starts
   // Records the process group of the effect's command, durable before the command starts (so a
   // retry after a crash can find what it left running). Throws StoreError when it cannot be
   // recorded: the effect must then not start the command.
@@ -262,9 +264,12 @@ enum class Leftovers {
   none,      // nothing: it may be retried
   alive,     // processes live on
   survived,  // with `stop`: they outlived TERM and KILL
+  // processes live in a group of the recorded number, none proven the attempt's (proc::GroupLook):
+  // it may be retried, and they are neither waited for nor stopped; the user is told
+  unproven,
 };
 // Looks at the attempt's group; with `stop`, first sends it TERM, then KILL after `grace_ms`
-// (--kill-stale).
+// (--kill-stale), only when it is proven the attempt's.
 Leftovers clear_leftovers(const core::Record& previous, bool stop, int64_t grace_ms);
 
 }  // namespace idem::engine

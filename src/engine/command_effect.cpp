@@ -28,6 +28,7 @@ core::Outcome CommandEffect::perform(const Attempt& attempt) {
   }
   proc::RunSpec spec = spec_;
   spec.extra_env.emplace_back("IDEM_ATTEMPT", std::to_string(attempt.number));
+  if (!attempt.mark.empty()) spec.extra_env.emplace_back(core::k_attempt_mark_env, attempt.mark);
   spec.stop_fd = attempt.lease_lost_fd;
   if (prepared_) {
     // Its group is durable already, written with the claim.

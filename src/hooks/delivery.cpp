@@ -238,7 +238,7 @@ Answer overloaded(const Hook& hook, const std::string& key) {
 Answer deliver_unkeyed(const Hook& hook, HookSlots& slots, const DeliveryServices& services,
                        const DeliveryPolicy& policy) {
   if (!slots.reserve()) return overloaded(hook, "");
-  const engine::Attempt unstored{"", 1, "", nullptr};
+  const engine::Attempt unstored{"", 1, "", "", nullptr};
   if (hook.async) {
     // What it throws is logged by the daemon's background runner (DeliveryServices::spawn).
     services.spawn([make = policy.effect, &slots, unstored] {
@@ -323,8 +323,9 @@ engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d,
   // group, before the handler starts (ClaimRequest::sync); an async hook answers on the claim.
   req.claim.sync = hook.async;
   // With retry_abandoned, an abandoned delivery runs again once nothing it started is left.
+  // Processes in a group of the recorded number that cannot be proven its are no leftovers.
   req.clear_abandoned = [](const core::Record& r) {
-    return engine::clear_leftovers(r, false, 0) == engine::Leftovers::none;
+    return engine::clear_leftovers(r, false, 0) != engine::Leftovers::alive;
   };
   // A failed delivery runs again once nothing it started is left; until then it is in progress.
   req.clear_failed = req.clear_abandoned;

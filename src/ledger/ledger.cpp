@@ -73,7 +73,8 @@ json shown_record(const core::Record& r, int64_t now_ms,
                   const store::HistoryPage* history = nullptr) {
   const bool gone = core::owner_counts_gone(r, now_ms, proc::owner_gone);
   json j = core::record_detail_json(r, now_ms, gone,
-                                    proc::process_group_alive(r.owner, r.process_group));
+                                    proc::process_group_alive(r.owner, r.process_group,
+                                                              core::attempt_mark(r)));
   if (history) {
     j["attempts"] = core::history_array(history->entries);
     j["earlier_attempts"] = history->earlier();

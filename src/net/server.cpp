@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <string>
+#include <string_view>
 #include <system_error>
 
 #include "net/resolve.hpp"
@@ -34,6 +36,21 @@ constexpr size_t k_read_chunk = 64 * 1024;
 // does not reset the connection before the client has read the answer.
 constexpr int64_t k_linger_ms = 1000;
 constexpr size_t k_linger_bytes = 4 << 20;
+
+// Connections over the cap being answered 503 and read to their end, at most; beyond, closed at
+// once. Each is read for at most k_shed_linger_ms: its request, then the client's close.
+constexpr size_t k_max_shedding = 256;
+constexpr int64_t k_shed_linger_ms = 1000;
+constexpr std::string_view k_shed_body =
+    "{\"type\":\"about:blank\",\"title\":\"Too many connections\",\"status\":503,"
+    "\"detail\":\"the server is serving and queueing all it may (--max-connections)\"}\n";
+const std::string& shed_answer() {
+  static const std::string answer =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\n"
+      "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(k_shed_body.size()) + "\r\n\r\n" + std::string(k_shed_body);
+  return answer;
+}
 
 const char* reason_phrase(int status) {
   // RFC 9110 §15's registry: a proxied answer may carry any of them.
@@ -526,12 +543,14 @@ void Server::remove_unix_socket() {
 }
 
 void Server::run() {
+  std::vector<pollfd> p;
   while (!stopping_.load()) {
     // poll() skips a negative fd: without listen_unix only the TCP listener is watched.
-    pollfd p[3] = {{wake_read_.get(), POLLIN, 0},
-                   {listener_.get(), POLLIN, 0},
-                   {unix_listener_.valid() ? unix_listener_.get() : -1, POLLIN, 0}};
-    int n = ::poll(p, 3, -1);
+    p.assign({{wake_read_.get(), POLLIN, 0},
+              {listener_.get(), POLLIN, 0},
+              {unix_listener_.valid() ? unix_listener_.get() : -1, POLLIN, 0}});
+    for (const Shed& s : shedding_) p.push_back({s.fd.get(), POLLIN, 0});
+    int n = ::poll(p.data(), nfds_t(p.size()), shed_poll_timeout_ms());
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
@@ -539,9 +558,11 @@ void Server::run() {
     if ((p[0].revents & POLLIN) != 0) break;
     // A broken listener stops the server.
     if (((p[1].revents | p[2].revents) & (POLLERR | POLLNVAL)) != 0) break;
+    drain_shed(p.data() + 3, p.size() - 3);  // before accepting, which may add to shedding_
     if ((p[1].revents & POLLIN) != 0) accept_one(listener_.get(), handler_);
     if ((p[2].revents & POLLIN) != 0) accept_one(unix_listener_.get(), *unix_handler_);
   }
+  shedding_.clear();
   listener_.reset();  // from here on, new connections are refused
   unix_listener_.reset();
   remove_unix_socket();
@@ -568,7 +589,9 @@ void Server::accept_one(int listener, Handler& handler) {
   util::Fd connection(fd);
   std::unique_lock lock(mutex_);
   if (connections_ >= 2 * options_.max_connections) {
-    ++shed_;  // over the cap: closed at once, unread
+    const bool tls = listener == listener_.get() && tls_ != nullptr;
+    lock.unlock();
+    shed(std::move(connection), tls);
     return;
   }
   int one = 1;
@@ -592,6 +615,48 @@ void Server::accept_one(int listener, Handler& handler) {
   }
   lock.unlock();
   ready_.notify_one();
+}
+
+void Server::shed(util::Fd connection, bool tls) {
+  ++shed_;
+  if (tls || shedding_.size() >= k_max_shedding) return;  // closed at once, unanswered
+  // A new connection's send buffer takes the whole answer: one non-blocking send.
+  const std::string& answer = shed_answer();
+  const ssize_t sent =
+      ::send(connection.get(), answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (sent != ssize_t(answer.size())) return;
+  ::shutdown(connection.get(), SHUT_WR);
+  shedding_.push_back(Shed{std::move(connection), util::monotonic_ms() + k_shed_linger_ms});
+}
+
+void Server::drain_shed(const pollfd* polled, size_t count) {
+  const int64_t now = util::monotonic_ms();
+  char scratch[4096];
+  size_t kept = 0;
+  for (size_t i = 0; i < shedding_.size(); ++i) {
+    bool done = now >= shedding_[i].until_ms;
+    if (!done && i < count && polled[i].revents != 0) {
+      // Whatever the client sent is dropped; its close (or an error) ends the connection.
+      for (;;) {
+        const ssize_t n = ::recv(shedding_[i].fd.get(), scratch, sizeof scratch, MSG_DONTWAIT);
+        if (n > 0) continue;
+        done = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+        break;
+      }
+    }
+    if (!done) {
+      if (kept != i) shedding_[kept] = std::move(shedding_[i]);
+      ++kept;
+    }
+  }
+  shedding_.resize(kept);
+}
+
+int Server::shed_poll_timeout_ms() const {
+  if (shedding_.empty()) return -1;
+  int64_t first = shedding_.front().until_ms;
+  for (const Shed& s : shedding_) first = std::min(first, s.until_ms);
+  return int(std::clamp<int64_t>(first - util::monotonic_ms(), 0, k_shed_linger_ms));
 }
 
 void Server::work() {

@@ -3,6 +3,8 @@
 // worker threads each serving one connection at a time, keep-alive, pipelined requests answered
 // in order, a whole-request deadline, a cap on connections, and a graceful stop. What a request
 // means is the Handler's business; framing is request_parser's.
+#include <poll.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -74,7 +76,9 @@ class Handler {
 };
 
 struct ServerOptions {
-  int max_connections = 64;  // served at once; as many more may wait; beyond, closed
+  // Served at once; as many more may wait; beyond, answered 503 with Retry-After and closed
+  // (a TLS connection is closed unanswered: an answer needs a handshake).
+  int max_connections = 64;
   int64_t request_timeout_ms =
       10000;                       // whole request, from its first byte (or its connection's start)
   int64_t idle_timeout_ms = 5000;  // a kept-alive connection with no new request is closed
@@ -129,6 +133,15 @@ class Server {
     std::shared_ptr<const TlsContext> tls;  // the TCP listener's when it speaks TLS
   };
   void accept_one(int listener, Handler& handler);
+  // A connection over the cap: answered 503 at once, then read to its end (a close with unread
+  // bytes would send a reset, which can destroy the answer before the client reads it).
+  struct Shed {
+    util::Fd fd;
+    int64_t until_ms = 0;
+  };
+  void shed(util::Fd connection, bool tls);
+  void drain_shed(const pollfd* polled, size_t count);
+  int shed_poll_timeout_ms() const;
   void remove_unix_socket();
   void work();
   void serve(Waiting& connection);
@@ -144,6 +157,7 @@ class Server {
   util::Fd wake_read_, wake_write_;  // readable once stop() is called: wakes every poll()
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> shed_{0};
+  std::vector<Shed> shedding_;  // the accepting thread's alone; at most k_max_shedding
 
   std::mutex mutex_;
   std::condition_variable ready_;

@@ -130,19 +130,67 @@ bool pid_checkable(const core::Owner& owner) {
   return same_boot(owner) && owner.pid_ns != 0 && owner.pid_ns == this_pid_ns();
 }
 
-// A member of the group other than a zombie, found by scanning /proc: kill(-pgid, 0) alone would
-// count zombies (which can do no more work) as members.
-bool has_live_member(int64_t pgid) {
+enum class Environ { holds, lacks, empty };
+
+// Whether `pid`'s environment (as it exec'd) holds `entry` ("NAME=value") as a whole entry.
+// Read in windows: an environment may be as big as the argument limit. `lacks` when unreadable
+// (another user's process, unless root; gone); `empty` when it read nothing, as for a process in
+// the middle of an exec (its new environment not yet in place) or one with none at all.
+Environ read_environment(pid_t pid, const std::string& entry) {
+  util::Fd fd(::open(("/proc/" + std::to_string(pid) + "/environ").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Environ::lacks;
+  // Each entry is compared as it completes; only the entry being read is kept.
+  std::string current;
+  char buf[4096];
+  bool any = false;
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Environ::lacks;
+    if (n == 0) return current == entry ? Environ::holds : any ? Environ::lacks : Environ::empty;
+    any = true;
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buf[i] != '\0') {
+        if (current.size() <= entry.size()) current.push_back(buf[i]);  // longer never matches
+        continue;
+      }
+      if (current == entry) return Environ::holds;
+      current.clear();
+    }
+  }
+}
+
+// read_environment, looked at again a few times while it reads empty: a member caught in an exec
+// (a script starting its next command) shows its environment once the exec is done.
+bool environment_holds(pid_t pid, const std::string& entry) {
+  constexpr int k_tries = 5;
+  for (int i = 0; i < k_tries; ++i) {
+    const Environ found = read_environment(pid, entry);
+    if (found != Environ::empty) return found == Environ::holds;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2 << i));
+  }
+  return false;
+}
+
+// Scans /proc for the live (not zombie) members of `group`: kill(-pgid, 0) alone would count
+// zombies, which can do no more work. With `proving`, stops at the first member proven the
+// attempt's (the leader of the recorded start time, or one whose environment holds `mark_entry`).
+GroupLook scan_group(const core::ProcessGroup& group, const std::string& mark_entry,
+                     bool proving) {
   DIR* dir = ::opendir("/proc");
-  if (dir == nullptr) return ::kill(-pid_t(pgid), 0) == 0 || errno == EPERM;
-  bool found = false;
+  if (dir == nullptr) return GroupLook::unproven;  // members may live; none can be proven
+  GroupLook found = GroupLook::empty;
   while (dirent* entry = ::readdir(dir)) {
     char* end = nullptr;
     long pid = std::strtol(entry->d_name, &end, 10);
     if (end == entry->d_name || *end != '\0' || pid <= 0) continue;
     ProcStat st = read_stat(pid_t(pid));
-    if (st.start_ticks != 0 && st.pgrp == pgid && st.state != 'Z') {
-      found = true;
+    if (st.start_ticks == 0 || st.pgrp != group.pgid || st.state == 'Z') continue;
+    found = GroupLook::unproven;
+    if (!proving) break;
+    const bool leader = pid == group.pgid && st.start_ticks == group.leader_start_ticks;
+    if (leader || (!mark_entry.empty() && environment_holds(pid_t(pid), mark_entry))) {
+      found = GroupLook::ours;
       break;
     }
   }
@@ -154,34 +202,47 @@ bool has_live_member(int64_t pgid) {
 
 int64_t start_ticks(pid_t pid) { return read_stat(pid).start_ticks; }
 
-bool process_group_alive(const core::Owner& owner, const core::ProcessGroup& group) {
-  // A record from before namespaces were recorded is looked at as before (same host and boot):
-  // a group found alive only delays a retry, the safe side.
+GroupLook look_at_group(const core::Owner& owner, const core::ProcessGroup& group,
+                        const std::string& mark) {
+  // A record from before namespaces were recorded is looked at as before (same host and boot).
   if (group.pgid <= 1 || !same_boot(owner) || (owner.pid_ns != 0 && !pid_checkable(owner)))
-    return false;
-  if (::kill(-pid_t(group.pgid), 0) != 0 && errno == ESRCH) return false;
+    return GroupLook::empty;
+  if (::kill(-pid_t(group.pgid), 0) != 0 && errno == ESRCH) return GroupLook::empty;
   ProcStat leader = read_stat(pid_t(group.pgid));
   // The leader's pid belongs to a younger process: the number was free again, so the recorded
   // group had emptied first (any group now using the number is another one).
-  if (leader.start_ticks != 0 && leader.start_ticks != group.leader_start_ticks) return false;
-  return has_live_member(group.pgid);
+  if (leader.start_ticks != 0 && leader.start_ticks != group.leader_start_ticks)
+    return GroupLook::empty;
+  // The leader is gone: the group's number is free for another group once the last member
+  // ends, so a member is the attempt's only by its mark. A group without one (begin's caller's)
+  // has only its number: any live member counts, as before marks.
+  if (mark.empty()) return scan_group(group, "", false) == GroupLook::empty ? GroupLook::empty
+                                                                           : GroupLook::ours;
+  return scan_group(group, std::string(core::k_attempt_mark_env) + "=" + mark, true);
+}
+
+bool process_group_alive(const core::Owner& owner, const core::ProcessGroup& group,
+                         const std::string& mark) {
+  return look_at_group(owner, group, mark) == GroupLook::ours;
 }
 
 bool kill_process_group(const core::Owner& owner, const core::ProcessGroup& group,
-                        int64_t grace_ms) {
+                        const std::string& mark, int64_t grace_ms) {
+  if (look_at_group(owner, group, mark) != GroupLook::ours) return true;
+  // Proven the attempt's: while a member lives the kernel gives its number to no other group,
+  // so from here any live member is one of it (a 20 ms poll cannot miss a whole pid cycle).
   auto wait_empty = [&](int64_t ms) {
     const int64_t give_up = util::monotonic_ms() + ms;
     for (;;) {
-      if (!process_group_alive(owner, group)) return true;
+      if (scan_group(group, "", false) == GroupLook::empty) return true;
       if (util::monotonic_ms() >= give_up) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   };
-  if (!process_group_alive(owner, group)) return true;
   ::kill(-pid_t(group.pgid), SIGTERM);
   ::kill(-pid_t(group.pgid), SIGCONT);  // a stopped member must run to act on TERM
   if (wait_empty(grace_ms)) return true;
-  if (process_group_alive(owner, group)) ::kill(-pid_t(group.pgid), SIGKILL);
+  ::kill(-pid_t(group.pgid), SIGKILL);
   return wait_empty(std::max<int64_t>(grace_ms, 1000));
 }
 

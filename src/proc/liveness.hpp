@@ -19,18 +19,32 @@ bool owner_gone(const core::Owner& owner);
 // The start time of `pid` in clock ticks after boot, 0 if it is gone or unreadable.
 int64_t start_ticks(pid_t pid);
 
-// True when the recorded process group of an attempt owned by `owner` still has a live (not
-// zombie) member: same host and boot, and either its leader (same pid and start time) or another
-// process with that process group id. A group id is a pid the kernel does not hand out again while
-// the group has members, so a leader pid that now belongs to a younger process means the group
-// emptied. False for no recorded group, another boot, another host and another pid namespace
-// (which cannot be looked at).
-bool process_group_alive(const core::Owner& owner, const core::ProcessGroup& group);
+// What is left of the recorded process group of an attempt owned by `owner`, whose processes
+// carry `mark` (core::attempt_mark) in their environment. An empty mark (a group idem did not
+// start: begin's caller's) proves nothing: any live member then counts as the attempt's.
+enum class GroupLook {
+  // No live (not zombie) member; or nothing to look at: no recorded group, another boot, another
+  // host or another pid namespace.
+  empty,
+  // A live member proven the attempt's: its leader (same pid and start time), or a process of
+  // the group whose environment holds the mark. A group id is a pid the kernel does not hand out
+  // again while the group has members, so every member is then the attempt's.
+  ours,
+  // Live members, none proven: the leader is gone and no member carries the mark (it cleared its
+  // environment, or it is another user's, or the number now leads another group after the
+  // recorded one emptied). Not to be waited on or killed.
+  unproven,
+};
+GroupLook look_at_group(const core::Owner& owner, const core::ProcessGroup& group,
+                        const std::string& mark);
+// look_at_group(...) == GroupLook::ours.
+bool process_group_alive(const core::Owner& owner, const core::ProcessGroup& group,
+                         const std::string& mark);
 
-// Ends a live recorded group: TERM, then KILL after `grace_ms`, then waits up to `grace_ms` more
-// for it to empty. Returns true when it is empty (or was not alive), false if members remain
-// (other users' processes, or ones stuck in the kernel).
+// Ends a recorded group proven the attempt's: TERM, then KILL after `grace_ms`, then waits up to
+// `grace_ms` more for it to empty. Returns true when it is empty (or not proven: left alone),
+// false if members remain (other users' processes, or ones stuck in the kernel).
 bool kill_process_group(const core::Owner& owner, const core::ProcessGroup& group,
-                        int64_t grace_ms);
+                        const std::string& mark, int64_t grace_ms);
 
 }  // namespace idem::proc

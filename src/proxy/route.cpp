@@ -252,7 +252,8 @@ class Handover {
 // replays failures): the outcome is unknown for good. Duplicates then get a 409 saying so. A
 // release would let the retry run the request twice; an answer made up by the proxy would claim
 // a result nobody saw. Only someone who can look at the upstream's side knows what happened, so
-// an operator clears the record (`idem rm`) to let the key run again.
+// an operator clears the record (`idem rm`) to let the key run again; it never expires
+// (Outcome::kept_until_removed), or the TTL would let a retry send it again.
 class ForwardEffect final : public engine::Effect {
  public:
   ForwardEffect(UpstreamPool& pool, const UpstreamRequest& request, const ProxySettings& settings,
@@ -320,6 +321,7 @@ class ForwardEffect final : public engine::Effect {
         unknown_ = true;
         outcome_ = "outcome_unknown";
         o.status = core::Status::failed;
+        o.kept_until_removed = true;  // past the TTL a retry would send it again
         o.note = "outcome unknown: the request was sent, then " + o.note;
         if (e.kind() != UpstreamError::timeout)
           answer_ = proxy_problem(502, "Upstream broke off",
@@ -395,6 +397,7 @@ struct Forward {
       // made final) when the store takes it.
       core::Outcome failed;
       failed.note = std::string("daemon error: ") + e.what();
+      failed.kept_until_removed = true;
       const bool recorded = engine.record_failure(claimed, std::move(failed));
       failure = "Idempotency-Key '" + core::display_key(key) + "': " + e.what() +
                 (recorded ? "" : "; the failure could not be recorded either");
@@ -536,10 +539,14 @@ class ProxyRoute final : public Route {
         "too_large");
   }
 
+  int64_t max_forwards() const {
+    return config_.max_forwards > 0 ? config_.max_forwards : services_.max_connections;
+  }
+
   // A slot among the proxy's max_forwards, or null when all are taken.
   std::shared_ptr<void> forward_slot() const {
     std::shared_ptr<std::atomic<int64_t>> count = services_.forwards;
-    if (count->fetch_add(1) >= config_.max_forwards) {
+    if (count->fetch_add(1) >= max_forwards()) {
       count->fetch_sub(1);
       return nullptr;
     }
@@ -600,7 +607,7 @@ class ProxyRoute final : public Route {
     forward->slot = forward_slot();
     if (!forward->slot)
       return busy(key, release(name, forward->claimed,
-                               "max_forwards (" + std::to_string(config_.max_forwards) +
+                               "max_forwards (" + std::to_string(max_forwards()) +
                                    ") forwards are under way"));
     // The claim is durable. The forward goes on after its client has gone (nothing watches the
     // client's connection) or given up (504), so its answer is stored for the client's retry.

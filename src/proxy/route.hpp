@@ -27,6 +27,8 @@ struct ProxyServices {
   // Keyed forwards under way (ProxyConfig::max_forwards), kept across reloads: a forward of a
   // route a reload dropped still counts.
   std::shared_ptr<std::atomic<int64_t>> forwards = std::make_shared<std::atomic<int64_t>>(0);
+  // The daemon's --max-connections: max_forwards when the config gives none.
+  int64_t max_connections = 64;
 };
 
 // Its answers count in /metrics as idem_proxy_requests_total{outcome}: forwarded, replayed,

@@ -76,8 +76,9 @@ struct ProxyConfig {
   // Keyed forwards under way at once: those whose client waits and those whose answer is still
   // awaited after a 504 (late_answer). One more is refused with 503, nothing sent and its key
   // released: a flood of slow requests cannot pile up threads without end. Duplicates, answered
-  // from the store, take no slot.
-  int64_t max_forwards = 256;
+  // from the store, take no slot. 0: the daemon's --max-connections, the requests it serves at
+  // once (more forwards are reached only by those still awaited after their client's 504).
+  int64_t max_forwards = 0;
   std::vector<ProxyRouteSettings> routes;
   // The peers whose requests are forwarded; others get 403 before the body is read. Empty: all.
   std::vector<IpRange> allow;

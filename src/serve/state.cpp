@@ -106,7 +106,7 @@ std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, S
                                             [&services](std::function<void()> fn) {
                                               services.background.spawn(std::move(fn));
                                             },
-                                            services.proxy_forwards}));
+                                            services.proxy_forwards, options.max_connections}));
   } else if (!options.hooks.files.empty())
     state->routes.add(webhook::not_found_route(options.hooks.file_options.urlprefix));
   return state;

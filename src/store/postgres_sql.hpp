@@ -240,11 +240,13 @@ inline constexpr const char* k_restore_previous_attempt = R"sql(
 
 // $1 key, $2 attempt, $3 status, $4 finished (ms), $5 exit code, $6 signal, $7 timed out, $8
 // output, $9 and $10 its bytes and truncation, $11 note, $12 response; $13 why it ended and $14
-// the answer's status, for the history entry it ends in the same statement. Its last alternative
+// the answer's status, for the history entry it ends in the same statement; $15 kept until removed
+// (not 0: no expiry). Its last alternative
 // matches this very outcome already written, so that it can be repeated. Answers the count of
 // records written (1 or 0).
 inline constexpr const char* k_finish = R"sql(
-        WITH r AS (UPDATE idem_records SET status = $3, finished_at = $4, expires_at = $4 + ttl_ms,
+        WITH r AS (UPDATE idem_records SET status = $3, finished_at = $4,
+               expires_at = CASE WHEN $15 <> 0 THEN NULL ELSE $4 + ttl_ms END,
                exit_code = $5, signal = $6, timed_out = $7 <> 0, output = $8,
                output_bytes = $9, output_truncated = $10 <> 0, note = $11, response = $12,
                attempt_token = '', lease_expires = NULL

@@ -146,6 +146,7 @@ class PostgresStore final : public Store {
     p.optional_text(response).text(core::end_reason(outcome));
     p.optional_integer(outcome.response ? std::optional<int>(outcome.response->status)
                                         : std::nullopt);
+    p.integer(outcome.kept_until_removed);
     return guarded(
         "finish", [&] { return conn().exec(postgres_sql::k_finish, p).int_at(0, 0) == 1; },
         OnLoss::repeat);

@@ -263,9 +263,11 @@ inline constexpr const char* k_restore_previous_attempt = R"sql(
         WHERE key = ?1 AND attempt_token = ?2 AND status = 'running' AND attempt > 1)sql";
 
 // ?1 key, ?2 attempt, ?3 status, ?4 finished (ms), ?5 exit code, ?6 signal, ?7 timed out, ?8 and
-// ?9 output bytes and truncated, ?10 note, ?11 response. Its output is written after it.
+// ?9 output bytes and truncated, ?10 note, ?11 response, ?12 kept until removed (no expiry). Its
+// output is written after it.
 inline constexpr const char* k_finish = R"sql(
-        UPDATE records SET status = ?3, finished_at = ?4, expires_at = ?4 + ttl_ms,
+        UPDATE records SET status = ?3, finished_at = ?4,
+               expires_at = CASE WHEN ?12 THEN NULL ELSE ?4 + ttl_ms END,
                exit_code = ?5, signal = ?6, timed_out = ?7, output_bytes = ?8,
                output_truncated = ?9, note = ?10, response = ?11, attempt_token = '',
                lease_expires = NULL

@@ -184,6 +184,7 @@ class SqliteStore final : public Store {
       update.bind_optional(6, outcome.signal).bind(7, int64_t(outcome.timed_out));
       update.bind(8, outcome.output_bytes).bind(9, int64_t(outcome.output_truncated));
       update.bind(10, outcome.note).bind_optional(11, response);
+      update.bind(12, int64_t(outcome.kept_until_removed));
       update.run();
       changed = sqlite3_changes(db) == 1;
       if (changed) finish_history(db, key, outcome);

@@ -41,10 +41,22 @@ file_has "$T/refused.err" "failed attempt 1 still has live processes in process 
 file_has "$T/refused.err" "--kill-stale" || fail "the refusal should point to --kill-stale: $(cat "$T/refused.err")"
 assert_bytes "$T/fg.log" 'attempt 1\n'
 ticking fg
-# -q silences the refusal as it does for a running key; --wait waits for the group, then 75.
+# -q does not silence it (unlike a key running elsewhere): the processes may never end, and cron
+# mails the line. status, show and doctor name them too. --wait waits for the group, then 75.
 capture quiet idem run -k fg -q -- "${cmd[@]}"
 expect_rc 75
-assert_empty "$T/quiet.err"
+file_has "$T/quiet.err" "failed attempt 1 still has live processes in process group $pgid" ||
+  fail "-q hid the leftovers: $(cat "$T/quiet.err")"
+capture st idem status fg
+assert_bytes "$T/st.out" 'failed\n'
+file_has "$T/st.err" "left live processes in process group $pgid" || fail "status: $(cat "$T/st.err")"
+capture sh idem show fg
+file_has "$T/sh.out" "processes: process group $pgid still has live processes" ||
+  fail "show: $(cat "$T/sh.out")"
+capture doc idem doctor --json
+expect_rc 1
+file_has "$T/doc.out" '"check":"leftovers"' || fail "doctor: $(cat "$T/doc.out")"
+file_has "$T/doc.out" "process group $pgid" || fail "doctor does not name the group: $(cat "$T/doc.out")"
 capture waited idem run -k fg --wait 300ms -- "${cmd[@]}"
 expect_rc 75
 file_has "$T/waited.err" "(waited 300ms)" || fail "the refusal after --wait: $(cat "$T/waited.err")"
@@ -86,3 +98,31 @@ capture each2 idem each --key-field /id -- "${cmd[@]}" <"$T/lines"
 file_has "$T/each2.err" "processes of it are still alive" ||
   fail "each should refuse the failed key while its group lives: $(cat "$T/each2.err")"
 assert_bytes "$T/streamed.log" 'attempt 1\n'
+
+# The number of a failed attempt's group, free once the group emptied, now names another group
+# whose leader has exited too (pid reuse: another user's job, a daemon). Its members carry no
+# IDEM_ATTEMPT_MARK of the attempt: the next run neither waits for them nor, with --kill-stale,
+# stops them, and says so. (On SQLite: the record's group is set to that number by hand.)
+if [[ ${IDEM_TEST_BACKEND:-sqlite} == sqlite ]]; then
+  reused_cmd=(sh -c '[ "$IDEM_ATTEMPT" = 1 ] && exit 1; echo ran')
+  capture reused1 idem run -k reused -- "${reused_cmd[@]}"
+  expect_rc 1
+  # setsid: a group of its own, led by the sh that exits once its sleep is started.
+  setsid -w sh -c 'sleep 1000 >/dev/null 2>&1 </dev/null & echo $! > "$1"' sh "$T/stranger.pid"
+  track_pid_file "$T/stranger.pid"
+  stranger=$(cat "$T/stranger.pid")
+  other_group=$(awk '{print $5}' "/proc/$stranger/stat")
+  [[ $other_group != "$stranger" && ! -e /proc/$other_group ]] ||
+    fail "the stranger's group $other_group should have lost its leader"
+  sqlite3 "$IDEM_DB" "UPDATE records SET pgid = $other_group WHERE key = 'reused'"
+  assert_eq "$other_group false" \
+    "$(idem show reused --json | jsonq /process_group /process_group_alive | tr '\t' ' ')" \
+    "a group of the number whose members are not the attempt's"
+  capture reused2 idem run -k reused --kill-stale --kill-after 100ms -- "${reused_cmd[@]}"
+  expect_rc 0
+  assert_bytes "$T/reused2.out" 'ran\n'
+  file_has "$T/reused2.err" "process group $other_group of its failed attempt 1 has live processes that cannot be proven the attempt's" ||
+    fail "the run should say what it left alone: $(cat "$T/reused2.err")"
+  ! pid_gone "$stranger" || fail "--kill-stale stopped a process of another group ($stranger)"
+  kill -KILL "$stranger"
+fi

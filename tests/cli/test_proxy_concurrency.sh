@@ -54,3 +54,51 @@ for i in $(seq 1 32); do
 done
 assert_eq 1 "$(upstream_count /payments)" "calls after the retries"
 stop_daemon
+
+# A burst of new keys over the connection cap (--max-connections 2: two served, two waiting, and
+# max_forwards follows it): every other client gets 503 with Retry-After at once, never a reset,
+# and nothing of it reaches the upstream; its retry goes through once the burst is over.
+DAEMON=capped
+start_serve --upstream "$UURL" --max-connections 2
+n=12
+for i in $(seq 1 $n); do
+  mkfifo "$T/hold$i"
+  bg "b$i" curl -sS --max-time 60 -X POST -H "Idempotency-Key: burst-$i" \
+    -H "X-Answer-Hold: $T/hold$i" --data-binary "{\"b\":$i}" -D "$T/b$i.headers" \
+    -o "$T/b$i.body" -w '%{http_code}' "$URL/burst"
+done
+answered() {
+  local k=0 i
+  for i in $(seq 1 $n); do bg_exited "b$i" && k=$((k + 1)); done
+  ((k == n - 4))
+}
+wait_until "all but the four the daemon holds are answered" answered
+shed=0 held=()
+for i in $(seq 1 $n); do
+  if bg_running "b$i"; then
+    held+=("$i")
+    continue
+  fi
+  bg_wait "b$i"
+  expect_rc 0  # curl's: an answer, not a reset
+  assert_eq 503 "$(cat "$T/b$i.out")" "status of burst request $i"
+  grep -qi '^Retry-After: 1' "$T/b$i.headers" || fail "503 without Retry-After: $(cat "$T/b$i.headers")"
+  shed=$((shed + 1))
+done
+assert_eq 8 "$shed" "burst requests answered 503"
+# The held ones, each released once it reaches the upstream (two wait for a worker first).
+for i in "${held[@]}"; do
+  bg "go$i" sh -c 'printf "go\n" > "$1"' sh "$T/hold$i"
+done
+for i in "${held[@]}"; do
+  bg_wait "b$i"
+  expect_rc 0
+  assert_eq 200 "$(cat "$T/b$i.out")" "status of held burst request $i"
+done
+assert_eq 4 "$(upstream_count /burst)" "burst requests that reached the upstream"
+RESP=again post /burst '{"b":0}' 'Idempotency-Key: burst-retry'
+RESP=again expect_http 200
+get /metrics
+grep -qx 'idem_connections_shed_total 8' "$T/resp.body" ||
+  fail "/metrics: $(grep shed "$T/resp.body")"
+stop_daemon

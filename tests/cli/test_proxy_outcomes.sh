@@ -15,6 +15,7 @@ cat >"$T/proxy.json" <<EOF
 {"proxy": {"upstream": "$UURL", "timeout": "1s", "late_answer": "60s", "max_response": 1000,
            "scope_header": "X-Tenant",
            "routes": [{"prefix": "/late", "late_answer": "1s"},
+                      {"prefix": "/brief", "ttl": "1s"},
                       {"prefix": "/statuses", "store_statuses": ["2xx", 429, "!204"]},
                       {"prefix": "/small", "max_body": 100}]}}
 EOF
@@ -73,6 +74,30 @@ expect_unknown brk2
 assert_eq 1 "$(upstream_count /drop)" "executions of drop-1"
 assert_eq 1 "$(upstream_count /broken)" "executions of broken-1"
 file_has "$T/$DAEMON.err" '"outcome":"outcome_unknown"' || fail "no outcome_unknown logged"
+# An unknown outcome never expires (as an abandoned record): past the route's 1 s TTL the request
+# is still not sent again. A stored answer of the same route does expire.
+RESP=b1 post /brief/x '{"b":1}' 'Idempotency-Key: brief-1' 'X-Answer-Drop: 1'
+RESP=b1 expect_problem 502
+RESP=b2 post /brief/y '{"b":2}' 'Idempotency-Key: brief-2'
+RESP=b2 expect_http 200
+assert_eq "null" "$(idem show 'proxy#-#brief-1' --json | jsonq /expires_at)" "expiry of an unknown outcome"
+for name in brief-1 drop-1 broken-1; do
+  [[ $(idem show "proxy#-#$name" --json | jsonq /expires_at) == null ]] ||
+    fail "the unknown outcome $name has an expiry"
+done
+brief_expired() { [[ $(idem status 'proxy#-#brief-2') == expired ]]; }
+wait_until "the stored answer's 1 s TTL runs out" brief_expired
+assert_eq failed "$(idem status 'proxy#-#brief-1')" "the unknown outcome past its TTL"
+RESP=b3 post /brief/x '{"b":1}' 'Idempotency-Key: brief-1'
+expect_unknown b3
+assert_eq 1 "$(upstream_count /brief/x)" "executions of brief-1 past the TTL"
+# show names the upstream's answer, not an exit code, and says what a failure means here.
+idem show 'proxy#-#brief-2' >"$T/show-proxy.txt"
+file_has "$T/show-proxy.txt" "answer: HTTP 200" || fail "show of a proxy record: $(cat "$T/show-proxy.txt")"
+! grep -q '^exit:' "$T/show-proxy.txt" || fail "show of a proxy record prints an exit code"
+! file_has "$T/show-proxy.txt" "--replay-failures" || fail "show of a proxy record names --replay-failures"
+idem gc >/dev/null || fail "idem gc failed"
+assert_eq failed "$(idem status 'proxy#-#brief-1')" "the unknown outcome after gc"
 
 # --- answers that mean "not done, try again" are not stored ----------------------------------
 for status in 408 409 425 429; do

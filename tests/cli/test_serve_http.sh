@@ -79,7 +79,8 @@ bg_wait partial
 expect_statuses partial 408
 assert_status '/hooks/x#partial' none
 stop_daemon
-# One connection served and one waiting (--max-connections 1); a third is closed at once, unread.
+# One connection served and one waiting (--max-connections 1); a third is answered 503 with
+# Retry-After and closed.
 # (Idle connections are closed after 5 s: the checks below take far less.)
 DAEMON=daemon3
 start_daemon "$T/serve.json" --max-connections 1
@@ -90,6 +91,9 @@ held2=$RAW_FD
 raw_connect shed
 raw_close
 wait_until "the connection over the cap is closed" bg_exited shed
+head -n 1 "$T/shed.out" | grep -q '^HTTP/1.1 503 Service Unavailable' ||
+  fail "the connection over the cap: $(head -c 300 "$T/shed.out")"
+grep -q '^Retry-After: 1' "$T/shed.out" || fail "no Retry-After over the cap: $(cat "$T/shed.out")"
 bg_running held1 || fail "the served connection was closed"
 bg_running held2 || fail "the waiting connection was closed"
 exec {held1}>&- {held2}>&-

@@ -61,7 +61,7 @@ TEST_CASE("config proxy: every field but upstream has a default", "[config][prox
   CHECK_FALSE(p.settings.store_statuses.stores(429));
   CHECK(p.settings.store_statuses.stores(404));
   CHECK(p.max_response == 10 << 20);
-  CHECK(p.max_forwards == 256);
+  CHECK(p.max_forwards == 0);  // the daemon's --max-connections
   CHECK(p.scope_header.empty());
   CHECK(p.routes.empty());
 }

@@ -34,6 +34,8 @@ namespace unit_runner {
 using idem::core::Owner;
 using idem::core::ProcessGroup;
 using idem::proc::describe_owner;
+using idem::proc::GroupLook;
+using idem::proc::look_at_group;
 using idem::proc::kill_process_group;
 using idem::proc::process_group_alive;
 using idem::proc::run_command;
@@ -64,8 +66,11 @@ RunSpec quiet(std::vector<std::string> argv) {
 
 // Runs `sh -c SCRIPT CHILD_FILE` (a leader that leaves a child behind in its group, the child's
 // pid written to CHILD_FILE) and returns the group.
-ProcessGroup left_behind(const std::string& script, const std::string& child_file) {
+// `mark`: the IDEM_ATTEMPT_MARK its processes carry (none when empty).
+ProcessGroup left_behind(const std::string& script, const std::string& child_file,
+                         const std::string& mark = "") {
   RunSpec spec = quiet({"sh", "-c", script, child_file});
+  if (!mark.empty()) spec.extra_env.emplace_back(idem::core::k_attempt_mark_env, mark);
   ProcessGroup group;
   spec.on_spawn = [&](const ProcessGroup& g) { group = g; };
   REQUIRE(run_command(spec).exit_code == 0);
@@ -110,23 +115,72 @@ TEST_CASE("liveness: a group is alive while a member outlives its leader", "[liv
   TempDir dir;
   const std::string child = dir / "child";
   // The leader exits at once; its background child stays in the group.
-  const ProcessGroup group = left_behind("sleep 1000 & echo $! > \"$0\"", child);
+  const std::string mark = idem::core::attempt_mark("k", 1, describe_owner());
+  const ProcessGroup group = left_behind("sleep 1000 & echo $! > \"$0\"", child, mark);
   const Owner me = describe_owner();
   REQUIRE(read_pid(child) > 0);
-  CHECK(process_group_alive(me, group));
+  CHECK(look_at_group(me, group, mark) == GroupLook::ours);
+  CHECK(process_group_alive(me, group, mark));
 
   // Not this boot, not this host, no group: nothing to look at.
   Owner rebooted = me;
   rebooted.boot_id = "another-boot";
-  CHECK_FALSE(process_group_alive(rebooted, group));
+  CHECK_FALSE(process_group_alive(rebooted, group, mark));
   Owner elsewhere = me;
   elsewhere.host = "another-host";
   if (!me.machine_id.empty()) elsewhere.machine_id = other_machine_id(me);
-  CHECK_FALSE(process_group_alive(elsewhere, group));
-  CHECK_FALSE(process_group_alive(me, ProcessGroup{}));
+  CHECK_FALSE(process_group_alive(elsewhere, group, mark));
+  CHECK_FALSE(process_group_alive(me, ProcessGroup{}, mark));
 
-  CHECK(kill_process_group(me, group, 2000));
-  CHECK_FALSE(process_group_alive(me, group));
+  CHECK(kill_process_group(me, group, mark, 2000));
+  CHECK_FALSE(process_group_alive(me, group, mark));
+  CHECK(look_at_group(me, group, mark) == GroupLook::empty);
+}
+
+// The recorded group emptied and its number now names another group whose leader is gone too
+// (pid reuse): its members carry another mark, or none. Killing them was the bug.
+TEST_CASE("liveness: a group of the recorded number whose members lack the mark is not killed",
+          "[liveness]") {
+  TempDir dir;
+  const std::string child = dir / "child";
+  const Owner me = describe_owner();
+  const std::string mark = idem::core::attempt_mark("k", 2, me);
+  for (const std::string& other : {std::string(), idem::core::attempt_mark("other", 1, me)}) {
+    const ProcessGroup group = left_behind("sleep 1000 & echo $! > \"$0\"", child, other);
+    const pid_t member = read_pid(child);
+    REQUIRE(member > 0);
+    CHECK(look_at_group(me, group, mark) == GroupLook::unproven);
+    CHECK_FALSE(process_group_alive(me, group, mark));
+    CHECK(kill_process_group(me, group, mark, 100));  // left alone, nothing to wait for
+    CHECK(::kill(member, 0) == 0);                    // still alive
+    // Its own mark proves it: then it is stopped.
+    if (!other.empty()) CHECK(kill_process_group(me, group, other, 2000));
+    ::kill(member, SIGKILL);
+    ::waitpid(member, nullptr, WNOHANG);
+  }
+}
+
+// The leader of the recorded start time proves the group without any mark (a group recorded
+// before marks were given, whose command still runs).
+TEST_CASE("liveness: a live leader of the recorded start time proves its group", "[liveness]") {
+  int fds[2];
+  REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+  idem::util::Fd read_end(fds[0]), write_end(fds[1]);
+  // The command waits for its stdin to end: it lives while this test looks.
+  RunSpec spec = quiet({"sh", "-c", "read x"});
+  spec.stdin_fd = read_end.get();
+  const Owner me = describe_owner();
+  GroupLook seen = GroupLook::empty, seen_younger = GroupLook::ours;
+  spec.on_spawn = [&](const ProcessGroup& group) {
+    seen = look_at_group(me, group, "no-such-mark");
+    ProcessGroup younger = group;
+    younger.leader_start_ticks += 1;  // another process of that pid: the recorded group emptied
+    seen_younger = look_at_group(me, younger, "no-such-mark");
+    write_end.reset();
+  };
+  run_command(spec);
+  CHECK(seen == GroupLook::ours);
+  CHECK(seen_younger == GroupLook::empty);
 }
 
 TEST_CASE("liveness: an owner is described by machine id, boot, pid namespace, pid and start",
@@ -200,23 +254,24 @@ TEST_CASE("liveness: a dead pid is judged only on its own machine, boot and pid 
 
 TEST_CASE("liveness: a group of another pid namespace is not looked at", "[liveness]") {
   TempDir dir;
-  const ProcessGroup group = left_behind("sleep 1000 & echo $! > \"$0\"", dir / "child");
+  const std::string mark = "m";
+  const ProcessGroup group = left_behind("sleep 1000 & echo $! > \"$0\"", dir / "child", mark);
   const Owner me = describe_owner();
-  REQUIRE(process_group_alive(me, group));
+  REQUIRE(process_group_alive(me, group, mark));
   Owner container = me;
   container.pid_ns = me.pid_ns + 1;
-  CHECK_FALSE(process_group_alive(container, group));
+  CHECK_FALSE(process_group_alive(container, group, mark));
   // A record from before namespaces were recorded is looked at as then: alive only delays.
   Owner old_record = me;
   old_record.pid_ns = 0;
   old_record.machine_id.clear();
-  CHECK(process_group_alive(old_record, group));
+  CHECK(process_group_alive(old_record, group, mark));
   if (!me.machine_id.empty()) {
     Owner twin = me;
     twin.machine_id = other_machine_id(me);
-    CHECK_FALSE(process_group_alive(twin, group));
+    CHECK_FALSE(process_group_alive(twin, group, mark));
   }
-  CHECK(kill_process_group(me, group, 2000));
+  CHECK(kill_process_group(me, group, mark, 2000));
 }
 
 TEST_CASE("liveness: a leader pid now held by a younger process means the group is gone",
@@ -225,17 +280,17 @@ TEST_CASE("liveness: a leader pid now held by a younger process means the group 
   const int64_t self = ::getpid();
   // This test process stands in for a process that reused the leader's pid: other start time.
   const ProcessGroup reused{self, idem::proc::start_ticks(pid_t(self)) + 1};
-  CHECK_FALSE(process_group_alive(me, reused));
+  CHECK_FALSE(process_group_alive(me, reused, ""));
 }
 
 TEST_CASE("liveness: kill_process_group KILLs a member that ignores TERM", "[liveness]") {
   TempDir dir;
   const ProcessGroup group =
-      left_behind("trap '' TERM; sleep 1000 & echo $! > \"$0\"", dir / "child");
+      left_behind("trap '' TERM; sleep 1000 & echo $! > \"$0\"", dir / "child", "m");
   const Owner me = describe_owner();
-  REQUIRE(process_group_alive(me, group));
-  CHECK(kill_process_group(me, group, 100));
-  CHECK_FALSE(process_group_alive(me, group));
+  REQUIRE(process_group_alive(me, group, "m"));
+  CHECK(kill_process_group(me, group, "m", 100));
+  CHECK_FALSE(process_group_alive(me, group, "m"));
 }
 
 TEST_CASE("store: set_process_group is conditioned on the current running attempt",
@@ -288,7 +343,7 @@ TEST_CASE("liveness: reading a process that exits meanwhile never throws", "[liv
     for (int j = 0; j < 200 && !threw; ++j) {
       try {
         if (idem::proc::start_ticks(child) == 0) break;
-        process_group_alive(me, ProcessGroup{child, 0});
+        process_group_alive(me, ProcessGroup{child, 0}, "");
       } catch (...) {
         threw = true;
       }
