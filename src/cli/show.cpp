@@ -71,7 +71,8 @@ void print_record(const core::Record& r, const nlohmann::json& j, const Chunks& 
   line("expires", or_dash(j["expires_at"]));
   line("owner", "pid " + std::to_string(r.owner.pid) + " on " + r.owner.host);
   if (r.lease_expires_ms) line("lease", j["lease_expires_at"].get<std::string>());
-  if (group_alive && (j["status"] == "abandoned" || j["status"] == "failed"))
+  if (group_alive && (j["status"] == "abandoned" || j["status"] == "failed" ||
+                      (j["status"] == "expired" && r.status == core::Status::failed)))
     line("processes", "process group " + std::to_string(r.process_group.pgid) +
                           " still has live processes (the next run waits for them: 75; "
                           "--kill-stale ends them)");

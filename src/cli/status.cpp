@@ -26,7 +26,7 @@ int run_status(const GlobalOptions& global, const StatusOptions& o) {
   // The word stays what scripts compare; what holds the key besides is said on stderr.
   if (record && record->process_group.pgid != 0) {
     const std::string status = effective_status(*record, clock.now_ms());
-    if (status != "failed" && status != "abandoned") return 0;
+    if (status != "failed" && status != "abandoned" && status != "expired") return 0;
     const bool alive = proc::process_group_alive(record->owner, record->process_group,
                                                  core::attempt_mark(*record));
     if (auto f = core::leftovers_finding(*record, status, alive))

@@ -19,12 +19,26 @@ bool may_retry(const Record& abandoned, const Policy& policy) {
   return policy.retry_abandoned &&
          (policy.retry_only_attempt == 0 || policy.retry_only_attempt == abandoned.attempt);
 }
+
+// A failed attempt's recorded group must be looked at (the caller checks leftovers, and has not
+// yet cleared this attempt's).
+bool leftovers_to_check(const Record& failed, const Policy& policy) {
+  return policy.rerun_failed_only_attempt != 0 && failed.process_group.pgid != 0 &&
+         policy.rerun_failed_only_attempt != failed.attempt;
+}
 }  // namespace
 
 Decision decide(const Record* existing, std::string_view fingerprint, int64_t now_ms,
                 bool owner_gone, const Policy& policy) {
-  // An expired record behaves as absent: the attempt count starts again.
-  if (existing == nullptr || is_expired(*existing, now_ms)) return {Verdict::claim, false, 1};
+  if (existing != nullptr && is_expired(*existing, now_ms)) {
+    // What a failed attempt left running holds the key whatever its TTL: a record that expired
+    // meanwhile is looked at first, as an unexpired one is.
+    if (existing->status == Status::failed && leftovers_to_check(*existing, policy))
+      return {Verdict::leftovers, false, 1};
+    // Else an expired record behaves as absent: the attempt count starts again.
+    return {Verdict::claim, false, 1};
+  }
+  if (existing == nullptr) return {Verdict::claim, false, 1};
 
   const int64_t next = existing->attempt + 1;
   // A lease, when the record has one, decides alone (owner_counts_gone).
@@ -46,9 +60,7 @@ Decision decide(const Record* existing, std::string_view fingerprint, int64_t no
       if (policy.replay_failures || existing->replay_failures)
         return {Verdict::replay, false, next};
       // What it left running must be looked at first, as for an abandoned attempt.
-      if (policy.rerun_failed_only_attempt != 0 && existing->process_group.pgid != 0 &&
-          policy.rerun_failed_only_attempt != existing->attempt)
-        return {Verdict::leftovers, false, next};
+      if (leftovers_to_check(*existing, policy)) return {Verdict::leftovers, false, next};
       return {Verdict::claim, false, next};
   }
   return {Verdict::running, false, next};

@@ -185,11 +185,12 @@ std::optional<Finding> record_finding(const Record& r, std::string_view shown_st
 
 std::optional<Finding> leftovers_finding(const Record& r, std::string_view shown_status,
                                          bool group_alive) {
-  if (!group_alive || (shown_status != "failed" && shown_status != "abandoned"))
-    return std::nullopt;
+  const bool held = shown_status == "failed" || shown_status == "abandoned" ||
+                    (shown_status == "expired" && r.status == Status::failed);
+  if (!group_alive || !held) return std::nullopt;
   const std::string group = std::to_string(r.process_group.pgid);
   return finding(Severity::warning, "leftovers", r.key,
-                 "'" + display_key(r.key) + "': its " + std::string(shown_status) +
+                 "'" + display_key(r.key) + "': its " + std::string(to_string(r.status)) +
                      " attempt " + std::to_string(r.attempt) +
                      " left live processes in process group " + group +
                      ", which hold the key: the next run waits for them (exit 75)",

@@ -81,9 +81,9 @@ Finding writable_finding(const std::string& subject, const std::string& problem,
 std::optional<Finding> record_finding(const Record& record, std::string_view shown_status,
                                       int64_t now_ms);
 
-// A record shown failed or abandoned (`shown_status`, as effective_status says) whose attempt's
-// process group has live members proven its (`group_alive`, proc::process_group_alive): the
-// next run of the key waits for them (75).
+// A record shown failed or abandoned (`shown_status`, as effective_status says), or a failed one
+// shown expired, whose attempt's process group has live members proven its (`group_alive`,
+// proc::process_group_alive): the next run of the key waits for them (75), whatever the TTL.
 std::optional<Finding> leftovers_finding(const Record& record, std::string_view shown_status,
                                          bool group_alive);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/errors.hpp"
+#include "core/history.hpp"
 #include "core/output.hpp"
 #include "core/record_json.hpp"
 #include "util/clock.hpp"
@@ -145,12 +146,14 @@ std::optional<NotifyEvent> finish_event(std::optional<Status> previous, const Ou
 
 std::string ended_by(const Record& r, std::optional<NotifyEvent> event) {
   if (event == NotifyEvent::lease_lost) return "lease lost";
-  if (r.status == Status::abandoned)
-    return r.note == k_note_lease_ran_out ? "lease ran out" : "owner died";
+  if (r.status == Status::abandoned) return abandon_reason(r.note);
   if (r.status == Status::running) return "running";
-  if (r.timed_out) return "timeout";
-  if (r.signal) return "signal";
-  return r.exit_code ? "exit" : "error";
+  Outcome o;
+  o.timed_out = r.timed_out;
+  o.signal = r.signal;
+  o.exit_code = r.exit_code;
+  o.response = r.response;
+  return end_reason(o);
 }
 
 nlohmann::json attempt_json(const Record& r, std::optional<NotifyEvent> event) {
@@ -166,7 +169,7 @@ nlohmann::json attempt_json(const Record& r, std::optional<NotifyEvent> event) {
   j["signal"] = r.signal ? nlohmann::json(*r.signal) : nlohmann::json(nullptr);
   j["http_status"] = r.response ? nlohmann::json(r.response->status) : nlohmann::json(nullptr);
   j["outcome"] = std::string(to_string(r.status));
-  j["ended_by"] = ended_by(r, event);
+  j["reason"] = ended_by(r, event);  // the name show --json and log give it
   j["note"] = r.note;
   return j;
 }

@@ -70,9 +70,10 @@ bool outcome_failed(const Outcome& outcome);
 std::optional<NotifyEvent> finish_event(std::optional<Status> previous, const Outcome& outcome,
                                         NotifyOn on = NotifyOn::failure);
 
-// Why an attempt ended, one word or two: "exit", "signal", "timeout", "owner died", "lease ran
-// out", "lease lost", "running", or "error" (a failure that is no exit: could not start, a
-// daemon error; the record's note says more).
+// Why an attempt ended, as its history entry says it (core::end_reason's words: "exit",
+// "status" for an HTTP answer, "signal", "timeout", "owner died", "lease ran out", "error" for a
+// failure that is no exit: could not start, a daemon error, the record's note says more), plus
+// "lease lost" for that event and "running".
 std::string ended_by(const Record& record, std::optional<NotifyEvent> event = std::nullopt);
 
 // The record's current attempt as the notify document shows it: number, owner, start, end,

@@ -126,3 +126,26 @@ if [[ ${IDEM_TEST_BACKEND:-sqlite} == sqlite ]]; then
   ! pid_gone "$stranger" || fail "--kill-stale stopped a process of another group ($stranger)"
   kill -KILL "$stranger"
 fi
+
+# The check holds whatever the TTL: a failed record that expired while its leftovers live still
+# holds the key (75), and status names them.
+cmd_for expiring
+capture exp1 idem run -k expiring --ttl 1s -- "${cmd[@]}"
+expect_rc 1
+ticking expiring
+expired_now() { [[ $(idem status expiring 2>/dev/null) == expired ]]; }
+wait_until "the failed record's 1 s TTL runs out" expired_now
+capture exp2 idem run -k expiring -- "${cmd[@]}"
+expect_rc 75
+file_has "$T/exp2.err" "failed attempt 1 still has live processes" ||
+  fail "an expired failure's leftovers: $(cat "$T/exp2.err")"
+assert_bytes "$T/expiring.log" 'attempt 1\n'
+capture exp3 idem status expiring
+file_has "$T/exp3.err" "left live processes" || fail "status of an expired failure: $(cat "$T/exp3.err")"
+old_loop=$(cat "$T/expiring.loop")
+# --kill-stale ends them; the run is then attempt 1 of the key again (the record had expired),
+# which leaves a loop of its own (the cleanup ends it).
+capture exp4 idem run -k expiring --kill-stale --kill-after 200ms -- "${cmd[@]}"
+expect_rc 1
+pid_gone "$old_loop" || fail "--kill-stale should have ended the expired failure's loop"
+assert_bytes "$T/expiring.log" 'attempt 1\nattempt 1\n'

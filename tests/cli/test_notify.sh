@@ -24,7 +24,7 @@ assert_eq "0.failed.job " "$(notes)" "notifications after a failure"
 doc=$NOTES/0.failed.job
 assert_eq "failed	job	failed	3	1	3	failed	exit	$(hostname)" \
   "$(jsonq /event /key /record/status /record/exit_code /attempt/number /attempt/exit_code \
-     /attempt/outcome /attempt/ended_by /attempt/owner/host <"$doc")" "the failure's document"
+     /attempt/outcome /attempt/reason /attempt/owner/host <"$doc")" "the failure's document"
 assert_eq "$(printf 'out\n' | base64)	$(printf 'err\n' | base64)" \
   "$(jsonq /record/stdout_b64 /record/stderr_b64 <"$doc")" "the output in the document"
 # Its times and its request are the record's, as `idem show --json` has them.
@@ -44,7 +44,7 @@ capture ok1 idem run -k job --on-change "$note" -- "${job[@]}"
 expect_rc 0
 assert_eq "0.failed.job 1.failed.job 2.recovered.job " "$(notes)" "notifications after recovery"
 assert_eq "recovered	succeeded	4	0	exit" \
-  "$(jsonq /event /record/status /attempt/number /attempt/exit_code /attempt/ended_by \
+  "$(jsonq /event /record/status /attempt/number /attempt/exit_code /attempt/reason \
      <"$NOTES/2.recovered.job")" "the recovery's document"
 # fail, fail, succeed, all --on-change, on a new key: told twice (failed, recovered).
 for code in 1 1 0; do
@@ -142,7 +142,7 @@ expect_rc 69
 assert_eq "0.abandoned.gone " "$(notes)" "notifications once the owner is found gone"
 if [[ -n ${_pg_schema:-} ]]; then ended="lease ran out"; else ended="owner died"; fi
 assert_eq "abandoned	abandoned	1	$ended	null" \
-  "$(jsonq /event /record/status /attempt/number /attempt/ended_by /attempt/finished_at \
+  "$(jsonq /event /record/status /attempt/number /attempt/reason /attempt/finished_at \
      <"$NOTES/0.abandoned.gone")" "the abandoned attempt's document"
 # Found abandoned again: nothing new. Retried and succeeded: recovered.
 capture found2 idem run -k gone --on-change "$note" -- "${cmd[@]}"

@@ -50,9 +50,9 @@ signed_post d1 'job 1'
 expect_http 500
 wait_until "the failure is told" test -s "$NOTES/failed.0"
 doc=$NOTES/failed.0
-assert_eq "failed	/hooks/jobs#d1	failed	3	500	1	exit" \
+assert_eq "failed	/hooks/jobs#d1	failed	3	500	1	status" \
   "$(jsonq /event /key /record/status /attempt/exit_code /attempt/http_status /attempt/number \
-     /attempt/ended_by <"$doc")" "the hook's failure document"
+     /attempt/reason <"$doc")" "the hook's failure document"
 assert_eq "$(printf 'broken\n' | base64)" "$(jsonq /record/stdout_b64 <"$doc")" "its output"
 grep -qx "IDEM_EVENT=failed" "$NOTES/failed.0.env" || fail "no IDEM_EVENT in its environment"
 grep -qx "IDEM_KEY=/hooks/jobs#d1" "$NOTES/failed.0.env" || fail "no IDEM_KEY in its environment"
@@ -88,8 +88,8 @@ assert_eq "/hooks/loud#l1	failed	7	no mail server
 post /pay '{"amount": 1}' "Idempotency-Key: p1" "X-Answer-Status: 502"
 expect_http 502
 wait_until "the proxy's failure is told" test -s "$NOTES/failed.2"
-assert_eq "failed	502	succeeded	exit" \
-  "$(jsonq /event /attempt/http_status /record/status /attempt/ended_by <"$NOTES/failed.2")" \
+assert_eq "failed	502	succeeded	status" \
+  "$(jsonq /event /attempt/http_status /record/status /attempt/reason <"$NOTES/failed.2")" \
   "the proxy's failure document"
 ! grep -q "HOOK_SECRET" "$NOTES/failed.2.env" || fail "the proxy's notify got a hook's secret"
 # An exchange cut off after the request went out: a recorded failure, told too.
@@ -97,7 +97,7 @@ post /pay '{"amount": 2}' "Idempotency-Key: p2" "X-Answer-Drop: 1"
 expect_http 502
 wait_until "the cut-off exchange is told" test -s "$NOTES/failed.3"
 assert_eq "failed	failed	error	null" \
-  "$(jsonq /event /record/status /attempt/ended_by /attempt/http_status <"$NOTES/failed.3")" \
+  "$(jsonq /event /record/status /attempt/reason /attempt/http_status <"$NOTES/failed.3")" \
   "the cut-off exchange's document"
 # A success through the proxy tells nothing (its notify is on failure).
 post /pay '{"amount": 3}' "Idempotency-Key: p3"

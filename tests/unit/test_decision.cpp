@@ -350,4 +350,27 @@ TEST_CASE("decide: rerun_failed_only_attempt runs a failure again only once its 
   CHECK(to_string(Verdict::leftovers) == "leftovers");
 }
 
+TEST_CASE("decide: a failure's group is checked even after its record expired", "[decision]") {
+  Record failed = make(Status::failed, 3, k_now - 1);  // expired a moment ago
+  failed.process_group = {4242, 77};
+  Policy unchecked;
+  unchecked.rerun_failed_only_attempt = -1;
+  Decision d = decide(&failed, k_fp, k_now, false, unchecked);
+  CHECK(d.verdict == Verdict::leftovers);
+  // Once checked, as absent: the attempt count starts again.
+  Policy checked;
+  checked.rerun_failed_only_attempt = 3;
+  d = decide(&failed, k_fp, k_now, false, checked);
+  CHECK(d.verdict == Verdict::claim);
+  CHECK(d.next_attempt == 1);
+  // Another fingerprint, no check asked for, no group, a success: absent, as before.
+  CHECK(decide(&failed, k_other_fp, k_now, false, checked).verdict == Verdict::claim);
+  CHECK(decide(&failed, k_fp, k_now, false, k_default).verdict == Verdict::claim);
+  Record no_group = make(Status::failed, 3, k_now - 1);
+  CHECK(decide(&no_group, k_fp, k_now, false, unchecked).verdict == Verdict::claim);
+  Record done = make(Status::succeeded, 3, k_now - 1);
+  done.process_group = {4242, 77};
+  CHECK(decide(&done, k_fp, k_now, false, unchecked).verdict == Verdict::claim);
+}
+
 }  // namespace unit_decision

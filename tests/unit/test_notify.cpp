@@ -186,7 +186,7 @@ TEST_CASE("notify: the attempt object says how the attempt ended", "[notify]") {
   CHECK(a["owner"]["pid"] == 10);
   CHECK(a["duration_ms"] == 2'500);
   CHECK(a["outcome"] == "failed");
-  CHECK(a["ended_by"] == "timeout");
+  CHECK(a["reason"] == "timeout");
   CHECK(a["http_status"].is_null());
   r.timed_out = false;
   CHECK(idem::core::ended_by(r) == "signal");
@@ -222,7 +222,7 @@ TEST_CASE("notify: a failure fires --on-failure with the record and attempt on s
   CHECK(doc["attempt"]["number"] == 1);
   CHECK(doc["attempt"]["exit_code"] == 3);
   CHECK(doc["attempt"]["outcome"] == "failed");
-  CHECK(doc["attempt"]["ended_by"] == "exit");
+  CHECK(doc["attempt"]["reason"] == "exit");
   REQUIRE(f.reports.size() == 1);
   CHECK(f.reports[0].result == idem::engine::NotifyReport::Result::ran);
 
@@ -265,7 +265,7 @@ TEST_CASE("notify: an owner found gone fires abandoned once, then the retry's su
   REQUIRE(f.events() == std::vector<std::string>{"abandoned"});
   nlohmann::json doc = nlohmann::json::parse(f.documents.at(0));
   CHECK(doc["record"]["status"] == "abandoned");
-  CHECK(doc["attempt"]["ended_by"] == "owner died");
+  CHECK(doc["attempt"]["reason"] == "owner died");
   CHECK(doc["attempt"]["owner"]["pid"] == 10);
   // Found abandoned again: the store says so already, nothing new to tell.
   auto third = f.request();
@@ -299,7 +299,7 @@ TEST_CASE("notify: a lease lost mid-run is told, with what the attempt knows of 
   nlohmann::json doc = nlohmann::json::parse(f.documents.at(0));
   CHECK(doc["record"]["status"] == "abandoned");
   CHECK(doc["attempt"]["number"] == 1);
-  CHECK(doc["attempt"]["ended_by"] == "lease lost");
+  CHECK(doc["attempt"]["reason"] == "lease lost");
   CHECK(doc["attempt"]["note"] == "lease lost: it ran out before a renewal got through");
 }
 
