@@ -5,6 +5,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -258,8 +259,9 @@ class Daemon {
               {"signal", proc::signal_name(sig)},
               {"grace_ms", options_.grace_ms}});
     // Notify commands end before then, each with its log line.
-    services_.front.notifier->finish_by(util::monotonic_ms() + options_.grace_ms -
-                                        k_notify_report_ms);
+    const int64_t reserve = std::clamp<int64_t>(options_.grace_ms / 5, k_notify_report_min_ms,
+                                                k_notify_report_max_ms);
+    services_.front.notifier->finish_by(util::monotonic_ms() + options_.grace_ms - reserve);
     // Past the grace period, leave: unfinished handlers show as abandoned, never as done.
     std::thread([grace = options_.grace_ms, pidfile = options_.pidfile] {
       std::this_thread::sleep_for(std::chrono::milliseconds(grace));
@@ -274,8 +276,10 @@ class Daemon {
   // Connections the page's listener serves at once: a page, its script and a few tabs.
   static constexpr int k_ui_max_connections = 16;
   // What the drain keeps, at the end of its grace, for the notify commands it stopped to be
-  // reaped and logged.
-  static constexpr int64_t k_notify_report_ms = 250;
+  // killed (their whole groups), reaped and logged, and for the daemon to exit: a fifth of the
+  // grace, within these bounds (250 ms was too little under a sanitizer on a busy machine).
+  static constexpr int64_t k_notify_report_min_ms = 250;
+  static constexpr int64_t k_notify_report_max_ms = 2000;
 
   const DaemonOptions& options_;
   Passed passed_;
