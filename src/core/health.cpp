@@ -190,11 +190,12 @@ std::optional<Finding> leftovers_finding(const Record& r, std::string_view shown
   if (!group_alive || !held) return std::nullopt;
   const std::string group = std::to_string(r.process_group.pgid);
   return finding(Severity::warning, "leftovers", r.key,
-                 "'" + display_key(r.key) + "': its " + std::string(to_string(r.status)) +
+                 "'" + display_key(r.key) + "': its " +
+                     std::string(shown_status == "expired" ? to_string(r.status) : shown_status) +
                      " attempt " + std::to_string(r.attempt) +
                      " left live processes in process group " + group +
                      ", which hold the key: the next run waits for them (exit 75)",
-                 "see them with ps -g " + group + "; end them (kill -- -" + group +
+                 "see them with pgrep -a -g " + group + "; end them (kill -- -" + group +
                      "), or run the key with --kill-stale");
 }
 

@@ -195,4 +195,31 @@ TEST_CASE("health: keys become shell words", "[health]") {
   CHECK(shell_word("") == "''");
 }
 
+TEST_CASE("health: live leftovers of a failed or abandoned attempt name their group",
+          "[health]") {
+  Record r;
+  r.key = "nightly";
+  r.attempt = 2;
+  r.status = Status::failed;
+  r.process_group = {4242, 7};
+  auto f = idem::core::leftovers_finding(r, "failed", true);
+  REQUIRE(f);
+  CHECK(f->check == "leftovers");
+  CHECK(f->problem.find("failed attempt 2 left live processes in process group 4242") !=
+        std::string::npos);
+  CHECK(f->fix.find("pgrep -a -g 4242") != std::string::npos);
+  CHECK(f->fix.find("--kill-stale") != std::string::npos);
+  // A failure past its TTL still holds the key; an abandoned one is named as shown.
+  CHECK(idem::core::leftovers_finding(r, "expired", true));
+  r.status = Status::running;
+  auto gone = idem::core::leftovers_finding(r, "abandoned", true);
+  REQUIRE(gone);
+  CHECK(gone->problem.find("abandoned attempt 2") != std::string::npos);
+  // None when nothing lives, or for a record that holds the key anyway or replays.
+  CHECK_FALSE(idem::core::leftovers_finding(r, "abandoned", false));
+  CHECK_FALSE(idem::core::leftovers_finding(r, "running", true));
+  CHECK_FALSE(idem::core::leftovers_finding(r, "succeeded", true));
+  CHECK_FALSE(idem::core::leftovers_finding(r, "expired", true));  // a running record's
+}
+
 }  // namespace unit_health
