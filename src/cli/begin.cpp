@@ -107,8 +107,8 @@ std::string fingerprint_of(const BeginOptions& o) {
 
 // As `idem run --retry-abandoned`: never claim over a dead owner whose group still runs.
 void clear_abandoned(const core::Record& r, const BeginOptions& o, const std::string& shown) {
-  const std::string what = shown + ": the dead owner's process group " +
-                           std::to_string(r.process_group.pgid) + " still has live processes";
+  const std::string what = shown + ": the dead owner's " +
+                           core::processes_place(r.process_group) + " still has live processes";
   switch (engine::clear_leftovers(r, o.kill_stale, k_kill_stale_grace_ms)) {
     case engine::Leftovers::none:
       return;

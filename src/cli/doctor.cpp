@@ -11,6 +11,7 @@
 #include "cli/inspect.hpp"
 #include "core/errors.hpp"
 #include "core/health.hpp"
+#include "proc/cgroup.hpp"
 #include "proc/liveness.hpp"
 #include "serve/daemon.hpp"
 #include "util/clock.hpp"
@@ -143,7 +144,8 @@ void check_records(store::Store& store, Report& report) {
     // Only a recorded group is looked at (/proc): most records have none left.
     if (r.process_group.pgid == 0 || (status != "failed" && status != "abandoned")) return true;
     const bool alive = proc::process_group_alive(r.owner, r.process_group, core::attempt_mark(r));
-    if (std::optional<core::Finding> f = core::leftovers_finding(r, status, alive))
+    if (std::optional<core::Finding> f =
+            core::leftovers_finding(r, status, alive, proc::cgroup_home().mount))
       show(report.leftovers, std::move(*f));
     return true;
   });
@@ -197,12 +199,15 @@ void print(const Report& report, const store::StoreLocation& where, bool json) {
     store["owner_gone"] = report.owner_gone;
     store["leftovers"] = report.leftovers;
     out["store"] = store;
+    const proc::CgroupUse use = proc::cgroup_use();
+    out["processes"] = {{"cgroups", use.cgroups}, {"about", use.about}};
     out["findings"] = nlohmann::json::array();
     for (const auto& f : report.findings) out["findings"].push_back(core::finding_json(f));
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
   for (const auto& f : report.findings) std::cout << core::finding_line(f) << "\n";
+  std::cout << "processes: " << proc::cgroup_use().about << "\n";
   int64_t errors = 0;
   for (const auto& f : report.findings) errors += f.severity == core::Severity::error;
   std::string about = "store " + where.display();

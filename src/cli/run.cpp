@@ -96,19 +96,19 @@ void warn_if_truncated(const core::Record& record, const std::string& shown) {
             << record.output_bytes << " bytes were stored (--max-output)\n";
 }
 
-// " (process group N still has live processes)" for an attempt whose processes outlived it.
+// "; its process group N still has live processes" for an attempt whose processes outlived it
+// (its cgroup, where one is recorded).
 std::string live_group_text(const core::Record& record) {
   if (!proc::process_group_alive(record.owner, record.process_group, core::attempt_mark(record)))
     return "";
-  return "; its process group " + std::to_string(record.process_group.pgid) +
-         " still has live processes";
+  return "; its " + core::processes_place(record.process_group) + " still has live processes";
 }
 
 // "key 'k': failed attempt 2 still has live processes in process group 123"
 std::string leftovers_text(const core::Record& r, const std::string& shown) {
   return shown + ": " + std::string(core::to_string(r.status)) + " attempt " +
-         std::to_string(r.attempt) + " still has live processes in process group " +
-         std::to_string(r.process_group.pgid);
+         std::to_string(r.attempt) + " still has live processes in " +
+         core::processes_place(r.process_group);
 }
 
 // A failed or abandoned attempt whose processes live on holds the key as a live owner would.

@@ -73,7 +73,7 @@ void print_record(const core::Record& r, const nlohmann::json& j, const Chunks& 
   if (r.lease_expires_ms) line("lease", j["lease_expires_at"].get<std::string>());
   if (group_alive && (j["status"] == "abandoned" || j["status"] == "failed" ||
                       (j["status"] == "expired" && r.status == core::Status::failed)))
-    line("processes", "process group " + std::to_string(r.process_group.pgid) +
+    line("processes", core::processes_place(r.process_group) +
                           " still has live processes (the next run waits for them: 75; "
                           "--kill-stale ends them)");
   line("fingerprint", r.fingerprint);

@@ -4,6 +4,7 @@
 #include "cli/inspect.hpp"
 #include "core/health.hpp"
 #include "core/key.hpp"
+#include "proc/cgroup.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
 
@@ -29,7 +30,7 @@ int run_status(const GlobalOptions& global, const StatusOptions& o) {
     if (status != "failed" && status != "abandoned" && status != "expired") return 0;
     const bool alive = proc::process_group_alive(record->owner, record->process_group,
                                                  core::attempt_mark(*record));
-    if (auto f = core::leftovers_finding(*record, status, alive))
+    if (auto f = core::leftovers_finding(*record, status, alive, proc::cgroup_home().mount))
       std::cerr << "idem: " << f->problem << "; " << f->fix << "\n";
   }
   return 0;

@@ -184,19 +184,25 @@ std::optional<Finding> record_finding(const Record& r, std::string_view shown_st
 }
 
 std::optional<Finding> leftovers_finding(const Record& r, std::string_view shown_status,
-                                         bool group_alive) {
+                                         bool group_alive, const std::string& cgroup_mount) {
   const bool held = shown_status == "failed" || shown_status == "abandoned" ||
                     (shown_status == "expired" && r.status == Status::failed);
   if (!group_alive || !held) return std::nullopt;
   const std::string group = std::to_string(r.process_group.pgid);
+  const std::string& cgroup = r.process_group.cgroup;
+  const std::string see =
+      cgroup.empty() ? "see them with pgrep -a -g " + group + "; end them (kill -- -" + group +
+                           "), or run the key with --kill-stale"
+                     : "see them with cat " + cgroup_mount + cgroup +
+                           "/cgroup.procs; end them (echo 1 > " + cgroup_mount + cgroup +
+                           "/cgroup.kill), or run the key with --kill-stale";
   return finding(Severity::warning, "leftovers", r.key,
                  "'" + display_key(r.key) + "': its " +
                      std::string(shown_status == "expired" ? to_string(r.status) : shown_status) +
                      " attempt " + std::to_string(r.attempt) +
-                     " left live processes in process group " + group +
+                     " left live processes in " + processes_place(r.process_group) +
                      ", which hold the key: the next run waits for them (exit 75)",
-                 "see them with pgrep -a -g " + group + "; end them (kill -- -" + group +
-                     "), or run the key with --kill-stale");
+                 see);
 }
 
 std::string shell_word(std::string_view text) {

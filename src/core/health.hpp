@@ -82,10 +82,12 @@ std::optional<Finding> record_finding(const Record& record, std::string_view sho
                                       int64_t now_ms);
 
 // A record shown failed or abandoned (`shown_status`, as effective_status says), or a failed one
-// shown expired, whose attempt's process group has live members proven its (`group_alive`,
-// proc::process_group_alive): the next run of the key waits for them (75), whatever the TTL.
+// shown expired, whose attempt's process group (or cgroup) has live members proven its
+// (`group_alive`, proc::process_group_alive): the next run of the key waits for them (75),
+// whatever the TTL. `cgroup_mount`: where the cgroup2 file system is (the fix lists its
+// cgroup.procs there).
 std::optional<Finding> leftovers_finding(const Record& record, std::string_view shown_status,
-                                         bool group_alive);
+                                         bool group_alive, const std::string& cgroup_mount = "");
 
 // A key as a shell word: as it is when that is safe, else in single quotes.
 std::string shell_word(std::string_view text);

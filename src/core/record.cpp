@@ -25,6 +25,11 @@ std::string attempt_mark(std::string_view key, int64_t attempt, const Owner& own
   return util::sha256_hex(text).substr(0, 32);
 }
 
+std::string processes_place(const ProcessGroup& group) {
+  return group.cgroup.empty() ? "process group " + std::to_string(group.pgid)
+                              : "cgroup " + group.cgroup;
+}
+
 std::string attempt_mark(const Record& record) {
   // begin's group is its caller's own, whose processes idem did not start: none carries a mark.
   if (record.kind == "begin") return "";

@@ -41,6 +41,11 @@ struct Owner {
 struct ProcessGroup {
   int64_t pgid = 0;
   int64_t leader_start_ticks = 0;
+  // The attempt's own cgroup (v2), where one could be made: its path under the cgroup2 mount
+  // ("/system.slice/cron.service/idem-PID-START"), holding every process the command started,
+  // those that left its process group (setsid) too. Empty: none (cgroups not writable here,
+  // IDEM_CGROUP=off, or a record from before them); the process group alone then tells.
+  std::string cgroup = {};
 };
 
 // The mark each process of an attempt's command carries in its environment, as
@@ -50,6 +55,10 @@ struct ProcessGroup {
 // counts a member as the attempt's only by this mark.
 inline constexpr const char* k_attempt_mark_env = "IDEM_ATTEMPT_MARK";
 std::string attempt_mark(std::string_view key, int64_t attempt, const Owner& owner);
+
+// Where an attempt's processes are, for messages: "cgroup /idem-7-9" when one is recorded, else
+// "process group 7".
+std::string processes_place(const ProcessGroup& group);
 
 struct Record {
   std::string key;

@@ -90,7 +90,8 @@ json export_json(const Record& r, const std::vector<HistoryEntry>& history) {
                 {"pid_ns", r.owner.pid_ns}};
   j["lease_expires_ms"] = r.lease_expires_ms;
   j["process_group"] = {{"pgid", r.process_group.pgid},
-                        {"leader_start_ticks", r.process_group.leader_start_ticks}};
+                        {"leader_start_ticks", r.process_group.leader_start_ticks},
+                        {"cgroup", r.process_group.cgroup}};
   j["started_ms"] = r.started_ms;
   j["finished_ms"] = r.finished_ms;
   j["ttl_ms"] = r.ttl_ms;
@@ -182,7 +183,9 @@ Record record_from_export(const json& line) {
   r.lease_expires_ms = integer(line, "lease_expires_ms");
   const json& group = member(line, "process_group");
   if (!group.is_object()) bad("process_group", "is not an object");
-  r.process_group = ProcessGroup{integer(group, "pgid"), integer(group, "leader_start_ticks")};
+  // An export from before cgroups has none.
+  r.process_group = ProcessGroup{integer(group, "pgid"), integer(group, "leader_start_ticks"),
+                                 group.contains("cgroup") ? text(group, "cgroup") : std::string()};
   r.started_ms = integer(line, "started_ms");
   r.finished_ms = integer(line, "finished_ms");
   r.ttl_ms = integer(line, "ttl_ms");

@@ -62,7 +62,9 @@ std::string_view to_string(ClaimVerdict verdict) {
 Leftovers clear_leftovers(const core::Record& previous, bool stop, int64_t grace_ms) {
   const std::string mark = core::attempt_mark(previous);
   switch (proc::look_at_group(previous.owner, previous.process_group, mark)) {
-    case proc::GroupLook::empty: return Leftovers::none;
+    case proc::GroupLook::empty:
+      proc::remove_empty_cgroup(previous.owner, previous.process_group);
+      return Leftovers::none;
     case proc::GroupLook::unproven: return Leftovers::unproven;
     case proc::GroupLook::ours: break;
   }

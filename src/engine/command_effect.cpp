@@ -7,7 +7,9 @@ namespace idem::engine {
 
 CommandEffect::CommandEffect(proc::CommandRunner& runner, proc::RunSpec spec, Capture capture,
                              int64_t stored_cap)
-    : runner_(runner), spec_(std::move(spec)), capture_(capture), stored_cap_(stored_cap) {}
+    : runner_(runner), spec_(std::move(spec)), capture_(capture), stored_cap_(stored_cap) {
+  spec_.own_cgroup = true;  // an attempt's leftovers are looked for, whatever their group
+}
 
 std::optional<core::ProcessGroup> CommandEffect::prepare() {
   if (proc::pending_signal() != 0) return std::nullopt;

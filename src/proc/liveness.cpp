@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "proc/cgroup.hpp"
 #include "util/clock.hpp"
 #include "util/fd.hpp"
 
@@ -198,6 +199,12 @@ GroupLook scan_group(const core::ProcessGroup& group, const std::string& mark_en
   return found;
 }
 
+// A cgroup the record names, and named for its group (proc/cgroup.hpp): nothing else is acted on.
+bool recorded_cgroup(const core::ProcessGroup& group) {
+  return !group.cgroup.empty() &&
+         is_attempt_cgroup(group.cgroup, group.pgid, group.leader_start_ticks);
+}
+
 }  // namespace
 
 int64_t start_ticks(pid_t pid) { return read_stat(pid).start_ticks; }
@@ -207,6 +214,16 @@ GroupLook look_at_group(const core::Owner& owner, const core::ProcessGroup& grou
   // A record from before namespaces were recorded is looked at as before (same host and boot).
   if (group.pgid <= 1 || !same_boot(owner) || (owner.pid_ns != 0 && !pid_checkable(owner)))
     return GroupLook::empty;
+  // The attempt's cgroup holds all it started, its group or not; only the attempt's processes
+  // are in it (its name is unique to the group's leader in this boot).
+  if (recorded_cgroup(group)) {
+    switch (look_at_cgroup(group.cgroup)) {
+      case CgroupLook::gone:
+      case CgroupLook::empty: return GroupLook::empty;
+      case CgroupLook::populated: return GroupLook::ours;
+      case CgroupLook::unreadable: break;  // the process group tells, as without a cgroup
+    }
+  }
   if (::kill(-pid_t(group.pgid), 0) != 0 && errno == ESRCH) return GroupLook::empty;
   ProcStat leader = read_stat(pid_t(group.pgid));
   // The leader's pid belongs to a younger process: the number was free again, so the recorded
@@ -226,9 +243,15 @@ bool process_group_alive(const core::Owner& owner, const core::ProcessGroup& gro
   return look_at_group(owner, group, mark) == GroupLook::ours;
 }
 
+void remove_empty_cgroup(const core::Owner& owner, const core::ProcessGroup& group) {
+  if (recorded_cgroup(group) && same_boot(owner)) remove_cgroup_if_empty(group.cgroup);
+}
+
 bool kill_process_group(const core::Owner& owner, const core::ProcessGroup& group,
                         const std::string& mark, int64_t grace_ms) {
   if (look_at_group(owner, group, mark) != GroupLook::ours) return true;
+  if (recorded_cgroup(group) && look_at_cgroup(group.cgroup) != CgroupLook::unreadable)
+    return kill_cgroup(group.cgroup, grace_ms);
   // Proven the attempt's: while a member lives the kernel gives its number to no other group,
   // so from here any live member is one of it (a 20 ms poll cannot miss a whole pid cycle).
   auto wait_empty = [&](int64_t ms) {

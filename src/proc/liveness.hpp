@@ -22,6 +22,8 @@ int64_t start_ticks(pid_t pid);
 // What is left of the recorded process group of an attempt owned by `owner`, whose processes
 // carry `mark` (core::attempt_mark) in their environment. An empty mark (a group idem did not
 // start: begin's caller's) proves nothing: any live member then counts as the attempt's.
+// A recorded cgroup named for the group answers alone while it can be read: populated is ours,
+// empty or gone is empty, whatever the process group holds.
 enum class GroupLook {
   // No live (not zombie) member; or nothing to look at: no recorded group, another boot, another
   // host or another pid namespace.
@@ -41,9 +43,14 @@ GroupLook look_at_group(const core::Owner& owner, const core::ProcessGroup& grou
 bool process_group_alive(const core::Owner& owner, const core::ProcessGroup& group,
                          const std::string& mark);
 
+// Removes the attempt's recorded cgroup once nothing lives in it (leftovers that ended on their
+// own after the run).
+void remove_empty_cgroup(const core::Owner& owner, const core::ProcessGroup& group);
+
 // Ends a recorded group proven the attempt's: TERM, then KILL after `grace_ms`, then waits up to
-// `grace_ms` more for it to empty. Returns true when it is empty (or not proven: left alone),
-// false if members remain (other users' processes, or ones stuck in the kernel).
+// `grace_ms` more for it to empty; with a recorded cgroup, all of the cgroup (proc/cgroup.hpp).
+// Returns true when it is empty (or not proven: left alone), false if members remain (other
+// users' processes, or ones stuck in the kernel).
 bool kill_process_group(const core::Owner& owner, const core::ProcessGroup& group,
                         const std::string& mark, int64_t grace_ms);
 

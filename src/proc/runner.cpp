@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "core/errors.hpp"
+#include "proc/cgroup.hpp"
 #include "proc/child_exec.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
@@ -144,6 +145,7 @@ struct Child {
   pid_t pid;
   util::Fd out;
   util::Fd err;
+  std::string cgroup;  // the attempt's, or empty
   // Readable once the command has exited; invalid where the kernel has no pidfd_open (SIGCHLD
   // through the self-pipe tells then).
   util::Fd exit;
@@ -275,6 +277,7 @@ class PendingChild final : public PreparedCommand {
       ::kill(pid_, SIGKILL);
       while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
       }
+      remove_cgroup_if_empty(group_.cgroup);
     }
     if (holds_stack_) stack_.busy = false;
   }
@@ -291,6 +294,9 @@ class PendingChild final : public PreparedCommand {
     pid_ = pid;
     // Both sides set the group, so it exists before either uses it.
     ::setpgid(pid_, pid_);
+    group_ = core::ProcessGroup{int64_t(pid_), start_ticks(pid_)};
+    // Before the go byte: all that the command starts is in the cgroup from its exec on.
+    if (spec_.own_cgroup) group_.cgroup = place_in_attempt_cgroup(pid_, group_.leader_start_ticks);
     pipes_.out.write.reset();
     pipes_.err.write.reset();
     pipes_.status.write.reset();
@@ -304,9 +310,7 @@ class PendingChild final : public PreparedCommand {
   // The child's pid, its group's id; -1 once started.
   pid_t pid() const { return pid_; }
 
-  core::ProcessGroup group() const override {
-    return core::ProcessGroup{int64_t(pid_), start_ticks(pid_)};
-  }
+  core::ProcessGroup group() const override { return group_; }
 
   // Lets the child exec, with the environment of `env_of` (the spec given at creation, or one
   // with more extra_env), and notes in `result` whether exec succeeded.
@@ -318,7 +322,8 @@ class PendingChild final : public PreparedCommand {
     stack_.busy = holds_stack_ = false;
     const pid_t pid = std::exchange(pid_, -1);
     if (result.started) IDEM_CRASH_POINT("running");
-    return Child{pid, std::move(pipes_.out.read), std::move(pipes_.err.read), exit_descriptor(pid)};
+    return Child{pid, std::move(pipes_.out.read), std::move(pipes_.err.read), group_.cgroup,
+                 exit_descriptor(pid)};
   }
 
  private:
@@ -333,6 +338,7 @@ class PendingChild final : public PreparedCommand {
   ChildStack& stack_ = thread_stack();
   bool holds_stack_ = false;
   pid_t pid_ = -1;
+  core::ProcessGroup group_;
 };
 
 // The controlling terminal, idem's stdin, lent to a command's group (RunSpec::terminal), as a
@@ -676,6 +682,8 @@ RunResult watch_to_end(const RunSpec& spec, Child& child, RunResult& result,
   Watch watch(spec, child, result, terminal);
   watch.loop();
   watch.finish();
+  // What the command left running (a daemon it started) keeps the cgroup, and shows in it.
+  remove_cgroup_if_empty(child.cgroup);
   return std::move(result);
 }
 

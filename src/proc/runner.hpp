@@ -59,6 +59,10 @@ struct RunSpec {
   // command is exec'd: what it records is durable before the command can start anything. If it
   // throws, the child is killed before it ran, and the exception propagates.
   std::function<void(const core::ProcessGroup&)> on_spawn;
+  // The command runs in a cgroup of its own (proc/cgroup.hpp) where one can be made: the group
+  // given to on_spawn (or the prepared command's) names it, and it is removed after the run when
+  // nothing of the command is left in it. For attempts (engine::CommandEffect).
+  bool own_cgroup = false;
 };
 
 struct RunResult {

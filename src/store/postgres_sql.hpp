@@ -14,7 +14,7 @@
 namespace idem::store::postgres_sql {
 
 // The schema version this build creates and understands.
-inline constexpr int k_schema_version = 6;
+inline constexpr int k_schema_version = 7;
 
 // Creates the version table if absent; run in the migration's transaction.
 inline constexpr const char* k_create_schema_table = R"sql(
@@ -145,6 +145,10 @@ inline constexpr const char* k_migrations[] = {
     CREATE INDEX idem_records_by_result ON idem_records ()sql" IDEM_PG_RESULT_CLASS R"sql(,
                                                          started_at DESC, key);
     )sql",
+    // 6 -> 7: the attempt's cgroup beside its process group (core::ProcessGroup::cgroup).
+    R"sql(
+    ALTER TABLE idem_records ADD COLUMN cgroup text;
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -153,14 +157,14 @@ inline constexpr const char* k_record_columns =
     "key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, owner_start, "
     "started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, output_bytes, "
     "output_truncated, request, note, response, pgid, pgid_start, attempt_token, lease_expires, "
-    "replay_failures, owner_machine_id, owner_pid_ns, replays, last_replay_at";
+    "replay_failures, owner_machine_id, owner_pid_ns, replays, last_replay_at, cgroup";
 // The same for ls: no request or token (never listed); the stored answer, a status and a few
 // headers, for its status.
 inline constexpr const char* k_list_columns =
     "key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, owner_start, "
     "started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, output_bytes, "
     "output_truncated, '', note, response, pgid, pgid_start, '', lease_expires, replay_failures, "
-    "owner_machine_id, owner_pid_ns, replays, last_replay_at, NULL::bytea";
+    "owner_machine_id, owner_pid_ns, replays, last_replay_at, cgroup, NULL::bytea";
 
 // The version table's one row, and the version set by a migration ($1).
 inline constexpr const char* k_insert_schema_row =
@@ -189,8 +193,9 @@ const char* select_record(bool with_output, bool for_update);
 // The claim (store/claim_flow.hpp): $1 key, $2 fingerprint, $3 kind, $4 attempt, $5..$8 and $15,
 // $16 the owner (host, boot id, pid, start; machine id, pid namespace), $9 now, $10 TTL, $11
 // request, $12 token, $13 lease end (NULL: none), $14 replay_failures (0 or 1); $17 the attempt
-// replaced, or for the insert the attempt's trigger; $18, $19 the command's process group and its
-// leader's start when the claim records it (NULL: set_process_group does, later). The insert
+// replaced, or for the insert the attempt's trigger; $18, $19, $20 the command's process group, its
+// leader's start and its cgroup when the claim records it (NULL: set_process_group does, later).
+// The insert
 // returns a row when it inserted,
 // and then has written the key's first history entry too (k_history_start's, in the same
 // statement: a new key's claim is one round trip between BEGIN and COMMIT). A key without a
@@ -200,9 +205,10 @@ inline constexpr const char* k_claim_insert = R"sql(
             INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
                                       owner_boot_id, owner_pid, owner_start, started_at, ttl_ms,
                                       request, attempt_token, lease_expires, replay_failures,
-                                      owner_machine_id, owner_pid_ns, pgid, pgid_start)
+                                      owner_machine_id, owner_pid_ns, pgid, pgid_start,
+                                      cgroup)
             VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0,
-                    $15, $16, $18, $19)
+                    $15, $16, $18, $19, $20)
             ON CONFLICT (key) DO NOTHING RETURNING attempt),
           h AS (
             INSERT INTO idem_attempts (key, number, started_by, owner_host, owner_pid, started_at,
@@ -215,7 +221,7 @@ inline constexpr const char* k_claim_replace = R"sql(
                  started_at = $9, ttl_ms = $10, request = $11, finished_at = NULL,
                  expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = false,
                  output = NULL, output_bytes = 0, output_truncated = false, note = '',
-                 response = NULL, pgid = $18, pgid_start = $19, attempt_token = $12,
+                 response = NULL, pgid = $18, pgid_start = $19, cgroup = $20, attempt_token = $12,
                  lease_expires = $13, replay_failures = $14 <> 0, owner_machine_id = $15,
                  owner_pid_ns = $16
           WHERE key = $1 AND attempt = $17)sql";
@@ -260,25 +266,25 @@ inline constexpr const char* k_finish = R"sql(
                 AND number = (SELECT max(number) FROM idem_attempts WHERE key = $1)
                 AND EXISTS (SELECT 1 FROM r))
         SELECT count(*) FROM r)sql";
-// $1 key, $2 attempt, $3 pgid, $4 its leader's start.
+// $1 key, $2 attempt, $3 pgid, $4 its leader's start, $5 its cgroup (NULL: none).
 inline constexpr const char* k_set_process_group = R"sql(
-        UPDATE idem_records SET pgid = $3, pgid_start = $4
+        UPDATE idem_records SET pgid = $3, pgid_start = $4, cgroup = $5
         WHERE key = $1 AND attempt = $2 AND status = 'running')sql";
 // $1 key, $2 token, $3 now, $4 the new lease end (NULL: none).
 inline constexpr const char* k_heartbeat = R"sql(
         UPDATE idem_records SET lease_expires = $4
         WHERE key = $1 AND attempt_token = $2 AND status = 'running'
           AND (lease_expires IS NULL OR lease_expires > $3))sql";
-// A record as given (put_all): its columns in order, $1..$30 (no token).
+// A record as given (put_all): its columns in order, $1..$31 (no token).
 inline constexpr const char* k_put = R"sql(
       INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
                                 owner_boot_id, owner_pid, owner_start, started_at, finished_at,
                                 ttl_ms, expires_at, exit_code, signal, timed_out, output,
                                 output_bytes, output_truncated, request, note, response, pgid,
                                 pgid_start, attempt_token, lease_expires, replay_failures,
-                                owner_machine_id, owner_pid_ns, replays, last_replay_at)
+                                owner_machine_id, owner_pid_ns, replays, last_replay_at, cgroup)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16 <> 0, $17, $18, $19 <> 0, $20, $21, $22, $23,
-              $24, '', $25, $26 <> 0, $27, $28, $29, $30)
+              $24, '', $25, $26 <> 0, $27, $28, $29, $30, $31)
       ON CONFLICT (key) DO NOTHING RETURNING attempt)sql";
 // An imported history entry as given: IDEM_HISTORY_INSERT_COLUMNS' $1..$13.
 inline constexpr const char* k_history_put =

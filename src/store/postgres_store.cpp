@@ -60,6 +60,10 @@ constexpr int64_t k_gc_batch = 500;
 // ls reads this many rows per page: nothing more is held in memory.
 constexpr int64_t k_list_page = 500;
 
+std::optional<std::string> text_or_null(const std::string& text) {
+  return text.empty() ? std::nullopt : std::optional(text);
+}
+
 Record read_record(const Result& r, int row) {
   Record rec;
   rec.key = r.bytes_at(row, 0);
@@ -82,13 +86,14 @@ Record read_record(const Result& r, int row) {
   rec.note = r.bytes_at(row, 19);
   // A stored answer that does not decode reads as none rather than failing every read.
   if (!r.is_null(row, 20)) rec.response = core::decode_response(r.bytes_at(row, 20));
-  rec.process_group = core::ProcessGroup{r.int_at(row, 21), r.int_at(row, 22)};
+  rec.process_group =
+      core::ProcessGroup{r.int_at(row, 21), r.int_at(row, 22), r.bytes_at(row, 30)};
   rec.attempt_token = r.bytes_at(row, 23);
   rec.lease_expires_ms = r.int_at(row, 24);
   rec.replay_failures = r.int_at(row, 25) != 0;
   rec.replays = r.int_at(row, 28);
   rec.last_replay_ms = r.int_at(row, 29);
-  rec.output = r.bytes_at(row, 30);
+  rec.output = r.bytes_at(row, 31);
   return rec;
 }
 
@@ -169,6 +174,7 @@ class PostgresStore final : public Store {
                          const core::ProcessGroup& group) override {
     Params p;
     p.text(key).integer(attempt).integer(group.pgid).integer(group.leader_start_ticks);
+    p.optional_text(text_or_null(group.cgroup));
     return guarded(
         "record the process group",
         [&] { return conn().exec(postgres_sql::k_set_process_group, p).changed() == 1; },
@@ -382,6 +388,7 @@ class PostgresStore final : public Store {
     p.integer_or_null(r.lease_expires_ms).integer(r.replay_failures);
     p.text(r.owner.machine_id).integer(r.owner.pid_ns);
     p.integer(r.replays).integer_or_null(r.last_replay_ms);
+    p.optional_text(text_or_null(r.process_group.cgroup));
     if (replace) conn().exec(postgres_sql::k_delete_record, Params().text(r.key));
     if (conn().exec(postgres_sql::k_put, p).rows() != 1) return false;
     if (history.empty()) conn().exec(postgres_sql::k_history_of_record, Params().text(r.key));
@@ -593,10 +600,11 @@ class PostgresStore final : public Store {
     return p;
   }
 
-  // $18, $19 of a claim: the process group it records, or NULLs.
+  // $18, $19, $20 of a claim: the process group it records, or NULLs.
   static void group_params(Params& p, const ClaimRequest& req) {
     p.integer_or_null(req.group ? req.group->pgid : 0);
     p.integer_or_null(req.group ? req.group->leader_start_ticks : 0);
+    p.optional_text(req.group ? text_or_null(req.group->cgroup) : std::nullopt);
   }
 
   bool set_abandoned(const std::string& key, int64_t attempt, const char* note) {

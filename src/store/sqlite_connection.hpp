@@ -143,6 +143,11 @@ class Statement {
     check(sqlite3_bind_null(stmt_, i));
     return *this;
   }
+  Statement& bind_null_if_empty(int i, const std::string& text) {
+    if (!text.empty()) return bind(i, text);
+    check(sqlite3_bind_null(stmt_, i));
+    return *this;
+  }
 
   // Returns true while rows come.
   bool step() {

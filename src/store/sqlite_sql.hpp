@@ -16,7 +16,7 @@
 namespace idem::store::sqlite_sql {
 
 // The schema version this build creates and understands (PRAGMA user_version).
-inline constexpr int k_schema_version = 11;
+inline constexpr int k_schema_version = 12;
 
 // A key's history entry made from its record as it stands (the migration to version 10, and
 // import): see store/history_sql.hpp.
@@ -200,6 +200,10 @@ inline constexpr const char* k_migrations[] = {
     CREATE INDEX records_by_result ON records ()sql" IDEM_SQLITE_RESULT_CLASS R"sql(,
                                                started_at DESC, key);
     )sql",
+    // 11 -> 12: the attempt's cgroup beside its process group (core::ProcessGroup::cgroup).
+    R"sql(
+    ALTER TABLE records ADD COLUMN cgroup TEXT;
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -221,20 +225,20 @@ inline constexpr const char* k_connection_settings =
 // The key's record (?1), all of its columns in the order the store reads them, then the rowid of
 // its output in `outputs` (k_output_column: NULL when it has none, or not `with_output`).
 const char* select_record(bool with_output);
-inline constexpr int k_output_column = 30;
+inline constexpr int k_output_column = 31;
 
 // The claim (store/claim_flow.hpp): ?1 key, ?2 fingerprint, ?3 kind, ?4 attempt, ?5..?8 and ?16,
 // ?17 the owner (host, boot id, pid, start; machine id, pid namespace), ?9 now, ?10 TTL, ?11
 // request, ?12 token, ?13 lease end (NULL: none), ?14 replay_failures; ?15 the attempt replaced;
-// ?18, ?19 the command's process group and its leader's start when the claim records it (NULL:
-// set_process_group does, later).
+// ?18, ?19, ?20 the command's process group, its leader's start and its cgroup when the claim
+// records it (NULL: set_process_group does, later).
 inline constexpr const char* k_claim_insert = R"sql(
         INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
                              owner_pid, owner_start, started_at, ttl_ms, request, attempt_token,
                              lease_expires, replay_failures, owner_machine_id, owner_pid_ns, pgid,
-                             pgid_start)
+                             pgid_start, cgroup)
         VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,
-                ?17, ?18, ?19)
+                ?17, ?18, ?19, ?20)
         ON CONFLICT (key) DO NOTHING)sql";
 // Replaces attempt ?15, whatever it holds, by the new running attempt.
 inline constexpr const char* k_claim_replace = R"sql(
@@ -243,7 +247,7 @@ inline constexpr const char* k_claim_replace = R"sql(
                started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
                expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0,
                output_bytes = 0, output_truncated = 0, note = '', response = NULL, pgid = ?18,
-               pgid_start = ?19, attempt_token = ?12, lease_expires = ?13,
+               pgid_start = ?19, cgroup = ?20, attempt_token = ?12, lease_expires = ?13,
                replay_failures = ?14, owner_machine_id = ?16, owner_pid_ns = ?17
         WHERE key = ?1 AND attempt = ?15)sql";
 
@@ -278,9 +282,9 @@ inline constexpr const char* k_finish = R"sql(
 inline constexpr const char* k_write_output = R"sql(
       INSERT OR REPLACE INTO outputs (key, attempt, output) VALUES (?1, ?2, zeroblob(?3)))sql";
 
-// ?1 key, ?2 attempt, ?3 pgid, ?4 its leader's start.
+// ?1 key, ?2 attempt, ?3 pgid, ?4 its leader's start, ?5 its cgroup (NULL: none).
 inline constexpr const char* k_set_process_group = R"sql(
-        UPDATE records SET pgid = ?3, pgid_start = ?4
+        UPDATE records SET pgid = ?3, pgid_start = ?4, cgroup = ?5
         WHERE key = ?1 AND attempt = ?2 AND status = 'running')sql";
 
 // ?1 key, ?2 token, ?3 now, ?4 the new lease end (NULL: none).
@@ -289,16 +293,16 @@ inline constexpr const char* k_heartbeat = R"sql(
       WHERE key = ?1 AND attempt_token = ?2 AND status = 'running'
         AND (lease_expires IS NULL OR lease_expires > ?3))sql";
 
-// A record as given (put_all): its columns in order, ?1..?29 (no token).
+// A record as given (put_all): its columns in order, ?1..?30 (no token).
 inline constexpr const char* k_put = R"sql(
       INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
                            owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
                            exit_code, signal, timed_out, output_bytes, output_truncated,
                            request, note, response, pgid, pgid_start, attempt_token,
                            lease_expires, replay_failures, owner_machine_id, owner_pid_ns,
-                           replays, last_replay_at)
+                           replays, last_replay_at, cgroup)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-              ?19, ?20, ?21, ?22, ?23, '', ?24, ?25, ?26, ?27, ?28, ?29)
+              ?19, ?20, ?21, ?22, ?23, '', ?24, ?25, ?26, ?27, ?28, ?29, ?30)
       ON CONFLICT (key) DO NOTHING)sql";
 // An imported history entry as given: IDEM_HISTORY_INSERT_COLUMNS' ?1..?13.
 inline constexpr const char* k_history_put =

@@ -227,6 +227,7 @@ class SqliteStore final : public Store {
     insert.bind_null_if_zero(24, r.lease_expires_ms).bind(25, int64_t(r.replay_failures));
     insert.bind(26, r.owner.machine_id).bind(27, r.owner.pid_ns);
     insert.bind(28, r.replays).bind_null_if_zero(29, r.last_replay_ms);
+    insert.bind_null_if_empty(30, r.process_group.cgroup);
     insert.run();
     const bool changed = sqlite3_changes(db) == 1;
     if (changed && history.empty())
@@ -257,6 +258,7 @@ class SqliteStore final : public Store {
     batched(makes_claim_durable, [&](Connection db) {
       Statement update(db, sqlite_sql::k_set_process_group, path_);
       update.bind(1, key).bind(2, attempt).bind(3, group.pgid).bind(4, group.leader_start_ticks);
+      update.bind_null_if_empty(5, group.cgroup);
       update.run();
       changed = sqlite3_changes(db) == 1;
     });
@@ -621,6 +623,7 @@ class SqliteStore final : public Store {
     s.bind(16, req.owner.machine_id).bind(17, req.owner.pid_ns);  // ?15: the update's condition
     s.bind_null_if_zero(18, req.group ? req.group->pgid : 0);
     s.bind_null_if_zero(19, req.group ? req.group->leader_start_ticks : 0);
+    s.bind_null_if_empty(20, req.group ? req.group->cgroup : std::string());
     return s;
   }
 
@@ -738,7 +741,7 @@ class SqliteStore final : public Store {
     // A stored answer that does not decode (edited by hand) reads as none rather than failing
     // every read of the key; list() reads NULL here.
     if (!s.is_null(20)) r.response = core::decode_response(s.text_at(20));
-    r.process_group = core::ProcessGroup{s.int_at(21), s.int_at(22)};
+    r.process_group = core::ProcessGroup{s.int_at(21), s.int_at(22), s.text_at(30)};
     r.attempt_token = s.text_at(23);
     r.lease_expires_ms = s.int_at(24);
     r.replay_failures = s.int_at(25) != 0;

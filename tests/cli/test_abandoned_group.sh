@@ -4,6 +4,8 @@
 # idem records the command's process group, reports it while it lives, refuses --retry-abandoned
 # with 75 until it is empty, and --kill-stale ends it first.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+# The process group alone, as where cgroups cannot be made (test_cgroup_leftovers.sh: with them).
+export IDEM_CGROUP=off
 # A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite
 # takes no lease.
 export IDEM_LEASE=2s

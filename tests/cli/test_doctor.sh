@@ -45,15 +45,21 @@ capture first idem run -k first -- echo hi
 expect_rc 0
 capture ok idem doctor
 expect_rc 0
-assert_lines 1 "$T/ok.out"
+assert_lines 2 "$T/ok.out"
 grep -qE '^healthy: store .* \((SQLite|PostgreSQL) [0-9.]+.*, schema [0-9]+\)$' "$T/ok.out" ||
   fail "healthy line: $(cat "$T/ok.out")"
+# And what leftovers of an attempt can be seen here: in a cgroup of its own, or its group only.
+grep -qE '^processes: (each attempt runs in a cgroup of its own under /|attempts have their process group only \()' "$T/ok.out" ||
+  fail "processes line: $(cat "$T/ok.out")"
 assert_empty "$T/ok.err"
 capture okj idem doctor --json
 expect_rc 0
 assert_eq true "$(jsonq /healthy <"$T/okj.out")" "healthy"
 assert_eq 0 "$(jsonq /exit <"$T/okj.out")" "exit"
 assert_eq '[]' "$(jsonq /findings <"$T/okj.out")" "findings"
+IDEM_CGROUP=off capture offj idem doctor --json
+assert_eq false "$(jsonq /processes/cgroups <"$T/offj.out")" "cgroups with IDEM_CGROUP=off"
+file_has "$T/offj.out" "process group only (IDEM_CGROUP=off)" || fail "off: $(cat "$T/offj.out")"
 assert_eq '[]' "$(jsonq /store/damage <"$T/okj.out")" "damage"
 
 if on_sqlite; then

@@ -435,13 +435,14 @@ TEMPLATE_TEST_CASE(
   TestType backend;
   auto store = backend.open();
   ClaimRequest first = request("k");
-  first.group = idem::core::ProcessGroup{4242, 777};
+  first.group = idem::core::ProcessGroup{4242, 777, "/cron.service/idem-4242-777"};
   ClaimResult c = store->claim(first, k_alive);
   REQUIRE(c.verdict == Verdict::claim);
   auto r = store->get("k");
   REQUIRE(r.has_value());
   CHECK(r->process_group.pgid == 4242);
   CHECK(r->process_group.leader_start_ticks == 777);
+  CHECK(r->process_group.cgroup == "/cron.service/idem-4242-777");
 
   // A claim that does not go to its attempt writes nothing of the group it carries.
   ClaimRequest busy = request("k", k_t0 + 50);
@@ -458,9 +459,23 @@ TEMPLATE_TEST_CASE(
   CHECK(r->attempt == 2);
   CHECK(r->process_group.pgid == 6363);
   CHECK(r->process_group.leader_start_ticks == 999);
+  CHECK(r->process_group.cgroup.empty());
+  // One recorded after the claim, with its cgroup.
+  CHECK(store->set_process_group("k", 2, idem::core::ProcessGroup{6363, 999, "/idem-6363-999"}));
+  CHECK(store->get("k")->process_group.cgroup == "/idem-6363-999");
   REQUIRE(store->finish("k", 2, outcome(Status::failed, 1, k_t0 + 300)));
   REQUIRE(store->claim(request("k", k_t0 + 400), k_alive).verdict == Verdict::claim);
   CHECK(store->get("k")->process_group.pgid == 0);
+  CHECK(store->get("k")->process_group.cgroup.empty());
+  // ls reads it too.
+  bool listed = false;
+  ListQuery everything;
+  store->list(everything, [&](const Record& each) {
+    listed = true;
+    CHECK(each.process_group.cgroup.empty());
+    return true;
+  });
+  CHECK(listed);
   // Its history starts as any claim's does.
   CHECK(store->history("k").size() == 3);
 }
@@ -1148,7 +1163,7 @@ TEMPLATE_TEST_CASE("store contract: put writes a record as given, replaces only 
   r.replay_failures = true;
   r.owner = Owner{"elsewhere", "boot", 77, 88, std::string(32, 'e'), 4026531836};
   r.attempt_token = "0123456789abcdef0123456789abcdef";
-  r.process_group = {99, 100};
+  r.process_group = {99, 100, "/idem-99-100"};
   r.started_ms = k_t0;
   r.finished_ms = k_t0 + 10;
   r.ttl_ms = k_day;
@@ -1178,6 +1193,7 @@ TEMPLATE_TEST_CASE("store contract: put writes a record as given, replaces only 
   CHECK(back->owner.pid_ns == 4026531836);
   CHECK(back->process_group.pgid == 99);
   CHECK(back->process_group.leader_start_ticks == 100);
+  CHECK(back->process_group.cgroup == "/idem-99-100");
   CHECK(back->expires_ms == r.expires_ms);
   CHECK(back->exit_code == 0);
   CHECK(back->request == r.request);

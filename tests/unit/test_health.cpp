@@ -222,4 +222,22 @@ TEST_CASE("health: live leftovers of a failed or abandoned attempt name their gr
   CHECK_FALSE(idem::core::leftovers_finding(r, "expired", true));  // a running record's
 }
 
+TEST_CASE("health: leftovers of an attempt with a cgroup name it, and its files to act on",
+          "[health]") {
+  Record r;
+  r.key = "nightly";
+  r.attempt = 1;
+  r.status = Status::failed;
+  r.process_group = {4242, 7, "/cron.service/idem-4242-7"};
+  auto f = idem::core::leftovers_finding(r, "failed", true, "/sys/fs/cgroup");
+  REQUIRE(f);
+  CHECK(f->problem.find("left live processes in cgroup /cron.service/idem-4242-7") !=
+        std::string::npos);
+  CHECK(f->fix.find("cat /sys/fs/cgroup/cron.service/idem-4242-7/cgroup.procs") !=
+        std::string::npos);
+  CHECK(f->fix.find("echo 1 > /sys/fs/cgroup/cron.service/idem-4242-7/cgroup.kill") !=
+        std::string::npos);
+  CHECK(f->fix.find("pgrep") == std::string::npos);
+}
+
 }  // namespace unit_health

@@ -24,7 +24,7 @@ Record full_record() {
   r.owner = {"host-1", "boot-id", 4242, 987654, std::string(32, 'd'), 4026531836};
   r.attempt_token = "0123456789abcdef0123456789abcdef";
   r.lease_expires_ms = 0;
-  r.process_group = {4243, 987655};
+  r.process_group = {4243, 987655, "/system.slice/cron.service/idem-4243-987655"};
   r.started_ms = 1'700'000'000'000;
   r.finished_ms = 1'700'000'000'500;
   r.ttl_ms = 86'400'000;
@@ -59,6 +59,7 @@ TEST_CASE("record_export: a record read back from its line is the record, less i
   CHECK(back.exit_code == 3);
   CHECK_FALSE(back.signal.has_value());
   CHECK(back.process_group.pgid == 4243);
+  CHECK(back.process_group.cgroup == "/system.slice/cron.service/idem-4243-987655");
   CHECK(back.owner.start_ticks == 987654);
   CHECK(back.owner.machine_id == std::string(32, 'd'));
   CHECK(back.owner.pid_ns == 4026531836);
@@ -74,6 +75,9 @@ TEST_CASE("record_export: an owner exported without machine id and pid namespace
   CHECK(back.owner.host == "host-1");
   CHECK(back.owner.machine_id.empty());
   CHECK(back.owner.pid_ns == 0);
+  // Nor a cgroup: the attempt then has its process group only.
+  line["process_group"].erase("cgroup");
+  CHECK(idem::core::record_from_export(line).process_group.cgroup.empty());
 }
 
 TEST_CASE("record_export: a record without output or response round-trips too") {
