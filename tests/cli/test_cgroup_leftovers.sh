@@ -14,7 +14,7 @@ mount=$(awk '{ for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup
 [[ -n $mount ]] || fail "doctor says cgroups, but no cgroup2 mount is listed"
 
 # A clean run: the command is in a cgroup named for its group, removed once the run is done.
-capture clean idem run -k clean -- sh -c 'grep "^0::" /proc/self/cgroup; echo "pgid $(ps -o pgid= $$)"'
+capture clean idem run -k clean -- sh -c 'grep "^0::" /proc/self/cgroup; echo "pgid $(cut -d " " -f5 /proc/$$/stat)"'
 expect_rc 0
 path=$(sed -n 's/^0:://p' "$T/clean.out")
 pgid=$(awk '/^pgid/ { print $2 }' "$T/clean.out")
