@@ -1,8 +1,5 @@
 #include "hooks/signature.hpp"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include <charconv>
 #include <climits>
@@ -11,6 +8,7 @@
 #include <vector>
 
 #include "util/hex.hpp"
+#include "util/secret.hpp"
 
 namespace idem::http {
 
@@ -129,7 +127,7 @@ SignatureCheck check_encoded_mac(std::string_view header_name, std::string_view 
                             std::string(prefix) +
                             (encoding == Encoding::hex ? "<hex>" : "<base64>"));
   }
-  if (!constant_time_equal(*claimed, mac)) return signature_failed("signature does not match");
+  if (!util::same_secret(*claimed, mac)) return signature_failed("signature does not match");
   return signature_passed();
 }
 
@@ -139,7 +137,7 @@ SignatureCheck verify_github(const SignatureConfig& config, const HeaderLookup& 
   std::optional<std::string> value = required_header(headers, k_github_signature, problem);
   if (!value) return signature_failed(problem);
   return check_encoded_mac(k_github_signature, *value, "sha256=", Encoding::hex,
-                           hmac_sha256(config.secret, body));
+                           util::hmac_sha256(config.secret, body));
 }
 
 SignatureCheck verify_shopify(const SignatureConfig& config, const HeaderLookup& headers,
@@ -148,7 +146,7 @@ SignatureCheck verify_shopify(const SignatureConfig& config, const HeaderLookup&
   std::optional<std::string> value = required_header(headers, k_shopify_signature, problem);
   if (!value) return signature_failed(problem);
   return check_encoded_mac(k_shopify_signature, *value, "", Encoding::base64,
-                           hmac_sha256(config.secret, body));
+                           util::hmac_sha256(config.secret, body));
 }
 
 SignatureCheck verify_generic(const SignatureConfig& config, const HeaderLookup& headers,
@@ -158,7 +156,7 @@ SignatureCheck verify_generic(const SignatureConfig& config, const HeaderLookup&
   std::optional<std::string> value = required_header(headers, config.header, problem);
   if (!value) return signature_failed(problem);
   return check_encoded_mac(config.header, *value, config.prefix, config.encoding,
-                           hmac_sha256(config.secret, body));
+                           util::hmac_sha256(config.secret, body));
 }
 
 SignatureCheck verify_slack(const SignatureConfig& config, const HeaderLookup& headers,
@@ -177,7 +175,7 @@ SignatureCheck verify_slack(const SignatureConfig& config, const HeaderLookup& h
   base.reserve(4 + timestamp_text->size() + body.size());
   base.append("v0:").append(*timestamp_text).append(":").append(body);
   SignatureCheck verdict = check_encoded_mac(k_slack_signature, *signature, "v0=", Encoding::hex,
-                                             hmac_sha256(config.secret, base));
+                                             util::hmac_sha256(config.secret, base));
   if (!verdict.ok) return verdict;
   return check_timestamp(*timestamp, now_unix_s, config.tolerance_s);
 }
@@ -223,12 +221,12 @@ SignatureCheck verify_stripe(const SignatureConfig& config, const HeaderLookup& 
   std::string signed_payload;
   signed_payload.reserve(timestamp_text->size() + 1 + body.size());
   signed_payload.append(*timestamp_text).append(".").append(body);
-  std::string mac = hmac_sha256(config.secret, signed_payload);
+  std::string mac = util::hmac_sha256(config.secret, signed_payload);
   // Every candidate is compared, matched or not, so the time taken says nothing about which.
   bool matched = false;
   for (std::string_view candidate : v1_signatures) {
     std::optional<std::string> claimed = from_hex(candidate);
-    matched |= claimed.has_value() && constant_time_equal(*claimed, mac);
+    matched |= claimed.has_value() && util::same_secret(*claimed, mac);
   }
   if (!matched) return signature_failed("signature does not match");
   return check_timestamp(*timestamp, now_unix_s, config.tolerance_s);
@@ -256,7 +254,7 @@ SignatureCheck verify_standard_webhooks(const SignatureConfig& config, const Hea
   std::string content;
   content.reserve(id->size() + 1 + timestamp_text->size() + 1 + body.size());
   content.append(*id).append(".").append(*timestamp_text).append(".").append(body);
-  std::string mac = hmac_sha256(*key, content);
+  std::string mac = util::hmac_sha256(*key, content);
 
   bool saw_v1 = false;
   bool matched = false;
@@ -269,7 +267,7 @@ SignatureCheck verify_standard_webhooks(const SignatureConfig& config, const Hea
     if (comma == std::string_view::npos || entry.substr(0, comma) != "v1") continue;
     saw_v1 = true;
     std::optional<std::string> claimed = util::from_base64(entry.substr(comma + 1));
-    matched |= claimed.has_value() && constant_time_equal(*claimed, mac);
+    matched |= claimed.has_value() && util::same_secret(*claimed, mac);
   }
   if (!saw_v1) return signature_failed(std::string(names.signature) + " has no v1 signature");
   if (!matched) return signature_failed("signature does not match");
@@ -375,37 +373,6 @@ std::span<const std::string_view> signature_header_names() {
       "X-Hub-Signature", k_github_signature,  k_stripe_signature, k_webhook_signature,
       k_svix_signature,  k_shopify_signature, k_slack_signature};
   return k_names;
-}
-
-bool constant_time_equal(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  if (a.empty()) return true;
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
-
-std::string hmac(Digest digest, std::string_view key, std::string_view data) {
-  if (key.size() > size_t(INT_MAX)) throw std::length_error("HMAC key is too long");
-  // An empty string_view may hold a null pointer; OpenSSL is never handed one.
-  static const unsigned char k_empty = 0;
-  const void* key_bytes = key.empty() ? &k_empty : static_cast<const void*>(key.data());
-  const unsigned char* data_bytes =
-      data.empty() ? &k_empty : reinterpret_cast<const unsigned char*>(data.data());
-  const EVP_MD* md = digest == Digest::sha1     ? EVP_sha1()
-                     : digest == Digest::sha256 ? EVP_sha256()
-                                                : EVP_sha512();
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int mac_size = 0;
-  if (HMAC(md, key_bytes, int(key.size()), data_bytes, data.size(), mac, &mac_size) == nullptr)
-    throw std::runtime_error("HMAC is unavailable");
-  return std::string(reinterpret_cast<const char*>(mac), mac_size);
-}
-
-std::string hmac_sha256(std::string_view key, std::string_view data) {
-  return hmac(Digest::sha256, key, data);
-}
-
-std::string hmac_hex(Digest digest, std::string_view key, std::string_view data) {
-  return util::to_hex(hmac(digest, key, data));
 }
 
 }  // namespace idem::http

@@ -89,18 +89,4 @@ std::optional<std::string> secret_problem(Scheme scheme, std::string_view secret
 // X-Shopify-Hmac-Sha256, X-Slack-Signature. The store keeps such headers by name only.
 std::span<const std::string_view> signature_header_names();
 
-// Whether a and b are equal, in time that depends on their lengths only, never on where they
-// differ. Different lengths compare unequal at once: lengths of MACs are public.
-bool constant_time_equal(std::string_view a, std::string_view b);
-
-// HMAC-SHA256 of `data` keyed by `key`: 32 raw bytes.
-std::string hmac_sha256(std::string_view key, std::string_view data);
-
-// The digests of webhook hooks files' payload-hmac-* rules and scalr-signature.
-enum class Digest { sha1, sha256, sha512 };
-// HMAC of `data` keyed by `key`: 20, 32 or 64 raw bytes.
-std::string hmac(Digest digest, std::string_view key, std::string_view data);
-// The same in lower-case hex, as webhook's senders write it.
-std::string hmac_hex(Digest digest, std::string_view key, std::string_view data);
-
 }  // namespace idem::http

@@ -23,6 +23,7 @@
 #include "util/fd.hpp"
 #include "util/hex.hpp"
 #include "util/random.hpp"
+#include "util/secret.hpp"
 
 namespace idem::http {
 
@@ -151,7 +152,7 @@ Answer stale(const std::string& key, const std::optional<core::Record>& r, int64
 }
 
 bool holds(const std::optional<core::Record>& r, const std::string& token) {
-  return r && r->status == core::Status::running && same_secret(r->attempt_token, token);
+  return r && r->status == core::Status::running && util::same_secret(r->attempt_token, token);
 }
 
 int64_t claimed_lease_ms(const core::Record& r) {
@@ -410,7 +411,7 @@ class LedgerRoute final : public Route {
     auto value = head.headers.get("Authorization");
     if (!value || head.headers.count("Authorization") != 1) return false;
     auto token = bearer_token(*value);
-    return token && same_secret(*token, *token_);
+    return token && util::same_secret(*token, *token_);
   }
 
   const std::shared_ptr<const Ledger> ledger_;

@@ -236,16 +236,4 @@ std::optional<std::string_view> bearer_token(std::string_view authorization) {
   return token;
 }
 
-bool same_secret(std::string_view a, std::string_view b) {
-  // Every byte of the longer is looked at whatever the contents; lengths may differ in the open.
-  const size_t n = std::max(a.size(), b.size());
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff = static_cast<unsigned char>(diff | (x ^ y));
-  }
-  return diff == 0;
-}
-
 }  // namespace idem::http

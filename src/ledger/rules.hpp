@@ -62,9 +62,6 @@ std::optional<std::string> percent_decode(std::string_view text);
 // The token of an "Authorization: Bearer TOKEN" value (the scheme case-insensitive), or nothing.
 std::optional<std::string_view> bearer_token(std::string_view authorization);
 
-// Equality whose time depends on the lengths only, never on where the bytes first differ.
-bool same_secret(std::string_view a, std::string_view b);
-
 // Why a key is not one the ledger takes: an invalid key (SPEC §1), or one that names a record
 // of another front of the daemon (core::served_front_of), which a ledger client could otherwise
 // read, finish or remove. nothing for a key it takes.

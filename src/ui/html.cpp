@@ -1,7 +1,6 @@
 #include "ui/html.hpp"
 
 #include "util/hex.hpp"
-#include "util/sha256.hpp"
 #include "util/utf8.hpp"
 
 namespace idem::http {
@@ -137,36 +136,6 @@ std::optional<std::string> cookie_value(std::string_view header, std::string_vie
       return std::string(item.substr(eq + 1));
   }
   return std::nullopt;
-}
-
-bool same_bytes(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const size_t n = a.size() < b.size() ? a.size() : b.size();
-  for (size_t i = 0; i < n; ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
-std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
-  constexpr size_t k_block = 64;
-  std::string k(key);
-  if (k.size() > k_block) {
-    util::Sha256 h;
-    h.update(k);
-    k = h.finish();
-  }
-  k.resize(k_block, '\0');
-  std::string ipad = k, opad = k;
-  for (size_t i = 0; i < k_block; ++i) {
-    ipad[i] = char(ipad[i] ^ 0x36);
-    opad[i] = char(opad[i] ^ 0x5c);
-  }
-  util::Sha256 inner;
-  inner.update(ipad);
-  inner.update(message);
-  util::Sha256 outer;
-  outer.update(opad);
-  outer.update(inner.finish());
-  return util::to_hex(outer.finish());
 }
 
 }  // namespace idem::http

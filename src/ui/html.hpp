@@ -25,10 +25,5 @@ std::optional<std::vector<std::pair<std::string, std::string>>> parse_form(std::
 // The value of cookie `name` of a Cookie header ("a=b; c=d"); nullopt when absent.
 std::optional<std::string> cookie_value(std::string_view header, std::string_view name);
 
-// Equal, in a time that depends on the lengths alone.
-bool same_bytes(std::string_view a, std::string_view b);
-
-// HMAC-SHA-256 (RFC 2104) of `message` under `key`, as 64 lower-case hex digits.
-std::string hmac_sha256_hex(std::string_view key, std::string_view message);
 
 }  // namespace idem::http

@@ -8,6 +8,7 @@
 #include "net/store_failure.hpp"
 #include "ui/html.hpp"
 #include "util/random.hpp"
+#include "util/secret.hpp"
 
 namespace idem::http {
 
@@ -167,7 +168,7 @@ class UiRoute final : public Route {
     auto value = head.headers.get("Authorization");
     if (!value) return false;
     std::string_view v = *value;
-    return v.rfind("Bearer ", 0) == 0 && same_bytes(v.substr(7), credentials().token);
+    return v.rfind("Bearer ", 0) == 0 && util::same_secret(v.substr(7), credentials().token);
   }
 
   // A live session (the cookie of a login), or the UI token as a bearer token (a script's).
@@ -188,7 +189,7 @@ class UiRoute final : public Route {
   }
 
   std::string csrf_for(const std::string& session) const {
-    return hmac_sha256_hex(credentials().secret, "csrf:" + session);
+    return util::hmac_hex(util::Digest::sha256, credentials().secret, "csrf:" + session);
   }
 
   // A POST comes from this page. A browser says so itself in Sec-Fetch-Site, which no page can
@@ -211,7 +212,7 @@ class UiRoute final : public Route {
       return ui_message(403, "Forbidden", "the request does not come from this page (Origin)");
     if (!check_csrf) return std::nullopt;
     const std::string session = session_of(req.head);
-    if (session.empty() || !same_bytes(first_value(form, "csrf"), csrf_for(session)))
+    if (session.empty() || !util::same_secret(first_value(form, "csrf"), csrf_for(session)))
       return ui_message(403, "Forbidden",
                         "the form's CSRF token is missing or wrong; reload the page");
     return std::nullopt;
@@ -220,8 +221,8 @@ class UiRoute final : public Route {
   // Whether `token` logs in: the UI token, or the one-time token of the printed URL (once).
   bool logs_in(const std::string& token) const {
     UiCredentials& c = *options_.credentials;
-    if (same_bytes(token, c.token)) return true;
-    if (!same_bytes(token, c.login_once)) return false;
+    if (util::same_secret(token, c.token)) return true;
+    if (!util::same_secret(token, c.login_once)) return false;
     bool unused = false;
     return c.login_once_used.compare_exchange_strong(unused, true);
   }
@@ -469,16 +470,25 @@ std::string UiBulkRerun::Progress::line() const {
          " ran again" + skipped + ".";
 }
 
+namespace {
+
+// What signs a session cookie's value (its expiry and random id), in hex.
+std::string session_mac(const std::string& secret, const std::string& signed_part) {
+  return util::hmac_hex(util::Digest::sha256, secret, "session:" + signed_part);
+}
+
+}  // namespace
+
 std::string make_ui_session(const std::string& secret, int64_t now_ms, int64_t lifetime_ms) {
   const std::string signed_part = std::to_string(now_ms + lifetime_ms) + "." + util::random_hex(16);
-  return signed_part + "." + hmac_sha256_hex(secret, "session:" + signed_part);
+  return signed_part + "." + session_mac(secret, signed_part);
 }
 
 bool valid_ui_session(const std::string& secret, std::string_view value, int64_t now_ms) {
   const size_t last = value.rfind('.');
   if (last == std::string_view::npos || value.size() > 256) return false;
   const std::string signed_part(value.substr(0, last));
-  if (!same_bytes(value.substr(last + 1), hmac_sha256_hex(secret, "session:" + signed_part)))
+  if (!util::same_secret(value.substr(last + 1), session_mac(secret, signed_part)))
     return false;
   const size_t dot = signed_part.find('.');
   int64_t expiry = 0;

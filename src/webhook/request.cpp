@@ -9,6 +9,7 @@
 #include "net/ip_range.hpp"
 #include "net/message.hpp"
 #include "util/hex.hpp"
+#include "util/secret.hpp"
 #include "webhook/multipart.hpp"
 #include "webhook/payload.hpp"
 
@@ -321,16 +322,17 @@ std::vector<std::string_view> extract_signatures(std::string_view value, std::st
 Eval check_payload_hmac(const MatchRule& match, const Request& request, std::string_view claimed) {
   if (match.secret.empty())
     return Eval{false, Fault::other, "signature validation secret can not be empty"};
-  Digest digest = match.type == MatchRule::Type::payload_hmac_sha1     ? Digest::sha1
-                  : match.type == MatchRule::Type::payload_hmac_sha256 ? Digest::sha256
-                                                                       : Digest::sha512;
-  std::string_view prefix = digest == Digest::sha1     ? "sha1="
-                            : digest == Digest::sha256 ? "sha256="
+  const util::Digest digest =
+      match.type == MatchRule::Type::payload_hmac_sha1     ? util::Digest::sha1
+      : match.type == MatchRule::Type::payload_hmac_sha256 ? util::Digest::sha256
+                                                           : util::Digest::sha512;
+  std::string_view prefix = digest == util::Digest::sha1     ? "sha1="
+                            : digest == util::Digest::sha256 ? "sha256="
                                                        : "sha512=";
-  std::string expected = hmac_hex(digest, match.secret, seen_body(request));
+  std::string expected = util::hmac_hex(digest, match.secret, seen_body(request));
   std::vector<std::string_view> signatures = extract_signatures(claimed, prefix);
   bool matched = false;
-  for (std::string_view signature : signatures) matched |= constant_time_equal(signature, expected);
+  for (std::string_view signature : signatures) matched |= util::same_secret(signature, expected);
   if (matched) return result(true);
   std::string listed;
   for (std::string_view signature : signatures)
@@ -464,8 +466,9 @@ Eval check_scalr_signature(const MatchRule& match, const Request& request) {
   if (match.secret.empty())
     return Eval{false, Fault::other, "signature validation signing key can not be empty"};
   const std::string& date_text = date->get_ref<const std::string&>();
-  std::string expected = hmac_hex(Digest::sha1, match.secret, seen_body(request) + date_text);
-  if (!constant_time_equal(signature->get_ref<const std::string&>(), expected)) {
+  std::string expected =
+      util::hmac_hex(util::Digest::sha1, match.secret, seen_body(request) + date_text);
+  if (!util::same_secret(signature->get_ref<const std::string&>(), expected)) {
     return Eval{false, Fault::signature,
                 "invalid payload signature " + syntax::excerpt(signature->get<std::string>())};
   }
@@ -486,7 +489,7 @@ Eval evaluate_match(const MatchRule& match, const Request& request) {
   if (!got.value) return failed(got);
   switch (match.type) {
     case Type::value:
-      return result(constant_time_equal(*got.value, match.value));
+      return result(util::same_secret(*got.value, match.value));
     case Type::regex:
       try {
         return result(regex_matches(match, *got.value));

@@ -66,21 +66,6 @@ TEST_CASE("cookie_value finds a cookie by its exact name", "[ui]") {
   CHECK_FALSE(cookie_value("", "idem_ui"));
 }
 
-TEST_CASE("hmac_sha256_hex: RFC 4231 vectors; same_bytes", "[ui][csrf]") {
-  CHECK(hmac_sha256_hex(std::string(20, '\x0b'), "Hi There") ==
-        "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
-  CHECK(hmac_sha256_hex("Jefe", "what do ya want for nothing?") ==
-        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
-  // A key longer than the block is hashed first (test case 6).
-  CHECK(hmac_sha256_hex(std::string(131, '\xaa'),
-                        "Test Using Larger Than Block-Size Key - Hash Key First") ==
-        "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
-  CHECK(same_bytes("abc", "abc"));
-  CHECK_FALSE(same_bytes("abc", "abd"));
-  CHECK_FALSE(same_bytes("abc", "abcd"));
-  CHECK_FALSE(same_bytes("", "a"));
-}
-
 TEST_CASE("ui cursor: encoded and decoded, any key bytes; garbage refused", "[ui][cursor]") {
   const UiCursor c{1733220000123, std::string("/h#k\0\xff&", 7)};
   CHECK(decode_ui_cursor(encode_ui_cursor(c)) == c);
