@@ -49,7 +49,6 @@ Outcome parse(const std::string& text, const std::string& salt) {
   return {};
 }
 
-
 void check_message(std::string_view message, std::string_view input) {
   FUZZ_CHECK(message.starts_with(std::string(k_file) + ": "));
   FUZZ_CHECK(message.size() > k_file.size() + 2);

@@ -12,7 +12,6 @@
 
 namespace {
 
-
 // C0 controls and DEL are single bytes; C1 controls (U+0080-U+009F) are C2 80 .. C2 9F.
 bool has_control(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {

@@ -1,5 +1,5 @@
-// multipart/form-data bodies (webhook/multipart.hpp): whatever the Content-Type header and the body,
-// form_boundary and parse_form answer without crashing or throwing; an error is one line and
+// multipart/form-data bodies (webhook/multipart.hpp): whatever the Content-Type header and the
+// body, form_boundary and parse_form answer without crashing or throwing; an error is one line and
 // leaves no parts; at most k_max_parts parts; a part's name and body come from the input (a
 // quoted-printable body only shrinks).
 //

@@ -60,8 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<Stream> lost = CapturedOutput::lost_streams(*views);
   FUZZ_CHECK(output.truncated() == !lost.empty() && decoded_truncated->truncated());
   for (Stream stream : {Stream::out, Stream::err})
-    FUZZ_CHECK(output.lost(stream) ==
-               (std::find(lost.begin(), lost.end(), stream) != lost.end()));
+    FUZZ_CHECK(output.lost(stream) == (std::find(lost.begin(), lost.end(), stream) != lost.end()));
   FUZZ_CHECK(same_chunks(output.chunks(), decoded_truncated->chunks()));
   for (const auto& chunk : output.chunks()) {
     FUZZ_CHECK(chunk.stream == Stream::out || chunk.stream == Stream::err);
@@ -69,8 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   FUZZ_CHECK(output.stored_bytes() == total_bytes(output.chunks()));
   // The whole blob is used: the version byte, then 5 header bytes and the data per frame.
-  if (!blob.empty())
-    FUZZ_CHECK(size == 1 + 5 * views->size() + size_t(output.stored_bytes()));
+  if (!blob.empty()) FUZZ_CHECK(size == 1 + 5 * views->size() + size_t(output.stored_bytes()));
 
   // Decoding keeps one chunk per non-empty frame, so encoding gives the frames back byte for
   // byte, then one mark per lost stream (stdout's first): the blob itself when its marks were
@@ -80,8 +78,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (output.chunks().empty() && lost.empty())
     FUZZ_CHECK(encoded.empty());
   else
-    FUZZ_CHECK(encoded.size() == 1 + 5 * (output.chunks().size() + lost.size()) +
-                                     size_t(output.stored_bytes()));
+    FUZZ_CHECK(encoded.size() ==
+               1 + 5 * (output.chunks().size() + lost.size()) + size_t(output.stored_bytes()));
   if (lost.empty() && !output.chunks().empty()) FUZZ_CHECK(encoded == blob);
 
   auto again = CapturedOutput::decode(encoded);

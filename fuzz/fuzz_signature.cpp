@@ -15,9 +15,8 @@ using idem::http::Scheme;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  static constexpr Scheme k_schemes[] = {Scheme::github,  Scheme::stripe,
-                                         Scheme::standard_webhooks, Scheme::shopify,
-                                         Scheme::slack,   Scheme::hmac_sha256};
+  static constexpr Scheme k_schemes[] = {Scheme::github,  Scheme::stripe, Scheme::standard_webhooks,
+                                         Scheme::shopify, Scheme::slack,  Scheme::hmac_sha256};
   const Scheme scheme = k_schemes[data[0] % 6];
   std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
   auto take_line = [&rest] {
@@ -42,8 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // Every header a scheme may read gets one of the two fuzzed values.
   auto headers = [&](std::string_view name) -> std::optional<std::string> {
-    if (name == "webhook-id" || name == "X-Slack-Request-Timestamp" ||
-        name == "webhook-timestamp")
+    if (name == "webhook-id" || name == "X-Slack-Request-Timestamp" || name == "webhook-timestamp")
       return second;
     return first;
   };

@@ -54,10 +54,10 @@ WebhookHook make_hook(uint8_t options, const std::string& path) {
   Rule whitelist = match(MatchRule::Type::ip_whitelist, {});
   whitelist.match.ip_range = "10.0.0.0/8 ::1";
   Rule other = group(Rule::Kind::any, {regex, group(Rule::Kind::negate, {value}), whitelist,
-                                      match(MatchRule::Type::scalr_signature, {})});
-  Rule hmac = match((options & 0x10) ? MatchRule::Type::payload_hmac_sha1
-                                     : MatchRule::Type::payload_hmac_sha512,
-                    arg(Source::header, "X-Signature"));
+                                       match(MatchRule::Type::scalr_signature, {})});
+  Rule hmac = match(
+      (options & 0x10) ? MatchRule::Type::payload_hmac_sha1 : MatchRule::Type::payload_hmac_sha512,
+      arg(Source::header, "X-Signature"));
   // Every path to "ok" goes through the HMAC.
   hook.trigger_rule = group(Rule::Kind::all, {hmac, other});
   hook.parse_as_json = {arg(Source::payload, path), arg(Source::header, "X-Meta")};
@@ -77,8 +77,11 @@ bool valid_json(const std::string& text) { return nlohmann::json::accept(text); 
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  static constexpr const char* k_types[] = {"application/json", "application/x-www-form-urlencoded",
-                                            "text/xml", "text/plain", "",
+  static constexpr const char* k_types[] = {"application/json",
+                                            "application/x-www-form-urlencoded",
+                                            "text/xml",
+                                            "text/plain",
+                                            "",
                                             "multipart/form-data; boundary=XB"};
   const uint8_t options = data[0];
   std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
@@ -93,10 +96,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = take_line();
   WebhookHook hook = make_hook(options, path);
   std::vector<std::pair<std::string, std::string>> headers = {
-      {"Content-Type", k_types[options % 6]}, {"X-Signature", header}, {"x-meta", header},
+      {"Content-Type", k_types[options % 6]},
+      {"X-Signature", header},
+      {"x-meta", header},
       {"Date", header}};
-  Request request = make_request(hook, "POST", (options & 0x40) ? "[::1]:1" : "10.1.2.3:4",
-                                 headers, query, std::string(rest), 1'700'000'000);
+  Request request = make_request(hook, "POST", (options & 0x40) ? "[::1]:1" : "10.1.2.3:4", headers,
+                                 query, std::string(rest), 1'700'000'000);
   FUZZ_CHECK(request.payload.is_null() || request.payload.is_object());
   FUZZ_CHECK(valid_json(go_json(request.payload)));
   FUZZ_CHECK(valid_json(go_json(request.header_values)));

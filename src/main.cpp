@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/common.hpp"
 #include "cli/command_table.hpp"
+#include "cli/common.hpp"
 #include "core/errors.hpp"
 #include "util/fd.hpp"
 
@@ -150,9 +150,10 @@ int dispatch(const std::vector<idem::cli::Registered>& registered,
 // The command line as CLI11 sees it: the top-level app, the global options and the subcommands
 // added to it. Not movable (CLI11's apps point at their parent), hence built in place.
 struct CommandLine {
-  CLI::App app{"idem makes side effects safe to retry: one key, one execution; later attempts "
-               "replay the stored outcome.",
-               "idem"};
+  CLI::App app{
+      "idem makes side effects safe to retry: one key, one execution; later attempts "
+      "replay the stored outcome.",
+      "idem"};
   idem::cli::GlobalOptions global;
   std::vector<idem::cli::Registered> registered;
 

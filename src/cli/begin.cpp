@@ -39,17 +39,24 @@ CLI::App* register_begin(CLI::App& app, BeginOptions& o) {
       "begin", "Claim a key for the calling script; 'idem end' records the outcome");
   add_key_option(*begin, o.key, "The idempotency key")->required();
   begin->add_option("--ttl", o.ttl, "How long a finished outcome counts as done")
-      ->type_name("DURATION")->capture_default_str();
-  begin->add_option("--wait", o.wait,
-                    "If the key is running, wait up to DURATION for it (default: refuse, 75)")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  begin
+      ->add_option("--wait", o.wait,
+                   "If the key is running, wait up to DURATION for it (default: refuse, 75)")
       ->type_name("DURATION");
-  o.owner_pid_option = begin->add_option("--owner-pid", o.owner_pid,
-                    "The process that owns the claim (default: the caller, idem's parent)")
-      ->type_name("PID");
-  o.fingerprint_option = begin->add_option(
-      "--fingerprint", o.fingerprint,
-      "What the work is about (an amount, a payload's digest): the same key with another "
-      "STRING is a conflict (65)")->type_name("STRING");
+  o.owner_pid_option =
+      begin
+          ->add_option("--owner-pid", o.owner_pid,
+                       "The process that owns the claim (default: the caller, idem's parent)")
+          ->type_name("PID");
+  o.fingerprint_option =
+      begin
+          ->add_option(
+              "--fingerprint", o.fingerprint,
+              "What the work is about (an amount, a payload's digest): the same key with another "
+              "STRING is a conflict (65)")
+          ->type_name("STRING");
   begin->add_flag("--hash-stdin", o.hash_stdin,
                   "Read stdin fully and add its SHA-256 to the fingerprint");
   begin->add_flag("--print", o.print, "When the key already succeeded, write its stored stdout");
@@ -107,8 +114,8 @@ std::string fingerprint_of(const BeginOptions& o) {
 
 // As `idem run --retry-abandoned`: never claim over a dead owner whose group still runs.
 void clear_abandoned(const core::Record& r, const BeginOptions& o, const std::string& shown) {
-  const std::string what = shown + ": the dead owner's " +
-                           core::processes_place(r.process_group) + " still has live processes";
+  const std::string what = shown + ": the dead owner's " + core::processes_place(r.process_group) +
+                           " still has live processes";
   switch (engine::clear_leftovers(r, o.kill_stale, k_kill_stale_grace_ms)) {
     case engine::Leftovers::none:
       return;
@@ -116,8 +123,8 @@ void clear_abandoned(const core::Record& r, const BeginOptions& o, const std::st
       warn_unproven_leftovers(r, shown);
       return;
     case engine::Leftovers::alive:
-      throw LeftoversRefusal(what +
-                             "; not claimed. Wait for them to end, or add --kill-stale to stop them");
+      throw LeftoversRefusal(
+          what + "; not claimed. Wait for them to end, or add --kill-stale to stop them");
     case engine::Leftovers::survived:
       throw LeftoversRefusal(what + " that TERM and KILL did not end; not claimed");
   }

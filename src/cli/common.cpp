@@ -135,10 +135,11 @@ void forget_hand_over_environment() {
 }
 
 void add_lease_option(CLI::App& command, std::string& lease) {
-  command.add_option("--lease", lease,
-                     "On a store shared by hosts (PostgreSQL): how long a claim holds the key "
-                     "unrenewed; renewed every third of it while the command runs (default: "
-                     "$IDEM_LEASE, else 30s)")
+  command
+      .add_option("--lease", lease,
+                  "On a store shared by hosts (PostgreSQL): how long a claim holds the key "
+                  "unrenewed; renewed every third of it while the command runs (default: "
+                  "$IDEM_LEASE, else 30s)")
       ->type_name("DURATION");
 }
 
@@ -157,19 +158,23 @@ int64_t configured_lease_ms(const std::string& lease_flag) {
 }
 
 void add_notify_options(CLI::App& command, NotifyOptions& notify) {
-  command.add_option("--on-failure", notify.on_failure,
-                     "Run CMD (with /bin/sh -c) when a key's attempt fails, is found abandoned or "
-                     "loses its lease: the event, the record and its attempt as JSON on stdin, "
-                     "IDEM_EVENT and IDEM_KEY in its environment")
+  command
+      .add_option("--on-failure", notify.on_failure,
+                  "Run CMD (with /bin/sh -c) when a key's attempt fails, is found abandoned or "
+                  "loses its lease: the event, the record and its attempt as JSON on stdin, "
+                  "IDEM_EVENT and IDEM_KEY in its environment")
       ->type_name("CMD");
-  command.add_option("--on-change", notify.on_change,
-                     "As --on-failure, and also when a key succeeds after a failure (recovered), "
-                     "but only on a change of outcome: a failure after a failure tells nothing")
+  command
+      .add_option("--on-change", notify.on_change,
+                  "As --on-failure, and also when a key succeeds after a failure (recovered), "
+                  "but only on a change of outcome: a failure after a failure tells nothing")
       ->type_name("CMD");
-  command.add_option("--notify-timeout", notify.timeout,
-                     "Stop the notify command and what it started after DURATION (TERM to its "
-                     "process group, KILL 2s later); idem waits for them before it exits")
-      ->type_name("DURATION")->capture_default_str();
+  command
+      .add_option("--notify-timeout", notify.timeout,
+                  "Stop the notify command and what it started after DURATION (TERM to its "
+                  "process group, KILL 2s later); idem waits for them before it exits")
+      ->type_name("DURATION")
+      ->capture_default_str();
 }
 
 std::shared_ptr<const core::NotifySpec> notify_spec(const NotifyOptions& notify) {
@@ -220,8 +225,8 @@ std::string exit_summary(const core::Record& r) {
 }
 
 void warn_unproven_leftovers(const core::Record& record, const std::string& shown) {
-  std::cerr << "idem: " << shown << ": process group " << record.process_group.pgid
-            << " of its " << core::to_string(record.status) << " attempt " << record.attempt
+  std::cerr << "idem: " << shown << ": process group " << record.process_group.pgid << " of its "
+            << core::to_string(record.status) << " attempt " << record.attempt
             << " has live processes that cannot be proven the attempt's (their leader is gone "
                "and none carries its "
             << core::k_attempt_mark_env
@@ -238,11 +243,16 @@ bool use_colour(int fd) {
 std::string colour_status(const std::string& status, bool colour) {
   if (!colour) return status;
   const char* code = "0";
-  if (status == "succeeded") code = "32";
-  else if (status == "failed") code = "31";
-  else if (status == "running") code = "33";
-  else if (status == "abandoned") code = "35";
-  else if (status == "expired") code = "2";
+  if (status == "succeeded")
+    code = "32";
+  else if (status == "failed")
+    code = "31";
+  else if (status == "running")
+    code = "33";
+  else if (status == "abandoned")
+    code = "35";
+  else if (status == "expired")
+    code = "2";
   return std::string("\033[") + code + "m" + status + "\033[0m";
 }
 

@@ -27,7 +27,7 @@ constexpr int64_t k_records_shown = 20;
 // DynamicUser, whose /var/lib/idem links to /var/lib/private/idem).
 core::PathFacts path_facts(const std::string& path, bool follow = false) {
   core::PathFacts f;
-  struct stat st{};
+  struct stat st {};
   if ((follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) return f;
   f.exists = true;
   f.is_symlink = S_ISLNK(st.st_mode);
@@ -67,24 +67,23 @@ bool check_files(const std::string& path, Report& report) {
   const core::PathFacts folder_facts = path_facts(folder, true);
   const core::PathFacts db = path_facts(path);
   const core::PathFacts wal = path_facts(path + "-wal");
-  report.add(core::folder_findings(folder, folder_facts, euid,
-                                   store::shared_folders_allowed()));
+  report.add(core::folder_findings(folder, folder_facts, euid, store::shared_folders_allowed()));
   report.add(core::file_findings(path, "store", db, euid));
   report.add(core::file_findings(path + "-wal", "WAL", wal, euid));
-  report.add(core::file_findings(path + "-shm", "shared-memory file", path_facts(path + "-shm"),
-                                 euid));
+  report.add(
+      core::file_findings(path + "-shm", "shared-memory file", path_facts(path + "-shm"), euid));
   report.add(core::file_findings(path + "-journal", "rollback journal",
                                  path_facts(path + "-journal"), euid));
   // The ledger API's token file (ledger/ledger.hpp): the store's path + ".token".
-  report.add(core::file_findings(path + ".token", "ledger token file",
-                                 path_facts(path + ".token"), euid));
+  report.add(
+      core::file_findings(path + ".token", "ledger token file", path_facts(path + ".token"), euid));
   if (auto big = core::wal_finding(path + "-wal", wal)) report.add(std::move(*big));
   report.store["wal_bytes"] = wal.size;
   if (db.exists) return true;
-  report.add(core::Finding{
-      core::Severity::warning, "store-missing", path,
-      "there is no store at " + path + " yet (the first idem command creates it)",
-      "if records were expected here, check --store, --db, IDEM_STORE and IDEM_DB"});
+  report.add(
+      core::Finding{core::Severity::warning, "store-missing", path,
+                    "there is no store at " + path + " yet (the first idem command creates it)",
+                    "if records were expected here, check --store, --db, IDEM_STORE and IDEM_DB"});
   return false;
 }
 
@@ -117,7 +116,7 @@ void check_store(store::Store& store, const std::string& where, Report& report) 
 // The free space where a SQLite store's files grow.
 void check_free_space(const std::string& path, Report& report) {
   const std::string folder = folder_of(path);
-  struct statvfs fs{};
+  struct statvfs fs {};
   if (::statvfs(folder.c_str(), &fs) != 0) return;  // no folder: the open's finding says so
   const int64_t available = int64_t(fs.f_bavail) * int64_t(fs.f_frsize);
   report.store["free_bytes"] = available;
@@ -229,13 +228,16 @@ CLI::App* register_doctor(CLI::App& app, DoctorOptions& o) {
   auto* doctor = app.add_subcommand(
       "doctor", "Check the store and a daemon's config; say what to do about each finding");
   doctor->add_flag("--json", o.json, "Print one JSON object: the store's facts and the findings");
-  doctor->add_option("--config", o.config,
-                     "Also check this idem serve config: it loads, its secret variables are set")
+  doctor
+      ->add_option("--config", o.config,
+                   "Also check this idem serve config: it loads, its secret variables are set")
       ->type_name("FILE");
-  doctor->add_option("--hooks", o.hooks,
-                     "Also check this hooks file of webhook, as idem serve --hooks loads it; "
-                     "repeatable")
-      ->type_name("FILE")->allow_extra_args(false);
+  doctor
+      ->add_option("--hooks", o.hooks,
+                   "Also check this hooks file of webhook, as idem serve --hooks loads it; "
+                   "repeatable")
+      ->type_name("FILE")
+      ->allow_extra_args(false);
   doctor->add_flag("--template", o.hooks_template,
                    "Expand the hooks files as templates first, as idem serve --template");
   doctor->footer(

@@ -72,8 +72,8 @@ class Consumer {
     engine::Engine engine(store, front_);
     engine::AttemptRequest req = attempt_request(m);
     const engine::Claimed claimed = engine.claim(req);
-    const std::string where = "line " + std::to_string(m.line) + ", key '" +
-                              core::display_key(m.key) + "'";
+    const std::string where =
+        "line " + std::to_string(m.line) + ", key '" + core::display_key(m.key) + "'";
     switch (claimed.verdict) {
       case engine::ClaimVerdict::claimed:
         run(m, engine, claimed, where);
@@ -218,8 +218,10 @@ class LineReader {
       if (fds[1].revents != 0) return false;
       ssize_t n = ::read(0, chunk_.data(), chunk_.size());
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) eof_ = true;
-      else buffer_.append(chunk_.data(), size_t(n));
+      if (n <= 0)
+        eof_ = true;
+      else
+        buffer_.append(chunk_.data(), size_t(n));
     }
   }
 
@@ -237,21 +239,27 @@ CLI::App* register_each(CLI::App& app, EachOptions& o) {
   auto* each = app.add_subcommand(
       "each", "Consume JSON Lines on stdin: run the command once per new key, message on stdin");
   each->add_option("--key-field", o.key_field, "JSON Pointer to each message's key, e.g. /id")
-      ->required()->type_name("POINTER");
+      ->required()
+      ->type_name("POINTER");
   each->add_option("--ttl", o.ttl, "How long a handled key stays done")
-      ->type_name("DURATION")->capture_default_str();
+      ->type_name("DURATION")
+      ->capture_default_str();
   add_lease_option(*each, o.lease);
   each->add_option("--jobs", o.jobs, "Handlers running at once (one key never runs twice at once)")
-      ->type_name("N")->capture_default_str()->check(CLI::Range(1, 256));
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   each->add_option("--timeout", o.timeout,
                    "Stop a handler after DURATION: TERM to its process group, KILL after "
                    "--kill-after; the message failed, exit 124 (default: none)")
       ->type_name("DURATION");
   each->add_option("--kill-after", o.kill_after, "Grace between TERM and KILL for --timeout")
-      ->type_name("DURATION")->capture_default_str();
+      ->type_name("DURATION")
+      ->capture_default_str();
   each->add_option("--max-output", o.max_output,
                    "Stored output cap per message; the handler's output is still written whole")
-      ->type_name("SIZE")->capture_default_str();
+      ->type_name("SIZE")
+      ->capture_default_str();
   each->add_flag("--replay-failures", o.replay_failures,
                  "A failed message counts as done, for later runs without this flag too "
                  "(default: it runs again next time)");

@@ -11,7 +11,7 @@ struct EachOptions {
   std::string key_field;
   std::string ttl = "24h";
   int jobs = 1;
-  std::string lease;  // empty: $IDEM_LEASE, else 30s (stores shared by hosts only)
+  std::string lease;    // empty: $IDEM_LEASE, else 30s (stores shared by hosts only)
   std::string timeout;  // empty: none
   std::string kill_after = "10s";
   std::string max_output = "16MiB";

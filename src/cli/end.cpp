@@ -26,7 +26,8 @@ void capture_file(const std::string& path, const char* flag, core::Stream stream
                   core::CapturedOutput& output) {
   util::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   auto refuse = [&] {
-    throw UsageError(std::string("cannot read ") + flag + " '" + path + "': " + std::strerror(errno));
+    throw UsageError(std::string("cannot read ") + flag + " '" + path +
+                     "': " + std::strerror(errno));
   };
   if (!fd.valid()) refuse();
   std::vector<char> buf(size_t(64) << 10);
@@ -47,13 +48,16 @@ CLI::App* register_end(CLI::App& app, EndOptions& o) {
   auto* end = app.add_subcommand("end", "Record the outcome of a key claimed with 'idem begin'");
   add_key_option(*end, o.key, "The idempotency key")->required();
   end->add_option("--exit", o.exit_code, "The outcome: 0 succeeded, anything else failed")
-      ->type_name("CODE")->capture_default_str()->check(CLI::Range(0, 255));
+      ->type_name("CODE")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 255));
   end->add_option("--stdout-file", o.stdout_file, "Store this file as the outcome's stdout")
       ->type_name("FILE");
   end->add_option("--stderr-file", o.stderr_file, "Store this file as the outcome's stderr")
       ->type_name("FILE");
-  o.owner_pid_option = end->add_option("--owner-pid", o.owner_pid, "The owner given to 'idem begin --owner-pid'")
-      ->type_name("PID");
+  o.owner_pid_option =
+      end->add_option("--owner-pid", o.owner_pid, "The owner given to 'idem begin --owner-pid'")
+          ->type_name("PID");
   end->footer(
       "Exit: 0 recorded; 77 the caller does not own the key's current attempt (nothing changes);\n"
       "1 no record, or the caller's attempt already finished (a second end); 64 usage; 74 store.\n"
@@ -64,8 +68,10 @@ CLI::App* register_end(CLI::App& app, EndOptions& o) {
 int run_end(const GlobalOptions& global, const EndOptions& o) {
   core::validate_key(o.key);
   core::CapturedOutput output;
-  if (!o.stdout_file.empty()) capture_file(o.stdout_file, "--stdout-file", core::Stream::out, output);
-  if (!o.stderr_file.empty()) capture_file(o.stderr_file, "--stderr-file", core::Stream::err, output);
+  if (!o.stdout_file.empty())
+    capture_file(o.stdout_file, "--stdout-file", core::Stream::out, output);
+  if (!o.stderr_file.empty())
+    capture_file(o.stderr_file, "--stderr-file", core::Stream::err, output);
   auto store = open_store(global);
   engine::Engine engine(*store, engine::make_front(*store, 0));
   const std::string shown = "key '" + core::display_key(o.key) + "'";
@@ -94,11 +100,11 @@ int run_end(const GlobalOptions& global, const EndOptions& o) {
                                          exit_summary(*record) + ", attempt " +
                                          std::to_string(record->attempt) + "); nothing recorded");
   if (record->status != core::Status::running || !mine)
-    throw Error(k_exit_not_owner,
-                shown + ": the caller (pid " + std::to_string(me.pid) +
-                    ") does not own its current attempt (" + std::string(core::to_string(record->status)) +
-                    ", attempt " + std::to_string(record->attempt) + ", owner pid " +
-                    std::to_string(owner.pid) + "); nothing recorded");
+    throw Error(k_exit_not_owner, shown + ": the caller (pid " + std::to_string(me.pid) +
+                                      ") does not own its current attempt (" +
+                                      std::string(core::to_string(record->status)) + ", attempt " +
+                                      std::to_string(record->attempt) + ", owner pid " +
+                                      std::to_string(owner.pid) + "); nothing recorded");
   core::Outcome outcome;
   outcome.status = o.exit_code == 0 ? core::Status::succeeded : core::Status::failed;
   outcome.exit_code = o.exit_code;

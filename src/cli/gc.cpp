@@ -9,7 +9,8 @@
 namespace idem::cli {
 
 CLI::App* register_gc(CLI::App& app, GcOptions& o) {
-  auto* gc = app.add_subcommand("gc", "Delete expired records (never running ones); print the count");
+  auto* gc =
+      app.add_subcommand("gc", "Delete expired records (never running ones); print the count");
   gc->add_flag("--dry-run", o.dry_run, "Count what would be deleted, delete nothing");
   gc->add_option("--older-than", o.older_than,
                  "Also delete finished and abandoned records older than DURATION")

@@ -91,9 +91,9 @@ int run_import(const GlobalOptions& global, const ImportOptions& options);
 
 struct DoctorOptions {
   bool json = false;
-  std::string config;               // a daemon config to check, as idem serve --config reads it
-  std::vector<std::string> hooks;   // hooks files, as idem serve --hooks reads them
-  bool hooks_template = false;      // --template
+  std::string config;              // a daemon config to check, as idem serve --config reads it
+  std::vector<std::string> hooks;  // hooks files, as idem serve --hooks reads them
+  bool hooks_template = false;     // --template
 };
 CLI::App* register_doctor(CLI::App& app, DoctorOptions& options);
 int run_doctor(const GlobalOptions& global, const DoctorOptions& options);

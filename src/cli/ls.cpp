@@ -30,7 +30,8 @@ CLI::App* register_ls(CLI::App& app, LsOptions& o) {
   ls->add_option("--status", o.statuses,
                  "Only records in this status: running, succeeded, failed, abandoned, expired "
                  "(repeatable)")
-      ->type_name("STATUS")->allow_extra_args(false);
+      ->type_name("STATUS")
+      ->allow_extra_args(false);
   ls->add_option("--prefix", o.prefix, "Only keys starting with PREFIX")->type_name("PREFIX");
   ls->add_option("--front", o.front,
                  "Only records made by this front: run, each, begin, hook, proxy, ledger")
@@ -177,7 +178,8 @@ int run_ls(const GlobalOptions& global, const LsOptions& o) {
     if (o.keys)
       std::cout << r.key << "\n";
     else if (o.json)
-      std::cout << core::record_json(r, now, gone).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+      std::cout << core::record_json(r, now, gone)
+                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                 << "\n";
     else
       table.add({r.key, status, exit_summary(r), std::to_string(r.attempt),

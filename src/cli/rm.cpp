@@ -10,7 +10,10 @@ namespace idem::cli {
 
 CLI::App* register_rm(CLI::App& app, RmOptions& o) {
   auto* rm = app.add_subcommand("rm", "Delete records so the next attempt runs");
-  rm->add_option("keys", o.keys, "Keys to delete (or record names PATH#KEY, as idem ls prints them)")->required()->type_name("KEY...");
+  rm->add_option("keys", o.keys,
+                 "Keys to delete (or record names PATH#KEY, as idem ls prints them)")
+      ->required()
+      ->type_name("KEY...");
   rm->add_flag("--force", o.force, "Also delete a record whose owner is still running");
   rm->footer(
       "Exit: 0 all deleted; 1 a key had no record; 75 a key is running (kept; use --force).\n"

@@ -150,7 +150,8 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
                                 "Idempotency key (1-255 bytes of printable UTF-8); default: "
                                 "derived from the working directory and the command");
   run->add_option("--ttl", o.ttl, "How long a finished outcome is replayed")
-      ->type_name("DURATION")->capture_default_str();
+      ->type_name("DURATION")
+      ->capture_default_str();
   run->add_option("--wait", o.wait,
                   "If the key is running elsewhere, wait up to DURATION for it, then act as a new "
                   "attempt would (default: refuse at once with 75)")
@@ -162,11 +163,13 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
   run->add_option("--kill-after", o.kill_after,
                   "Grace between TERM and KILL for --timeout, a signal idem forwards, and "
                   "--kill-stale (a second INT/TERM/HUP KILLs at once)")
-      ->type_name("DURATION")->capture_default_str();
+      ->type_name("DURATION")
+      ->capture_default_str();
   run->add_option("--drain", o.drain,
                   "After the command exits, read its output until no process holds it open, for "
                   "DURATION at most; then close it (late writers get SIGPIPE). 0: stop at once")
-      ->type_name("DURATION")->capture_default_str();
+      ->type_name("DURATION")
+      ->capture_default_str();
   add_lease_option(*run, o.lease);
   run->add_flag("--replay-failures", o.replay_failures,
                 "A failed outcome is final and replayed, to later attempts without this flag too "
@@ -182,7 +185,8 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
                 "Read stdin fully, add its SHA-256 to the fingerprint, feed it to the command");
   run->add_option("--max-output", o.max_output,
                   "Stored output cap per record; live output always passes whole")
-      ->type_name("SIZE")->capture_default_str();
+      ->type_name("SIZE")
+      ->capture_default_str();
   add_notify_options(*run, o.notify);
   run->add_flag("--quiet-replay", o.quiet_replay,
                 "On replay write nothing, only return the stored exit code");
@@ -190,7 +194,8 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
                 "Print no message when the key is running elsewhere (75), nor the notice that "
                 "a replayed output is truncated; 65, 69 and a 75 for processes a failed or "
                 "abandoned attempt left running still print their line");
-  run->add_flag("-v,--verbose", o.verbose, "Say on stderr when an outcome is replayed or a wait happens");
+  run->add_flag("-v,--verbose", o.verbose,
+                "Say on stderr when an outcome is replayed or a wait happens");
   add_command_argument(*run, o.command,
                        "The command and its arguments; idem's options end at its first word "
                        "(or at --)");
@@ -215,8 +220,8 @@ std::string running_refusal(const core::Record& holder, const RunOptions& o, con
 }
 
 // A verdict other than `claimed`: replay the stored outcome, or refuse with the verdict's code.
-int answer_without_running(const engine::Claimed& claimed, const RunOptions& o,
-                           const Settings& s, const std::string& shown) {
+int answer_without_running(const engine::Claimed& claimed, const RunOptions& o, const Settings& s,
+                           const std::string& shown) {
   const core::Record& r = *claimed.existing;
   const int64_t now_ms = claimed.now_ms;
   switch (claimed.verdict) {
@@ -277,9 +282,9 @@ engine::AttemptRequest attempt_request(const RunOptions& o, const Settings& s,
   // A signal while waiting ends the wait.
   req.before_pause = [shown](const core::Record&) {
     if (int sig = proc::pending_signal())
-      throw Error(ExitCode(k_exit_signal_base + sig),
-                  "interrupted by " + proc::signal_name(sig) + " while waiting for " +
-                      shown + "; nothing ran");
+      throw Error(ExitCode(k_exit_signal_base + sig), "interrupted by " + proc::signal_name(sig) +
+                                                          " while waiting for " + shown +
+                                                          "; nothing ran");
   };
   if (o.verbose)
     req.on_wait = [&o, shown](const core::Record& holder) {

@@ -10,28 +10,36 @@ namespace idem::cli {
 
 CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
   auto* serve = app.add_subcommand(
-      "serve", "Receive webhooks (run each delivery once), proxy an HTTP app (forward each "
+      "serve",
+      "Receive webhooks (run each delivery once), proxy an HTTP app (forward each "
       "Idempotency-Key once) and offer the ledger API; replay duplicates");
-  serve->add_option("--config", o.config,
-                    "JSON file listing the hooks and the proxy (SIGHUP reloads it)")
+  serve
+      ->add_option("--config", o.config,
+                   "JSON file listing the hooks and the proxy (SIGHUP reloads it)")
       ->type_name("FILE");
-  serve->add_option("--hooks", o.hooks,
-                    "Serve the hooks of a hooks file of webhook (JSON or YAML) at "
-                    "/PREFIX/ID; repeatable (SIGHUP reloads them)")
-      ->type_name("FILE")->allow_extra_args(false);
-  serve->add_option("--urlprefix", o.urlprefix,
-                    "The prefix of the hooks files' hooks (empty: /ID)")
-      ->type_name("PREFIX")->capture_default_str();
+  serve
+      ->add_option("--hooks", o.hooks,
+                   "Serve the hooks of a hooks file of webhook (JSON or YAML) at "
+                   "/PREFIX/ID; repeatable (SIGHUP reloads them)")
+      ->type_name("FILE")
+      ->allow_extra_args(false);
+  serve->add_option("--urlprefix", o.urlprefix, "The prefix of the hooks files' hooks (empty: /ID)")
+      ->type_name("PREFIX")
+      ->capture_default_str();
   serve->add_flag("--template", o.hooks_template,
                   "Expand the hooks files as templates first (getenv, cat, credential)");
-  serve->add_option("--response-header", o.response_headers,
-                    "A header on every answer of the hooks files' hooks; repeatable")
-      ->type_name("NAME=VALUE")->allow_extra_args(false);
-  serve->add_option("--http-methods", o.http_methods,
-                    "Methods of the hooks files' hooks that name none (default: any method)")
+  serve
+      ->add_option("--response-header", o.response_headers,
+                   "A header on every answer of the hooks files' hooks; repeatable")
+      ->type_name("NAME=VALUE")
+      ->allow_extra_args(false);
+  serve
+      ->add_option("--http-methods", o.http_methods,
+                   "Methods of the hooks files' hooks that name none (default: any method)")
       ->type_name("LIST");
-  serve->add_option("--upstream", o.upstream,
-                    "Idempotency-Key proxy: forward requests to URL, POST and PATCH once per key")
+  serve
+      ->add_option("--upstream", o.upstream,
+                   "Idempotency-Key proxy: forward requests to URL, POST and PATCH once per key")
       ->type_name("URL");
   serve->add_flag("--ledger", o.ledger,
                   "Serve the ledger API (/v1/claim, /v1/heartbeat, /v1/finish, /v1/records/KEY) "
@@ -41,37 +49,49 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
                   "Serve the delivery-log page at /ui/ on a listener of its own (a free loopback "
                   "port after --listen's, printed at start with a one-time login link; the "
                   "token of the file beside the store, its path + .ui-token, logs in too)");
-  serve->add_option("--ui-listen", o.ui_listen,
-                    "The page's own address (implies --ui; other than loopback needs "
-                    "--allow-remote)")
+  serve
+      ->add_option("--ui-listen", o.ui_listen,
+                   "The page's own address (implies --ui; other than loopback needs "
+                   "--allow-remote)")
       ->type_name("HOST:PORT");
-  serve->add_option("--socket", o.socket,
-                    "Also serve the ledger API, /healthz and /metrics on a Unix socket at PATH "
-                    "(created 0600; no token asked on it)")
+  serve
+      ->add_option("--socket", o.socket,
+                   "Also serve the ledger API, /healthz and /metrics on a Unix socket at PATH "
+                   "(created 0600; no token asked on it)")
       ->type_name("PATH");
   serve->add_option("--listen", o.listen, "Address to listen on; port 0 picks a free port")
-      ->type_name("HOST:PORT")->capture_default_str();
+      ->type_name("HOST:PORT")
+      ->capture_default_str();
   serve->add_flag("--allow-remote", o.allow_remote, "Allow a --listen address other than loopback");
   serve->add_option("--port-file", o.port_file, "Write the bound port to FILE once listening")
       ->type_name("FILE");
-  serve->add_option("--max-connections", o.max_connections,
-                    "Connections served at once; as many more may wait, further ones are "
-                    "answered 503 with Retry-After: 1 (a TLS one is closed); also the proxy's "
-                    "max_forwards unless its config gives one")
-      ->type_name("N")->capture_default_str()->check(CLI::Range(1, 4096));
-  serve->add_option("--request-timeout", o.request_timeout,
-                    "Deadline for receiving a whole request (headers and body); slower clients "
-                    "are cut off")
-      ->type_name("DURATION")->capture_default_str();
+  serve
+      ->add_option("--max-connections", o.max_connections,
+                   "Connections served at once; as many more may wait, further ones are "
+                   "answered 503 with Retry-After: 1 (a TLS one is closed); also the proxy's "
+                   "max_forwards unless its config gives one")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  serve
+      ->add_option("--request-timeout", o.request_timeout,
+                   "Deadline for receiving a whole request (headers and body); slower clients "
+                   "are cut off")
+      ->type_name("DURATION")
+      ->capture_default_str();
   serve->add_option("--grace", o.grace, "On SIGTERM, how long in-flight handlers may finish")
-      ->type_name("DURATION")->capture_default_str();
-  serve->add_option("--busy-timeout", o.busy_timeout,
-                    "How long a delivery or /healthz waits for a locked store before answering "
-                    "503 (IDEM_BUSY_TIMEOUT does not apply to serve)")
-      ->type_name("DURATION")->capture_default_str();
-  serve->add_option("--keep-attempts", o.keep_attempts,
-                    "Attempts of a key its history keeps, the newest; older ones are counted, "
-                    "not kept (default: $IDEM_KEEP_ATTEMPTS, else 100)")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  serve
+      ->add_option("--busy-timeout", o.busy_timeout,
+                   "How long a delivery or /healthz waits for a locked store before answering "
+                   "503 (IDEM_BUSY_TIMEOUT does not apply to serve)")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  serve
+      ->add_option("--keep-attempts", o.keep_attempts,
+                   "Attempts of a key its history keeps, the newest; older ones are counted, "
+                   "not kept (default: $IDEM_KEEP_ATTEMPTS, else 100)")
       ->type_name("N");
   add_lease_option(*serve, o.lease);
   auto* cert = serve
@@ -95,7 +115,8 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
       ->type_name("PATH");
   serve->footer(
       "Examples:\n"
-      "  GITHUB_WEBHOOK_SECRET=... idem serve --config examples/serve.json --listen 127.0.0.1:8787\n"
+      "  GITHUB_WEBHOOK_SECRET=... idem serve --config examples/serve.json --listen "
+      "127.0.0.1:8787\n"
       "  idem serve --hooks hooks.json --listen 127.0.0.1:9000\n"
       "  idem serve --upstream http://127.0.0.1:3000 --listen 127.0.0.1:8787\n"
       "  idem serve --ledger --socket /run/user/$UID/idem.sock");
@@ -105,10 +126,11 @@ CLI::App* register_serve(CLI::App& app, ServeOptions& o) {
 int run_serve(const GlobalOptions& global, const ServeOptions& o) {
   if (o.config.empty() && o.hooks.empty() && o.upstream.empty() && !o.ledger && o.socket.empty() &&
       !o.ui && o.ui_listen.empty())
-    throw UsageError("nothing to serve: give --config FILE, --hooks FILE, --upstream URL, "
-                     "--ledger or --socket PATH");
+    throw UsageError(
+        "nothing to serve: give --config FILE, --hooks FILE, --upstream URL, "
+        "--ledger or --socket PATH");
   if (o.hooks.empty() && (o.hooks_template || o.urlprefix != "hooks" ||
-                         !o.response_headers.empty() || !o.http_methods.empty()))
+                          !o.response_headers.empty() || !o.http_methods.empty()))
     throw UsageError("--urlprefix, --template, --response-header and --http-methods need --hooks");
   http::DaemonOptions d;
   d.config_path = o.config;
@@ -118,7 +140,8 @@ int run_serve(const GlobalOptions& global, const ServeOptions& o) {
   d.hooks.file_options.as_template = o.hooks_template;
   for (const auto& header : o.response_headers)
     d.hooks.response_headers.push_back(http::webhook::parse_response_header(header));
-  if (!o.http_methods.empty()) d.hooks.http_methods = http::webhook::parse_http_methods(o.http_methods);
+  if (!o.http_methods.empty())
+    d.hooks.http_methods = http::webhook::parse_http_methods(o.http_methods);
   d.ledger = o.ledger;
   d.ui = o.ui || !o.ui_listen.empty();
   d.ui_listen = o.ui_listen;

@@ -27,7 +27,7 @@ struct ServeOptions {
   std::string grace = "30s";
   std::string busy_timeout = "3s";
   std::string keep_attempts;  // empty: $IDEM_KEEP_ATTEMPTS, else 100
-  std::string lease;  // empty: $IDEM_LEASE, else 30s (stores shared by hosts only)
+  std::string lease;          // empty: $IDEM_LEASE, else 30s (stores shared by hosts only)
   std::string cert, key;
   std::string tls_min_version = "1.2";
   std::string pidfile;

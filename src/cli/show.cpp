@@ -19,16 +19,20 @@ namespace idem::cli {
 
 CLI::App* register_show(CLI::App& app, ShowOptions& o) {
   auto* show = app.add_subcommand("show", "Show one record in full");
-  show->add_option("key", o.key, "The record's key (or its name PATH#KEY, as idem ls prints it)")->required()->type_name("KEY");
+  show->add_option("key", o.key, "The record's key (or its name PATH#KEY, as idem ls prints it)")
+      ->required()
+      ->type_name("KEY");
   show->add_flag("--json", o.json, "One JSON object, output as base64 (stdout_b64, stderr_b64)");
   show->add_flag("--stdout", o.stdout_raw, "Write the captured stdout bytes raw, nothing else");
   show->add_flag("--stderr", o.stderr_raw, "Write the captured stderr bytes raw, nothing else");
-  show->add_flag("--request", o.request, "Print what was asked (argv and working directory) as JSON");
+  show->add_flag("--request", o.request,
+                 "Print what was asked (argv and working directory) as JSON");
   show->add_option("--attempts", o.attempts,
                    "How many of the newest attempts to list, or 'all' (every one the store keeps)")
       ->type_name("N|all")
       ->capture_default_str();
-  show->footer("Examples:\n  idem show backup-2026-11-29\n  idem show order-42 --stdout > receipt.txt");
+  show->footer(
+      "Examples:\n  idem show backup-2026-11-29\n  idem show order-42 --stdout > receipt.txt");
   return show;
 }
 
@@ -49,7 +53,9 @@ void print_record(const core::Record& r, const nlohmann::json& j, const Chunks& 
   auto line = [](const char* name, const std::string& value) {
     std::cout << name << ": " << value << "\n";
   };
-  auto or_dash = [](const nlohmann::json& v) { return v.is_null() ? std::string("-") : v.get<std::string>(); };
+  auto or_dash = [](const nlohmann::json& v) {
+    return v.is_null() ? std::string("-") : v.get<std::string>();
+  };
   line("key", r.key);
   line("status", colour_status(j["status"].get<std::string>(), use_colour(1)));
   // A proxied request runs no command: its outcome is the upstream's answer.
@@ -59,8 +65,9 @@ void print_record(const core::Record& r, const nlohmann::json& j, const Chunks& 
   line("attempt", std::to_string(r.attempt));
   // The policy recorded with the attempt, which decides what a later attempt does with a failure.
   if (proxied)
-    line("failures", "an upstream answer is replayed as stored; an outcome unknown (no answer) is "
-                     "final, kept until removed (idem rm)");
+    line("failures",
+         "an upstream answer is replayed as stored; an outcome unknown (no answer) is "
+         "final, kept until removed (idem rm)");
   else
     line("failures", r.replay_failures
                          ? "final: a failure is replayed to every later attempt (--replay-failures)"
@@ -78,7 +85,8 @@ void print_record(const core::Record& r, const nlohmann::json& j, const Chunks& 
                           "--kill-stale ends them)");
   line("fingerprint", r.fingerprint);
   if (request.is_object() && request.contains("argv")) line("command", request["argv"].dump());
-  if (request.is_object() && request.contains("cwd")) line("cwd", request["cwd"].get<std::string>());
+  if (request.is_object() && request.contains("cwd"))
+    line("cwd", request["cwd"].get<std::string>());
   line("stdout", std::to_string(stream_size(captured, core::Stream::out)) + " bytes");
   line("stderr", std::to_string(stream_size(captured, core::Stream::err)) + " bytes");
   // The cap counts both streams together and, once reached, drops every later write of either:
@@ -121,11 +129,13 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
   const int64_t limit = attempts_limit(o.attempts);
   auto store = open_store(global);
   auto record = store->get(o.key);
-  if (!record) throw Error(k_exit_already_done, "no record for key '" + core::display_key(o.key) + "'");
+  if (!record)
+    throw Error(k_exit_already_done, "no record for key '" + core::display_key(o.key) + "'");
   const auto& r = *record;
   // Views into the record's output: the stored bytes are not copied again.
   auto output = core::CapturedOutput::chunks_of(r.output);
-  if (!output) throw StoreError("stored output of key '" + core::display_key(o.key) + "' is corrupt");
+  if (!output)
+    throw StoreError("stored output of key '" + core::display_key(o.key) + "' is corrupt");
 
   if (o.stdout_raw || o.stderr_raw) {
     // Both streams asked for: write each to its own descriptor, in the original order.
@@ -143,7 +153,8 @@ int run_show(const GlobalOptions& global, const ShowOptions& o) {
   }
   const int64_t now = util::process_clock().now_ms();
   // What an attempt left running when its owner died (a retry refuses to overlap it).
-  const bool group_alive = proc::process_group_alive(r.owner, r.process_group, core::attempt_mark(r));
+  const bool group_alive =
+      proc::process_group_alive(r.owner, r.process_group, core::attempt_mark(r));
   nlohmann::json j = core::record_detail_json(r, now, owner_gone_now(r, now), group_alive);
   const store::HistoryPage page = store->history_page(o.key, store::HistoryQuery{limit, 0});
   const std::vector<core::HistoryEntry> history = shown_history(r, page.entries, now);

@@ -19,19 +19,27 @@ CLI::App* register_export(CLI::App& app, ExportOptions& o) {
   ex->add_option("--status", o.filter.statuses,
                  "Only records in this status: running, succeeded, failed, abandoned, expired "
                  "(repeatable)")
-      ->type_name("STATUS")->allow_extra_args(false);
-  ex->add_option("--prefix", o.filter.prefix, "Only keys starting with PREFIX")->type_name("PREFIX");
-  ex->add_option("--limit", o.filter.limit, "At most N records (default, or 0: all)")->type_name("N");
+      ->type_name("STATUS")
+      ->allow_extra_args(false);
+  ex->add_option("--prefix", o.filter.prefix, "Only keys starting with PREFIX")
+      ->type_name("PREFIX");
+  ex->add_option("--limit", o.filter.limit, "At most N records (default, or 0: all)")
+      ->type_name("N");
   ex->add_flag("--all", o.filter.all, "Include expired records");
-  ex->footer("Examples:\n  idem export > records.jsonl\n  idem export --all | idem --store postgres://db/idem import");
+  ex->footer(
+      "Examples:\n  idem export > records.jsonl\n  idem export --all | idem --store "
+      "postgres://db/idem import");
   return ex;
 }
 
 CLI::App* register_import(CLI::App& app, ImportOptions& o) {
   auto* im = app.add_subcommand("import", "Read records that idem export wrote into this store");
-  im->add_option("file", o.file, "The export to read (default, or -: standard input)")->type_name("FILE");
+  im->add_option("file", o.file, "The export to read (default, or -: standard input)")
+      ->type_name("FILE");
   im->add_flag("--replace", o.replace, "Overwrite a key that holds another record (else refused)");
-  im->footer("Examples:\n  idem import records.jsonl\n  idem --db old.db export --all | idem --store postgres://db/idem import");
+  im->footer(
+      "Examples:\n  idem import records.jsonl\n  idem --db old.db export --all | idem --store "
+      "postgres://db/idem import");
   return im;
 }
 
@@ -47,16 +55,13 @@ int run_export(const GlobalOptions& global, const ExportOptions& o) {
   const store::ListQuery q = list_query(o.filter, limit, now, check_here);
   int64_t written = 0;
   listing->list(q, [&](const core::Record& listed) {
-    if (check_here &&
-        std::find(o.filter.statuses.begin(), o.filter.statuses.end(),
-                  effective_status(listed, now)) ==
-            o.filter.statuses.end())
+    if (check_here && std::find(o.filter.statuses.begin(), o.filter.statuses.end(),
+                                effective_status(listed, now)) == o.filter.statuses.end())
       return true;
     std::optional<core::Record> r = reader->get(listed.key);
     if (!r) return true;  // removed since it was listed
     std::cout << core::export_json(*r, reader->history(listed.key))
-                     .dump(-1, ' ', false,
-                                            nlohmann::json::error_handler_t::replace)
+                     .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
               << "\n";
     return limit == 0 || ++written < limit;
   });
@@ -110,8 +115,9 @@ void import_batch(store::Store& store, const Batch& batch, bool replace, ImportC
       continue;
     }
     // A key this batch replaces already is replaced again, in order, as it would be one by one.
-    const bool replaced = std::any_of(replacing.begin(), replacing.end(),
-                                      [&](const core::Record& other) { return other.key == r.key; });
+    const bool replaced =
+        std::any_of(replacing.begin(), replacing.end(),
+                    [&](const core::Record& other) { return other.key == r.key; });
     std::optional<core::Record> there = replaced ? std::nullopt : store.get(r.key);
     if (there && same_record(*there, r)) {
       ++counts.unchanged;

@@ -4,12 +4,18 @@ namespace idem::core {
 
 std::string_view to_string(Verdict verdict) {
   switch (verdict) {
-    case Verdict::claim: return "claim";
-    case Verdict::replay: return "replay";
-    case Verdict::conflict: return "conflict";
-    case Verdict::running: return "running";
-    case Verdict::abandoned: return "abandoned";
-    case Verdict::leftovers: return "leftovers";
+    case Verdict::claim:
+      return "claim";
+    case Verdict::replay:
+      return "replay";
+    case Verdict::conflict:
+      return "conflict";
+    case Verdict::running:
+      return "running";
+    case Verdict::abandoned:
+      return "abandoned";
+    case Verdict::leftovers:
+      return "leftovers";
   }
   return "unknown";
 }

@@ -116,14 +116,22 @@ std::optional<int64_t> parse_size(std::string_view text) {
   if (!number) return std::nullopt;
   std::string_view unit = text.substr(pos);
   int64_t scale;
-  if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "K" || unit == "k" || unit == "KiB") scale = 1024;
-  else if (unit == "M" || unit == "MiB") scale = 1024 * 1024;
-  else if (unit == "G" || unit == "GiB") scale = 1024 * 1024 * 1024;
-  else if (unit == "kB" || unit == "KB") scale = 1000;
-  else if (unit == "MB") scale = 1000 * 1000;
-  else if (unit == "GB") scale = 1000 * 1000 * 1000;
-  else return std::nullopt;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "K" || unit == "k" || unit == "KiB")
+    scale = 1024;
+  else if (unit == "M" || unit == "MiB")
+    scale = 1024 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    scale = 1024 * 1024 * 1024;
+  else if (unit == "kB" || unit == "KB")
+    scale = 1000;
+  else if (unit == "MB")
+    scale = 1000 * 1000;
+  else if (unit == "GB")
+    scale = 1000 * 1000 * 1000;
+  else
+    return std::nullopt;
   if (*number > k_max_size / scale) return std::nullopt;
   return *number * scale;
 }

@@ -42,8 +42,8 @@ nlohmann::json finding_json(const Finding& f) {
           {"fix", f.fix}};
 }
 
-std::vector<Finding> folder_findings(const std::string& path, const PathFacts& facts,
-                                     uint32_t euid, bool shared_allowed) {
+std::vector<Finding> folder_findings(const std::string& path, const PathFacts& facts, uint32_t euid,
+                                     bool shared_allowed) {
   std::vector<Finding> out;
   if (!facts.exists) return out;
   if (!facts.is_dir) {
@@ -112,10 +112,10 @@ std::vector<Finding> file_findings(const std::string& path, std::string_view wha
                               ", not by you (uid " + std::to_string(euid) + "): idem refuses it",
                           "run idem as its owner, or chown it to the user that runs idem"));
   if ((facts.mode & 0022) != 0)
-    out.push_back(finding(Severity::error, "file-writable", path,
-                          name + " is mode " + octal(facts.mode) +
-                              ": others can write it: idem refuses the store",
-                          "chmod 600 " + path + ", or remove it if it is not yours"));
+    out.push_back(finding(
+        Severity::error, "file-writable", path,
+        name + " is mode " + octal(facts.mode) + ": others can write it: idem refuses the store",
+        "chmod 600 " + path + ", or remove it if it is not yours"));
   else if ((facts.mode & 0077) != 0)
     out.push_back(finding(Severity::warning, "file-mode", path,
                           name + " is mode " + octal(facts.mode) +
@@ -180,7 +180,8 @@ std::optional<Finding> record_finding(const Record& r, std::string_view shown_st
   return finding(Severity::warning, "owner-gone", r.key,
                  "'" + key + "' is still marked running, but " + why + " (" + attempt + ")",
                  "the next attempt finds it abandoned (exit 69): check whether its side effect "
-                 "happened, then " + rm);
+                 "happened, then " +
+                     rm);
 }
 
 std::optional<Finding> leftovers_finding(const Record& r, std::string_view shown_status,
@@ -190,17 +191,17 @@ std::optional<Finding> leftovers_finding(const Record& r, std::string_view shown
   if (!group_alive || !held) return std::nullopt;
   const std::string group = std::to_string(r.process_group.pgid);
   const std::string& cgroup = r.process_group.cgroup;
-  const std::string see =
-      cgroup.empty() ? "see them with pgrep -a -g " + group + "; end them (kill -- -" + group +
-                           "), or run the key with --kill-stale"
-                     : "see them with cat " + cgroup_mount + cgroup +
-                           "/cgroup.procs; end them (echo 1 > " + cgroup_mount + cgroup +
-                           "/cgroup.kill), or run the key with --kill-stale";
+  const std::string see = cgroup.empty()
+                              ? "see them with pgrep -a -g " + group + "; end them (kill -- -" +
+                                    group + "), or run the key with --kill-stale"
+                              : "see them with cat " + cgroup_mount + cgroup +
+                                    "/cgroup.procs; end them (echo 1 > " + cgroup_mount + cgroup +
+                                    "/cgroup.kill), or run the key with --kill-stale";
   return finding(Severity::warning, "leftovers", r.key,
                  "'" + display_key(r.key) + "': its " +
                      std::string(shown_status == "expired" ? to_string(r.status) : shown_status) +
-                     " attempt " + std::to_string(r.attempt) +
-                     " left live processes in " + processes_place(r.process_group) +
+                     " attempt " + std::to_string(r.attempt) + " left live processes in " +
+                     processes_place(r.process_group) +
                      ", which hold the key: the next run waits for them (exit 75)",
                  see);
 }

@@ -47,8 +47,8 @@ struct PathFacts {
 // above all not one others can create files in (world-writable, or another user's but root's):
 // they could plant a -wal that would be believed, so idem refuses a store there unless
 // `shared_allowed` (IDEM_ALLOW_SHARED_FOLDER=1), which is then a warning saying what it leaves.
-std::vector<Finding> folder_findings(const std::string& path, const PathFacts& facts,
-                                     uint32_t euid, bool shared_allowed = false);
+std::vector<Finding> folder_findings(const std::string& path, const PathFacts& facts, uint32_t euid,
+                                     bool shared_allowed = false);
 
 // One of the store's files (the database, its -wal, -shm and -journal, the token files): when it
 // exists, a regular file, not a symlink, owned by `euid`, writable by no one else (idem refuses

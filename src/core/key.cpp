@@ -89,8 +89,8 @@ std::optional<std::string> proxy_record_problem(std::string_view name,
   if (hash == std::string_view::npos) return problem;
   std::string_view scope = rest.substr(0, hash);
   bool hex = scope.size() == 16 && std::all_of(scope.begin(), scope.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-  });
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+             });
   if (scope != "-" && !hex) return problem;
   if (auto key = key_problem(rest.substr(hash + 1)))
     return "after proxy#" + std::string(scope) + "#: " + *key;
@@ -110,7 +110,8 @@ std::optional<std::string> record_name_problem(std::string_view name) {
   bool path_ok = path.size() <= k_max_hook_path_bytes;
   for (char c : path) path_ok = path_ok && c > 0x20 && c < 0x7f && c != '?';
   if (!path_ok) return problem;
-  if (auto key = key_problem(name.substr(hash + 1))) return "after " + std::string(path) + "#: " + *key;
+  if (auto key = key_problem(name.substr(hash + 1)))
+    return "after " + std::string(path) + "#: " + *key;
   return std::nullopt;
 }
 

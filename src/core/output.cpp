@@ -80,7 +80,8 @@ void CapturedOutput::append(Stream stream, std::string_view bytes) {
     bytes = bytes.substr(0, size_t(room));
     drop(stream);
   }
-  std::string& into = new_frame ? chunks_.emplace_back(Chunk{stream, {}}).bytes : chunks_.back().bytes;
+  std::string& into =
+      new_frame ? chunks_.emplace_back(Chunk{stream, {}}).bytes : chunks_.back().bytes;
   // Grown by doubling, but never past what the cap lets it hold, and straight to that once a
   // second doubling would pass it: a move holds the old buffer and its copy at once, so the
   // last move, from at most half the cap, costs no more than the cap itself. A capture at its
@@ -92,8 +93,7 @@ void CapturedOutput::append(Stream stream, std::string_view bytes) {
   if (needed > into.capacity()) {
     const int64_t doubled = int64_t(into.capacity()) * 2;
     const int64_t at_cap = int64_t(into.size()) + room;
-    const size_t target =
-        2 * doubled < at_cap ? size_t(doubled) : size_t(at_cap) + k_frames_slack;
+    const size_t target = 2 * doubled < at_cap ? size_t(doubled) : size_t(at_cap) + k_frames_slack;
     into.reserve(std::max(needed, target) + size_t(k_frame_header) + 1);
   }
   into.append(bytes);
@@ -273,8 +273,8 @@ OutputWalk walk_output(const EncodedReader& read, const std::function<bool(Strea
           }
         }
         const int64_t got = std::min(held(), left);
-        const Take next = take(stream, std::string_view(piece).substr(size_t(pos - piece_at),
-                                                                      size_t(got)));
+        const Take next =
+            take(stream, std::string_view(piece).substr(size_t(pos - piece_at), size_t(got)));
         pos += got;
         left -= got;
         if (next == Take::stop) return walk;

@@ -61,8 +61,8 @@ struct WalkLimits {
 
 // What walk_output found.
 struct OutputWalk {
-  bool valid = true;      // false: not an encoding (corrupt, or cut short)
-  bool complete = false;  // reached the end (false: stopped by `take` or max_read, or invalid)
+  bool valid = true;          // false: not an encoding (corrupt, or cut short)
+  bool complete = false;      // reached the end (false: stopped by `take` or max_read, or invalid)
   int64_t bytes[2] = {0, 0};  // the sizes of stdout's and stderr's frames met (all, if complete)
   uint8_t lost = 0;           // bit 1 stdout, bit 2 stderr: the marks of lost streams met
   int64_t read = 0;           // bytes of the encoding read

@@ -7,10 +7,14 @@ namespace idem::core {
 
 std::string_view to_string(Status status) {
   switch (status) {
-    case Status::running: return "running";
-    case Status::succeeded: return "succeeded";
-    case Status::failed: return "failed";
-    case Status::abandoned: return "abandoned";
+    case Status::running:
+      return "running";
+    case Status::succeeded:
+      return "succeeded";
+    case Status::failed:
+      return "failed";
+    case Status::abandoned:
+      return "abandoned";
   }
   return "unknown";
 }

@@ -79,8 +79,8 @@ struct Record {
   // on any host; 0: no lease (the owner's liveness is only known from its pid and boot id).
   int64_t lease_expires_ms = 0;
   ProcessGroup process_group;  // of the current attempt's command, once it was spawned
-  int64_t started_ms = 0;   // Unix ms when the current attempt was claimed
-  int64_t finished_ms = 0;  // 0 while running or abandoned
+  int64_t started_ms = 0;      // Unix ms when the current attempt was claimed
+  int64_t finished_ms = 0;     // 0 while running or abandoned
   int64_t ttl_ms = 0;
   // Unix ms after which the record behaves as absent; 0 = never (running and abandoned records
   // do not expire: an abandoned attempt must be looked at, not silently run again).
@@ -91,8 +91,8 @@ struct Record {
   std::string output;  // CapturedOutput encoding
   bool output_truncated = false;
   int64_t output_bytes = 0;  // stored bytes (both streams)
-  std::string request;  // JSON: what was asked (argv, cwd)
-  std::string note;     // why a failure happened when it is not an exit code
+  std::string request;       // JSON: what was asked (argv, cwd)
+  std::string note;          // why a failure happened when it is not an exit code
   // The answer a duplicate gets (a hook's, later a proxied upstream's), its body the stored
   // stdout (see core/response.hpp); nothing for a command's outcome.
   std::optional<Response> response;
@@ -143,8 +143,8 @@ std::string_view display_status(const Record& record, int64_t now_ms);
 int replay_exit_code(const Record& record);
 
 // The result classes a listing can ask for (ListQuery::result, the page's result=), in order.
-inline constexpr const char* k_result_classes[] = {"2xx", "3xx", "4xx", "5xx", "exit0",
-                                                   "exit_nonzero"};
+inline constexpr const char* k_result_classes[] = {"2xx", "3xx",   "4xx",
+                                                   "5xx", "exit0", "exit_nonzero"};
 // A record's result class, as the stores index it: its answer's HTTP class ("2xx" ... "5xx")
 // where it holds an answer (hooks, hooks files, the proxy, the ledger), else "exit0" for exit
 // code 0 and "exit_nonzero" for another exit code, a signal or a timeout; empty while it has no

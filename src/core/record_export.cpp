@@ -12,9 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-json optional_int(const std::optional<int>& value) {
-  return value ? json(*value) : json(nullptr);
-}
+json optional_int(const std::optional<int>& value) { return value ? json(*value) : json(nullptr); }
 
 [[noreturn]] void bad(const std::string& member, const std::string& why) {
   throw std::invalid_argument("member \"" + member + "\" " + why);

@@ -5,7 +5,6 @@
 // means nothing on another store). Pure. A record read back from its line is the record written,
 // so a round trip between any two stores is byte-exact.
 #include <nlohmann/json.hpp>
-
 #include <vector>
 
 #include "core/history.hpp"

@@ -83,8 +83,8 @@ nlohmann::json record_detail_json(const Record& r, int64_t now_ms, bool owner_go
   j["process_group"] =
       r.process_group.pgid ? nlohmann::json(r.process_group.pgid) : nlohmann::json(nullptr);
   j["process_group_cgroup"] = r.process_group.cgroup.empty()
-                                 ? nlohmann::json(nullptr)
-                                 : nlohmann::json(r.process_group.cgroup);
+                                  ? nlohmann::json(nullptr)
+                                  : nlohmann::json(r.process_group.cgroup);
   j["process_group_alive"] = group_alive;
   j["lease_expires_at"] = time_or_null(r.lease_expires_ms);
   // null for a record that holds none (a discarded value would not serialise as JSON).

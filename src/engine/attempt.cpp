@@ -15,12 +15,18 @@ namespace {
 
 ClaimVerdict verdict_of(core::Verdict v) {
   switch (v) {
-    case core::Verdict::claim: return ClaimVerdict::claimed;
-    case core::Verdict::replay: return ClaimVerdict::replay;
-    case core::Verdict::conflict: return ClaimVerdict::conflict;
-    case core::Verdict::running: return ClaimVerdict::running;
-    case core::Verdict::abandoned: return ClaimVerdict::abandoned;
-    case core::Verdict::leftovers: return ClaimVerdict::running;  // Engine::claim checks them first
+    case core::Verdict::claim:
+      return ClaimVerdict::claimed;
+    case core::Verdict::replay:
+      return ClaimVerdict::replay;
+    case core::Verdict::conflict:
+      return ClaimVerdict::conflict;
+    case core::Verdict::running:
+      return ClaimVerdict::running;
+    case core::Verdict::abandoned:
+      return ClaimVerdict::abandoned;
+    case core::Verdict::leftovers:
+      return ClaimVerdict::running;  // Engine::claim checks them first
   }
   return ClaimVerdict::abandoned;
 }
@@ -49,12 +55,18 @@ Claimed claimed_from(const std::string& key, store::ClaimResult result, int64_t 
 
 std::string_view to_string(ClaimVerdict verdict) {
   switch (verdict) {
-    case ClaimVerdict::claimed: return "claimed";
-    case ClaimVerdict::replay: return "replay";
-    case ClaimVerdict::conflict: return "conflict";
-    case ClaimVerdict::running: return "running";
-    case ClaimVerdict::abandoned: return "abandoned";
-    case ClaimVerdict::declined: return "declined";
+    case ClaimVerdict::claimed:
+      return "claimed";
+    case ClaimVerdict::replay:
+      return "replay";
+    case ClaimVerdict::conflict:
+      return "conflict";
+    case ClaimVerdict::running:
+      return "running";
+    case ClaimVerdict::abandoned:
+      return "abandoned";
+    case ClaimVerdict::declined:
+      return "declined";
   }
   return "?";
 }
@@ -65,8 +77,10 @@ Leftovers clear_leftovers(const core::Record& previous, bool stop, int64_t grace
     case proc::GroupLook::empty:
       proc::remove_empty_cgroup(previous.owner, previous.process_group);
       return Leftovers::none;
-    case proc::GroupLook::unproven: return Leftovers::unproven;
-    case proc::GroupLook::ours: break;
+    case proc::GroupLook::unproven:
+      return Leftovers::unproven;
+    case proc::GroupLook::ours:
+      break;
   }
   if (!stop) return Leftovers::alive;
   return proc::kill_process_group(previous.owner, previous.process_group, mark, grace_ms)
@@ -124,9 +138,8 @@ std::optional<store::ClaimResult> Engine::look(AttemptRequest& request, bool& wo
   std::optional<core::Record> existing = store_.get(request.claim.key);
   const bool gone =
       existing && core::owner_counts_gone(*existing, request.claim.now_ms, owner_gone_);
-  const core::Decision d = core::decide(existing ? &*existing : nullptr,
-                                        request.claim.fingerprint, request.claim.now_ms, gone,
-                                        request.claim.policy);
+  const core::Decision d = core::decide(existing ? &*existing : nullptr, request.claim.fingerprint,
+                                        request.claim.now_ms, gone, request.claim.policy);
   would_run = d.verdict == core::Verdict::claim;
   if (would_run || d.mark_abandoned) return std::nullopt;
   store::ClaimResult answer;
@@ -315,8 +328,7 @@ std::string Engine::notify_document(core::NotifyEvent event, const core::Record&
                                     const core::EncodedReader* output) {
   std::string document;
   try {
-    document =
-        core::notify_document(event, record, clock_.now_ms(), notify_->stream_bytes, output);
+    document = core::notify_document(event, record, clock_.now_ms(), notify_->stream_bytes, output);
   } catch (const std::exception&) {
     // A corrupt stored output: the record without it still says what happened.
     core::Record bare = record;
@@ -392,9 +404,9 @@ void Engine::release(const Claimed& claimed, const Effect& effect, Finished& don
   try {
     done.released = store_.release(claimed.key, claimed.attempt_token);
   } catch (const StoreError& e) {
-    throw StoreError(std::string(e.what()) + "; " + effect.performed() +
-                         " but the key could not be released",
-                     e.failure());
+    throw StoreError(
+        std::string(e.what()) + "; " + effect.performed() + " but the key could not be released",
+        e.failure());
   }
 }
 

@@ -98,8 +98,8 @@ struct Claimed {
   // claimed: the status of the record the attempt replaced (nullopt: none), which tells a
   // success after a failure (a notification's `recovered`).
   std::optional<core::Status> replaced_status;
-  int64_t now_ms = 0;                    // the time of the look that decided
-  bool waited = false;                   // running: a wait began and ran out
+  int64_t now_ms = 0;   // the time of the look that decided
+  bool waited = false;  // running: a wait began and ran out
 };
 
 // The attempt an effect carries out.

@@ -61,8 +61,7 @@ std::variant<std::string, NoKeyFound, Answer> find_key(const Hook& hook, const D
     key = *value;
   } else if (source->kind == KeySource::form) {
     std::vector<std::string> values = form_values(d.body, source->name);
-    if (values.empty())
-      return no_key_found("the form-encoded body has no field " + source->name);
+    if (values.empty()) return no_key_found("the form-encoded body has no field " + source->name);
     // Which of two would be the key is anyone's guess: refuse rather than pick.
     if (values.size() > 1)
       return problem(400, "Bad idempotency key",
@@ -135,8 +134,8 @@ Answer accepted(const std::string& key, const std::string& outcome) {
   Answer a;
   a.status = 202;
   a.content_type = "application/json";
-  a.body = nlohmann::json{{"status", "accepted"}, {"key", key.empty() ? nlohmann::json(nullptr)
-                                                                       : nlohmann::json(key)}}
+  a.body = nlohmann::json{{"status", "accepted"},
+                          {"key", key.empty() ? nlohmann::json(nullptr) : nlohmann::json(key)}}
                .dump() +
            "\n";
   a.key = key;
@@ -197,16 +196,16 @@ class HookEffect final : public CommandDelivery {
       // The client must be able to tell a cut answer from a whole one.
       if (result.output.truncated()) a.headers.emplace_back(k_truncated_header, "true");
     } else if (result.timed_out) {
-      a = problem(504, "Handler timed out",
-                  "the handler did not finish within " + std::to_string(hook_.timeout_ms / 1000) +
-                      "s");
+      a = problem(
+          504, "Handler timed out",
+          "the handler did not finish within " + std::to_string(hook_.timeout_ms / 1000) + "s");
       a.outcome = "timeout";
       o.note = "stopped by the hook's timeout";
     } else {
-      std::string why = !result.started
-                            ? std::string("could not start: ") + strerror(result.exec_errno)
-                        : result.signal ? "handler killed by signal " + std::to_string(*result.signal)
-                                        : "handler exited " + std::to_string(*result.exit_code);
+      std::string why =
+          !result.started ? std::string("could not start: ") + strerror(result.exec_errno)
+          : result.signal ? "handler killed by signal " + std::to_string(*result.signal)
+                          : "handler exited " + std::to_string(*result.exit_code);
       a = problem(500, "Handler failed", why);
       a.outcome = "failed";
       o.note = why;
@@ -356,9 +355,9 @@ Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
       break;
     case engine::ClaimVerdict::abandoned:
       if (hook.retry_abandoned) {  // still abandoned: processes it started are alive
-        a = problem(409, "Earlier delivery still running",
-                    "the handler of " + shown +
-                        " was cut off, but processes it started are still running");
+        a = problem(
+            409, "Earlier delivery still running",
+            "the handler of " + shown + " was cut off, but processes it started are still running");
         a.headers.emplace_back("Retry-After", k_retry_after_running);
       } else {
         a = problem(409, "Earlier delivery abandoned",
@@ -414,7 +413,8 @@ Answer run_now(const std::string& key, const engine::Claimed& claimed, HookSlots
     engine.carry_out(claimed, *effect);
   } catch (const std::exception& e) {
     engine.record_failure(claimed, daemon_error(e));
-    Answer a = problem(500, "Delivery failed", "the daemon could not run the handler; its log says why");
+    Answer a =
+        problem(500, "Delivery failed", "the daemon could not run the handler; its log says why");
     a.error = e.what();
     a.key = key;
     a.outcome = "error";
@@ -521,7 +521,9 @@ std::string stored_request(const Hook& hook, const Delivery& d) {
     else
       value = value.get<std::string>() + ", " + v;
   }
-  return nlohmann::json{{"method", d.method}, {"path", d.path}, {"headers", headers},
+  return nlohmann::json{{"method", d.method},
+                        {"path", d.path},
+                        {"headers", headers},
                         {"body_b64", util::to_base64(d.body)}}
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

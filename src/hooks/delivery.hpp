@@ -65,7 +65,8 @@ std::vector<std::string> form_values(std::string_view body, std::string_view nam
 // Limits how many handlers of one hook run at once; further deliveries wait in a bounded queue.
 class HookSlots {
  public:
-  HookSlots(int max_running, int max_waiting) : max_running_(max_running), max_waiting_(max_waiting) {}
+  HookSlots(int max_running, int max_waiting)
+      : max_running_(max_running), max_waiting_(max_waiting) {}
   // Reserves a place (running or waiting); false when both are full (answer 503).
   bool reserve();
   void force_reserve();  // a reservation past the limits, for a claim that must run
@@ -74,7 +75,7 @@ class HookSlots {
   int max_waiting() const { return max_waiting_; }
   // Waits for a running slot for a reservation.
   void acquire();
-  void release();           // after acquire()
+  void release();             // after acquire()
   void cancel_reservation();  // a reservation that never ran
 
   // A running slot for a reservation, held for its scope: acquired (waiting for one) when made,
@@ -103,7 +104,7 @@ struct DeliveryServices {
   // The daemon's store connections (opened with its --busy-timeout); shared so that a
   // background run keeps them alive.
   std::shared_ptr<store::StoreProvider> stores;
-  core::Owner owner;  // the daemon
+  core::Owner owner;    // the daemon
   engine::Front front;  // the daemon's (its lease only on a store shared by hosts)
   // Runs `fn` in the background and counts it as in flight (for the SIGTERM drain); logs what
   // it throws.

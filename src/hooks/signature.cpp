@@ -1,6 +1,5 @@
 #include "hooks/signature.hpp"
 
-
 #include <charconv>
 #include <climits>
 #include <stdexcept>

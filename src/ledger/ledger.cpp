@@ -48,8 +48,8 @@ Answer json_answer(int status, const json& body, const char* outcome, const std:
   return a;
 }
 
-Answer refusal(int status, const std::string& title, const std::string& detail,
-               const char* outcome, const std::string& key) {
+Answer refusal(int status, const std::string& title, const std::string& detail, const char* outcome,
+               const std::string& key) {
   Answer a = problem(status, title, detail);
   a.outcome = outcome;
   a.key = key;
@@ -57,8 +57,8 @@ Answer refusal(int status, const std::string& title, const std::string& detail,
 }
 
 Answer bad_request(const BadField& bad) {
-  json body{{"type", "about:blank"}, {"title", "Bad request"}, {"status", 400},
-            {"detail", bad.detail}};
+  json body{
+      {"type", "about:blank"}, {"title", "Bad request"}, {"status", 400}, {"detail", bad.detail}};
   if (!bad.field.empty()) body["field"] = bad.field;
   Answer a = json_answer(400, body, "bad_request", "");
   a.content_type = "application/problem+json";
@@ -73,9 +73,8 @@ std::string shown(const std::string& key) { return "key '" + core::display_key(k
 json shown_record(const core::Record& r, int64_t now_ms,
                   const store::HistoryPage* history = nullptr) {
   const bool gone = core::owner_counts_gone(r, now_ms, proc::owner_gone);
-  json j = core::record_detail_json(r, now_ms, gone,
-                                    proc::process_group_alive(r.owner, r.process_group,
-                                                              core::attempt_mark(r)));
+  json j = core::record_detail_json(
+      r, now_ms, gone, proc::process_group_alive(r.owner, r.process_group, core::attempt_mark(r)));
   if (history) {
     j["attempts"] = core::history_array(history->entries);
     j["earlier_attempts"] = history->earlier();
@@ -95,9 +94,9 @@ engine::AttemptRequest claim_request(const ClaimCall& call, const core::Owner& o
   req.claim.owner = owner;
   req.claim.ttl_ms = call.ttl_ms;
   // The lease is kept with the claim: a heartbeat that names none renews for as long.
-  req.claim.request = json{{"api", "ledger"}, {"fingerprint", call.fingerprint},
-                           {"lease_ms", call.lease_ms}}
-                          .dump(-1, ' ', false, json::error_handler_t::replace);
+  req.claim.request =
+      json{{"api", "ledger"}, {"fingerprint", call.fingerprint}, {"lease_ms", call.lease_ms}}.dump(
+          -1, ' ', false, json::error_handler_t::replace);
   req.claim.policy = core::Policy{false, call.retry_abandoned};
   req.claim.lease_ms = call.lease_ms;
   return req;  // no wait: a held key is answered 409 at once, the client retries
@@ -118,14 +117,15 @@ Answer claim_answer(const ClaimCall& call, const engine::Claimed& c, int64_t now
                          call.key);
     case engine::ClaimVerdict::conflict:
       return refusal(422, "Key reused with another fingerprint",
-                     shown(call.key) + " was claimed before for something else (another "
-                                       "fingerprint, or another kind of attempt)",
+                     shown(call.key) +
+                         " was claimed before for something else (another "
+                         "fingerprint, or another kind of attempt)",
                      "conflict", call.key);
     case engine::ClaimVerdict::running: {
-      Answer a = refusal(409, "Key is running",
-                         shown(call.key) + " is held by attempt " +
-                             std::to_string(c.existing->attempt) + " now",
-                         "running", call.key);
+      Answer a = refusal(
+          409, "Key is running",
+          shown(call.key) + " is held by attempt " + std::to_string(c.existing->attempt) + " now",
+          "running", call.key);
       a.headers.emplace_back("Retry-After", "1");
       return a;
     }
@@ -143,8 +143,9 @@ Answer claim_answer(const ClaimCall& call, const engine::Claimed& c, int64_t now
 
 // A token that is not the key's current running attempt's: nothing was changed.
 Answer stale(const std::string& key, const std::optional<core::Record>& r, int64_t now_ms) {
-  std::string where = !r ? "there is no record" : "it is at attempt " + std::to_string(r->attempt) +
-                                                      ", " + core::effective_status(*r, now_ms, false);
+  std::string where = !r ? "there is no record"
+                         : "it is at attempt " + std::to_string(r->attempt) + ", " +
+                               core::effective_status(*r, now_ms, false);
   return refusal(409, "Attempt is not current",
                  "the attempt_token is not that of the running attempt of " + shown(key) + " (" +
                      where + "); nothing changed",
@@ -157,7 +158,8 @@ bool holds(const std::optional<core::Record>& r, const std::string& token) {
 
 int64_t claimed_lease_ms(const core::Record& r) {
   json request = json::parse(r.request, nullptr, false);
-  if (request.is_object() && request.contains("lease_ms") && request["lease_ms"].is_number_integer())
+  if (request.is_object() && request.contains("lease_ms") &&
+      request["lease_ms"].is_number_integer())
     return std::max<int64_t>(request["lease_ms"].get<int64_t>(), k_ledger_min_lease_ms);
   return k_ledger_default_lease_ms;
 }
@@ -246,11 +248,10 @@ Answer Ledger::finish(std::string_view body) const {
     // attempt that another claim took over meanwhile is not overwritten.
     if (!engine.finish(call.key, record->attempt, outcome_of(call, now)))
       return stale(call.key, engine.current(call.key), now);
-    return json_answer(200,
-                       {{"key", call.key},
-                        {"attempt", record->attempt},
-                        {"status", core::to_string(call.status)}},
-                       "finished", call.key);
+    return json_answer(
+        200,
+        {{"key", call.key}, {"attempt", record->attempt}, {"status", core::to_string(call.status)}},
+        "finished", call.key);
   } catch (const std::exception& e) {
     return store_failure(e, call.key);
   }
@@ -342,9 +343,12 @@ std::optional<bool> force_of(std::string_view target) {
     const size_t amp = query.find('&');
     std::string_view pair = query.substr(0, amp);
     query.remove_prefix(amp == std::string_view::npos ? query.size() : amp + 1);
-    if (pair == "force=1" || pair == "force=true") force = true;
-    else if (pair == "force=0" || pair == "force=false") force = false;
-    else if (!pair.empty()) return std::nullopt;
+    if (pair == "force=1" || pair == "force=true")
+      force = true;
+    else if (pair == "force=0" || pair == "force=false")
+      force = false;
+    else if (!pair.empty())
+      return std::nullopt;
   }
   return force;
 }
@@ -358,13 +362,13 @@ class LedgerRoute final : public Route {
 
   Admission admit(const RequestHead& head) const override {
     const bool records = head.path.rfind(k_records_prefix, 0) == 0;
-    const bool allowed = records ? head.method == "GET" || head.method == "HEAD" ||
-                                       head.method == "DELETE"
-                                 : head.method == "POST";
+    const bool allowed =
+        records ? head.method == "GET" || head.method == "HEAD" || head.method == "DELETE"
+                : head.method == "POST";
     if (!allowed) {
-      Response r = to_ledger_response(refusal(
-          405, "Method not allowed", head.method + " is not allowed on " + head.path,
-          "bad_request", ""));
+      Response r = to_ledger_response(refusal(405, "Method not allowed",
+                                              head.method + " is not allowed on " + head.path,
+                                              "bad_request", ""));
       r.headers.emplace_back("Allow", records ? "GET, HEAD, DELETE" : "POST");
       return Admission{std::move(r), 0};
     }
@@ -405,7 +409,6 @@ class LedgerRoute final : public Route {
     return to_ledger_response(ledger_->remove(key, *force));
   }
 
-
  private:
   bool authorized(const RequestHead& head) const {
     auto value = head.headers.get("Authorization");
@@ -435,7 +438,7 @@ bool is_ledger_path(std::string_view path) {
 namespace {
 
 [[noreturn]] void refuse_token_file(const std::string& what, const std::string& path,
-                                   const std::string& why) {
+                                    const std::string& why) {
   throw StoreError(what + " " + path + " " + why);
 }
 
@@ -454,7 +457,8 @@ void make_parent_folders(const std::string& what, const std::string& path) {
 void create_token_file(const std::string& what, const std::string& path) {
   const std::string tmp = path + ".tmp." + util::random_hex(8);
   util::Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd.valid()) refuse_token_file(what, path, std::string("cannot be created: ") + std::strerror(errno));
+  if (!fd.valid())
+    refuse_token_file(what, path, std::string("cannot be created: ") + std::strerror(errno));
   ::fchmod(fd.get(), 0600);
   const std::string text = util::random_hex(32) + "\n";
   const bool written = util::write_all(fd.get(), text) && ::fsync(fd.get()) == 0;
@@ -483,24 +487,28 @@ std::string load_ledger_token(const std::string& path) {
 }
 
 std::string load_token_file(const std::string& path, const std::string& what) {
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
-    if (errno != ENOENT) refuse_token_file(what, path, std::string("cannot be read: ") + std::strerror(errno));
+    if (errno != ENOENT)
+      refuse_token_file(what, path, std::string("cannot be read: ") + std::strerror(errno));
     make_parent_folders(what, path);
     create_token_file(what, path);
   }
   util::Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid())
-    refuse_token_file(what, path, errno == ELOOP ? "is a symlink; refusing to follow it"
-                                           : std::string("cannot be read: ") + std::strerror(errno));
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) refuse_token_file(what, path, "is not a file");
+    refuse_token_file(what, path,
+                      errno == ELOOP ? "is a symlink; refusing to follow it"
+                                     : std::string("cannot be read: ") + std::strerror(errno));
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    refuse_token_file(what, path, "is not a file");
   if (st.st_uid != ::geteuid())
-    refuse_token_file(what, path, "is owned by uid " + std::to_string(st.st_uid) + ", not by this user");
+    refuse_token_file(what, path,
+                      "is owned by uid " + std::to_string(st.st_uid) + ", not by this user");
   if ((st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-    refuse_token_file(what, path, std::string("is open to other users (mode ") + mode +
-                                "); chmod 600 it");
+    refuse_token_file(what, path,
+                      std::string("is open to other users (mode ") + mode + "); chmod 600 it");
   }
   std::string text;
   char buf[256];

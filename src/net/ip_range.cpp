@@ -42,7 +42,8 @@ std::optional<IpAddress> parse_peer(std::string_view text) {
   size_t colon = text.rfind(':');
   if (colon == std::string_view::npos) return std::nullopt;
   std::string_view port = text.substr(colon + 1);
-  if (port.empty() || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+  if (port.empty() ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   std::string_view host = text.substr(0, colon);
   // An IPv6 address with a port must be bracketed; "::1:80" is itself an address.

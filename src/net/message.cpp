@@ -99,8 +99,7 @@ GoFormFields go_form_fields(std::string_view text) {
     std::optional<std::string> decoded_value = form_decode(value, true);
     if (!decoded_name || !decoded_value) {
       if (form.error.empty())
-        form.error =
-            "invalid URL escape in '" + syntax::excerpt(decoded_name ? value : name) + "'";
+        form.error = "invalid URL escape in '" + syntax::excerpt(decoded_name ? value : name) + "'";
       return;
     }
     form.fields.emplace_back(std::move(*decoded_name), std::move(*decoded_value));

@@ -150,8 +150,7 @@ std::string peer_address(const sockaddr_storage& ss) {
 class Session {
  public:
   Session(const ServerOptions& options, Handler& handler, Stream& stream, int wake_fd,
-          const std::atomic<bool>& stopping, std::string remote, int remote_port,
-          int64_t start_ms)
+          const std::atomic<bool>& stopping, std::string remote, int remote_port, int64_t start_ms)
       : options_(options),
         handler_(handler),
         stream_(stream),
@@ -483,7 +482,7 @@ void Server::listen_unix(const std::string& path, Handler& handler) {
   if (path.empty() || path.size() >= sizeof addr.sun_path)
     throw ListenError(shown + "a socket path must have 1 to " +
                       std::to_string(sizeof addr.sun_path - 1) + " bytes");
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) throw ListenError(shown + "a file that is not a socket is there");
     if (!stale_socket(path)) throw ListenError(shown + "another process listens there");
@@ -534,7 +533,7 @@ void Server::adopt_unix(util::Fd listener, Handler& handler) {
 
 void Server::remove_unix_socket() {
   if (unix_path_.empty()) return;
-  struct stat st{};
+  struct stat st {};
   // Only the file this server made: a successor may have replaced it already.
   if (::lstat(unix_path_.c_str(), &st) == 0 && uint64_t(st.st_dev) == unix_dev_ &&
       uint64_t(st.st_ino) == unix_ino_)
@@ -579,8 +578,8 @@ void Server::run() {
 void Server::accept_one(int listener, Handler& handler) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  int fd = ::accept4(listener, reinterpret_cast<sockaddr*>(&ss), &len,
-                     SOCK_CLOEXEC | SOCK_NONBLOCK);
+  int fd =
+      ::accept4(listener, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0) {
     // Out of descriptors: the pending connection stays in the backlog; do not spin on it.
     if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) ::usleep(10000);

@@ -30,7 +30,7 @@ class TlsContext;
 struct Request {
   RequestHead head;
   std::string body;
-  std::string remote;  // the peer's address, e.g. "127.0.0.1"
+  std::string remote;   // the peer's address, e.g. "127.0.0.1"
   int remote_port = 0;  // the peer's port; 0 on a Unix socket
 };
 
@@ -129,7 +129,7 @@ class Server {
     util::Fd fd;
     std::string remote;
     int remote_port = 0;
-    Handler* handler = nullptr;  // the listener's
+    Handler* handler = nullptr;             // the listener's
     std::shared_ptr<const TlsContext> tls;  // the TCP listener's when it speaks TLS
   };
   void accept_one(int listener, Handler& handler);
@@ -154,7 +154,7 @@ class Server {
   std::shared_ptr<const TlsContext> tls_;  // guarded by mutex_
   std::string unix_path_;
   uint64_t unix_dev_ = 0, unix_ino_ = 0;  // the socket file made, so stop removes only it
-  util::Fd wake_read_, wake_write_;  // readable once stop() is called: wakes every poll()
+  util::Fd wake_read_, wake_write_;       // readable once stop() is called: wakes every poll()
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> shed_{0};
   std::vector<Shed> shedding_;  // the accepting thread's alone; at most k_max_shedding

@@ -17,7 +17,7 @@ namespace idem::http {
 // address or a bracketed IPv6 one; PORT 80 when absent; a PREFIX, without a trailing '/', is put
 // before every forwarded path). Only http: the upstream is expected on loopback or a private net.
 struct UpstreamTarget {
-  std::string host;       // as given, brackets removed
+  std::string host;  // as given, brackets removed
   int port = 80;
   std::string authority;  // HOST[:PORT] as given: the forwarded Host header
   std::string prefix;     // "" or "/api"
@@ -28,7 +28,8 @@ UpstreamTarget parse_upstream_url(const std::string& source, const std::string& 
 
 struct UpstreamRequest {
   std::string method;
-  std::string target;  // origin-form as received: path and query ("/orders?x=1"); the prefix is added
+  std::string
+      target;  // origin-form as received: path and query ("/orders?x=1"); the prefix is added
   // Sent in this order, as given: the caller has removed hop-by-hop fields and set Host and any
   // X-Forwarded-*; the client adds Content-Length (and nothing else) from `body`.
   std::vector<std::pair<std::string, std::string>> headers;
@@ -47,9 +48,9 @@ struct UpstreamHead {
 class UpstreamError : public std::runtime_error {
  public:
   enum Kind {
-    connect,   // no connection (refused, unreachable, name not found): nothing was sent
-    timeout,   // the deadline passed before the answer was in (the request may have arrived)
-    broken,    // the connection failed or the answer was malformed after the request was sent
+    connect,  // no connection (refused, unreachable, name not found): nothing was sent
+    timeout,  // the deadline passed before the answer was in (the request may have arrived)
+    broken,   // the connection failed or the answer was malformed after the request was sent
   };
   // `sent`: whether any byte of the request may have left for the upstream (by default, for
   // every kind but connect).

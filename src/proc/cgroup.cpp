@@ -162,7 +162,7 @@ void signal_members(const std::string& path, int sig) {
   }
 }
 
-bool wait_empty(const std::string& path, int64_t ms) {
+bool wait_until_empty(const std::string& path, int64_t ms) {
   const int64_t give_up = util::monotonic_ms() + ms;
   for (;;) {
     const CgroupLook look = look_at_cgroup(path);
@@ -254,8 +254,8 @@ CgroupUse cgroup_use() {
     return {false, "attempts have their process group only (" + home.why_not +
                        "): processes that leave it (setsid) are not seen as leftovers"};
   // A try, as the first attempt would: the mount may refuse what access() allowed.
-  const std::string probe = home.mount + child_path(home.own, "idem-doctor-" +
-                                                                  std::to_string(::getpid()));
+  const std::string probe =
+      home.mount + child_path(home.own, "idem-doctor-" + std::to_string(::getpid()));
   if (::mkdir(probe.c_str(), 0755) != 0)
     return {false, "attempts have their process group only (a cgroup cannot be made under " +
                        home.mount + home.own + ": " + std::strerror(errno) +
@@ -317,11 +317,11 @@ CgroupLook look_at_cgroup(const std::string& path) {
 bool kill_cgroup(const std::string& path, int64_t grace_ms) {
   signal_members(path, SIGTERM);
   signal_members(path, SIGCONT);  // a stopped member must run to act on TERM
-  if (!wait_empty(path, grace_ms)) {
+  if (!wait_until_empty(path, grace_ms)) {
     // cgroup.kill (Linux 5.14) reaches every process at once, those forked meanwhile too.
     if (!write_small_file(cgroup_home().mount + path + "/cgroup.kill", "1"))
       signal_members(path, SIGKILL);
-    if (!wait_empty(path, std::max<int64_t>(grace_ms, 1000))) return false;
+    if (!wait_until_empty(path, std::max<int64_t>(grace_ms, 1000))) return false;
   }
   remove_tree(path);
   return true;

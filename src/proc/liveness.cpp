@@ -176,8 +176,7 @@ bool environment_holds(pid_t pid, const std::string& entry) {
 // Scans /proc for the live (not zombie) members of `group`: kill(-pgid, 0) alone would count
 // zombies, which can do no more work. With `proving`, stops at the first member proven the
 // attempt's (the leader of the recorded start time, or one whose environment holds `mark_entry`).
-GroupLook scan_group(const core::ProcessGroup& group, const std::string& mark_entry,
-                     bool proving) {
+GroupLook scan_group(const core::ProcessGroup& group, const std::string& mark_entry, bool proving) {
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr) return GroupLook::unproven;  // members may live; none can be proven
   GroupLook found = GroupLook::empty;
@@ -219,9 +218,12 @@ GroupLook look_at_group(const core::Owner& owner, const core::ProcessGroup& grou
   if (recorded_cgroup(group)) {
     switch (look_at_cgroup(group.cgroup)) {
       case CgroupLook::gone:
-      case CgroupLook::empty: return GroupLook::empty;
-      case CgroupLook::populated: return GroupLook::ours;
-      case CgroupLook::unreadable: break;  // the process group tells, as without a cgroup
+      case CgroupLook::empty:
+        return GroupLook::empty;
+      case CgroupLook::populated:
+        return GroupLook::ours;
+      case CgroupLook::unreadable:
+        break;  // the process group tells, as without a cgroup
     }
   }
   if (::kill(-pid_t(group.pgid), 0) != 0 && errno == ESRCH) return GroupLook::empty;
@@ -233,8 +235,8 @@ GroupLook look_at_group(const core::Owner& owner, const core::ProcessGroup& grou
   // The leader is gone: the group's number is free for another group once the last member
   // ends, so a member is the attempt's only by its mark. A group without one (begin's caller's)
   // has only its number: any live member counts, as before marks.
-  if (mark.empty()) return scan_group(group, "", false) == GroupLook::empty ? GroupLook::empty
-                                                                           : GroupLook::ours;
+  if (mark.empty())
+    return scan_group(group, "", false) == GroupLook::empty ? GroupLook::empty : GroupLook::ours;
   return scan_group(group, std::string(core::k_attempt_mark_env) + "=" + mark, true);
 }
 

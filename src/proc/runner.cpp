@@ -65,8 +65,7 @@ struct Pipe {
 
 Pipe make_pipe() {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0)
-    throw os_error("pipe", errno);
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw os_error("pipe", errno);
   return Pipe{util::Fd(fds[0]), util::Fd(fds[1])};
 }
 
@@ -621,7 +620,7 @@ class Watch {
   int64_t kill_at_ = -1;      // monotonic ms of the KILL after a grace; -1: none
   int64_t drain_until_ = -1;  // monotonic ms the pipes are closed at, once the command exited
   bool exited_ = false;
-  bool group_gone_ = false;  // under wait_group: nothing of the group is left after the leader
+  bool group_gone_ = false;    // under wait_group: nothing of the group is left after the leader
   bool group_killed_ = false;  // the group got its KILL (a grace ran out)
   int wait_status_ = 0;
   // On the heap: the Watch is on the stack, which may be 64 KiB in all (`ulimit -s 64`).
@@ -647,8 +646,7 @@ bool one_ordered_destination(const RunSpec& spec) {
 
 void install_child_handlers() {
   if (g_signal_pipe[0] < 0) {
-    if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-      throw os_error("pipe", errno);
+    if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw os_error("pipe", errno);
   }
   handle(SIGCHLD);
   ::signal(SIGPIPE, SIG_IGN);
@@ -677,8 +675,7 @@ RunSpec as_run(const RunSpec& spec) {
   return run;
 }
 
-RunResult watch_to_end(const RunSpec& spec, Child& child, RunResult& result,
-                       Terminal& terminal) {
+RunResult watch_to_end(const RunSpec& spec, Child& child, RunResult& result, Terminal& terminal) {
   Watch watch(spec, child, result, terminal);
   watch.loop();
   watch.finish();

@@ -117,8 +117,7 @@ class PerCallStore final : public store::Store {
   void count_replays(std::span<const store::ReplayCount> counts) override {
     stores_->lease()->count_replays(counts);
   }
-  store::ListStop list(const store::ListQuery& query,
-                       const store::RecordVisitor& visit) override {
+  store::ListStop list(const store::ListQuery& query, const store::RecordVisitor& visit) override {
     return stores_->lease()->list(query, visit);
   }
   store::RemoveResult remove(const std::string& key, bool force,

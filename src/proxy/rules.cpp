@@ -38,8 +38,8 @@ std::optional<std::string> joined(const Headers& headers, std::string_view name)
 }
 
 // An RFC 8941 sf-string: DQUOTE *( unescaped / escaped ) DQUOTE, escaped a backslash before
-// DQUOTE or a backslash, unescaped printable ASCII but those two. Nothing may follow but whitespace (parameters are refused:
-// the key is the whole field).
+// DQUOTE or a backslash, unescaped printable ASCII but those two. Nothing may follow but whitespace
+// (parameters are refused: the key is the whole field).
 KeyReading unquote(std::string_view value) {
   KeyReading r;
   r.kind = KeyReading::malformed;
@@ -115,8 +115,8 @@ KeyReading read_idempotency_key(const Headers& headers) {
   }
   if (r.key.size() > core::k_max_key_bytes) {
     r.kind = KeyReading::malformed;
-    r.reason = "Idempotency-Key is " + std::to_string(r.key.size()) +
-               " bytes long; the limit is " + std::to_string(core::k_max_key_bytes);
+    r.reason = "Idempotency-Key is " + std::to_string(r.key.size()) + " bytes long; the limit is " +
+               std::to_string(core::k_max_key_bytes);
   } else if (auto why = core::key_problem(r.key)) {
     r.kind = KeyReading::malformed;
     r.reason = "Idempotency-Key: " + *why;
@@ -150,8 +150,9 @@ std::string request_fingerprint(const RequestHead& head, std::string_view body) 
   f.add_field("method", head.method);
   f.add_field("path", head.path);
   const size_t question = head.target.find('?');
-  f.add_field("query", question == std::string::npos ? std::string_view()
-                                                     : std::string_view(head.target).substr(question + 1));
+  f.add_field("query", question == std::string::npos
+                           ? std::string_view()
+                           : std::string_view(head.target).substr(question + 1));
   f.add_field("body", body);
   return f.hex();
 }
@@ -160,7 +161,9 @@ std::string proxy_stored_request(const RequestHead& head, std::string_view body)
   nlohmann::json headers = nlohmann::json::array();
   for (const auto& [n, v] : head.headers.fields())
     headers.push_back({n, is_credential(n) ? std::string("[redacted]") : v});
-  return nlohmann::json{{"method", head.method}, {"path", head.target}, {"headers", headers},
+  return nlohmann::json{{"method", head.method},
+                        {"path", head.target},
+                        {"headers", headers},
                         {"body_b64", util::to_base64(body)}}
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -209,7 +212,8 @@ std::vector<std::pair<std::string, std::string>> forwarded_headers(const Request
   }
   out.emplace_back("Host", target.authority);
   out.emplace_back("X-Forwarded-For", forwarded_for ? *forwarded_for + ", " + remote : remote);
-  if (auto host = head.headers.get("Host")) out.emplace_back("X-Forwarded-Host", std::string(*host));
+  if (auto host = head.headers.get("Host"))
+    out.emplace_back("X-Forwarded-Host", std::string(*host));
   out.emplace_back("X-Forwarded-Proto", "http");
   return out;
 }

@@ -96,8 +96,9 @@ bool prefix_takes(std::string_view prefix, std::string_view path);
 inline constexpr std::string_view k_idempotency_key = "Idempotency-Key";
 
 // The Idempotency-Key of a request: a structured-field string (RFC 8941: "abc", with backslash
-// escapes of '"' and itself, printable ASCII) or a bare value (what most clients send: a UUID, Stripe's
-// "stripe-node-retry-<uuid>"), which must be a valid key (core/key.hpp) and not start with '"'.
+// escapes of '"' and itself, printable ASCII) or a bare value (what most clients send: a UUID,
+// Stripe's "stripe-node-retry-<uuid>"), which must be a valid key (core/key.hpp) and not start with
+// '"'.
 struct KeyReading {
   enum Kind { ok, missing, malformed } kind = missing;
   std::string key;     // ok: the key, unquoted

@@ -265,8 +265,8 @@ class Daemon {
               {"signal", proc::signal_name(sig)},
               {"grace_ms", options_.grace_ms}});
     // Notify commands end before then, each with its log line.
-    const int64_t reserve = std::clamp<int64_t>(options_.grace_ms / 5, k_notify_report_min_ms,
-                                                k_notify_report_max_ms);
+    const int64_t reserve =
+        std::clamp<int64_t>(options_.grace_ms / 5, k_notify_report_min_ms, k_notify_report_max_ms);
     services_.front.notifier->finish_by(util::monotonic_ms() + options_.grace_ms - reserve);
     // Past the grace period, leave: unfinished handlers show as abandoned, never as done.
     std::thread([grace = options_.grace_ms, pidfile = options_.pidfile] {
@@ -314,9 +314,9 @@ int run_daemon(const DaemonOptions& options) {
   DaemonOptions opts = options;
   opts.tcp_loopback = !passed.tcp && is_loopback_address(host);
   // Checked now, before anything starts: a bad --ui-listen is a usage error.
-  opts.ui_loopback = opts.ui_listen.empty() ||
-                     is_loopback_address(
-                         parse_listen(opts.ui_listen, opts.allow_remote, "--ui-listen").first);
+  opts.ui_loopback =
+      opts.ui_listen.empty() ||
+      is_loopback_address(parse_listen(opts.ui_listen, opts.allow_remote, "--ui-listen").first);
   if (!opts.pidfile.empty()) PidFile::check(opts.pidfile);
   Daemon daemon(opts, load_all(opts), std::move(passed));
   return daemon.run(host, port);

@@ -33,12 +33,12 @@ struct DaemonOptions {
   bool tcp_loopback = true;
   std::string listen = "127.0.0.1:8787";
   bool allow_remote = false;
-  store::StoreLocation store;     // resolved (--store, IDEM_STORE, --db, IDEM_DB, default)
-  std::string port_file;          // if set, the bound port is written there once listening
-  int max_connections = 64;  // connections served at once; as many more may wait; beyond, closed
+  store::StoreLocation store;  // resolved (--store, IDEM_STORE, --db, IDEM_DB, default)
+  std::string port_file;       // if set, the bound port is written there once listening
+  int max_connections = 64;    // connections served at once; as many more may wait; beyond, closed
   int64_t request_timeout_ms = 10000;  // whole-request deadline (headers and body)
-  int64_t grace_ms = 30000;       // SIGTERM: how long in-flight handlers may finish
-  int64_t busy_timeout_ms = 3000;  // how long a delivery (or /healthz) waits for a locked store
+  int64_t grace_ms = 30000;            // SIGTERM: how long in-flight handlers may finish
+  int64_t busy_timeout_ms = 3000;      // how long a delivery (or /healthz) waits for a locked store
   // Attempts of a key its history keeps (store::StoreOptions); nothing: $IDEM_KEEP_ATTEMPTS,
   // else 100.
   std::optional<int64_t> keep_attempts;

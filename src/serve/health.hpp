@@ -22,7 +22,8 @@ class StoreHealth {
   // store, less than a delivery's --busy-timeout may allow, and a connection's busy timeout is
   // fixed when it is opened.
   StoreHealth(const store::StoreLocation& where, int64_t busy_timeout_ms)
-      : stores_(where, store::StoreOptions{std::min<int64_t>(busy_timeout_ms, 1000), std::nullopt}, 1) {}
+      : stores_(where, store::StoreOptions{std::min<int64_t>(busy_timeout_ms, 1000), std::nullopt},
+                1) {}
 
   // Why the store cannot be used (for the log; it names the file), or nothing when it can.
   std::optional<std::string> problem() {

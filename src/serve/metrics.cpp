@@ -17,7 +17,8 @@ std::string Metrics::render(int64_t shed) {
   for (const auto& [k, n] : deliveries_)
     if (k.second == "replayed")
       out << "idem_replays_total{hook=\"" << k.first << "\"} " << n << "\n";
-  out << "# HELP idem_connections_shed_total Connections over the cap (--max-connections): answered 503 and closed.\n"
+  out << "# HELP idem_connections_shed_total Connections over the cap (--max-connections): "
+         "answered 503 and closed.\n"
          "# TYPE idem_connections_shed_total counter\n"
       << "idem_connections_shed_total " << shed << "\n";
   out << "# HELP idem_in_flight Deliveries being handled now.\n# TYPE idem_in_flight gauge\n";

@@ -53,8 +53,7 @@ std::string refusal_outcome(int status) {
 // then logs and counts every answer.
 class Router final : public Handler {
  public:
-  Router(std::function<std::shared_ptr<const State>()> current, Metrics& metrics,
-         Listener listener)
+  Router(std::function<std::shared_ptr<const State>()> current, Metrics& metrics, Listener listener)
       : current_(std::move(current)), metrics_(metrics), listener_(listener) {}
 
   Admission admit(const RequestHead& head) override {

@@ -27,9 +27,9 @@ class BuiltinRoute : public Route {
     if (loopback_ && head.headers.count("Host") != 0) {
       auto host = head.headers.get("Host");
       if (!host || head.headers.count("Host") != 1 || !is_loopback_host(*host))
-        return Admission{to_response(problem(403, "Forbidden",
-                                             "this address answers only to a loopback Host")),
-                         0};
+        return Admission{
+            to_response(problem(403, "Forbidden", "this address answers only to a loopback Host")),
+            0};
     }
     if (head.method == "GET" || head.method == "HEAD") return Admission{std::nullopt, k_max_body};
     Response r = to_response(

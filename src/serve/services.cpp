@@ -34,12 +34,10 @@ std::shared_ptr<engine::Notifier> daemon_notifier(Background& background) {
   options.report = [](const engine::NotifyReport& r) {
     using Result = engine::NotifyReport::Result;
     static constexpr size_t k_logged_output = 2048;
-    nlohmann::json line{{"time", now_iso()},
-                        {"event", r.result == Result::ran ? "notified" : "notify_failed"},
-                        {"key", r.key},
-                        {"notify_event", std::string(core::to_string(r.event))},
-                        {"message", r.text()},
-                        {"duration_ms", r.duration_ms}};
+    nlohmann::json line{
+        {"time", now_iso()},   {"event", r.result == Result::ran ? "notified" : "notify_failed"},
+        {"key", r.key},        {"notify_event", std::string(core::to_string(r.event))},
+        {"message", r.text()}, {"duration_ms", r.duration_ms}};
     if (r.result != Result::dropped) line["exit_code"] = r.exit_code;
     if (!r.output.empty()) {
       // Its first bytes: enough to say why, never a flood in the log.

@@ -81,7 +81,8 @@ std::shared_ptr<const Route> make_ui_route(
       std::shared_ptr<store::StoreProvider> provider;
       std::unique_ptr<store::OutputReader> reader;  // dropped first
     };
-    auto held = std::make_shared<Held>(Held{stores, store::leased_output(stores->lease(), r.key, r.attempt)});
+    auto held = std::make_shared<Held>(
+        Held{stores, store::leased_output(stores->lease(), r.key, r.attempt)});
     if (!held->reader) return [](int64_t, int64_t) { return std::string(); };
     return [held](int64_t offset, int64_t length) { return held->reader->read(offset, length); };
   };

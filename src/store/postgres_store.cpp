@@ -86,8 +86,7 @@ Record read_record(const Result& r, int row) {
   rec.note = r.bytes_at(row, 19);
   // A stored answer that does not decode reads as none rather than failing every read.
   if (!r.is_null(row, 20)) rec.response = core::decode_response(r.bytes_at(row, 20));
-  rec.process_group =
-      core::ProcessGroup{r.int_at(row, 21), r.int_at(row, 22), r.bytes_at(row, 30)};
+  rec.process_group = core::ProcessGroup{r.int_at(row, 21), r.int_at(row, 22), r.bytes_at(row, 30)};
   rec.attempt_token = r.bytes_at(row, 23);
   rec.lease_expires_ms = r.int_at(row, 24);
   rec.replay_failures = r.int_at(row, 25) != 0;
@@ -239,8 +238,7 @@ class PostgresStore final : public Store {
     return std::make_unique<RangeReader>(*this, key, attempt);
   }
 
-  std::string read_range(const std::string& key, int64_t attempt, int64_t offset,
-                         int64_t length) {
+  std::string read_range(const std::string& key, int64_t attempt, int64_t offset, int64_t length) {
     if (offset < 0 || length <= 0 || offset >= core::k_store_row_limit) return {};
     length = std::min(length, core::k_store_row_limit);
     return guarded("read the output", [&] {

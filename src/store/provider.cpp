@@ -78,7 +78,7 @@ std::unique_ptr<OutputReader> leased_output(StoreProvider::Lease lease, const st
     }
 
    private:
-    StoreProvider::Lease lease_;             // declared first: given back last,
+    StoreProvider::Lease lease_;            // declared first: given back last,
     std::unique_ptr<OutputReader> reader_;  // after the reader that uses its connection
   };
   std::unique_ptr<OutputReader> reader = lease->open_output(key, attempt);

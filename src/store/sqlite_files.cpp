@@ -108,7 +108,8 @@ mode_t prepare_db_file(const std::string& path, Created& created) {
   // SQLite's own open of it: refused unless the user says so (docs/internals.md).
   if (!store::shared_folders_allowed())
     if (auto why = shared_folder(parent_dir(path)))
-      throw StoreError(*why + " (a -wal planted there would be believed); refusing it: move the "
+      throw StoreError(*why +
+                       " (a -wal planted there would be believed); refusing it: move the "
                        "store to a private folder, or set IDEM_ALLOW_SHARED_FOLDER=1");
   for (const char* suffix : {"-wal", "-shm", "-journal"}) refuse_odd_companion(path + suffix);
   for (int tries = 0; tries < 2; ++tries) {

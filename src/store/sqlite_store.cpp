@@ -200,7 +200,8 @@ class SqliteStore final : public Store {
     std::vector<bool> written(records.size(), false);
     batched(true, [&](Connection db) {
       for (size_t i = 0; i < records.size(); ++i)
-        written[i] = put_in(db, records[i], replace, i < histories.size() ? histories[i] : k_no_history);
+        written[i] =
+            put_in(db, records[i], replace, i < histories.size() ? histories[i] : k_no_history);
     });
     checkpoint_if_wal_large();
     return written;
@@ -803,7 +804,7 @@ class SqliteStore final : public Store {
   sqlite3* db_ = nullptr;
   StatementCache statements_;  // db_'s, finalized before it closes
   int64_t busy_timeout_ms_;
-  int64_t keep_attempts_;  // StoreOptions::keep_attempts
+  int64_t keep_attempts_;             // StoreOptions::keep_attempts
   std::shared_ptr<Writers> writers_;  // this process's writers of the file
   // The claim this connection committed unsynced (key, attempt): the next record of its process
   // group is synced to make it durable (set_process_group).

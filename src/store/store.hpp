@@ -63,9 +63,9 @@ struct ClaimRequest {
 
 struct ClaimResult {
   core::Verdict verdict;
-  int64_t attempt = 0;                  // the claimed attempt when verdict == claim
-  std::string attempt_token;            // its capability, for heartbeat and release (claim only)
-  int64_t lease_expires_ms = 0;         // its lease (claim only); 0: none
+  int64_t attempt = 0;                   // the claimed attempt when verdict == claim
+  std::string attempt_token;             // its capability, for heartbeat and release (claim only)
+  int64_t lease_expires_ms = 0;          // its lease (claim only); 0: none
   std::optional<core::Record> existing;  // the record that decided a non-claim verdict
   // claim: the status of the record the new attempt replaced (abandoned if this claim marked it
   // so); nullopt for a key that had none. What a notification of its end compares with.
@@ -90,7 +90,7 @@ struct ListQuery {
   // ms; 0: no bound), read as a range of the newest-first index.
   int64_t since_ms = 0;
   int64_t until_ms = 0;
-  int64_t limit = 0;   // 0: no limit
+  int64_t limit = 0;       // 0: no limit
   bool keys_only = false;  // visit records that carry only their key (cheaper: index only)
   int64_t now_ms = 0;
   // A keyset cursor: only records listed after the one that started at `first` with key
@@ -208,8 +208,8 @@ class Store {
   // the key's current running attempt's, or its lease ran out by now_ms: from its expiry an attempt
   // counts as abandoned whether or not a claim has looked at it yet, so a late heartbeat cannot
   // bring it back. Durable on return.
-  virtual bool heartbeat(const std::string& key, const std::string& attempt_token,
-                         int64_t lease_ms, int64_t now_ms) = 0;
+  virtual bool heartbeat(const std::string& key, const std::string& attempt_token, int64_t lease_ms,
+                         int64_t now_ms) = 0;
 
   // Gives up the running attempt holding `attempt_token` without an outcome, so that the next
   // claim decides as if this attempt had never been claimed (a proxy does this rather than store
@@ -232,8 +232,7 @@ class Store {
   // Only the bytes asked for are read (SQLite: blob I/O; PostgreSQL: substring()).
   virtual std::unique_ptr<OutputReader> open_output(const std::string& key, int64_t attempt) = 0;
   // One range of it (open_output, read): empty when there is none.
-  std::string read_output(const std::string& key, int64_t attempt, int64_t offset,
-                          int64_t length) {
+  std::string read_output(const std::string& key, int64_t attempt, int64_t offset, int64_t length) {
     std::unique_ptr<OutputReader> reader = open_output(key, attempt);
     return reader ? reader->read(offset, length) : std::string();
   }

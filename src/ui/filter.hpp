@@ -18,11 +18,11 @@ using UiCursor = std::pair<int64_t, std::string>;
 
 struct UiFilter {
   std::optional<core::Status> status;  // status=running|succeeded|failed|abandoned
-  std::string front;  // front=NAME as `idem ls --front` (run, each, begin, hook, ...); empty: any
-  std::string hook;                    // hook=PATH: a native hook's records ("PATH#...")
-  std::string prefix;                  // prefix=TEXT: keys starting so (after hook's "PATH#")
-  int64_t since_ms = 0;                // since=YYYY-MM-DDTHH:MM[:SS] (UTC): started at or after
-  int64_t until_ms = 0;                // until=...: started before
+  std::string front;   // front=NAME as `idem ls --front` (run, each, begin, hook, ...); empty: any
+  std::string hook;    // hook=PATH: a native hook's records ("PATH#...")
+  std::string prefix;  // prefix=TEXT: keys starting so (after hook's "PATH#")
+  int64_t since_ms = 0;  // since=YYYY-MM-DDTHH:MM[:SS] (UTC): started at or after
+  int64_t until_ms = 0;  // until=...: started before
   // result=2xx|3xx|4xx|5xx (the stored HTTP status) or exit0|exit_nonzero (the exit code):
   // core::result_class.
   std::string result;

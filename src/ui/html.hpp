@@ -25,5 +25,4 @@ std::optional<std::vector<std::pair<std::string, std::string>>> parse_form(std::
 // The value of cookie `name` of a Cookie header ("a=b; c=d"); nullopt when absent.
 std::optional<std::string> cookie_value(std::string_view header, std::string_view name);
 
-
 }  // namespace idem::http

@@ -160,9 +160,10 @@ std::string render_ui_list(const UiPage& page, int64_t now_ms, const std::string
   // The failed deliveries shown, and only they: the form names their keys.
   if (!page.rerunnable.empty()) {
     const std::string n = std::to_string(page.rerunnable.size());
-    out += "<form method=\"post\" action=\"/ui/rerun-failed\" class=\"inline confirm\" "
-           "data-confirm=\"Re-run the " +
-           n + " failed deliveries shown?\">" + csrf_field(csrf);
+    out +=
+        "<form method=\"post\" action=\"/ui/rerun-failed\" class=\"inline confirm\" "
+        "data-confirm=\"Re-run the " +
+        n + " failed deliveries shown?\">" + csrf_field(csrf);
     for (const std::string& key : page.rerunnable)
       out += "<input type=\"hidden\" name=\"key\" value=\"" + html_escape(key) + "\">";
     out += "<button type=\"submit\" id=\"rerun-failed\">Re-run the " + n +
@@ -170,8 +171,8 @@ std::string render_ui_list(const UiPage& page, int64_t now_ms, const std::string
   }
   if (!page.progress.empty())
     out += std::string("<span id=\"progress\" role=\"status\"") +
-           (page.progress_active ? " data-active=\"1\"" : "") + ">" +
-           html_escape(page.progress) + "</span>";
+           (page.progress_active ? " data-active=\"1\"" : "") + ">" + html_escape(page.progress) +
+           "</span>";
   out += "</div>";
   out +=
       "<table class=\"records\"><thead><tr><th>Started</th><th>Key</th><th>Front</th>"
@@ -232,9 +233,9 @@ std::string ui_stream_block(const core::Record& r, const UiStream& s, const char
     out += "None in the part of the output read for this page. ";
   else if (s.size < 0)
     out += "The first " + std::to_string(s.head.size()) + " bytes. ";
-  out += "<a id=\"download-" + std::string(name) + "\" href=\"/ui/output?key=" +
-         html_escape(url_component(r.key)) + "&amp;stream=" + name + "\" download>Download " +
-         name + "</a>";
+  out += "<a id=\"download-" + std::string(name) +
+         "\" href=\"/ui/output?key=" + html_escape(url_component(r.key)) + "&amp;stream=" + name +
+         "\" download>Download " + name + "</a>";
   if (s.size >= 0) out += " (" + std::to_string(s.size) + " bytes)";
   return out + "</p>";
 }

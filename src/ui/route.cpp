@@ -111,14 +111,16 @@ class UiRoute final : public Route {
                            (post && head.method == "POST");
       if (!allowed) {
         Response r = ui_message(405, "Method not allowed", head.method + " is not allowed here");
-        r.headers.emplace_back("Allow", get && post ? "GET, HEAD, POST" : get ? "GET, HEAD" : "POST");
+        r.headers.emplace_back("Allow", get && post ? "GET, HEAD, POST"
+                                        : get       ? "GET, HEAD"
+                                                    : "POST");
         return refuse(std::move(r));
       }
     }
     if (!ui_public_path(head.path) && !authorized(head)) {
       const bool expired = !session_of(head).empty();
-      Response r = ui_html(401, render_ui_login(expired ? "Your session has ended: log in again."
-                                                        : ""));
+      Response r =
+          ui_html(401, render_ui_login(expired ? "Your session has ended: log in again." : ""));
       if (expired) r.headers.emplace_back("Set-Cookie", cookie(head, "", 0));
       return refuse(std::move(r));
     }
@@ -229,7 +231,8 @@ class UiRoute final : public Route {
 
   // GET /ui/login?token=T (the printed URL) or the form's POST: a session cookie, and a
   // redirect to the list that drops the token from the address bar and the history.
-  Response login(Request& req, const std::vector<std::pair<std::string, std::string>>& query) const {
+  Response login(Request& req,
+                 const std::vector<std::pair<std::string, std::string>>& query) const {
     std::string token;
     if (req.head.method == "POST") {
       auto form = parse_form(req.body);
@@ -241,9 +244,9 @@ class UiRoute final : public Route {
       if (token.empty()) return ui_html(200, render_ui_login(""));
     }
     if (!logs_in(token)) {
-      Response r = ui_html(401, render_ui_login(
-                                    "That is not the token (the printed link works once; the "
-                                    "token file's works always)."));
+      Response r =
+          ui_html(401, render_ui_login("That is not the token (the printed link works once; the "
+                                       "token file's works always)."));
       r.log_fields.emplace_back("outcome", "login_refused");
       return r;
     }
@@ -273,8 +276,9 @@ class UiRoute final : public Route {
       const core::Record& r = *record;
       const UiOutput output = read_ui_output(backend_.open_output(r));
       const int64_t before = std::atoll(first_value(query, "attempts_before").c_str());
-      return ui_html(200, render_ui_detail(r, output, backend_.attempts(r, std::max<int64_t>(before, 0)),
-                                           now, csrf, backend_.rerunnable(r), notice));
+      return ui_html(
+          200, render_ui_detail(r, output, backend_.attempts(r, std::max<int64_t>(before, 0)), now,
+                                csrf, backend_.rerunnable(r), notice));
     }
     if (path == "/ui/output") return download(query);
     auto parsed = parse_ui_filter(query);
@@ -464,8 +468,8 @@ std::string UiBulkRerun::Progress::line() const {
       done > ran ? ", " + std::to_string(done - ran) + " skipped (running, or no longer failed)"
                  : "";
   if (active)
-    return "Re-running " + std::to_string(total) + " failed deliveries: " +
-           std::to_string(done) + " done (" + std::to_string(ran) + " ran again" + skipped + ")…";
+    return "Re-running " + std::to_string(total) + " failed deliveries: " + std::to_string(done) +
+           " done (" + std::to_string(ran) + " ran again" + skipped + ")…";
   return "Re-run of " + std::to_string(total) + " failed deliveries done: " + std::to_string(ran) +
          " ran again" + skipped + ".";
 }
@@ -488,8 +492,7 @@ bool valid_ui_session(const std::string& secret, std::string_view value, int64_t
   const size_t last = value.rfind('.');
   if (last == std::string_view::npos || value.size() > 256) return false;
   const std::string signed_part(value.substr(0, last));
-  if (!util::same_secret(value.substr(last + 1), session_mac(secret, signed_part)))
-    return false;
+  if (!util::same_secret(value.substr(last + 1), session_mac(secret, signed_part))) return false;
   const size_t dot = signed_part.find('.');
   int64_t expiry = 0;
   for (size_t i = 0; i < dot && i < signed_part.size(); ++i) {

@@ -1,8 +1,8 @@
 #pragma once
 // The delivery-log page (`idem serve --ui`, on a listener of its own): its routes under /ui,
 // their checks (the Host, a login session or the UI token, the CSRF token and origin of every
-// POST) and headers (a strict Content-Security-Policy). What it reads and changes comes from the daemon (serve/), through
-// UiBackend: this room knows no store and no hook.
+// POST) and headers (a strict Content-Security-Policy). What it reads and changes comes from the
+// daemon (serve/), through UiBackend: this room knows no store and no hook.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -74,7 +74,7 @@ struct UiBackend {
 class UiBulkRerun {
  public:
   struct Progress {
-    bool active = false;  // under way
+    bool active = false;                  // under way
     size_t total = 0, done = 0, ran = 0;  // keys asked for, looked at, re-run
     std::string line() const;  // "Re-running 3 failed deliveries: 1 done (1 ran again)..."
   };

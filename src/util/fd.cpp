@@ -69,7 +69,8 @@ bool open_closed_standard_fds() {
 }
 
 bool same_open_file(int a, int b) {
-  struct stat sa{}, sb{};
+  struct stat sa {
+  }, sb{};
   if (::fstat(a, &sa) != 0 || ::fstat(b, &sb) != 0) return false;
   if (sa.st_dev != sb.st_dev || sa.st_ino != sb.st_ino) return false;
   if (a == b) return true;

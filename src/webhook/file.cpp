@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "net/ip_range.hpp"
 #include "net/config_fields.hpp"
+#include "net/ip_range.hpp"
 #include "util/hex.hpp"
 #include "webhook/template.hpp"
 #include "webhook/yaml.hpp"
@@ -44,17 +44,15 @@ void refuse_unexpanded_secret(const std::string& secret, const std::string& at,
   if (reader.templated || secret.find("{{") == std::string::npos) return;
   std::string variable;
   if (size_t g = secret.find("getenv"); g != std::string::npos) {
-    const size_t open = secret.find('"', g), close = open == std::string::npos
-                                                           ? std::string::npos
-                                                           : secret.find('"', open + 1);
+    const size_t open = secret.find('"', g),
+                 close = open == std::string::npos ? std::string::npos : secret.find('"', open + 1);
     if (close != std::string::npos) variable = secret.substr(open + 1, close - open - 1);
   }
-  fail(at, "is a template action" +
-               (variable.empty() ? std::string()
-                                 : " (environment variable " + quote(variable) +
-                                       ")") +
-               " but the file is not served with --template: its text would be the secret; add "
-               "--template");
+  fail(at,
+       "is a template action" +
+           (variable.empty() ? std::string() : " (environment variable " + quote(variable) + ")") +
+           " but the file is not served with --template: its text would be the secret; add "
+           "--template");
 }
 
 // A member that is there and not null: webhook's loader treats a null as absent.

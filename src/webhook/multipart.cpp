@@ -232,7 +232,6 @@ const std::string* Part::header(std::string_view canonical_name) const {
 
 namespace {
 
-
 bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 std::string_view trim_ascii(std::string_view s) {

@@ -197,7 +197,7 @@ class XmlBuilder {
     flush();
     Element element = std::move(open_.back());
     open_.pop_back();
-    json value = element.text             ? json(std::move(*element.text))
+    json value = element.text              ? json(std::move(*element.text))
                  : element.members.empty() ? json("")
                                            : std::move(element.members);
     if (open_.empty()) {
@@ -288,11 +288,10 @@ Decoded decode_xml(std::string_view text) {
   do {
     std::string_view piece = text.substr(0, k_piece);
     text.remove_prefix(piece.size());
-    if (XML_Parse(parser.get(), piece.data(), int(piece.size()), text.empty()) !=
-        XML_STATUS_OK) {
+    if (XML_Parse(parser.get(), piece.data(), int(piece.size()), text.empty()) != XML_STATUS_OK) {
       if (!builder.done && builder.error.empty()) {
-        builder.error = std::string(XML_ErrorString(XML_GetErrorCode(parser.get()))) +
-                        " at line " + std::to_string(XML_GetCurrentLineNumber(parser.get()));
+        builder.error = std::string(XML_ErrorString(XML_GetErrorCode(parser.get()))) + " at line " +
+                        std::to_string(XML_GetCurrentLineNumber(parser.get()));
       }
       break;
     }
@@ -308,12 +307,23 @@ constexpr char k_hex_digits[] = "0123456789abcdef";
 
 void quote_ascii(unsigned char c, std::string& out) {
   switch (c) {
-    case '"': out += "\\\""; return;
-    case '\\': out += "\\\\"; return;
-    case '\n': out += "\\n"; return;
-    case '\r': out += "\\r"; return;
-    case '\t': out += "\\t"; return;
-    default: break;
+    case '"':
+      out += "\\\"";
+      return;
+    case '\\':
+      out += "\\\\";
+      return;
+    case '\n':
+      out += "\\n";
+      return;
+    case '\r':
+      out += "\\r";
+      return;
+    case '\t':
+      out += "\\t";
+      return;
+    default:
+      break;
   }
   if (c < 0x20 || c == '<' || c == '>' || c == '&') {
     out += "\\u00";

@@ -123,15 +123,24 @@ Got get(const Argument& argument, const Request& request) {
 std::string_view source_name(Argument::Source source) {
   using Source = Argument::Source;
   switch (source) {
-    case Source::header: return "header";
-    case Source::url: return "url";
-    case Source::payload: return "payload";
-    case Source::request: return "request";
-    case Source::raw_request_body: return "raw-request-body";
-    case Source::string: return "string";
-    case Source::entire_payload: return "entire-payload";
-    case Source::entire_query: return "entire-query";
-    case Source::entire_headers: return "entire-headers";
+    case Source::header:
+      return "header";
+    case Source::url:
+      return "url";
+    case Source::payload:
+      return "payload";
+    case Source::request:
+      return "request";
+    case Source::raw_request_body:
+      return "raw-request-body";
+    case Source::string:
+      return "string";
+    case Source::entire_payload:
+      return "entire-payload";
+    case Source::entire_query:
+      return "entire-query";
+    case Source::entire_headers:
+      return "entire-headers";
   }
   return "?";
 }
@@ -200,11 +209,10 @@ void decode_form(const WebhookHook& hook, Request& request, std::string_view raw
     if (std::find(decoded_files.begin(), decoded_files.end(), part.name) != decoded_files.end())
       continue;
     decoded_files.push_back(part.name);
-    bool as_json = std::any_of(hook.parse_as_json.begin(), hook.parse_as_json.end(),
-                               [&](const Argument& argument) {
-                                 return argument.source == Argument::Source::payload &&
-                                        argument.name == part.name;
-                               });
+    bool as_json = std::any_of(
+        hook.parse_as_json.begin(), hook.parse_as_json.end(), [&](const Argument& argument) {
+          return argument.source == Argument::Source::payload && argument.name == part.name;
+        });
     // Every Content-Type field of the part counts, its value as it is ("application/json").
     for (const auto& [name, value] : part.headers)
       as_json = as_json || (name == "Content-Type" && value == "application/json");
@@ -245,7 +253,8 @@ void decode_payload(const WebhookHook& hook, Request& request, std::string_view 
   } else if (contains(type, "xml")) {
     Decoded decoded = decode_xml(body);
     request.payload = std::move(decoded.value);
-    if (!decoded.error.empty()) request.payload_error = "error parsing XML payload: " + decoded.error;
+    if (!decoded.error.empty())
+      request.payload_error = "error parsing XML payload: " + decoded.error;
   } else if (request.multipart) {
     decode_form(hook, request, raw_query);
   } else {
@@ -286,7 +295,6 @@ void parse_json_parameters(const WebhookHook& hook, Request& request) {
   }
 }
 
-
 // A rule's value with webhook's error, if any (Go's (bool, error)).
 struct Eval {
   bool value = false;
@@ -322,13 +330,13 @@ std::vector<std::string_view> extract_signatures(std::string_view value, std::st
 Eval check_payload_hmac(const MatchRule& match, const Request& request, std::string_view claimed) {
   if (match.secret.empty())
     return Eval{false, Fault::other, "signature validation secret can not be empty"};
-  const util::Digest digest =
-      match.type == MatchRule::Type::payload_hmac_sha1     ? util::Digest::sha1
-      : match.type == MatchRule::Type::payload_hmac_sha256 ? util::Digest::sha256
-                                                           : util::Digest::sha512;
+  const util::Digest digest = match.type == MatchRule::Type::payload_hmac_sha1 ? util::Digest::sha1
+                              : match.type == MatchRule::Type::payload_hmac_sha256
+                                  ? util::Digest::sha256
+                                  : util::Digest::sha512;
   std::string_view prefix = digest == util::Digest::sha1     ? "sha1="
                             : digest == util::Digest::sha256 ? "sha256="
-                                                       : "sha512=";
+                                                             : "sha512=";
   std::string expected = util::hmac_hex(digest, match.secret, seen_body(request));
   std::vector<std::string_view> signatures = extract_signatures(claimed, prefix);
   bool matched = false;
@@ -474,9 +482,10 @@ Eval check_scalr_signature(const MatchRule& match, const Request& request) {
   }
   std::optional<int64_t> when = parse_scalr_date(date_text);
   if (!when)
-    return Eval{false, Fault::other, "cannot parse the Date header '" + syntax::excerpt(date_text) + "'"};
-  int64_t distance = *when > request.now_unix_s ? *when - request.now_unix_s
-                                                : request.now_unix_s - *when;
+    return Eval{false, Fault::other,
+                "cannot parse the Date header '" + syntax::excerpt(date_text) + "'"};
+  int64_t distance =
+      *when > request.now_unix_s ? *when - request.now_unix_s : request.now_unix_s - *when;
   if (distance > 300) return Eval{false, Fault::signature, "invalid payload signature outdated"};
   return result(true);
 }
@@ -546,7 +555,8 @@ std::string go_base64_decode(std::string_view text, bool& ok) {
     std::string_view group = std::string_view(clean).substr(i, 4);
     uint32_t bits = 0;
     size_t data = 0;
-    for (int value = 0; data < group.size() && (value = util::base64_digit(group[data])) >= 0; ++data)
+    for (int value = 0; data < group.size() && (value = util::base64_digit(group[data])) >= 0;
+         ++data)
       bits |= uint32_t(value) << (18 - 6 * data);
     size_t pad = 0;
     while (data + pad < group.size() && group[data + pad] == '=') ++pad;

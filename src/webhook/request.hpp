@@ -20,7 +20,7 @@ struct Request {
   std::string remote_addr;  // the peer's address and port as webhook shows it: "127.0.0.1:54321"
   std::vector<std::pair<std::string, std::string>> headers;  // as received
   std::vector<std::pair<std::string, std::string>> query;    // decoded, in order
-  std::string body;          // raw, untouched
+  std::string body;                                          // raw, untouched
   std::string content_type;  // the hook's incoming-payload-content-type, else the header's
   // The decoded payload (webhook/payload.hpp): JSON when the content type contains "json" (an
   // object; a top-level array is the payload's member "root", as webhook has it: "root.0.id"),

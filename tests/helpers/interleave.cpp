@@ -45,11 +45,21 @@ std::string unescape(std::string_view text) {
     }
     if (++i == text.size()) die("trailing backslash");
     switch (text[i]) {
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case '0': out += '\0'; break;
-      case '\\': out += '\\'; break;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case '0':
+        out += '\0';
+        break;
+      case '\\':
+        out += '\\';
+        break;
       case 'x': {
         int hi = i + 1 < text.size() ? hex_digit(text[i + 1]) : -1;
         int lo = i + 2 < text.size() ? hex_digit(text[i + 2]) : -1;
@@ -58,7 +68,8 @@ std::string unescape(std::string_view text) {
         i += 2;
         break;
       }
-      default: die(std::string("unknown escape \\") + text[i]);
+      default:
+        die(std::string("unknown escape \\") + text[i]);
     }
   }
   return out;
@@ -102,8 +113,11 @@ int main(int argc, char** argv) {
         if (wait) wait_drained(fd);
         break;
       }
-      case 'x': exit_code = std::atoi(std::string(body).c_str()); break;
-      default: die("bad piece: " + std::string(arg));
+      case 'x':
+        exit_code = std::atoi(std::string(body).c_str());
+        break;
+      default:
+        die("bad piece: " + std::string(arg));
     }
   }
   return exit_code;

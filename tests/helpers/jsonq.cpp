@@ -120,8 +120,8 @@ class Parser {
     return pos_ < s_.size() ? s_[pos_] : '\0';
   }
   void skip_space() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' ||
-                                s_[pos_] == '\t'))
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t'))
       ++pos_;
   }
   void expect(char c) {
@@ -165,14 +165,30 @@ class Parser {
       if (pos_ >= s_.size()) die("unterminated escape");
       char e = s_[pos_++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           unsigned cp = hex4();
           if (cp >= 0xD800 && cp < 0xDC00 && s_.compare(pos_, 2, "\\u") == 0) {
@@ -183,7 +199,8 @@ class Parser {
           append_utf8(out, cp);
           break;
         }
-        default: die("bad escape");
+        default:
+          die("bad escape");
       }
     }
   }
@@ -211,7 +228,8 @@ std::string quote(const std::string& text) {
 
 std::string compact(const Value& v) {
   switch (v.kind) {
-    case Value::string_v: return quote(v.text);
+    case Value::string_v:
+      return quote(v.text);
     case Value::array_v: {
       std::string out = "[";
       for (size_t i = 0; i < v.items.size(); ++i) out += (i ? "," : "") + compact(v.items[i]);
@@ -223,7 +241,8 @@ std::string compact(const Value& v) {
         out += (i ? "," : "") + quote(v.members[i].name) + ":" + compact(v.members[i].value);
       return out + "}";
     }
-    default: return v.text;
+    default:
+      return v.text;
   }
 }
 
@@ -234,7 +253,8 @@ const Value* resolve(const Value& root, const std::string& pointer) {
   size_t pos = 1;
   for (;;) {
     size_t end = pointer.find('/', pos);
-    std::string token = pointer.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    std::string token =
+        pointer.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
     std::string name;
     for (size_t i = 0; i < token.size(); ++i) {
       if (token[i] == '~' && i + 1 < token.size()) {

@@ -43,15 +43,15 @@ PostgresBackend::PostgresBackend() {
   const std::string base = test_cluster_url();
   schema_ = "idem_test_" + util::random_hex(8);  // hex: nothing to quote
   run_admin(base, "CREATE SCHEMA " + schema_);
-  url_ = base + (base.find('?') == std::string::npos ? "?" : "&") +
-         "options=-csearch_path%3D" + schema_ + "&application_name=" + schema_;
+  url_ = base + (base.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" +
+         schema_ + "&application_name=" + schema_;
 }
 
 PostgresBackend::~PostgresBackend() {
   PGconn* conn = PQconnectdb(test_cluster_url().c_str());
   if (PQstatus(conn) == CONNECTION_OK)
-    PQclear(PQexec(conn, ("SET client_min_messages = warning; DROP SCHEMA " + schema_ +
-                          " CASCADE").c_str()));
+    PQclear(PQexec(
+        conn, ("SET client_min_messages = warning; DROP SCHEMA " + schema_ + " CASCADE").c_str()));
   PQfinish(conn);
 }
 

@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define IDEM_SKIP_CASE(reason)                                  \
-  do {                                                          \
-    if (std::getenv("IDEM_UNIT_WHOLE") == nullptr) {            \
-      std::fprintf(stderr, "SKIP: %s\n", reason);               \
-      std::exit(77);                                            \
-    }                                                           \
-    WARN("skipped: " << (reason));                              \
-    return;                                                     \
+#define IDEM_SKIP_CASE(reason)                       \
+  do {                                               \
+    if (std::getenv("IDEM_UNIT_WHOLE") == nullptr) { \
+      std::fprintf(stderr, "SKIP: %s\n", reason);    \
+      std::exit(77);                                 \
+    }                                                \
+    WARN("skipped: " << (reason));                   \
+    return;                                          \
   } while (false)

@@ -45,7 +45,8 @@ using idem::test::outcome;
 using idem::test::put_finished;
 using idem::test::request;
 
-TEMPLATE_TEST_CASE("store contract: first claim of a key runs attempt 1 and records it running", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: first claim of a key runs attempt 1 and records it running",
+                   "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   CHECK_FALSE(store->get("k").has_value());
@@ -78,7 +79,8 @@ TEMPLATE_TEST_CASE("store contract: first claim of a key runs attempt 1 and reco
   CHECK(r->output.empty());
 }
 
-TEMPLATE_TEST_CASE("store contract: a live running key is refused as running, nothing changes", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: a live running key is refused as running, nothing changes",
+                   "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
@@ -108,7 +110,8 @@ TEMPLATE_TEST_CASE("store contract: a live running key is refused as running, no
   CHECK(r->started_ms == k_t0);
 }
 
-TEMPLATE_TEST_CASE("store contract: succeeded outcome is replayed byte-exact", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: succeeded outcome is replayed byte-exact", "[store][contract]",
+                   IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   ClaimResult c = store->claim(request("k"), k_alive);
@@ -151,7 +154,8 @@ TEMPLATE_TEST_CASE("store contract: succeeded outcome is replayed byte-exact", "
   CHECK(after->output == o.output);
 }
 
-TEMPLATE_TEST_CASE("store contract: signal, timeout and truncation survive the round trip", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: signal, timeout and truncation survive the round trip",
+                   "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   ClaimResult c = store->claim(request("k"), k_alive);
@@ -192,7 +196,11 @@ TEMPLATE_TEST_CASE("store contract: a response is kept exactly, listed, and clea
                          {"Content-Type", "application/json"},
                          {"Set-Cookie", "b=2"},
                          {"Set-Cookie", "a=1"},
-                         {"X-Dessert", "cr\xc3\xa8" "me br\xc3\xbb" "l\xc3\xa9" "e"}}};
+                         {"X-Dessert",
+                          "cr\xc3\xa8"
+                          "me br\xc3\xbb"
+                          "l\xc3\xa9"
+                          "e"}}};
   REQUIRE(store->finish("k", c.attempt, o));
 
   auto r = store->get("k");
@@ -243,7 +251,8 @@ TEMPLATE_TEST_CASE("store contract: a response that cannot be replayed is refuse
   CHECK(store->finish("k", c.attempt, o));
 }
 
-TEMPLATE_TEST_CASE("store contract: another fingerprint is a conflict and changes nothing", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: another fingerprint is a conflict and changes nothing",
+                   "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   ClaimResult c = store->claim(request("k"), k_alive);
@@ -279,7 +288,8 @@ TEMPLATE_TEST_CASE("store contract: another fingerprint is a conflict and change
   CHECK(abandoned->attempt == 1);
 }
 
-TEMPLATE_TEST_CASE("store contract: a running key whose owner is gone becomes abandoned", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: a running key whose owner is gone becomes abandoned",
+                   "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
@@ -316,7 +326,9 @@ TEMPLATE_TEST_CASE("store contract: a running key whose owner is gone becomes ab
   CHECK(r->started_ms == k_t0 + 20);
 }
 
-TEMPLATE_TEST_CASE("store contract: retry_abandoned on a running key with a gone owner claims at once", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE(
+    "store contract: retry_abandoned on a running key with a gone owner claims at once",
+    "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   REQUIRE(store->claim(request("k"), k_alive).verdict == Verdict::claim);
@@ -330,7 +342,8 @@ TEMPLATE_TEST_CASE("store contract: retry_abandoned on a running key with a gone
   CHECK(r->owner.pid == 400);
 }
 
-TEMPLATE_TEST_CASE("store contract: finish is conditioned on the attempt", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: finish is conditioned on the attempt", "[store][contract]",
+                   IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   REQUIRE(store->claim(request("k"), k_alive).attempt == 1);
@@ -372,7 +385,8 @@ TEMPLATE_TEST_CASE("store contract: finish is conditioned on the attempt", "[sto
   CHECK(r->finished_ms == k_t0 + 40);
 }
 
-TEMPLATE_TEST_CASE("store contract: mark_abandoned only hits the current running attempt", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: mark_abandoned only hits the current running attempt",
+                   "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   REQUIRE(store->claim(request("k"), k_alive).attempt == 1);
@@ -392,7 +406,8 @@ TEMPLATE_TEST_CASE("store contract: mark_abandoned only hits the current running
   CHECK(store->get("k")->status == Status::abandoned);
 }
 
-TEMPLATE_TEST_CASE("store contract: failed outcomes run again unless replay_failures", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: failed outcomes run again unless replay_failures",
+                   "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   ClaimResult c = store->claim(request("k"), k_alive);
@@ -480,8 +495,9 @@ TEMPLATE_TEST_CASE(
   CHECK(store->history("k").size() == 3);
 }
 
-TEMPLATE_TEST_CASE("store contract: the replay policy is kept with the attempt it was claimed under",
-                   "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE(
+    "store contract: the replay policy is kept with the attempt it was claimed under",
+    "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   // Claimed with replay_failures: its failure is final for later attempts without it.
@@ -536,7 +552,8 @@ TEMPLATE_TEST_CASE("store contract: the replay policy is kept with the attempt i
   CHECK(store->claim(request("plain", k_t0 + 800), k_alive).verdict == Verdict::replay);
 }
 
-TEMPLATE_TEST_CASE("store contract: an expired record behaves as absent", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: an expired record behaves as absent", "[store][contract]",
+                   IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   ClaimRequest req = request("k");
@@ -559,7 +576,8 @@ TEMPLATE_TEST_CASE("store contract: an expired record behaves as absent", "[stor
   CHECK(r->expires_ms == 0);
 }
 
-TEMPLATE_TEST_CASE("store contract: list goes on after a cursor, ties by key", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: list goes on after a cursor, ties by key", "[store][contract]",
+                   IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   put_finished(*store, "a/1", k_t0 + 1000, Status::succeeded, k_t0 + 1100);
@@ -589,7 +607,8 @@ TEMPLATE_TEST_CASE("store contract: list goes on after a cursor, ties by key", "
   CHECK(keys_of(listed(*store, q)) == V{"c/1", "c/2", "a/2", "a/1"});
 }
 
-TEMPLATE_TEST_CASE("store contract: list filters and orders newest first", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: list filters and orders newest first", "[store][contract]",
+                   IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   put_finished(*store, "a/1", k_t0 + 1000, Status::succeeded, k_t0 + 1100);
@@ -649,7 +668,8 @@ TEMPLATE_TEST_CASE("store contract: list filters and orders newest first", "[sto
   CHECK(rows[0].request.empty());
 }
 
-TEMPLATE_TEST_CASE("store contract: list prefix is literal, not a pattern", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: list prefix is literal, not a pattern", "[store][contract]",
+                   IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   for (const char* key : {"x%y", "xay", "x_z", "xbz", "X%y", "\xc3\xa9-1", "\xc3\xa9-2", "e-1"})
@@ -705,7 +725,8 @@ TEMPLATE_TEST_CASE("store contract: remove", "[store][contract]", IDEM_CONTRACT_
   CHECK(store->remove("old", false, k_alive) == RemoveResult::removed);
 }
 
-TEMPLATE_TEST_CASE("store contract: gc removes expired records, never running ones", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: gc removes expired records, never running ones",
+                   "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   put_finished(*store, "expired-ok", k_t0, Status::succeeded, k_t0 + 10, 100);
@@ -737,7 +758,8 @@ TEMPLATE_TEST_CASE("store contract: gc removes expired records, never running on
   CHECK(store->get("abandoned").has_value());  // abandoned records do not expire
 }
 
-TEMPLATE_TEST_CASE("store contract: gc --older-than removes finished records older than the cutoff", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: gc --older-than removes finished records older than the cutoff",
+                   "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   put_finished(*store, "old", k_t0, Status::succeeded, k_t0 + 1000);
@@ -775,7 +797,7 @@ TEMPLATE_TEST_CASE("store contract: gc --older-than removes finished records old
 }
 
 TEMPLATE_TEST_CASE("store contract: concurrent retries of a failed key: exactly one new attempt",
-          "[store][contract][concurrency]", IDEM_CONTRACT_BACKENDS) {
+                   "[store][contract][concurrency]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   {
     auto store = backend.open();
@@ -806,7 +828,8 @@ TEMPLATE_TEST_CASE("store contract: concurrent retries of a failed key: exactly 
   CHECK(stores[0]->get("k")->attempt == 2);
 }
 
-TEMPLATE_TEST_CASE("store contract: list streams and stops when the visitor says so", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: list streams and stops when the visitor says so",
+                   "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   for (int i = 0; i < 5; ++i)
@@ -987,9 +1010,10 @@ TEMPLATE_TEST_CASE("store contract: an outcome finished after its lease ran out 
   CHECK(store->finish("j", 1, outcome(Status::succeeded, 0, k_t0 + 999)));
 }
 
-TEMPLATE_TEST_CASE("store contract: a running record whose lease ran out is abandoned at once "
-                   "with retry_abandoned",
-                   "[store][contract][lease]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE(
+    "store contract: a running record whose lease ran out is abandoned at once "
+    "with retry_abandoned",
+    "[store][contract][lease]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   ClaimRequest req = request("k");
@@ -1151,7 +1175,8 @@ TEMPLATE_TEST_CASE("store contract: concurrent releases and claims: the release 
   CHECK(r->owner.pid >= 500);
 }
 
-TEMPLATE_TEST_CASE("store contract: put writes a record as given, replaces only when told", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: put writes a record as given, replaces only when told",
+                   "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   Record r;
@@ -1214,7 +1239,8 @@ TEMPLATE_TEST_CASE("store contract: put writes a record as given, replaces only 
   CHECK(replaced->output.empty());
 }
 
-TEMPLATE_TEST_CASE("store contract: put_all writes a batch at once, leaving out keys that exist", "[store][contract]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE("store contract: put_all writes a batch at once, leaving out keys that exist",
+                   "[store][contract]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   auto record = [](const std::string& key, const std::string& note) {
@@ -1481,7 +1507,6 @@ TEMPLATE_TEST_CASE("store contract: an imported record's history is its current 
   CHECK(store->history("imp").size() == 1);
 }
 
-
 // --- Bounded reads: an output by ranges, a history kept to its newest attempts ----------------
 
 TEMPLATE_TEST_CASE("store contract: an output is read by byte ranges, binary bytes and all",
@@ -1614,8 +1639,9 @@ TEMPLATE_TEST_CASE("store contract: put_all writes the replay count and the hist
 // The page's filters (SPEC §7c): each condition read from an index of its own, alone or
 // combined, gives exactly the records that pass it, and a scan bounded by scan_limit, taken up
 // again after where it stopped, lists the same records in the same order.
-TEMPLATE_TEST_CASE("store contract: list by kind, status and result class, alone, combined, bounded",
-                   "[store][contract][filter]", IDEM_CONTRACT_BACKENDS) {
+TEMPLATE_TEST_CASE(
+    "store contract: list by kind, status and result class, alone, combined, bounded",
+    "[store][contract][filter]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;
   auto store = backend.open();
   struct Shape {
@@ -1667,8 +1693,8 @@ TEMPLATE_TEST_CASE("store contract: list by kind, status and result class, alone
   using V = std::vector<std::string>;
   const std::vector<std::string> results{"", "2xx", "3xx", "4xx", "5xx", "exit0", "exit_nonzero"};
   const std::vector<std::string> kinds{"", "http", "run", "proxy", "each", "ledger"};
-  const std::vector<std::optional<Status>> statuses{std::nullopt, Status::succeeded,
-                                                    Status::failed, Status::running};
+  const std::vector<std::optional<Status>> statuses{std::nullopt, Status::succeeded, Status::failed,
+                                                    Status::running};
   for (const std::string& result : results)
     for (const std::string& kind : kinds)
       for (const auto& status : statuses) {

@@ -91,10 +91,11 @@ Hook parse_hook(const std::string& fields) {
 // before it is parsed, so an environment variable's name may hold any byte.
 TEST_CASE("config: a quoted value escapes what is not valid UTF-8", "[config]") {
   using idem::http::config_fields::quote;
-  CHECK(quote("UNSET\xdf" "ID") == "'UNSET\\xdfID'");
-  CHECK(quote("caf\xc3\xa9") == "'caf\xc3\xa9'");                 // é, kept
-  CHECK(quote("\xe2\x82") == "'\\xe2\\x82'");                      // cut short
-  CHECK(quote("\xed\xa0\x80") == "'\\xed\\xa0\\x80'");            // a surrogate
+  CHECK(quote("UNSET\xdf"
+              "ID") == "'UNSET\\xdfID'");
+  CHECK(quote("caf\xc3\xa9") == "'caf\xc3\xa9'");                       // é, kept
+  CHECK(quote("\xe2\x82") == "'\\xe2\\x82'");                           // cut short
+  CHECK(quote("\xed\xa0\x80") == "'\\xed\\xa0\\x80'");                  // a surrogate
   CHECK(quote("\xf0\x9f\x98\x80 a\tb") == "'\xf0\x9f\x98\x80 a\\tb'");  // U+1F600, a tab
 }
 
@@ -260,11 +261,11 @@ TEST_CASE("config: the notifications section limits notify commands", "[config][
   Config config = parse_config("serve.json", one_hook(""), k_env);
   CHECK(config.notifications.max_running == 4);
   CHECK(config.notifications.max_queue == 64);
-  config = parse_config(
-      "serve.json",
-      R"({"notifications": {"max_running": 2, "max_queue": 0}, "hooks": [{"path": "/h",
+  config =
+      parse_config("serve.json",
+                   R"({"notifications": {"max_running": 2, "max_queue": 0}, "hooks": [{"path": "/h",
           "command": ["true"]}]})",
-      k_env);
+                   k_env);
   CHECK(config.notifications.max_running == 2);
   CHECK(config.notifications.max_queue == 0);
   CHECK(error_of(R"({"notifications": {"max_running": 0}, "hooks": [{"path": "/h",
@@ -273,11 +274,10 @@ TEST_CASE("config: the notifications section limits notify commands", "[config][
   CHECK(error_of(R"({"notifications": {"max_queue": 5, "max": 1}, "hooks": []})") ==
         "serve.json: notifications: unknown field 'max'");
   // A section of settings configures no route: the config still needs one.
-  CHECK(error_of(R"({"notifications": {}})") ==
-        "serve.json: missing field 'hooks' or 'proxy'");
+  CHECK(error_of(R"({"notifications": {}})") == "serve.json: missing field 'hooks' or 'proxy'");
   CHECK(hook_error(R"("notify": {"command": "x", "output_bytes": "1MiB"})") == "(parsed)");
-  CHECK(parse_hook(R"("notify": {"command": "x", "output_bytes": "1MiB"})")
-            .notify->stream_bytes == 1 << 20);
+  CHECK(parse_hook(R"("notify": {"command": "x", "output_bytes": "1MiB"})").notify->stream_bytes ==
+        1 << 20);
   CHECK(parse_hook(R"("notify": {"command": "x"})").notify->stream_bytes == 64 * 1024);
   CHECK(hook_error(R"("notify": {"command": "x", "output_bytes": "65MiB"})") ==
         "serve.json: hooks[0].notify.output_bytes: is over 64MiB, the most a notify document "
@@ -393,8 +393,7 @@ TEST_CASE("config: the top level is an object with a non-empty hooks array", "[c
         "serve.json: hooks[0]: expected an object, got a string");
 }
 
-TEST_CASE("config: every section is optional, but the config must configure a route",
-          "[config]") {
+TEST_CASE("config: every section is optional, but the config must configure a route", "[config]") {
   // No section at all: the message names the section to add.
   CHECK(error_of(R"({})") == "serve.json: missing field 'hooks' or 'proxy'");
   // Sections that are there but configure nothing: the first of them is named.
@@ -403,13 +402,13 @@ TEST_CASE("config: every section is optional, but the config must configure a ro
   CHECK(error_of(R"({"hooks": [], "prox": {}})") == "serve.json: unknown field 'prox'");
   CHECK(error_of(R"({"hoks": [{"path": "/h", "command": ["true"]}]})") ==
         "serve.json: unknown field 'hoks'");
-  CHECK(error_of(R"({"secret": "s", "hooks": []})").starts_with(
-      "serve.json: secret: secrets are not read from the config file"));
+  CHECK(error_of(R"({"secret": "s", "hooks": []})")
+            .starts_with("serve.json: secret: secrets are not read from the config file"));
   // What is wrong inside a section comes before whether it configured anything.
   CHECK(error_of(R"({"hooks": [{"path": "/h"}]})") ==
         "serve.json: hooks[0]: missing field 'command'");
-  Config config = parse_config("serve.json", R"({"hooks": [{"path": "/h", "command": ["true"]}]})",
-                               k_env);
+  Config config =
+      parse_config("serve.json", R"({"hooks": [{"path": "/h", "command": ["true"]}]})", k_env);
   CHECK(config.hooks.size() == 1);
 }
 
@@ -490,8 +489,8 @@ TEST_CASE("config: every hook withholds every hook's secret variable", "[config]
 
 TEST_CASE("config: a standard-webhooks secret must be base64, checked at load", "[config]") {
   auto standard = [](const std::string& variable) {
-    return hook_error(R"("signature": {"scheme": "standard-webhooks", "secret_env": ")" +
-                      variable + "\"}");
+    return hook_error(R"("signature": {"scheme": "standard-webhooks", "secret_env": ")" + variable +
+                      "\"}");
   };
   // As the Standard Webhooks libraries: whsec_ optional, then base64.
   CHECK(standard("STD_SECRET") == "(parsed)");
@@ -521,8 +520,7 @@ TEST_CASE("config: a hook's path is at most 255 bytes", "[config]") {
                      k_env)
             .hooks[0]
             .path == path);
-  std::string message =
-      error_of(R"({"hooks": [{"path": ")" + path + R"(p", "command": ["x"]}]})");
+  std::string message = error_of(R"({"hooks": [{"path": ")" + path + R"(p", "command": ["x"]}]})");
   CHECK(message.starts_with("serve.json: hooks[0].path: '/ppp"));
   CHECK(message.ends_with("' is 256 bytes; the limit is 255"));
 }

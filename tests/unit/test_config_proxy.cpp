@@ -119,9 +119,9 @@ TEST_CASE("config proxy: a proxy alone, or beside hooks, is a config", "[config]
   Config empty_hooks =
       parse_config("serve.json", R"({"hooks": [], "proxy": {"upstream": "http://u:1"}})", no_env);
   CHECK(empty_hooks.hooks.empty());
-  CHECK_FALSE(parse_config("serve.json", R"({"hooks": [{"path": "/h", "command": ["true"]}]})",
-                           no_env)
-                  .proxy);
+  CHECK_FALSE(
+      parse_config("serve.json", R"({"hooks": [{"path": "/h", "command": ["true"]}]})", no_env)
+          .proxy);
 }
 
 TEST_CASE("config proxy: each bad value is named", "[config][proxy]") {
@@ -129,16 +129,16 @@ TEST_CASE("config proxy: each bad value is named", "[config][proxy]") {
   CHECK(error_of(R"({"proxy": []})") == "serve.json: proxy: expected an object, got an array");
   CHECK(error_of(R"({"proxy": {"upstream": 3}})") ==
         "serve.json: proxy.upstream: expected a string, got an integer");
-  CHECK(error_of(R"({"proxy": {"upstream": "ftp://x"}})").starts_with(
-      "serve.json: proxy.upstream: "));
+  CHECK(error_of(R"({"proxy": {"upstream": "ftp://x"}})")
+            .starts_with("serve.json: proxy.upstream: "));
   CHECK(proxy_error(R"("upstrem": 1)") == "serve.json: proxy: unknown field 'upstrem'");
   CHECK(proxy_error(R"("methods": ["GET"])") ==
         "serve.json: proxy.methods[0]: 'GET' is never keyed: safe methods are passed through "
         "untouched");
-  CHECK(proxy_error(R"("methods": ["POST", "HEAD"])").starts_with(
-      "serve.json: proxy.methods[1]: 'HEAD' is never keyed"));
-  CHECK(proxy_error(R"("methods": ["OPTIONS"])").starts_with(
-      "serve.json: proxy.methods[0]: 'OPTIONS' is never keyed"));
+  CHECK(proxy_error(R"("methods": ["POST", "HEAD"])")
+            .starts_with("serve.json: proxy.methods[1]: 'HEAD' is never keyed"));
+  CHECK(proxy_error(R"("methods": ["OPTIONS"])")
+            .starts_with("serve.json: proxy.methods[0]: 'OPTIONS' is never keyed"));
   CHECK(proxy_error(R"("methods": [])") ==
         "serve.json: proxy.methods: is empty; list at least one method, such as \"POST\"");
   CHECK(proxy_error(R"("methods": ["post"])") ==
@@ -192,8 +192,7 @@ TEST_CASE("config proxy: each bad value is named", "[config][proxy]") {
 TEST_CASE("config proxy: each bad route is named", "[config][proxy]") {
   CHECK(proxy_error(R"("routes": {})") ==
         "serve.json: proxy.routes: expected an array of routes, got an object");
-  CHECK(proxy_error(R"("routes": [{}])") ==
-        "serve.json: proxy.routes[0]: missing field 'prefix'");
+  CHECK(proxy_error(R"("routes": [{}])") == "serve.json: proxy.routes[0]: missing field 'prefix'");
   CHECK(proxy_error(R"("routes": [{"prefix": "v1"}])") ==
         "serve.json: proxy.routes[0].prefix: 'v1' must start with '/'");
   CHECK(proxy_error(R"("routes": [{"prefix": "/a?b"}])") ==
@@ -208,8 +207,8 @@ TEST_CASE("config proxy: each bad route is named", "[config][proxy]") {
         "serve.json: proxy.routes[0]: unknown field 'scope_header'");
   CHECK(proxy_error(R"("routes": [{"prefix": "/a", "ttl": "x"}])") ==
         "serve.json: proxy.routes[0].ttl: bad duration 'x'");
-  CHECK(proxy_error(R"("routes": [{"prefix": "/a", "methods": ["GET"]}])").starts_with(
-      "serve.json: proxy.routes[0].methods[0]: 'GET' is never keyed"));
+  CHECK(proxy_error(R"("routes": [{"prefix": "/a", "methods": ["GET"]}])")
+            .starts_with("serve.json: proxy.routes[0].methods[0]: 'GET' is never keyed"));
   CHECK(proxy_error(R"("routes": ["/a"])") ==
         "serve.json: proxy.routes[0]: expected an object, got a string");
 }

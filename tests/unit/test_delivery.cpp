@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "hooks/delivery.hpp"
 #include "hooks/config.hpp"
+#include "hooks/delivery.hpp"
 #include "util/hex.hpp"
 
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
@@ -97,9 +97,9 @@ TEST_CASE("headers that map to one variable are combined, in the order received"
 }
 
 TEST_CASE("stored_request: method, path, body and headers by name", "[delivery]") {
-  Delivery d = delivery_with({{"X-GitHub-Event", "push"}, {"Accept", "a"}, {"accept", "b"},
-                              {"X_Accept", "c"}},
-                             std::string("bin\0ary", 7));
+  Delivery d = delivery_with(
+      {{"X-GitHub-Event", "push"}, {"Accept", "a"}, {"accept", "b"}, {"X_Accept", "c"}},
+      std::string("bin\0ary", 7));
   nlohmann::json request = nlohmann::json::parse(stored_request(plain_hook(), d));
   CHECK(request.at("method") == "POST");
   CHECK(request.at("path") == "/h");
@@ -137,8 +137,8 @@ TEST_CASE("stored_request: credentials are kept by name, their values redacted",
   }
   // Nothing of any value is left anywhere in the stored text.
   std::string text = stored_request(generic_hook("X-Acme-Signature"), d);
-  for (const char* secret : {"t0ken", "abc", "eDp5", "aa", "bb", "cc", "dd", "ee", "ff", "gg",
-                             "hh", "ii"}) {
+  for (const char* secret :
+       {"t0ken", "abc", "eDp5", "aa", "bb", "cc", "dd", "ee", "ff", "gg", "hh", "ii"}) {
     INFO(secret);
     CHECK(text.find(std::string("\"") + secret) == std::string::npos);
     CHECK(text.find(std::string("=") + secret) == std::string::npos);
@@ -169,7 +169,8 @@ TEST_CASE("form_values: WHATWG form decoding of one field", "[delivery]") {
   // A '%' without two hex digits stays as it is; hex digits of either case decode.
   CHECK(form_values("k=100%25&j=%zz%4&i=%e2%82%AC", "k") == std::vector<std::string>{"100%"});
   CHECK(form_values("k=100%25&j=%zz%4&i=%e2%82%AC", "j") == std::vector<std::string>{"%zz%4"});
-  CHECK(form_values("k=100%25&j=%zz%4&i=%e2%82%AC", "i") == std::vector<std::string>{"\xe2\x82\xac"});
+  CHECK(form_values("k=100%25&j=%zz%4&i=%e2%82%AC", "i") ==
+        std::vector<std::string>{"\xe2\x82\xac"});
   // Every occurrence, in order; a field without '=' has an empty value; empty pairs are skipped.
   CHECK(form_values("&&id=1&&id=2&id&", "id") == std::vector<std::string>{"1", "2", ""});
   CHECK(form_values("=v&x==y", "") == std::vector<std::string>{"v"});

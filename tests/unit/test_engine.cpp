@@ -511,8 +511,7 @@ class FailingStore final : public idem::store::Store {
   std::optional<Record> get_without_output(const std::string& k) override {
     return real_.get_without_output(k);
   }
-  std::unique_ptr<idem::store::OutputReader> open_output(const std::string& k,
-                                                         int64_t a) override {
+  std::unique_ptr<idem::store::OutputReader> open_output(const std::string& k, int64_t a) override {
     return real_.open_output(k, a);
   }
   idem::store::HistoryPage history_page(const std::string& k,
@@ -525,7 +524,7 @@ class FailingStore final : public idem::store::Store {
     real_.count_replays(c);
   }
   idem::store::ListStop list(const idem::store::ListQuery& q,
-                              const idem::store::RecordVisitor& v) override {
+                             const idem::store::RecordVisitor& v) override {
     return real_.list(q, v);
   }
   idem::store::RemoveResult remove(const std::string& k, bool f,

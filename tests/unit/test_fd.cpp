@@ -131,15 +131,15 @@ TEST_CASE("open_closed_standard_fds: a closed 0, 1 or 2 becomes /dev/null, still
     REQUIRE(pid >= 0);
     if (pid == 0) {
       int keep = dup(1);  // what was stdout, to compare with after
-      struct stat before{};
+      struct stat before {};
       fstat(keep, &before);
       for (int fd = 0; fd <= 2; ++fd)
         if (closed_mask & (1 << fd)) close(fd);
       if (!idem::util::open_closed_standard_fds()) _exit(10);
-      struct stat null{};
+      struct stat null {};
       if (stat("/dev/null", &null) != 0) _exit(11);
       for (int fd = 0; fd <= 2; ++fd) {
-        struct stat st{};
+        struct stat st {};
         if (fstat(fd, &st) != 0) _exit(12 + fd);
         const bool is_null = st.st_rdev == null.st_rdev && S_ISCHR(st.st_mode);
         if ((closed_mask & (1 << fd)) != 0 && !is_null) _exit(20 + fd);
@@ -149,7 +149,7 @@ TEST_CASE("open_closed_standard_fds: a closed 0, 1 or 2 becomes /dev/null, still
       if ((closed_mask & 1) && (read(0, &byte, 1) != -1 || errno != EBADF)) _exit(25);
       if ((closed_mask & 4) && (write(2, &byte, 1) != -1 || errno != EBADF)) _exit(26);
       // An open stdout stays what it was.
-      struct stat out{};
+      struct stat out {};
       fstat(1, &out);
       if (!(closed_mask & 2) && (out.st_dev != before.st_dev || out.st_ino != before.st_ino))
         _exit(30);

@@ -56,7 +56,8 @@ TEST_CASE("health: a private folder of one's own is no finding; others' access i
   REQUIRE(checks(loose) == std::vector<std::string>{"folder-mode"});
   CHECK(loose[0].severity == Severity::warning);
   CHECK(finding_line(loose[0]) ==
-        "warning: store folder /s is mode 0750: others can see or change what is in it; chmod 700 /s");
+        "warning: store folder /s is mode 0750: others can see or change what is in it; chmod 700 "
+        "/s");
   auto world = folder_findings("/tmp", dir(01777, 0), k_me);
   CHECK(checks(world) == std::vector<std::string>{"folder-world-writable", "folder-owner"});
   CHECK(world[0].severity == Severity::error);
@@ -90,7 +91,8 @@ TEST_CASE("health: store files are regular, one's own and 0600", "[health]") {
   auto theirs = file_findings("/s/idem.db", "store", file(0600, 0), k_me);
   REQUIRE(checks(theirs) == std::vector<std::string>{"file-owner"});
   CHECK(theirs[0].severity == Severity::error);
-  CHECK(theirs[0].problem == "store /s/idem.db is owned by uid 0, not by you (uid 1000): idem refuses it");
+  CHECK(theirs[0].problem ==
+        "store /s/idem.db is owned by uid 0, not by you (uid 1000): idem refuses it");
   PathFacts link;
   link.exists = link.is_symlink = true;
   CHECK(checks(file_findings("/s/idem.db", "store", link, k_me)) ==
@@ -195,8 +197,7 @@ TEST_CASE("health: keys become shell words", "[health]") {
   CHECK(shell_word("") == "''");
 }
 
-TEST_CASE("health: live leftovers of a failed or abandoned attempt name their group",
-          "[health]") {
+TEST_CASE("health: live leftovers of a failed or abandoned attempt name their group", "[health]") {
   Record r;
   r.key = "nightly";
   r.attempt = 2;

@@ -54,7 +54,8 @@ TEST_CASE("ledger: a claim's members, their defaults and their forms") {
   CHECK(c.ttl_ms == 7 * 86400 * 1000LL);
   CHECK(c.lease_ms == 1500);
   CHECK(c.retry_abandoned);
-  CHECK(ok<ClaimCall>(idem::http::parse_claim(R"({"key": "k", "lease": "90s"})")).lease_ms == 90000);
+  CHECK(ok<ClaimCall>(idem::http::parse_claim(R"({"key": "k", "lease": "90s"})")).lease_ms ==
+        90000);
 }
 
 TEST_CASE("ledger: a bad claim is refused naming its member") {
@@ -137,7 +138,8 @@ TEST_CASE("ledger: a finish's outcome") {
   CHECK(f.http_status == 201);
   f = ok<FinishCall>(idem::http::parse_finish("{" + base + R"(, "status": "failed"})"));
   CHECK(f.exit_code == 1);
-  f = ok<FinishCall>(idem::http::parse_finish("{" + base + R"(, "status": "failed", "exit_code": 3})"));
+  f = ok<FinishCall>(
+      idem::http::parse_finish("{" + base + R"(, "status": "failed", "exit_code": 3})"));
   CHECK(f.exit_code == 3);
 
   CHECK(bad(idem::http::parse_finish("{" + base + "}")).field == "status");
@@ -150,8 +152,9 @@ TEST_CASE("ledger: a finish's outcome") {
             .field == "exit_code");
   CHECK(bad(idem::http::parse_finish("{" + base + R"(, "status": "succeeded", "http_status": 99})"))
             .field == "http_status");
-  CHECK(bad(idem::http::parse_finish("{" + base + R"(, "status": "succeeded", "stdout_b64": "a!"})"))
-            .field == "stdout_b64");
+  CHECK(
+      bad(idem::http::parse_finish("{" + base + R"(, "status": "succeeded", "stdout_b64": "a!"})"))
+          .field == "stdout_b64");
 }
 
 TEST_CASE("ledger: percent-decoding of keys in paths") {
@@ -178,7 +181,7 @@ TEST_CASE("ledger: the token file is made 0600 once, and a loose one is refused"
   const std::string path = dir / "state/idem/idem.db.token";
   const std::string token = idem::http::load_ledger_token(path);
   CHECK(token.size() == 64);
-  struct stat st{};
+  struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
   REQUIRE(::stat((dir / "state/idem").c_str(), &st) == 0);
@@ -233,15 +236,16 @@ TEST_CASE("ledger: claim, heartbeat, finish, replay") {
   a = f.ledger.heartbeat(json{{"key", "k"}, {"attempt_token", token}}.dump());
   CHECK(a.status == 200);
   CHECK(f.body(a)["lease_ms"] == 10000);  // the claim's lease
-  f.clock.advance(8000);  // past the claim's lease, within the renewed one
+  f.clock.advance(8000);                  // past the claim's lease, within the renewed one
   CHECK(f.ledger.claim(R"({"key": "k"})").outcome == "running");
   std::string other = token;  // the token with its first digit changed
   other[0] = other[0] == '0' ? '1' : '0';
-  CHECK(f.ledger.finish(json{{"key", "k"}, {"attempt_token", other},
-                             {"status", "succeeded"}}
-                            .dump())
-            .status == 409);
-  a = f.ledger.finish(json{{"key", "k"}, {"attempt_token", token}, {"status", "succeeded"},
+  CHECK(
+      f.ledger.finish(json{{"key", "k"}, {"attempt_token", other}, {"status", "succeeded"}}.dump())
+          .status == 409);
+  a = f.ledger.finish(json{{"key", "k"},
+                           {"attempt_token", token},
+                           {"status", "succeeded"},
                            {"stdout_b64", idem::util::to_base64("done\n")}}
                           .dump());
   REQUIRE(a.status == 200);
@@ -267,15 +271,16 @@ TEST_CASE("ledger: a lease that runs out abandons the attempt and fences its own
   CHECK(a.outcome == "abandoned");
   CHECK(f.body(f.ledger.get("k"))["status"] == "abandoned");
   // The paused owner wakes up: its heartbeat is too late even before anyone claimed.
-  CHECK(f.ledger.heartbeat(json{{"key", "k"}, {"attempt_token", old_token}}.dump()).status ==
-        409);
+  CHECK(f.ledger.heartbeat(json{{"key", "k"}, {"attempt_token", old_token}}.dump()).status == 409);
 
   a = f.ledger.claim(R"({"key": "k", "retry_abandoned": true})");
   REQUIRE(a.status == 201);
   CHECK(f.body(a)["attempt"] == 2);
   const std::string new_token = f.body(a)["attempt_token"];
   const auto finish = [&](const std::string& token, const char* out) {
-    return f.ledger.finish(json{{"key", "k"}, {"attempt_token", token}, {"status", "succeeded"},
+    return f.ledger.finish(json{{"key", "k"},
+                                {"attempt_token", token},
+                                {"status", "succeeded"},
                                 {"stdout_b64", idem::util::to_base64(out)}}
                                .dump());
   };

@@ -438,8 +438,8 @@ TEST_CASE("notify: the document carries the first and last bytes of each stream,
   CHECK(rec["stderr_b64"] == idem::util::to_base64("xy"));
   CHECK_FALSE(rec.contains("stderr_tail_b64"));
   // A request's body is cut the same way; a short one is left as it is.
-  r.request = nlohmann::json{{"method", "POST"}, {"body_b64", idem::util::to_base64("0123456789")}}
-                  .dump();
+  r.request =
+      nlohmann::json{{"method", "POST"}, {"body_b64", idem::util::to_base64("0123456789")}}.dump();
   doc = nlohmann::json::parse(idem::core::notify_document(NotifyEvent::failed, r, 0, 3));
   CHECK(doc["record"]["request"]["method"] == "POST");
   CHECK(doc["record"]["request"]["body_bytes"] == 10);

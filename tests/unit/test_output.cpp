@@ -444,8 +444,7 @@ TEST_CASE("take_encoded: interleaved streams at the cap are appended to the firs
   CHECK(blob.data() == first);
 }
 
-TEST_CASE("output: growing to its cap, a capture never moves more than half the cap",
-          "[output]") {
+TEST_CASE("output: growing to its cap, a capture never moves more than half the cap", "[output]") {
   // A move holds the old buffer and its copy at once: from at most half the cap it costs no
   // more than the cap, whatever sizes the pipe's reads come in.
   using idem::core::Stream;

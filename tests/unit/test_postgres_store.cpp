@@ -37,16 +37,15 @@ class Admin {
                     const std::vector<Oid>& types = {}) {
     std::vector<const char*> values;
     for (const auto& p : params) values.push_back(p.c_str());
-    PGresult* r = PQexecParams(conn_, sql.c_str(), int(values.size()),
-                               types.empty() ? nullptr : types.data(), values.data(), nullptr,
-                               nullptr, 0);
+    PGresult* r =
+        PQexecParams(conn_, sql.c_str(), int(values.size()), types.empty() ? nullptr : types.data(),
+                     values.data(), nullptr, nullptr, 0);
     const ExecStatusType status = PQresultStatus(r);
     std::string out;
     if (status == PGRES_TUPLES_OK)
       for (int i = 0; i < PQntuples(r); ++i) out += std::string(PQgetvalue(r, i, 0)) + "\n";
-    std::string error = status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK
-                            ? ""
-                            : PQresultErrorMessage(r);
+    std::string error =
+        status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK ? "" : PQresultErrorMessage(r);
     PQclear(r);
     if (!error.empty()) FAIL(sql << ": " << error);
     return out;
@@ -106,20 +105,23 @@ TEST_CASE("postgres store: concurrent first opens create the schema once", "[sto
   CHECK(opened.load() == k_threads);
   Admin admin(backend.url());
   CHECK(admin.query("SELECT version FROM idem_schema") ==
-          std::to_string(idem::store::postgres_sql::k_schema_version) + "\n");
+        std::to_string(idem::store::postgres_sql::k_schema_version) + "\n");
   CHECK(admin.query("SELECT count(*) FROM idem_records") == "1\n");
 }
 
-TEST_CASE("postgres store: a connection the server dropped is made again, and only "
-          "repeatable writes are repeated", "[store][postgres]") {
+TEST_CASE(
+    "postgres store: a connection the server dropped is made again, and only "
+    "repeatable writes are repeated",
+    "[store][postgres]") {
   PostgresBackend backend;
   auto store = backend.open();
   REQUIRE(store->claim(request("a"), k_alive).verdict == core::Verdict::claim);
   auto drop_connections = [&] {
     Admin(backend.url())
-        .query("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
-               " WHERE application_name = $1 AND pid <> pg_backend_pid()",
-               {backend.schema()});
+        .query(
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
+            " WHERE application_name = $1 AND pid <> pg_backend_pid()",
+            {backend.schema()});
   };
   // A claim begins with BEGIN: lost there, nothing reached the server, so it runs again on a
   // new connection (a server restarted while a pooled connection sat idle).
@@ -176,12 +178,13 @@ TEST_CASE(
   auto store = backend.open();
   Admin admin(backend.url());
   CHECK(admin.query("SELECT version FROM idem_schema") ==
-          std::to_string(idem::store::postgres_sql::k_schema_version) + "\n");
+        std::to_string(idem::store::postgres_sql::k_schema_version) + "\n");
   CHECK(admin.query("SELECT key || ' ' || replay_failures FROM idem_records ORDER BY key") ==
         "done false\nfailed false\n");
   // Version 3's partial index of unfinished records, which holds none of these finished ones.
-  CHECK(admin.query("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()"
-                    " AND indexname = 'idem_records_unfinished'")
+  CHECK(admin
+            .query("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+                   " AND indexname = 'idem_records_unfinished'")
             .find("WHERE (status = ANY (ARRAY['running'::text, 'abandoned'::text]))") !=
         std::string::npos);
   // Version 4's owner columns: no machine id and no pid namespace for the records from before,
@@ -267,21 +270,22 @@ TEST_CASE("postgres store: ls's first page and gc go through their indexes on a 
                      gc_types);
   CHECK(plan.find("idem_records_expiring") != std::string::npos);
   CHECK(plan.find("Seq Scan") == std::string::npos);
-  plan = admin.query("EXPLAIN " + store::postgres_sql::gc_count(false), {now, "0", "500"},
-                     gc_types);
+  plan =
+      admin.query("EXPLAIN " + store::postgres_sql::gc_count(false), {now, "0", "500"}, gc_types);
   CHECK(plan.find("idem_records_expiring") != std::string::npos);
 
   // And the store agrees: a first page of 20, then the expired records gone, running ones kept.
-  CHECK(listed(*store, [&] {
-          store::ListQuery q;
-          q.limit = 20;
-          q.now_ms = k_t0;
-          return q;
-        }()).size() == 20);
+  CHECK(listed(*store,
+               [&] {
+                 store::ListQuery q;
+                 q.limit = 20;
+                 q.now_ms = k_t0;
+                 return q;
+               }())
+            .size() == 20);
   CHECK(store->gc(store::GcQuery{k_t0, 0, false}) == 1000);
   CHECK(admin.query("SELECT count(*) FROM idem_records WHERE status = 'running'") == "1000\n");
 }
-
 
 namespace {
 
@@ -329,7 +333,7 @@ TEST_CASE(
   auto store = backend.open();
   Admin admin(backend.url());
   CHECK(admin.query("SELECT version FROM idem_schema") ==
-          std::to_string(idem::store::postgres_sql::k_schema_version) + "\n");
+        std::to_string(idem::store::postgres_sql::k_schema_version) + "\n");
   CHECK(admin.query("SELECT key || ' ' || number || ' ' || started_by || ' ' || outcome || ' ' || "
                     "reason || ' ' || coalesce(http_status::text, '-') || ' ' || "
                     "coalesce(ended_at::text, '-') FROM idem_attempts ORDER BY key") ==

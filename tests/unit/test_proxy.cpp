@@ -55,9 +55,11 @@ TEST_CASE("proxy: malformed keys say why", "[proxy]") {
   CHECK(key_of(R"("abc";p=1)").reason ==
         "Idempotency-Key is not a structured-field string: something follows the quoted string");
   CHECK(key_of("\"caf\xc3\xa9\"").kind == KeyReading::malformed);  // sf-strings are ASCII
-  CHECK(key_of(R"("")").kind == KeyReading::malformed);             // empty key
+  CHECK(key_of(R"("")").kind == KeyReading::malformed);            // empty key
   CHECK(key_of("").kind == KeyReading::malformed);
-  CHECK(key_of("a\x01" "b").kind == KeyReading::malformed);
+  CHECK(key_of("a\x01"
+               "b")
+            .kind == KeyReading::malformed);
   CHECK(read_idempotency_key(headers_of({{"Idempotency-Key", "a"}, {"idempotency-key", "b"}}))
             .reason == "Idempotency-Key is given 2 times");
 }
@@ -113,11 +115,20 @@ TEST_CASE("proxy: the fingerprint covers method, path, query and body", "[proxy]
 TEST_CASE("proxy: forwarded headers drop hop-by-hop ones and add X-Forwarded-*", "[proxy]") {
   RequestHead h = head_of("POST", "/a");
   for (auto [n, v] : std::initializer_list<std::pair<const char*, const char*>>{
-           {"Host", "idem.local:8787"}, {"Connection", "keep-alive, X-Secret-Hop"},
-           {"X-Secret-Hop", "1"}, {"Keep-Alive", "timeout=5"}, {"Content-Length", "4"},
-           {"Transfer-Encoding", "chunked"}, {"Upgrade", "h2c"}, {"TE", "trailers"},
-           {"Expect", "100-continue"}, {"Idempotency-Key", "k"}, {"X-Forwarded-For", "10.0.0.1"},
-           {"X-Forwarded-Proto", "https"}, {"Authorization", "Bearer a"}, {"X-Custom", "v"}})
+           {"Host", "idem.local:8787"},
+           {"Connection", "keep-alive, X-Secret-Hop"},
+           {"X-Secret-Hop", "1"},
+           {"Keep-Alive", "timeout=5"},
+           {"Content-Length", "4"},
+           {"Transfer-Encoding", "chunked"},
+           {"Upgrade", "h2c"},
+           {"TE", "trailers"},
+           {"Expect", "100-continue"},
+           {"Idempotency-Key", "k"},
+           {"X-Forwarded-For", "10.0.0.1"},
+           {"X-Forwarded-Proto", "https"},
+           {"Authorization", "Bearer a"},
+           {"X-Custom", "v"}})
     h.headers.add(n, v);
   UpstreamTarget t;
   t.authority = "127.0.0.1:3000";
@@ -136,23 +147,32 @@ TEST_CASE("proxy: forwarded headers drop hop-by-hop ones and add X-Forwarded-*",
 TEST_CASE("proxy: the first answer keeps Set-Cookie, the stored one does not", "[proxy]") {
   UpstreamHead up;
   up.status = 201;
-  up.headers = {{"Date", "Tue, 01 Dec 2026 00:00:00 GMT"}, {"Content-Type", "application/json"},
-                {"Location", "/orders/7"},  {"ETag", "\"v1\""},
-                {"Set-Cookie", "s=1"},      {"Connection", "X-Hop"},
-                {"X-Hop", "1"},             {"Content-Length", "2"},
-                {"X-Bad", "caf\xe9"},       {"Cache-Control", "no-store"}};
+  up.headers = {{"Date", "Tue, 01 Dec 2026 00:00:00 GMT"},
+                {"Content-Type", "application/json"},
+                {"Location", "/orders/7"},
+                {"ETag", "\"v1\""},
+                {"Set-Cookie", "s=1"},
+                {"Connection", "X-Hop"},
+                {"X-Hop", "1"},
+                {"Content-Length", "2"},
+                {"X-Bad", "caf\xe9"},
+                {"Cache-Control", "no-store"}};
   Response first = answer_head(up);
   CHECK(first.status == 201);
   CHECK(first.content_type == "application/json");
-  std::vector<std::pair<std::string, std::string>> first_expected = {
-      {"Location", "/orders/7"}, {"ETag", "\"v1\""}, {"Set-Cookie", "s=1"},
-      {"X-Bad", "caf\xe9"},      {"Cache-Control", "no-store"}};
+  std::vector<std::pair<std::string, std::string>> first_expected = {{"Location", "/orders/7"},
+                                                                     {"ETag", "\"v1\""},
+                                                                     {"Set-Cookie", "s=1"},
+                                                                     {"X-Bad", "caf\xe9"},
+                                                                     {"Cache-Control", "no-store"}};
   CHECK(first.headers == first_expected);
 
   idem::core::Response stored = stored_response(up);
   CHECK(stored.status == 201);
   std::vector<std::pair<std::string, std::string>> stored_expected = {
-      {"Content-Type", "application/json"}, {"Location", "/orders/7"}, {"ETag", "\"v1\""},
+      {"Content-Type", "application/json"},
+      {"Location", "/orders/7"},
+      {"ETag", "\"v1\""},
       {"Cache-Control", "no-store"}};
   CHECK(stored.headers == stored_expected);
   CHECK_FALSE(idem::core::response_problem(stored));
@@ -161,7 +181,8 @@ TEST_CASE("proxy: the first answer keeps Set-Cookie, the stored one does not", "
 TEST_CASE("proxy: stored headers stay within the size the store accepts", "[proxy]") {
   UpstreamHead up;
   up.status = 200;
-  for (int i = 0; i < 5; ++i) up.headers.emplace_back("X-Big-" + std::to_string(i), std::string(100 * 1024, 'x'));
+  for (int i = 0; i < 5; ++i)
+    up.headers.emplace_back("X-Big-" + std::to_string(i), std::string(100 * 1024, 'x'));
   idem::core::Response stored = stored_response(up);
   CHECK(stored.headers.size() == 2);
   CHECK_FALSE(idem::core::response_problem(stored));

@@ -25,8 +25,9 @@ Record running_record() {
 }
 }  // namespace
 
-TEST_CASE("record_json: a running record is abandoned once its lease ran out or, without one, its "
-          "owner is gone") {
+TEST_CASE(
+    "record_json: a running record is abandoned once its lease ran out or, without one, its "
+    "owner is gone") {
   Record r = running_record();
   CHECK(idem::core::effective_status(r, 1'500'000, false) == "running");
   CHECK(idem::core::effective_status(r, 2'000'000, false) == "abandoned");

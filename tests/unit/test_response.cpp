@@ -77,7 +77,7 @@ TEST_CASE("response: what cannot be replayed is refused before it is stored", "[
        {with("", "x"), with("Bad Name", "x"), with("Name:", "x"), with("N\xc3\xa9", "x"),
         with("X", "a\r\nInjected: yes"), with("X", "a\nb"), with("X", std::string("a\0b", 3)),
         with("X", "\x7f"), with("X", "\xff\xfe"), with("X", "\xc0\xaf"),  // overlong '/'
-        with("X", "\xed\xa0\x80"),                                          // a surrogate
+        with("X", "\xed\xa0\x80"),                                        // a surrogate
         with("X", std::string(k_max_response_header_bytes, 'v')), with("Content-Length", "0"),
         with("transfer-encoding", "chunked"), with("Date", "x"), with("Connection", "close"),
         with("Keep-Alive", "5"), with("Upgrade", "h2c"), with("TE", "trailers")}) {
@@ -151,9 +151,15 @@ TEST_CASE("response: random bytes and mutations of a stored form never throw", "
       for (int edits = 1 + int(rng() % 4); edits > 0; --edits) {
         size_t at = rng() % (text.size() + 1);
         switch (rng() % 3) {
-          case 0: text.insert(at, 1, char(rng())); break;
-          case 1: if (at < text.size()) text.erase(at, 1); break;
-          default: if (at < text.size()) text[at] = char(rng()); break;
+          case 0:
+            text.insert(at, 1, char(rng()));
+            break;
+          case 1:
+            if (at < text.size()) text.erase(at, 1);
+            break;
+          default:
+            if (at < text.size()) text[at] = char(rng());
+            break;
         }
       }
     }

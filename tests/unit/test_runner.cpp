@@ -19,11 +19,11 @@
 #include <utility>
 #include <vector>
 
-#include "skip.hpp"
 #include "core/record.hpp"
 #include "proc/child_exec.hpp"
 #include "proc/liveness.hpp"
 #include "proc/runner.hpp"
+#include "skip.hpp"
 #include "store/store.hpp"
 #include "temp_dir.hpp"
 #include "util/fd.hpp"
@@ -35,8 +35,8 @@ using idem::core::Owner;
 using idem::core::ProcessGroup;
 using idem::proc::describe_owner;
 using idem::proc::GroupLook;
-using idem::proc::look_at_group;
 using idem::proc::kill_process_group;
+using idem::proc::look_at_group;
 using idem::proc::process_group_alive;
 using idem::proc::run_command;
 using idem::proc::RunSpec;

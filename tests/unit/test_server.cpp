@@ -193,7 +193,8 @@ TEST_CASE("server: connections over twice the cap are answered 503 and closed", 
   idem::util::Fd waiting = connect_to(r.port);
   idem::util::Fd shed = connect_to(r.port);
   // Its request sent first: the answer must still arrive whole, not be lost to a reset.
-  REQUIRE(idem::util::write_all(shed.get(), "POST /s HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello"));
+  REQUIRE(idem::util::write_all(shed.get(),
+                                "POST /s HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello"));
   const std::string out = read_until_closed(shed.get());
   CHECK(out.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0) == 0);
   CHECK(out.find("\r\nRetry-After: 1\r\n") != std::string::npos);

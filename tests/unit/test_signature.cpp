@@ -26,15 +26,15 @@ namespace unit_signature {
 using idem::http::default_key;
 using idem::http::DefaultKey;
 using idem::http::HeaderLookup;
-using idem::util::hmac_sha256;
 using idem::http::Scheme;
 using idem::http::scheme_from_string;
 using idem::http::secret_problem;
 using idem::http::signature_header_names;
-using idem::http::standard_webhooks_headers;
 using idem::http::SignatureConfig;
+using idem::http::standard_webhooks_headers;
 using idem::http::to_string;
 using idem::http::verify;
+using idem::util::hmac_sha256;
 using idem::util::to_hex;
 
 namespace {
@@ -156,8 +156,8 @@ TEST_CASE("secret_problem: what each scheme can verify with", "[signature]") {
     CHECK(secret_problem(scheme, "") == "the secret is empty");
   }
   // Text schemes take any text, whsec_ included (Stripe's secrets start with it).
-  for (Scheme scheme : {Scheme::github, Scheme::stripe, Scheme::shopify, Scheme::slack,
-                        Scheme::hmac_sha256}) {
+  for (Scheme scheme :
+       {Scheme::github, Scheme::stripe, Scheme::shopify, Scheme::slack, Scheme::hmac_sha256}) {
     INFO(to_string(scheme));
     CHECK_FALSE(secret_problem(scheme, "whsec_").has_value());
     CHECK_FALSE(secret_problem(scheme, "not base64!").has_value());
@@ -185,9 +185,8 @@ TEST_CASE("signature_header_names: every scheme's signature header", "[signature
   std::vector<std::string> names;
   for (std::string_view name : signature_header_names()) names.emplace_back(name);
   CHECK(names == std::vector<std::string>{"X-Hub-Signature", "X-Hub-Signature-256",
-                                          "Stripe-Signature", "webhook-signature",
-                                          "svix-signature", "X-Shopify-Hmac-Sha256",
-                                          "X-Slack-Signature"});
+                                          "Stripe-Signature", "webhook-signature", "svix-signature",
+                                          "X-Shopify-Hmac-Sha256", "X-Slack-Signature"});
 }
 
 TEST_CASE("every scheme refuses an empty secret", "[signature]") {
@@ -500,10 +499,11 @@ TEST_CASE("standard-webhooks: Svix's header names, never mixed with the others",
   auto config = config_for(Scheme::standard_webhooks, "whsec_aWRlbS1zdGFuZGFyZC13ZWJob29rcyEh");
   const std::string body = R"({"type":"invoice.paid"})";
   const std::string good = "v1,wNUC+tAQFP5brdudcPPXOKH+PI1CrGLWgwQkchNp3XM=";
-  Headers svix = {{"svix-id", "msg_2abc"}, {"svix-timestamp", "1700000000"},
-                  {"svix-signature", good}};
+  Headers svix = {
+      {"svix-id", "msg_2abc"}, {"svix-timestamp", "1700000000"}, {"svix-signature", good}};
   CHECK(verify(config, lookup(svix), body, k_t).ok);
-  Headers upper = {{"Svix-Id", "msg_2abc"}, {"Svix-Timestamp", "1700000000"},
+  Headers upper = {{"Svix-Id", "msg_2abc"},
+                   {"Svix-Timestamp", "1700000000"},
                    {"Svix-Signature", "v1,bm9wZQ== " + good}};
   CHECK(verify(config, lookup(upper), body, k_t).ok);
   // The id is signed under these names too.
@@ -513,8 +513,8 @@ TEST_CASE("standard-webhooks: Svix's header names, never mixed with the others",
   // Problems name the headers of the set in use.
   Headers no_timestamp = {{"svix-id", "msg_2abc"}, {"svix-signature", good}};
   CHECK(verify(config, lookup(no_timestamp), body, k_t).problem == "svix-timestamp is missing");
-  Headers v1a = {{"svix-id", "msg_2abc"}, {"svix-timestamp", "1700000000"},
-                 {"svix-signature", "v1a,abc"}};
+  Headers v1a = {
+      {"svix-id", "msg_2abc"}, {"svix-timestamp", "1700000000"}, {"svix-signature", "v1a,abc"}};
   CHECK(verify(config, lookup(v1a), body, k_t).problem == "svix-signature has no v1 signature");
   CHECK(verify(config, lookup(svix), body, k_t + 301).problem ==
         "timestamp 1700000000 is 301s away from now (tolerance 300s)");

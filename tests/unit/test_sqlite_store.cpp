@@ -297,8 +297,9 @@ TEST_CASE("store: a schema newer than this binary is refused", "[store][files]")
   {
     // A newer idem's store: idem's application id, tables this idem does not know.
     RawDb raw(path);
-    raw.exec("CREATE TABLE future (x); PRAGMA application_id = 1229210957;"
-             "PRAGMA user_version = 999;");
+    raw.exec(
+        "CREATE TABLE future (x); PRAGMA application_id = 1229210957;"
+        "PRAGMA user_version = 999;");
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   CHECK_THROWS_AS(open_sqlite_store(path), StoreError);
@@ -337,8 +338,7 @@ void check_refused_as_foreign(const std::string& path, const std::string& why) {
 
 }  // namespace
 
-TEST_CASE("store: a file of another application is refused and left as it was",
-          "[store][files]") {
+TEST_CASE("store: a file of another application is refused and left as it was", "[store][files]") {
   TempDir dir;
   UmaskGuard mask(022);
   const std::string path = dir / "other.db";
@@ -354,8 +354,9 @@ TEST_CASE("store: a file of another application is refused and left as it was",
   const std::string wal = dir / "wal.db";
   {
     RawDb raw(wal);
-    raw.exec("PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1);"
-             "PRAGMA application_id = -559038737;");  // 0xdeadbeef
+    raw.exec(
+        "PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1);"
+        "PRAGMA application_id = -559038737;");  // 0xdeadbeef
   }
   REQUIRE_FALSE(exists(wal + "-wal"));
   check_refused_as_foreign(wal, "it holds another application_id 0xdeadbeef");
@@ -377,15 +378,15 @@ TEST_CASE("store: a file with tables that are not idem's is refused", "[store][f
   const std::string mixed = dir / "mixed.db";
   {
     RawDb raw(mixed);
-    raw.exec("CREATE TABLE records (key TEXT PRIMARY KEY); CREATE TABLE outputs (key TEXT);"
-             "CREATE TABLE a (x); CREATE TABLE b (x); CREATE TABLE c (x); CREATE VIEW d AS "
-             "SELECT 1; PRAGMA user_version = 7;");
+    raw.exec(
+        "CREATE TABLE records (key TEXT PRIMARY KEY); CREATE TABLE outputs (key TEXT);"
+        "CREATE TABLE a (x); CREATE TABLE b (x); CREATE TABLE c (x); CREATE VIEW d AS "
+        "SELECT 1; PRAGMA user_version = 7;");
   }
   check_refused_as_foreign(mixed, "it holds other tables: a, b, c and 1 more");
 }
 
-TEST_CASE("store: a file with a user_version but no records table is refused",
-          "[store][files]") {
+TEST_CASE("store: a file with a user_version but no records table is refused", "[store][files]") {
   TempDir dir;
   const std::string path = dir / "versioned.db";
   {
@@ -449,7 +450,8 @@ TEST_CASE("store: an older (empty, version 0) database is migrated in place", "[
   CHECK(raw.text("PRAGMA user_version") == current_version());
 }
 
-TEST_CASE("store: a version 1 store keeps its records when migrated to version 2", "[store][files]") {
+TEST_CASE("store: a version 1 store keeps its records when migrated to version 2",
+          "[store][files]") {
   TempDir dir;
   const std::string path = dir / "idem.db";
   {
@@ -750,8 +752,7 @@ TEST_CASE("store: unfinished records list as a walk of every record would", "[st
     const std::vector<Status> wanted = q.statuses;
     q.statuses.clear();
     for (const auto& r : listed(*store, q))
-      if (std::find(wanted.begin(), wanted.end(), r.status) != wanted.end())
-        keys.push_back(r.key);
+      if (std::find(wanted.begin(), wanted.end(), r.status) != wanted.end()) keys.push_back(r.key);
     return keys;
   };
   ListQuery q;
@@ -818,14 +819,16 @@ TEST_CASE("store: a common prefix and a rare one list the same way", "[store]") 
   CHECK(keys_of(listed(*store, q)) == V{"rare-0"});
   q.prefix = "common-";
   q.limit = 4;
-  CHECK(keys_of(listed(*store, q)) == V{"common-11998", "common-11999", "common-11996", "common-11997"});
+  CHECK(keys_of(listed(*store, q)) ==
+        V{"common-11998", "common-11999", "common-11996", "common-11997"});
   q.keys_only = true;
   auto keys = listed(*store, q);
   CHECK(keys_of(keys) == V{"common-11998", "common-11999", "common-11996", "common-11997"});
   CHECK(keys[0].fingerprint.empty());  // keys only
 }
 
-TEST_CASE("store: a version 2 store keeps its records when migrated to version 3", "[store][files]") {
+TEST_CASE("store: a version 2 store keeps its records when migrated to version 3",
+          "[store][files]") {
   TempDir dir;
   const std::string path = dir / "idem.db";
   {
@@ -950,7 +953,8 @@ TEST_CASE("store: the linked SQLite keeps rows as large as captured output may m
   CHECK(idem::core::k_max_encoded_output < idem::core::k_store_row_limit);
 }
 
-TEST_CASE("store: a version 3 store keeps its records when migrated to version 4", "[store][files]") {
+TEST_CASE("store: a version 3 store keeps its records when migrated to version 4",
+          "[store][files]") {
   TempDir dir;
   const std::string path = dir / "idem.db";
   {
@@ -1084,8 +1088,7 @@ TEST_CASE("store: a version 4 store's HTTP status and content type become its re
   };
   CHECK(response_of("/h#json") == Response{200, {{"Content-Type", "application/json"}}});
   CHECK(response_of("/h#quoted") == Response{200, {{"Content-Type", R"(text/plain; x="a\b")"}}});
-  CHECK(response_of("/h#problem") ==
-        Response{500, {{"Content-Type", "application/problem+json"}}});
+  CHECK(response_of("/h#problem") == Response{500, {{"Content-Type", "application/problem+json"}}});
   CHECK(response_of("/h#daemon-error") == Response{500, {}});  // no content type: no header
   CHECK_FALSE(response_of("cli"));
   // The rest of a record is as it was; the body stays the stored stdout.
@@ -1113,8 +1116,7 @@ TEST_CASE("store: a version 4 store's HTTP status and content type become its re
   CHECK(c.existing->response == Response{200, {{"Content-Type", "application/json"}}});
 }
 
-TEST_CASE("store: a migration that fails leaves the version 4 store as it was",
-          "[store][files]") {
+TEST_CASE("store: a migration that fails leaves the version 4 store as it was", "[store][files]") {
   TempDir dir;
   const std::string path = dir / "idem.db";
   {
@@ -1231,8 +1233,7 @@ TEST_CASE("store: a version 5 store's outputs move to their own table", "[store]
   CHECK(raw.text("SELECT group_concat(key, ',') FROM outputs") == "both");
 }
 
-TEST_CASE("store: a migration that fails leaves the version 5 store as it was",
-          "[store][files]") {
+TEST_CASE("store: a migration that fails leaves the version 5 store as it was", "[store][files]") {
   TempDir dir;
   const std::string path = dir / "idem.db";
   {
@@ -1533,8 +1534,9 @@ TEST_CASE("store: an output lives as long as the attempt that wrote it", "[store
   auto store = open_sqlite_store(path);
   RawDb raw(path);
   auto outputs = [&] {
-    return raw.text("SELECT coalesce(group_concat(key || ' ' || attempt, ','), '') FROM "
-                    "(SELECT * FROM outputs ORDER BY key)");
+    return raw.text(
+        "SELECT coalesce(group_concat(key || ' ' || attempt, ','), '') FROM "
+        "(SELECT * FROM outputs ORDER BY key)");
   };
   auto finish_with = [&](const std::string& key, int64_t now, const std::string& bytes) {
     ClaimRequest req = request(key, now);
@@ -1634,7 +1636,8 @@ TEST_CASE("store: an unsynced claim and many threads' writers through one file",
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
   sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(db, "SELECT count(*) FROM records WHERE status = 'succeeded'", -1, &stmt, nullptr);
+  sqlite3_prepare_v2(db, "SELECT count(*) FROM records WHERE status = 'succeeded'", -1, &stmt,
+                     nullptr);
   REQUIRE(sqlite3_step(stmt) == SQLITE_ROW);
   CHECK(sqlite3_column_int(stmt, 0) == k_keys);
   sqlite3_finalize(stmt);
@@ -1759,8 +1762,8 @@ TEST_CASE("store: every filter shape of the page reads an index, never scans or 
       }
       // The entry a scan ends at and the counts: from the index (its entries alone where it
       // holds every column asked; the partial and expression indexes look up their rows).
-      for (const std::string& read : {sql::list_stop(q, shape.drive),
-                                      sql::list_count(q, shape.drive)}) {
+      for (const std::string& read :
+           {sql::list_stop(q, shape.drive), sql::list_count(q, shape.drive)}) {
         auto plan = plan_of(path, read);
         INFO(shape.what << ": " << read << " => " << joined(plan));
         CHECK(joined(plan).find("TEMP B-TREE") == std::string::npos);

@@ -160,8 +160,8 @@ TEST_CASE("store delivery: the answer is stored as a response and a duplicate ge
     o.finished_ms = req.now_ms;
     o.output = body.encode();
     o.output_bytes = body.stored_bytes();
-    o.response = Response{201, {{"Location", "/orders/7"}, {"content-type", "text/csv"},
-                                {"ETag", "\"7\""}}};
+    o.response =
+        Response{201, {{"Location", "/orders/7"}, {"content-type", "text/csv"}, {"ETag", "\"7\""}}};
     REQUIRE(store->finish(req.key, c.attempt, o));
   }
   auto made = idem::http::deliver(hook, slots, delivery("made"), services(stores));
@@ -188,8 +188,7 @@ TEST_CASE("store delivery: a failed handler's answer is stored as its status and
   auto r = store->get("/h#k");
   REQUIRE(r);
   CHECK(r->status == idem::core::Status::failed);
-  CHECK(r->response ==
-        idem::core::Response{500, {{"Content-Type", "application/problem+json"}}});
+  CHECK(r->response == idem::core::Response{500, {{"Content-Type", "application/problem+json"}}});
 }
 
 TEST_CASE("store delivery: a background run that fails is handed to the runner, its slot freed",

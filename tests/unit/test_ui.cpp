@@ -34,7 +34,8 @@ TEST_CASE("html_escape: markup characters, quotes, controls and bad UTF-8", "[ui
   CHECK(html_escape("\xED\xA0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
   CHECK(html_escape("x\xE2\x82") == "x\xEF\xBF\xBD\xEF\xBF\xBD");
   // Bidirectional formatting characters are shown, not obeyed: "invoice-\u202Efdp.exe".
-  CHECK(html_escape("invoice-\xE2\x80\xAE" "fdp.exe") == "invoice-[U+202E]fdp.exe");
+  CHECK(html_escape("invoice-\xE2\x80\xAE"
+                    "fdp.exe") == "invoice-[U+202E]fdp.exe");
   CHECK(html_escape("\xE2\x81\xA6x\xE2\x81\xA9\xE2\x80\x8F\xD8\x9C") ==
         "[U+2066]x[U+2069][U+200F][U+061C]");
   CHECK(html_escape("\xE2\x80\x94\xE2\x80\xAF") == "\xE2\x80\x94\xE2\x80\xAF");  // a dash, a space
@@ -98,8 +99,9 @@ TEST_CASE("ui filter: parsed, reported, and written back as a query", "[ui][filt
   CHECK(ui_filter_query(f, false).find("after") == std::string::npos);
   // Empty values mean any; unknown names are ignored.
   CHECK(std::holds_alternative<UiFilter>(parse_ui_filter(*parse_form("status=&x=1"))));
-  for (const char* bad : {"status=done", "front=<b>", "front=http", "hook=nopath", "since=yesterday",
-                          "until=2026-13-01T00:00", "result=6xx", "after=nope"}) {
+  for (const char* bad :
+       {"status=done", "front=<b>", "front=http", "hook=nopath", "since=yesterday",
+        "until=2026-13-01T00:00", "result=6xx", "after=nope"}) {
     auto p = parse_ui_filter(*parse_form(bad));
     REQUIRE(std::holds_alternative<std::string>(p));
     CHECK(std::get<std::string>(p).rfind("bad ", 0) == 0);
@@ -166,10 +168,10 @@ TEST_CASE("ui pages: hostile keys, headers, bodies and notes are escaped", "[ui]
   const std::string now_csrf = "0123abcd";
   for (const std::string& html :
        {render_ui_list(page, r.started_ms, now_csrf, "<notice>", "<error>"),
-        render_ui_detail(r, UiOutput{},
-                         UiAttempts{{UiAttempt{1, "<t>", "failed", "<o>", r.started_ms, 0, 3, 500,
-                                               "<n>"}}},
-                         r.started_ms, now_csrf, true, "")}) {
+        render_ui_detail(
+            r, UiOutput{},
+            UiAttempts{{UiAttempt{1, "<t>", "failed", "<o>", r.started_ms, 0, 3, 500, "<n>"}}},
+            r.started_ms, now_csrf, true, "")}) {
     CHECK(html.find("<script>alert") == std::string::npos);
     CHECK(html.find("<img") == std::string::npos);
     CHECK(html.find("<svg") == std::string::npos);
@@ -335,8 +337,8 @@ TEST_CASE("ui sessions: signed, expiring, bound to the daemon's secret", "[ui][s
   const std::string session = make_ui_session(secret, 1000, 500);
   CHECK(valid_ui_session(secret, session, 1000));
   CHECK(valid_ui_session(secret, session, 1499));
-  CHECK_FALSE(valid_ui_session(secret, session, 1500));  // expired
-  CHECK_FALSE(valid_ui_session("other", session, 1000));  // another start's secret
+  CHECK_FALSE(valid_ui_session(secret, session, 1500));        // expired
+  CHECK_FALSE(valid_ui_session("other", session, 1000));       // another start's secret
   CHECK_FALSE(valid_ui_session(secret, "9" + session, 1000));  // a later expiry, same MAC
   CHECK_FALSE(valid_ui_session(secret, session + "0", 1000));
   CHECK_FALSE(valid_ui_session(secret, "", 1000));
@@ -434,8 +436,8 @@ TEST_CASE("read_ui_output: the head of each stream, read a window at a time, nev
   int64_t read = 0, reads = 0;
   idem::core::EncodedReader reader = [&](int64_t offset, int64_t length) {
     ++reads;
-    const std::string piece = encoded.substr(size_t(std::min<int64_t>(offset, int64_t(encoded.size()))),
-                                             size_t(length));
+    const std::string piece =
+        encoded.substr(size_t(std::min<int64_t>(offset, int64_t(encoded.size()))), size_t(length));
     read += int64_t(piece.size());
     return piece;
   };

@@ -3,7 +3,6 @@
 // (Debian's, built with Go 1.19) answered for the same bodies, passed back as its
 // entire-payload.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "net/message.hpp"
@@ -30,8 +29,9 @@ std::string json_of(const std::string& body) {
 }  // namespace
 
 TEST_CASE("webhook payload: XML as mxj maps it", "[webhook]") {
-  CHECK(xml(R"(<?xml version="1.0"?><app v="2">text<user>1</user><user id="x">2</user></app><junk)") ==
-        R"({"app":{"#text":"text","-v":"2","user":["1",{"#text":"2","-id":"x"}]}})");
+  CHECK(
+      xml(R"(<?xml version="1.0"?><app v="2">text<user>1</user><user id="x">2</user></app><junk)") ==
+      R"({"app":{"#text":"text","-v":"2","user":["1",{"#text":"2","-id":"x"}]}})");
   // Text before any attribute or child is the element's value, and what follows is dropped.
   CHECK(xml("<app>text<user>1</user></app>") == R"({"app":"text"})");
   CHECK(xml("<app><user>1</user>text<![CDATA[ cdata ]]></app>") ==
@@ -39,8 +39,9 @@ TEST_CASE("webhook payload: XML as mxj maps it", "[webhook]") {
   // A comment ends a run of text; the last run wins.
   CHECK(xml("<app>a<!-- c -->b</app>") == R"({"app":"b"})");
   // Local names only; xmlns attributes are attributes; XML's own entities.
-  CHECK(xml(R"(<x:app xmlns:x="urn:x" x:attr="1" xmlns="urn:d"><x:in/><in a="1"/>&amp;&#65;</x:app>)") ==
-        R"({"app":{"#text":"\u0026A","-attr":"1","-x":"urn:x","-xmlns":"urn:d","in":["",{"-a":"1"}]}})");
+  CHECK(
+      xml(R"(<x:app xmlns:x="urn:x" x:attr="1" xmlns="urn:d"><x:in/><in a="1"/>&amp;&#65;</x:app>)") ==
+      R"({"app":{"#text":"\u0026A","-attr":"1","-x":"urn:x","-xmlns":"urn:d","in":["",{"-a":"1"}]}})");
   CHECK(xml("<a><b></b><b/><c>  </c></a>") == R"({"a":{"b":["",""],"c":""}})");
   CHECK(xml(R"(<!DOCTYPE a [<!ENTITY e "v">]><a>1</a>)") == R"({"a":"1"})");
   CHECK(xml(" junk <a>1</a>") == R"({"a":"1"})");
@@ -54,7 +55,8 @@ TEST_CASE("webhook payload: XML as mxj maps it", "[webhook]") {
 TEST_CASE("webhook payload: nesting is bounded", "[webhook]") {
   std::string deep_json(k_max_payload_depth + 1, '[');
   CHECK(decode_json(deep_json).error.find("nested deeper") != std::string::npos);
-  std::string ok_json = std::string(k_max_payload_depth, '[') + std::string(k_max_payload_depth, ']');
+  std::string ok_json =
+      std::string(k_max_payload_depth, '[') + std::string(k_max_payload_depth, ']');
   CHECK(decode_json(ok_json).error.empty());
   std::string deep_xml;
   for (size_t i = 0; i <= k_max_payload_depth; ++i) deep_xml += "<a>";

@@ -1,7 +1,6 @@
 // The regex match type's patterns (webhook/regex.hpp): Go's regexp syntax through RE2, and
 // values that are not UTF-8 read as Go reads them.
 #include <catch2/catch.hpp>
-
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -70,7 +69,9 @@ TEST_CASE("webhook regex: what Go's regexp refuses is refused", "[webhook]") {
 
 TEST_CASE("webhook regex: bytes that are not UTF-8 are U+FFFD, as Go reads them", "[webhook]") {
   CHECK(search("^.$", "\xff"));
-  CHECK(search("^a.b$", "a\xff" "b"));
+  CHECK(search("^a.b$",
+               "a\xff"
+               "b"));
   CHECK(search("^[^x]$", "\x80"));
   CHECK(search("^\\x{FFFD}$", "\xc0"));
   // Each byte of an invalid or truncated sequence is one: an overlong "/", a surrogate, a code

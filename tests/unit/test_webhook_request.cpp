@@ -2,7 +2,6 @@
 // parameter sources, trigger rules and the command, checked against the behaviour of the Go
 // `webhook` server 2.8. The HMAC values were computed outside idem (Python's hmac module).
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,8 +62,8 @@ WebhookHook hook_with(std::optional<Rule> rule = std::nullopt) {
 
 Request post(const WebhookHook& hook, Headers headers, std::string body,
              std::string_view query = "", std::string remote = "192.0.2.10:51234") {
-  return make_request(hook, "POST", std::move(remote), std::move(headers), query,
-                      std::move(body), 1504869872);
+  return make_request(hook, "POST", std::move(remote), std::move(headers), query, std::move(body),
+                      1504869872);
 }
 
 std::string value(const Request& request, Source source, std::string name) {
@@ -151,8 +150,8 @@ TEST_CASE("webhook request: HMAC rules of each digest, prefixes and several sign
   CHECK(check(MatchRule::Type::payload_hmac_sha256,
               "sha256=00ff,sha256=" + k_github_sha256 + ",sha1=" + k_github_sha1)
             .ok);
-  CHECK(check(MatchRule::Type::payload_hmac_sha1, "sha256=" + k_github_sha256 + ",sha1=" +
-                                                      k_github_sha1)
+  CHECK(check(MatchRule::Type::payload_hmac_sha1,
+              "sha256=" + k_github_sha256 + ",sha1=" + k_github_sha1)
             .ok);
   // Without the prefix in a list, or after a space, a signature is not one.
   CHECK(check(MatchRule::Type::payload_hmac_sha1, "x," + k_github_sha1).error);
@@ -166,14 +165,12 @@ TEST_CASE("webhook request: HMAC rules of each digest, prefixes and several sign
   CHECK(bad.error->find("invalid payload signatures [") == 0);
 }
 
-TEST_CASE("webhook request: signature soft failures only pass over an 'or' member",
-          "[webhook]") {
-  Rule either = combine(
-      Rule::Kind::any,
-      {match(MatchRule::Type::payload_hmac_sha256, arg(Source::header, "X-Hub-Signature-256"),
-             "another secret"),
-       match(MatchRule::Type::payload_hmac_sha256, arg(Source::header, "X-Hub-Signature-256"),
-             k_github_secret)});
+TEST_CASE("webhook request: signature soft failures only pass over an 'or' member", "[webhook]") {
+  Rule either = combine(Rule::Kind::any,
+                        {match(MatchRule::Type::payload_hmac_sha256,
+                               arg(Source::header, "X-Hub-Signature-256"), "another secret"),
+                         match(MatchRule::Type::payload_hmac_sha256,
+                               arg(Source::header, "X-Hub-Signature-256"), k_github_secret)});
   WebhookHook hook = hook_with(either);
   Request request = post(hook, github_headers("sha256=" + k_github_sha256), k_github_push);
   // Without soft failures the first member's mismatch is an error.
@@ -199,8 +196,7 @@ TEST_CASE("webhook request: signature soft failures only pass over an 'or' membe
   CHECK(empty.error->find("on empty payload") != std::string::npos);
 }
 
-TEST_CASE("webhook request: a missing parameter makes a match false, not an error",
-          "[webhook]") {
+TEST_CASE("webhook request: a missing parameter makes a match false, not an error", "[webhook]") {
   Rule needs_token = match(MatchRule::Type::value, arg(Source::header, "X-Gitlab-Token"), "t0k3n");
   WebhookHook hook = hook_with(needs_token);
   Request bare = post(hook, {{"Content-Type", "application/json"}}, "{}");
@@ -211,11 +207,13 @@ TEST_CASE("webhook request: a missing parameter makes a match false, not an erro
   WebhookHook inverted = hook_with(negate(needs_token));
   CHECK(evaluate(inverted, bare).ok);
   // In an "and", the missing parameter ends the evaluation as not satisfied.
-  WebhookHook both = hook_with(combine(Rule::Kind::all, {negate(needs_token), negate(needs_token)}));
+  WebhookHook both =
+      hook_with(combine(Rule::Kind::all, {negate(needs_token), negate(needs_token)}));
   CHECK_FALSE(evaluate(both, bare).ok);
   // An "or" passes over it.
-  WebhookHook any = hook_with(combine(
-      Rule::Kind::any, {needs_token, match(MatchRule::Type::value, arg(Source::string, "x"), "x")}));
+  WebhookHook any = hook_with(
+      combine(Rule::Kind::any,
+              {needs_token, match(MatchRule::Type::value, arg(Source::string, "x"), "x")}));
   CHECK(evaluate(any, bare).ok);
   // Missing HMAC header: not satisfied, no error.
   WebhookHook signed_hook = hook_with(github_rule());
@@ -230,11 +228,11 @@ TEST_CASE("webhook request: a GitLab push with its token and regex rules", "[web
       R"("user_name":"John Smith","project":{"id":15,"name":"Diaspora","path_with_namespace":"mike/diaspora"},)"
       R"("commits":[{"id":"b6568db1bc1dcd7f8b4d5a946b0b91f9dacd7327","message":"Update Catalan translation\n"}],)"
       R"("total_commits_count":4})";
-  Rule rule = combine(
-      Rule::Kind::all,
-      {match(MatchRule::Type::value, arg(Source::header, "X-Gitlab-Token"), "t0k3n"),
-       match(MatchRule::Type::regex, arg(Source::payload, "ref"), "^refs/heads/release/"),
-       match(MatchRule::Type::regex, arg(Source::payload, "project.name"), "spor")});
+  Rule rule =
+      combine(Rule::Kind::all,
+              {match(MatchRule::Type::value, arg(Source::header, "X-Gitlab-Token"), "t0k3n"),
+               match(MatchRule::Type::regex, arg(Source::payload, "ref"), "^refs/heads/release/"),
+               match(MatchRule::Type::regex, arg(Source::payload, "project.name"), "spor")});
   WebhookHook hook = hook_with(rule);
   Headers headers = {{"Content-Type", "application/json"},
                      {"X-Gitlab-Event", "Push Hook"},
@@ -248,9 +246,8 @@ TEST_CASE("webhook request: a GitLab push with its token and regex rules", "[web
 }
 
 TEST_CASE("webhook request: a Bitbucket form-encoded payload parsed as JSON", "[webhook]") {
-  WebhookHook hook = hook_with(
-      match(MatchRule::Type::value, arg(Source::payload, "payload.canon_url"),
-            "https://bitbucket.org"));
+  WebhookHook hook = hook_with(match(
+      MatchRule::Type::value, arg(Source::payload, "payload.canon_url"), "https://bitbucket.org"));
   hook.parse_as_json = {arg(Source::payload, "payload")};
   const std::string body =
       "payload=%7B%22canon_url%22%3A+%22https%3A%2F%2Fbitbucket.org%22%2C+%22commits%22%3A+%5B%7B"
@@ -277,8 +274,8 @@ TEST_CASE("webhook request: a Bitbucket form-encoded payload parsed as JSON", "[
 }
 
 TEST_CASE("webhook request: XML payloads as mxj maps them", "[webhook]") {
-  WebhookHook hook = hook_with(match(MatchRule::Type::value,
-                                     arg(Source::payload, "app.users.user.0.-id"), "1"));
+  WebhookHook hook =
+      hook_with(match(MatchRule::Type::value, arg(Source::payload, "app.users.user.0.-id"), "1"));
   const std::string body =
       "<?xml version=\"1.0\"?>\n"
       "<app version=\"2.1\">\n"
@@ -306,8 +303,8 @@ TEST_CASE("webhook request: XML payloads as mxj maps them", "[webhook]") {
 }
 
 TEST_CASE("webhook request: a JSON array body is the payload's root", "[webhook]") {
-  WebhookHook hook = hook_with(
-      match(MatchRule::Type::value, arg(Source::payload, "root.1.name"), "beta"));
+  WebhookHook hook =
+      hook_with(match(MatchRule::Type::value, arg(Source::payload, "root.1.name"), "beta"));
   Request request = post(hook, {{"Content-Type", "application/json"}},
                          R"( [{"name":"alpha"},{"name":"beta","tags":["x","y"]}])");
   CHECK(evaluate(hook, request).ok);
@@ -353,10 +350,10 @@ TEST_CASE("webhook request: a name with dots is found whole before it is split",
 
 TEST_CASE("webhook request: values render as webhook passes them on", "[webhook]") {
   WebhookHook hook = hook_with();
-  Request request = post(
-      hook, {{"Content-Type", "application/json"}},
-      R"({"big":18446744073709551616,"exp":1e3,"neg":-12,"t":true,"f":false,"n":null,)"
-      R"("html":"<a href=\"x\">&</a>","nested":{"z":1,"a":[1.0,"\u2028"]},"dup":1,"dup":2})");
+  Request request =
+      post(hook, {{"Content-Type", "application/json"}},
+           R"({"big":18446744073709551616,"exp":1e3,"neg":-12,"t":true,"f":false,"n":null,)"
+           R"("html":"<a href=\"x\">&</a>","nested":{"z":1,"a":[1.0,"\u2028"]},"dup":1,"dup":2})");
   CHECK(value(request, Source::payload, "big") == "18446744073709551616");
   CHECK(value(request, Source::payload, "exp") == "1e3");
   CHECK(value(request, Source::payload, "neg") == "-12");
@@ -402,9 +399,8 @@ TEST_CASE("webhook request: headers, query and request sources", "[webhook]") {
 
 TEST_CASE("webhook request: ip-whitelist and request rules", "[webhook]") {
   WebhookHook hook = hook_with(combine(
-      Rule::Kind::all,
-      {match(MatchRule::Type::ip_whitelist, {}, "10.0.0.0/8 192.0.2.10"),
-       match(MatchRule::Type::value, arg(Source::request, "method"), "POST")}));
+      Rule::Kind::all, {match(MatchRule::Type::ip_whitelist, {}, "10.0.0.0/8 192.0.2.10"),
+                        match(MatchRule::Type::value, arg(Source::request, "method"), "POST")}));
   CHECK(evaluate(hook, post(hook, {}, "", "", "192.0.2.10:5000")).ok);
   CHECK(evaluate(hook, post(hook, {}, "", "", "10.9.8.7:5000")).ok);
   RuleResult outside = evaluate(hook, post(hook, {}, "", "", "192.0.2.11:5000"));
@@ -424,9 +420,9 @@ TEST_CASE("webhook request: scalr-signature", "[webhook]") {
   const std::string date = "Fri 08 Sep 2017 11:24:32 UTC";
   const std::string signature = "0145f0f59209742fe03196828bc73e2d2f3ba1d2";
   auto at = [&](int64_t now, std::string sig, std::string when) {
-    Request request = make_request(hook, "POST", "127.0.0.1:1",
-                                   {{"X-Signature", std::move(sig)}, {"date", std::move(when)}},
-                                   "", body, now);
+    Request request =
+        make_request(hook, "POST", "127.0.0.1:1",
+                     {{"X-Signature", std::move(sig)}, {"date", std::move(when)}}, "", body, now);
     return evaluate(hook, request);
   };
   const int64_t signed_at = 1504869872;
@@ -442,8 +438,8 @@ TEST_CASE("webhook request: scalr-signature", "[webhook]") {
   // Go keeps the clock time as UTC's whatever the zone says; names are read in any case.
   CHECK(at(signed_at, "a2b6c8d41e9c631406e3e83088431f16aa3a8332", "Fri 08 Sep 2017 11:24:32 GMT+1")
             .ok);
-  CHECK(at(signed_at, "a19c5ddcd8dd1a47f1a58a1f6a3beb654092f91b", "fri 08 sep 2017 11:24:32 PST")
-            .ok);
+  CHECK(
+      at(signed_at, "a19c5ddcd8dd1a47f1a58a1f6a3beb654092f91b", "fri 08 sep 2017 11:24:32 PST").ok);
   // A date that does not parse (one digit for the day, no 31 September): an error.
   RuleResult short_day =
       at(signed_at, "4cff135fb9b57ea05fdab692b28fa4463ed00b0e", "Fri 8 Sep 2017 11:24:32 UTC");
@@ -452,8 +448,8 @@ TEST_CASE("webhook request: scalr-signature", "[webhook]") {
   CHECK(at(signed_at, "def7c629e4ae424508a215676114f3ae832c205f", "Fri 31 Sep 2017 11:24:32 UTC")
             .error);
   // A header missing: just false.
-  Request no_date = make_request(hook, "POST", "127.0.0.1:1", {{"X-Signature", signature}}, "",
-                                 body, signed_at);
+  Request no_date =
+      make_request(hook, "POST", "127.0.0.1:1", {{"X-Signature", signature}}, "", body, signed_at);
   RuleResult missing = evaluate(hook, no_date);
   CHECK_FALSE(missing.ok);
   CHECK_FALSE(missing.error);
@@ -474,10 +470,10 @@ TEST_CASE("webhook request: the command's arguments, environment and files", "[w
   Headers headers = github_headers("");
   headers.emplace_back("X-Blob", "aGVsbG8gd29y\nbGQ=");
   Command command = command_for(hook, post(hook, headers, k_github_push));
-  CHECK(command.argv == std::vector<std::string>{"/srv/hooks/redeploy with space.sh",
-                                                 "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c", "",
-                                                 "--verbose",
-                                                 R"({"email":"octocat@github.com","name":"octocat"})"});
+  CHECK(command.argv ==
+        std::vector<std::string>{"/srv/hooks/redeploy with space.sh",
+                                 "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c", "", "--verbose",
+                                 R"({"email":"octocat@github.com","name":"octocat"})"});
   CHECK(command.env == std::vector<std::pair<std::string, std::string>>{
                            {"HOOK_pusher.name", "octocat"}, {"EVENT", "push"}});
   REQUIRE(command.files.size() == 2);
@@ -498,9 +494,11 @@ TEST_CASE("webhook request: regex rules in Go's syntax, on long values", "[webho
   // backtracking matcher takes quadratic or exponential time over (no timing asserted: that they
   // finish is the test).
   std::string long_body(1 << 20, 'a');
-  const std::pair<const char*, bool> cases[] = {
-      {"^(.)*$", true}, {"(?i)^A+\\z", true}, {"(a|aa)*b", false}, {"(a*)*c", false},
-      {"a.*b.*c", false}};
+  const std::pair<const char*, bool> cases[] = {{"^(.)*$", true},
+                                                {"(?i)^A+\\z", true},
+                                                {"(a|aa)*b", false},
+                                                {"(a*)*c", false},
+                                                {"a.*b.*c", false}};
   for (const auto& [pattern, matches] : cases) {
     INFO(pattern);
     WebhookHook hook =
@@ -509,7 +507,8 @@ TEST_CASE("webhook request: regex rules in Go's syntax, on long values", "[webho
   }
   // Go's syntax on a header: \z, \pL, (?s), (?P<name>...), (?i) in the middle, [[:alpha:]].
   auto header_matches = [](const char* pattern, std::string value) {
-    WebhookHook hook = hook_with(match(MatchRule::Type::regex, arg(Source::header, "X-V"), pattern));
+    WebhookHook hook =
+        hook_with(match(MatchRule::Type::regex, arg(Source::header, "X-V"), pattern));
     return evaluate(hook, post(hook, {{"X-V", std::move(value)}}, "")).ok;
   };
   CHECK(header_matches("/main\\z", "refs/heads/main"));

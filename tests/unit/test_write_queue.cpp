@@ -1,14 +1,13 @@
 // The write queue's batching (store/write_queue.hpp), driven through a connection that records
 // what a transaction did: which writes ran in which transaction, what each commit kept.
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "store/write_queue.hpp"
 
