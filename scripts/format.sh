@@ -9,13 +9,15 @@ command -v clang-format >/dev/null || { echo "format: clang-format is not instal
 mapfile -t files < <(git ls-files '*.cpp' '*.hpp' '*.h')
 case ${1:-} in
   --check)
-    bad=0
-    for f in "${files[@]}"; do
-      clang-format --style=file "$f" | cmp -s - "$f" ||
-        { echo "not formatted: $f (bash scripts/format.sh formats it)"; bad=1; }
-    done
-    ((bad == 0)) && echo "format: ${#files[@]} files as .clang-format says"
-    exit "$bad"
+    # One process for all: each file that differs is named once, at its first difference.
+    said=$(mktemp)
+    trap 'rm -f "$said"' EXIT
+    if ! clang-format --dry-run --Werror --ferror-limit=1 --style=file "${files[@]}" 2>"$said"; then
+      grep -oE '^[^:]+:[0-9]+:[0-9]+: error' "$said" | cut -d: -f1-2 | sort -u -t: -k1,1 |
+        sed 's/$/: not formatted (bash scripts\/format.sh formats it)/'
+      exit 1
+    fi
+    echo "format: ${#files[@]} files as .clang-format says"
     ;;
   "") clang-format -i --style=file "${files[@]}" ;;
   *) echo "usage: bash scripts/format.sh [--check]" >&2; exit 64 ;;
