@@ -1,5 +1,5 @@
 // The store factory: a URL's scheme picks the backend (as ccache picks a remote storage). A new
-// backend is one file in src/store/ and one row of k_backends.
+// backend is one folder in src/store/ (as sqlite/ and postgres/ are) and one row of k_backends.
 #include "store/store.hpp"
 
 #include <unistd.h>
@@ -20,7 +20,7 @@
 
 namespace idem::store {
 
-// Weak: defined by postgres_store.cpp in the programs that link it (idem_postgres in
+// Weak: defined by postgres/store.cpp in the programs that link it (idem_postgres in
 // CMakeLists.txt). A static idem cannot link libpq, whose Debian build needs shared Kerberos and
 // LDAP libraries; there it stays null.
 [[gnu::weak]] std::unique_ptr<Store> open_postgres_store(const StoreLocation& where,

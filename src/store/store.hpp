@@ -316,7 +316,7 @@ std::optional<std::string> xdg_db_path();
 std::string default_db_path();
 
 // Whether the user allows a SQLite store in a folder others can create files in
-// (IDEM_ALLOW_SHARED_FOLDER=1): see store/sqlite_files.hpp.
+// (IDEM_ALLOW_SHARED_FOLDER=1): see store/sqlite/files.hpp.
 bool shared_folders_allowed();
 
 struct StoreOptions {
@@ -346,13 +346,13 @@ std::string new_attempt_token();
 // uses. Throws StoreError (exit 74; transient or permanent, see StoreFailure).
 std::unique_ptr<Store> open_store(const StoreLocation& where, const StoreOptions& options = {});
 
-// The SQLite backend (sqlite_store.cpp), used by open_store and by the backend's own tests:
+// The SQLite backend (sqlite/store.cpp), used by open_store and by the backend's own tests:
 // creates folder (0700) and file (0600) as needed.
 std::unique_ptr<Store> open_sqlite_store(const std::string& path,
                                          std::optional<int64_t> busy_timeout_ms = std::nullopt,
                                          std::optional<int64_t> keep_attempts = std::nullopt);
 
-// The PostgreSQL backend (postgres_store.cpp): connects to the server `where` names and creates
+// The PostgreSQL backend (postgres/store.cpp): connects to the server `where` names and creates
 // or migrates idem's tables there. Linked into the programs that can use libpq; the static idem
 // is not (see has_postgres_backend).
 std::unique_ptr<Store> open_postgres_store(const StoreLocation& where,

@@ -11,7 +11,7 @@ export IDEM_LEASE=2s
 on_sqlite() { [[ -z ${IDEM_STORE:-} ]]; }
 # wal_extent WAL committed|written: where the WAL's last committed frame ends, or the last frame
 # written since its last reset (a frame with the header's salt). idem's WAL is longer than its
-# frames: it is extended with zeros ahead of its writes (src/store/sqlite_connection.cpp).
+# frames: it is extended with zeros ahead of its writes (src/store/sqlite/connection.cpp).
 wal_extent() {
   python3 - "$1" "$2" <<'PY'
 import sys

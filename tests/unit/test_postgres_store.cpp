@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "store/postgres_sql.hpp"
+#include "store/postgres/sql.hpp"
 #include "store_contract.hpp"
 
 // The cases and helpers of this file, apart from every other unit file's (unity builds).

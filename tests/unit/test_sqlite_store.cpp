@@ -23,7 +23,7 @@
 #include "core/output.hpp"
 #include "core/record.hpp"
 #include "core/response.hpp"
-#include "store/sqlite_sql.hpp"
+#include "store/sqlite/sql.hpp"
 #include "store/store.hpp"
 #include "store_contract.hpp"
 #include "temp_dir.hpp"

@@ -1,5 +1,5 @@
-// The write queue's batching (store/write_queue.hpp), driven through a connection that records
-// what a transaction did: which writes ran in which transaction, what each commit kept.
+// The write queue's batching (store/sqlite/write_queue.hpp), driven through a connection that
+// records what a transaction did: which writes ran in which transaction, what each commit kept.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <condition_variable>
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "store/write_queue.hpp"
+#include "store/sqlite/write_queue.hpp"
 
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_write_queue {

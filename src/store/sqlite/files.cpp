@@ -1,4 +1,4 @@
-#include "store/sqlite_files.hpp"
+#include "store/sqlite/files.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

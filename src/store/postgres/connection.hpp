@@ -1,7 +1,7 @@
 #pragma once
 // The PostgreSQL store's connection wrappers: one libpq connection, its parameterised statements
-// (binary results), and transactions. With postgres_store.cpp, postgres_schema.cpp and
-// postgres_sql.hpp, the only code that includes <libpq-fe.h>.
+// (binary results), and transactions. With postgres/store.cpp, postgres/schema.cpp and
+// postgres/sql.hpp, the only code that includes <libpq-fe.h>.
 #include <endian.h>
 #include <libpq-fe.h>
 

@@ -1,6 +1,6 @@
 // The SQLite store. With the backend's other files (sqlite_connection: statements and
 // transactions; sqlite_files: the file's safety; sqlite_schema: which files are idem's, and
-// migrations; sqlite_sql.hpp: all of its SQL), the only code that includes <sqlite3.h>; the
+// migrations; sqlite/sql.hpp: all of its SQL), the only code that includes <sqlite3.h>; the
 // claim and release themselves are store/claim_flow.cpp's.
 //
 // Durability: WAL with synchronous=FULL, so a claim or an outcome is on disk when the call
@@ -22,8 +22,10 @@
 // ("idem", over SQLite's own "unix") that opens an existing WAL without the create flag: SQLite
 // syncs the folder at the first commit of every connection that opened its WAL with that flag,
 // which is needed once, by the process that creates the WAL file, not by every run after it.
-// The same VFS extends the WAL with zeros ahead of its writes (sqlite_connection.cpp), so a
+// The same VFS extends the WAL with zeros ahead of its writes (sqlite/connection.cpp), so a
 // commit's sync writes over blocks the file has instead of growing it.
+#include "store/store.hpp"
+
 #include <sqlite3.h>
 #include <sys/stat.h>
 
@@ -44,11 +46,10 @@
 #include "core/output.hpp"
 #include "core/response.hpp"
 #include "store/claim_flow.hpp"
-#include "store/sqlite_connection.hpp"
-#include "store/sqlite_files.hpp"
-#include "store/sqlite_schema.hpp"
-#include "store/sqlite_sql.hpp"
-#include "store/store.hpp"
+#include "store/sqlite/connection.hpp"
+#include "store/sqlite/files.hpp"
+#include "store/sqlite/schema.hpp"
+#include "store/sqlite/sql.hpp"
 #include "util/clock.hpp"
 #include "util/crash_point.hpp"
 

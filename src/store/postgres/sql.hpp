@@ -1,6 +1,6 @@
 #pragma once
 // All the SQL the PostgreSQL store runs (the transactions' BEGIN, COMMIT and ROLLBACK aside, in
-// postgres_connection.hpp), apart from the connection code so that it reads as one
+// postgres/connection.hpp), apart from the connection code so that it reads as one
 // schema and so that tests can EXPLAIN the very text the store runs (the listing and gc go
 // through indexes at any size). Every value is a $n parameter: nothing a user gives is ever
 // spliced into a statement.

@@ -1,5 +1,5 @@
 // The PostgreSQL store. With the backend's other files (postgres_connection: the connection,
-// statements and transactions; postgres_schema: migrations; postgres_sql.hpp: all of its SQL),
+// statements and transactions; postgres_schema: migrations; postgres/sql.hpp: all of its SQL),
 // the only code that includes <libpq-fe.h>; the claim and release themselves are
 // store/claim_flow.cpp's.
 //
@@ -20,6 +20,8 @@
 // disagree, so the connection measures the server's clock against this host's when it opens, and
 // when they differ by more than k_clock_tolerance_ms every time the store is given is moved onto
 // the server's clock (docs/internals.md, "Time on PostgreSQL").
+#include "store/store.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -36,10 +38,9 @@
 #include "core/output.hpp"
 #include "core/response.hpp"
 #include "store/claim_flow.hpp"
-#include "store/postgres_connection.hpp"
-#include "store/postgres_schema.hpp"
-#include "store/postgres_sql.hpp"
-#include "store/store.hpp"
+#include "store/postgres/connection.hpp"
+#include "store/postgres/schema.hpp"
+#include "store/postgres/sql.hpp"
 
 namespace idem::store {
 

@@ -1,4 +1,4 @@
-#include "store/postgres_sql.hpp"
+#include "store/postgres/sql.hpp"
 
 #include <algorithm>
 

@@ -1,8 +1,8 @@
-#include "store/postgres_schema.hpp"
+#include "store/postgres/schema.hpp"
 
 #include <string>
 
-#include "store/postgres_sql.hpp"
+#include "store/postgres/sql.hpp"
 
 namespace idem::store::postgres {
 

@@ -3,7 +3,7 @@
 // the code so that it reads as one schema and so that tests can check query plans (through the
 // indexes, no full scan, no sort for ls's order) on the very text the store runs. The transaction
 // wrappers' BEGIN IMMEDIATE / COMMIT / ROLLBACK and SAVEPOINTs, and the synchronous setting they
-// switch, stay with them (sqlite_connection.hpp). The listing and gc's: ?1 now (ms), ?2 the gc
+// switch, stay with them (sqlite/connection.hpp). The listing and gc's: ?1 now (ms), ?2 the gc
 // cutoff or the ls prefix, ?3 the prefix's end.
 #include <cstdint>
 #include <iterator>
@@ -30,7 +30,7 @@ inline constexpr int k_schema_version = 12;
 // the first digit of its status, read as text: a stored answer always begins {"status":NNN
 // (encode_response and json_object of the migration to version 5 write its status first, a
 // number of three digits), and the JSON functions may not be used in an index under
-// trusted_schema = OFF (sqlite_connection.cpp).
+// trusted_schema = OFF (sqlite/connection.cpp).
 #define IDEM_SQLITE_RESULT_CLASS                                          \
   "(CASE WHEN substr(response, 1, 10) = '{\"status\":' "                  \
   "THEN substr(response, 11, 1) || 'xx' WHEN exit_code = 0 THEN 'exit0' " \
@@ -216,7 +216,7 @@ inline constexpr const char* k_user_version = "PRAGMA user_version";
 inline constexpr const char* k_application_id = "PRAGMA application_id";
 
 // Every connection's settings once it is in WAL mode: every commit synced, no automatic
-// checkpoint (see sqlite_store.cpp), no function of the schema run with side effects.
+// checkpoint (see sqlite/store.cpp), no function of the schema run with side effects.
 inline constexpr const char* k_journal_mode_wal = "PRAGMA journal_mode = WAL";
 inline constexpr const char* k_page_size = "PRAGMA page_size";
 inline constexpr const char* k_connection_settings =

@@ -1,4 +1,4 @@
-#include "store/sqlite_connection.hpp"
+#include "store/sqlite/connection.hpp"
 
 #include <unistd.h>
 

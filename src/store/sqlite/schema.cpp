@@ -1,4 +1,4 @@
-#include "store/sqlite_schema.hpp"
+#include "store/sqlite/schema.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,8 +8,8 @@
 
 #include "core/errors.hpp"
 #include "core/key.hpp"
-#include "store/sqlite_connection.hpp"
-#include "store/sqlite_sql.hpp"
+#include "store/sqlite/connection.hpp"
+#include "store/sqlite/sql.hpp"
 
 namespace idem::store::sqlite {
 
@@ -68,7 +68,7 @@ void refuse_foreign_file(sqlite3* db, const std::string& path, int32_t applicati
   if (why.empty()) return;
   // Closing then runs SQLite's checkpoint on close again, which removes the -wal and -shm that
   // reading a WAL-mode file made: the file is not idem's, so idem's reason to skip it (see
-  // sqlite_store.cpp) does not hold, and nothing of idem's may be left beside it.
+  // sqlite/store.cpp) does not hold, and nothing of idem's may be left beside it.
   sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
   throw StoreError("store " + path + " is not an idem store (" + why +
                    "): give idem a file of its own");

@@ -1,10 +1,10 @@
 #pragma once
 // The PostgreSQL store's schema: the version a database holds, and the migrations to this
-// build's (their SQL in postgres_sql.hpp).
+// build's (their SQL in postgres/sql.hpp).
 #include <cstdint>
 #include <optional>
 
-#include "store/postgres_connection.hpp"
+#include "store/postgres/connection.hpp"
 
 namespace idem::store::postgres {
 

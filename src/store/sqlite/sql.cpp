@@ -1,4 +1,4 @@
-#include "store/sqlite_sql.hpp"
+#include "store/sqlite/sql.hpp"
 
 #include <algorithm>
 

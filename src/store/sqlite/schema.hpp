@@ -1,7 +1,7 @@
 #pragma once
 // The SQLite store's schema: which files are idem stores (SPEC §2: a file that is not one is
 // refused, never made one), the version a file holds, and the migrations to this build's version
-// (their SQL in sqlite_sql.hpp).
+// (their SQL in sqlite/sql.hpp).
 #include <sqlite3.h>
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "store/postgres_connection.hpp"
+#include "store/postgres/connection.hpp"
 
 namespace idem::store::postgres {
 

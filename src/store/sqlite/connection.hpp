@@ -1,7 +1,7 @@
 #pragma once
 // The SQLite store's connection wrappers: prepared statements and their cache, the transactions
 // (batched through the file's WriteQueue, or alone behind it), incremental blob I/O, and the
-// "idem" VFS. With sqlite_store.cpp and the other sqlite_* files of the backend, the only code
+// "idem" VFS. With the other files of store/sqlite/, the only code
 // that includes <sqlite3.h>.
 #include <sqlite3.h>
 
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "store/sqlite/write_queue.hpp"
 #include "store/store.hpp"
-#include "store/write_queue.hpp"
 
 namespace idem::store::sqlite {
 
