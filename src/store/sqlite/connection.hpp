@@ -1,8 +1,7 @@
 #pragma once
 // The SQLite store's connection wrappers: prepared statements and their cache, the transactions
 // (batched through the file's WriteQueue, or alone behind it), incremental blob I/O, and the
-// "idem" VFS. With the other files of store/sqlite/, the only code
-// that includes <sqlite3.h>.
+// "idem" VFS. With the other files of store/sqlite/, the only code that includes <sqlite3.h>.
 #include <sqlite3.h>
 
 #include <algorithm>
