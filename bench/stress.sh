@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stress benchmark (issue 3, part 5): WORKERS concurrent loops of `idem run` over KEYS keys for
 # SECONDS seconds on one SQLite store, with a short TTL so every key runs again and again.
-# Checks what SPEC §8 promises under load and prints the claim latency:
+# Checks what contract §8 promises under load and prints the claim latency:
 #   - each key executes exactly once per TTL window (consecutive runs of a key are >= TTL apart,
 #     and a key runs again soon after its record expires);
 #   - no "database is locked" (or any other store error) reaches the user;

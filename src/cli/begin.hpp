@@ -1,5 +1,5 @@
 #pragma once
-// `idem begin` / `idem end`: a side effect inside a script (SPEC §5b).
+// `idem begin` / `idem end`: a side effect inside a script (contract §5b).
 #include <CLI/CLI.hpp>
 #include <string>
 

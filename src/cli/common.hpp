@@ -28,7 +28,7 @@ void add_global_options(CLI::App& app, GlobalOptions& global);
 // the subcommand's name.
 bool is_global_option_with_value(std::string_view arg);
 
-// The store in force: --store, $IDEM_STORE, --db, $IDEM_DB, the XDG default (SPEC §2).
+// The store in force: --store, $IDEM_STORE, --db, $IDEM_DB, the XDG default (contract §2).
 store::StoreLocation store_location(const GlobalOptions& global);
 
 std::unique_ptr<store::Store> open_store(const GlobalOptions& global);

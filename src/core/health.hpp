@@ -1,5 +1,5 @@
 #pragma once
-// What `idem doctor` finds (SPEC §4): findings, each one line naming what is wrong and what to
+// What `idem doctor` finds (contract §4): findings, each one line naming what is wrong and what to
 // do about it, and the checks that need no I/O: the modes and owners of the store's files, and
 // the records that need a human. The caller gathers the facts (lstat, the store) and decides.
 #include <cstdint>

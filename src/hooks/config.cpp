@@ -31,7 +31,8 @@ void check_hook_path(const std::string& path, const std::string& where) {
   if (path.size() > core::k_max_hook_path_bytes)
     fail(where, quote(path) + " is " + std::to_string(path.size()) + " bytes; the limit is " +
                     std::to_string(core::k_max_hook_path_bytes));
-  // The daemon answers these itself (SPEC §6); a hook there would be unreachable or shadow them.
+  // The daemon answers these itself (contract §6); a hook there would be unreachable or shadow
+  // them.
   if (path == "/healthz" || path == "/metrics")
     fail(where, quote(path) + " is the daemon's own endpoint");
 }

@@ -1,6 +1,6 @@
 #pragma once
-// The "hooks" section of the daemon's config (SPEC §6): native hooks, each a path, a command and
-// its settings. Parsing is pure: secrets are read through the caller's environment lookup.
+// The "hooks" section of the daemon's config (contract §6): native hooks, each a path, a command
+// and its settings. Parsing is pure: secrets are read through the caller's environment lookup.
 #include <cstdint>
 #include <memory>
 #include <optional>

@@ -144,7 +144,7 @@ Answer accepted(const std::string& key, const std::string& outcome) {
 }
 
 // The effect of a hook: its command, with the body on stdin and the request in the environment;
-// the answer follows from how the command ended (SPEC §6).
+// the answer follows from how the command ended (contract §6).
 class HookEffect final : public CommandDelivery {
  public:
   HookEffect(const Hook& hook, const Delivery& d, const std::string& key)
@@ -233,7 +233,8 @@ Answer overloaded(const Hook& hook, const std::string& key) {
 }  // namespace
 
 // A delivery without a key (a native hook's under "no_key": "run"): the handler runs with
-// IDEM_KEY empty and nothing is stored, so every such delivery runs (SPEC §6: "without dedupe").
+// IDEM_KEY empty and nothing is stored, so every such delivery runs (contract §6: "without
+// dedupe").
 Answer deliver_unkeyed(const Hook& hook, HookSlots& slots, const DeliveryServices& services,
                        const DeliveryPolicy& policy) {
   if (!slots.reserve()) return overloaded(hook, "");
@@ -331,7 +332,7 @@ engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d,
   return req;
 }
 
-// The answer to a delivery that does not run: a replay or a refusal (SPEC §6's table).
+// The answer to a delivery that does not run: a replay or a refusal (contract §6's table).
 Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
                               const std::string& key, const DeliveryPolicy& policy) {
   const std::string shown = "key '" + core::display_key(key) + "'";

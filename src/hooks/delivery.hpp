@@ -1,6 +1,6 @@
 #pragma once
-// One webhook delivery, from verified request to answer, independent of the HTTP library: SPEC
-// §6's table, row by row.
+// One webhook delivery, from verified request to answer, independent of the HTTP library: the
+// table of contract §6, row by row.
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -113,7 +113,7 @@ struct DeliveryServices {
 
 // The 401 for a delivery whose signature `hook` checks and that fails it (headers from
 // `delivery`, `body` byte for byte); nullopt when it passes or the hook checks none. Nothing is
-// stored or run before it (SPEC §8.5).
+// stored or run before it (contract §8.5).
 std::optional<Answer> signature_refusal(const Hook& hook, const Delivery& delivery,
                                         std::string_view body);
 
@@ -166,8 +166,8 @@ class CommandDelivery : public DeliveryEffect {
   std::unique_ptr<engine::CommandEffect> command_;
 };
 
-// How the steps below run and answer a delivery: deliver() runs a native hook's command (SPEC
-// §6); a webhook hook (webhook/route.hpp) runs its own and answers as webhook does.
+// How the steps below run and answer a delivery: deliver() runs a native hook's command
+// (contract §6); a webhook hook (webhook/route.hpp) runs its own and answers as webhook does.
 struct DeliveryPolicy {
   // A new effect for one attempt at `key` ("" when unkeyed). With `hook.async` it is called on a
   // background thread after the request has been answered: what it refers to must outlive that.
@@ -181,7 +181,7 @@ struct DeliveryPolicy {
 };
 
 // A delivery with a usable key (core::key_problem passed), decided by the attempt engine under
-// "{hook.path}#{key}" and run at most once per key: SPEC §6's table from "same key, different
+// "{hook.path}#{key}" and run at most once per key: contract §6's table from "same key, different
 // body" on. The fingerprint is the body.
 Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& delivery,
                      const DeliveryServices& services, const std::string& key,

@@ -1,6 +1,6 @@
 #pragma once
-// Webhook signature verification (SPEC §6): `idem serve` checks a delivery with `verify` before it
-// stores or runs anything. The only user of OpenSSL's HMAC. Pure: no I/O; the headers and the
+// Webhook signature verification (contract §6): `idem serve` checks a delivery with `verify` before
+// it stores or runs anything. The only user of OpenSSL's HMAC. Pure: no I/O; the headers and the
 // clock come from the caller, so every scheme is tested without a server or a sleep.
 #include <cstdint>
 #include <functional>

@@ -1,5 +1,5 @@
 #pragma once
-// The ledger API (SPEC §7b): the store offered over HTTP to programs in any language, with the
+// The ledger API (contract §7b): the store offered over HTTP to programs in any language, with the
 // claim / heartbeat / finish discipline of `idem begin` and `idem end`, but with leases, since
 // the client is no local process whose pid could be checked:
 //

@@ -89,7 +89,7 @@ class Fields {
     return token;
   }
 
-  // SPEC §1's forms ("90s"), or a number of seconds.
+  // contract §1's forms ("90s"), or a number of seconds.
   std::optional<int64_t> duration(const char* name) {
     if (!has(name)) return std::nullopt;
     const json& v = doc_[name];

@@ -1,5 +1,5 @@
 #pragma once
-// The ledger API's pure rules (SPEC §7b, ledger.hpp): its calls' bodies read and checked, keys
+// The ledger API's pure rules (contract §7b, ledger.hpp): its calls' bodies read and checked, keys
 // and paths, the bearer token's header.
 #include <cstdint>
 #include <optional>
@@ -48,9 +48,9 @@ template <class Call>
 using Parsed = std::variant<Call, BadField>;
 
 // The bodies of the three POST calls. Refused: a body that is not a JSON object, an unknown
-// member, a missing or wrongly typed one, a bad key (SPEC §1), a bad duration (SPEC §1's forms, or
-// a number of seconds; a lease under 1 s), bad base64, an exit code outside 0-255 or one other
-// than 0 for a success, an HTTP status outside 100-599.
+// member, a missing or wrongly typed one, a bad key (contract §1), a bad duration (contract §1's
+// forms, or a number of seconds; a lease under 1 s), bad base64, an exit code outside 0-255 or one
+// other than 0 for a success, an HTTP status outside 100-599.
 Parsed<ClaimCall> parse_claim(std::string_view body);
 Parsed<HeartbeatCall> parse_heartbeat(std::string_view body);
 Parsed<FinishCall> parse_finish(std::string_view body);
@@ -62,7 +62,7 @@ std::optional<std::string> percent_decode(std::string_view text);
 // The token of an "Authorization: Bearer TOKEN" value (the scheme case-insensitive), or nothing.
 std::optional<std::string_view> bearer_token(std::string_view authorization);
 
-// Why a key is not one the ledger takes: an invalid key (SPEC §1), or one that names a record
+// Why a key is not one the ledger takes: an invalid key (contract §1), or one that names a record
 // of another front of the daemon (core::served_front_of), which a ledger client could otherwise
 // read, finish or remove. nothing for a key it takes.
 std::optional<std::string> ledger_key_problem(const std::string& key);

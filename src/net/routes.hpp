@@ -33,7 +33,7 @@ class Route {
   // empty (the default) for the routes that are not hooks.
   virtual const std::string& hook() const { return k_not_a_hook; }
   // Whether every problem answer on the route's paths, the transport's refusals too, carries
-  // the `error` member SDKs of Stripe-style APIs look for (the proxy's, SPEC §7).
+  // the `error` member SDKs of Stripe-style APIs look for (the proxy's, contract §7).
   virtual bool error_member() const { return false; }
 };
 

@@ -1,5 +1,6 @@
 #pragma once
-// The "proxy" section of the daemon's config (SPEC §7), read into proxy/rules.hpp's ProxyConfig.
+// The "proxy" section of the daemon's config (contract §7), read into proxy/rules.hpp's
+// ProxyConfig.
 #include "net/config_fields.hpp"
 #include "proxy/rules.hpp"
 

@@ -1,5 +1,5 @@
 #pragma once
-// The Idempotency-Key proxy as a route (SPEC §7): the table's fallback, taking every path no
+// The Idempotency-Key proxy as a route (contract §7): the table's fallback, taking every path no
 // other route takes. A keyed request (rules.hpp) is claimed through the attempt engine, forwarded
 // once by its Effect, and its answer recorded, or the key released when the policy says so; a
 // duplicate is replayed from the store. Other requests are passed through untouched.

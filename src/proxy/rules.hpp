@@ -1,8 +1,8 @@
 #pragma once
-// The Idempotency-Key proxy's rules (SPEC §7), pure: no I/O. Which requests are keyed, how a key
-// is read and scoped, what a request's fingerprint is, which headers go to the upstream and which
-// of its answer are stored, which answers are stored at all, and the problem answers. The route
-// that applies them (claim, forward, record or release) is route.cpp.
+// The Idempotency-Key proxy's rules (contract §7), pure: no I/O. Which requests are keyed, how a
+// key is read and scoped, what a request's fingerprint is, which headers go to the upstream and
+// which of its answer are stored, which answers are stored at all, and the problem answers. The
+// route that applies them (claim, forward, record or release) is route.cpp.
 #include <cstdint>
 #include <memory>
 #include <optional>

@@ -1,6 +1,6 @@
 #pragma once
-// The configuration of `idem serve` (SPEC §6, §7): a JSON object of sections, "hooks" and "proxy"
-// (the ledger API is to be one beside them), each read by its front (hooks/config.hpp,
+// The configuration of `idem serve` (contract §6, §7): a JSON object of sections, "hooks" and
+// "proxy" (the ledger API is to be one beside them), each read by its front (hooks/config.hpp,
 // proxy/config.hpp). Each section is optional; together they must
 // configure at least one route. Parsing is pure: the caller reads the file and supplies the
 // environment lookup, so tests need neither.

@@ -1,6 +1,6 @@
 #pragma once
-// `idem serve`: the webhook daemon (SPEC §6). Each delivery is verified, deduplicated through the
-// store, and run once; duplicates get the stored answer.
+// `idem serve`: the webhook daemon (contract §6). Each delivery is verified, deduplicated through
+// the store, and run once; duplicates get the stored answer.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,10 +13,10 @@ namespace idem::http {
 struct DaemonOptions {
   std::string config_path;  // "" when there is none (--upstream or the ledger alone)
   std::string upstream;     // --upstream URL: a proxy section with only its upstream
-  // --hooks FILE...: hooks files of webhook (SPEC §6b), with --urlprefix, --template,
+  // --hooks FILE...: hooks files of webhook (contract §6b), with --urlprefix, --template,
   // --response-header and --http-methods; no files: none.
   webhook::ServeOptions hooks;
-  // The ledger API (SPEC §7b) on the TCP listener, behind the bearer token of its token file.
+  // The ledger API (contract §7b) on the TCP listener, behind the bearer token of its token file.
   bool ledger = false;
   // If set, the ledger API (with /healthz and /metrics) also on a Unix socket there, created 0600;
   // no token is asked for on it.

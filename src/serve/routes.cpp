@@ -94,7 +94,7 @@ class MetricsRoute final : public BuiltinRoute {
   Services& services_;
 };
 
-// One configured hook: its methods and body limit, then deliver() (SPEC §6's table).
+// One configured hook: its methods and body limit, then deliver() (contract §6's table).
 class HookRoute final : public Route {
  public:
   HookRoute(Hook hook, std::shared_ptr<HookSlots> slots, Services& services)

@@ -15,7 +15,7 @@ namespace idem::http {
 std::shared_ptr<const Route> health_route(StoreHealth& health, bool loopback);
 // /metrics: the counters, in Prometheus' text format; `loopback` as health_route's.
 std::shared_ptr<const Route> metrics_route(Services& services, bool loopback);
-// One configured hook: its methods and body limit, then deliver() (SPEC §6's table).
+// One configured hook: its methods and body limit, then deliver() (contract §6's table).
 std::shared_ptr<const Route> native_hook_route(Hook hook, std::shared_ptr<HookSlots> slots,
                                                Services& services);
 

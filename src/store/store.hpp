@@ -305,7 +305,7 @@ struct StoreLocation {
 // '/' is read as SCHEME:REST, so a relative file name holding ':' needs `sqlite:` or `./`.
 StoreLocation parse_store_url(const std::string& url, const std::string& source);
 
-// The store in force (SPEC §2): --store, else $IDEM_STORE, else --db, else $IDEM_DB, else
+// The store in force (contract §2): --store, else $IDEM_STORE, else --db, else $IDEM_DB, else
 // ${XDG_STATE_HOME:-$HOME/.local/state}/idem/idem.db. Empty flags count as not given.
 StoreLocation store_location(const std::string& store_flag, const std::string& db_flag);
 

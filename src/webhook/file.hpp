@@ -1,8 +1,8 @@
 #pragma once
-// The hooks files of the Go `webhook` server (SPEC §6b), read unchanged: JSON or YAML, optionally
-// a template first (webhook/template.hpp). Parsing is pure: the caller reads the file and supplies
-// the environment and file lookups, so tests need neither. What a hook does with a request is
-// webhook/request.hpp's; how it is served, the daemon's.
+// The hooks files of the Go `webhook` server (contract §6b), read unchanged: JSON or YAML,
+// optionally a template first (webhook/template.hpp). Parsing is pure: the caller reads the file
+// and supplies the environment and file lookups, so tests need neither. What a hook does with a
+// request is webhook/request.hpp's; how it is served, the daemon's.
 #include <cstdint>
 #include <functional>
 #include <memory>

@@ -1,5 +1,5 @@
 #pragma once
-// Serving the hooks of webhook hooks files (SPEC §6b): one route per hook at /{urlprefix}/{id},
+// Serving the hooks of webhook hooks files (contract §6b): one route per hook at /{urlprefix}/{id},
 // answering as webhook 2.8's hook handler does and in its order (404, 405, rules, command), with
 // idem's extra properties on top: its signature check (401), body limit (413), key (400 without
 // one), dedupe through the attempt engine (delivery.hpp's keyed run), timeout and concurrency cap.

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Helpers for the end-to-end tests of the ledger API (SPEC §7b). Source after lib.sh and
+# Helpers for the end-to-end tests of the ledger API (contract §7b). Source after lib.sh and
 # serve_lib.sh. start_ledger runs `idem serve --ledger` on 127.0.0.1 port 0 and sets PORT, URL
 # and TOKEN (from the token file beside $IDEM_DB); call sends one request with the token.
 TOKEN=

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Helpers for the end-to-end tests of the Idempotency-Key proxy (SPEC §7). Source after lib.sh and
+# Helpers for the end-to-end tests of the Idempotency-Key proxy (contract §7). Source after lib.sh and
 # serve_lib.sh. The upstream is tests/helpers/upstream_server.js under node, on 127.0.0.1 with a
 # port file, started under lib.sh's bg (so cleanup kills it); it answers as the request's
 # X-Answer-* headers ask and counts what reaches it.

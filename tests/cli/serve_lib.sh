@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Helpers for the end-to-end tests of `idem serve` (SPEC §6). Source after lib.sh:
+# Helpers for the end-to-end tests of `idem serve` (contract §6). Source after lib.sh:
 #
 #   source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 #   source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §8.3: kill -9 of idem never leads to a second execution without --retry-abandoned or rm,
+# contract §8.3: kill -9 of idem never leads to a second execution without --retry-abandoned or rm,
 # and the store passes PRAGMA integrity_check afterwards.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 # A killed owner is abandoned once its lease runs out on PostgreSQL (await_abandoned); SQLite

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §8.3: a retry never overlaps processes of the abandoned attempt that are still alive. A
+# contract §8.3: a retry never overlaps processes of the abandoned attempt that are still alive. A
 # script's background job outlives idem's kill -9 (only the direct child gets PR_SET_PDEATHSIG);
 # idem records the command's process group, reports it while it lives, refuses --retry-abandoned
 # with 75 until it is empty, and --kill-stale ends it first.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §5b, idem begin / idem end: a claim owned by the calling script (or --owner-pid), the
+# contract §5b, idem begin / idem end: a claim owned by the calling script (or --owner-pid), the
 # outcome recorded by end; already done → 1 (--print), a failed outcome claimed again, a script
 # killed mid-way → abandoned (69) until --retry-abandoned, end by anyone but the owner → 77.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
@@ -68,7 +68,7 @@ assert_idem_error
 record after order-1
 assert_same "$T/before.json" "$T/after.json"
 
-# The SPEC's snippet as a script: the work happens once however often the script runs.
+# The contract's snippet (docs/contract.md, §5b) as a script: the work happens once however often the script runs.
 cat >"$T/snippet.sh" <<'EOF'
 #!/bin/sh
 charge_card() { echo charged >> "$1"; }

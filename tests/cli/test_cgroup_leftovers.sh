@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §8.3 where cgroup v2 is writable: each attempt's command runs in a cgroup of its own, so
+# contract §8.3 where cgroup v2 is writable: each attempt's command runs in a cgroup of its own, so
 # what it leaves behind is seen even after it left the process group (setsid: a daemon, tmux,
 # `ssh -f`). A clean run leaves no cgroup; a failed run's escaped process holds the key (75,
 # status, show and doctor name the cgroup) until it ends by itself or --kill-stale ends it

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # idem's options end at the command's first word (as with env, timeout, flock): every word after
 # it is the command's own, idem's option names and `--` included. Options before it, `--` before
-# it, and --db before it (SPEC §2) work as before; `-k --` is a missing key.
+# it, and --db before it (contract §2) work as before; `-k --` is a missing key.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 
 # `ls -q` shows a tab in a name as '?': the -q after the command is ls's, not idem's --quiet.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §8.1: N concurrent attempts of one key run the command exactly once; the others are refused
+# contract §8.1: N concurrent attempts of one key run the command exactly once; the others are refused
 # with 75, or with --wait replay the same bytes.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 

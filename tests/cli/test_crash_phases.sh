@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §8.3, issue 3: SIGKILL at every step of a run, 35 times per step (210 crashes). After each:
+# contract §8.3, issue 3: SIGKILL at every step of a run, 35 times per step (210 crashes). After each:
 # the record is absent, finished or abandoned (never half-written), the command ran at most once
 # across plain retries, and a SQLite store passes PRAGMA integrity_check. The crash points exist
 # only in builds configured with -DIDEM_TEST_HOOKS=ON (scripts/test.sh does).

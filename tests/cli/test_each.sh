@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §5, idem each: one handler run per new key of a JSON Lines stream, the message on its
+# contract §5, idem each: one handler run per new key of a JSON Lines stream, the message on its
 # stdin; duplicates and keys done by an earlier pass are skipped; malformed lines are reported
 # with their line number and never stop the rest; failures run again on the next pass unless
 # --replay-failures; one key never runs twice at once with --jobs; a crash leaves the message in

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §8.3 for a failure: a run never overlaps what the failed attempt left running. A command
+# contract §8.3 for a failure: a run never overlaps what the failed attempt left running. A command
 # that exits 1 but leaves a background loop in its process group (one that ignores TERM) keeps
 # the key held: the next run exits 75 with one line naming the group while the loop lives;
 # --kill-stale ends the group (TERM, KILL after --kill-after) and runs; once the group is gone by

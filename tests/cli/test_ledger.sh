@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The ledger API (SPEC §7b) against a real `idem serve --ledger`, driven with curl: every row of
+# The ledger API (contract §7b) against a real `idem serve --ledger`, driven with curl: every row of
 # the table, the 400s naming their member (one given twice too), 401 without or with a wrong
 # token, the token file (created 0600, a loose or linked one refused), percent-encoded keys, GET
 # equal to `idem show --json`, the metrics, a lease that runs out into abandoned, and the records

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §8.6 on the test cluster ($IDEM_TEST_PG_URL), with hosts simulated by namespaces (see
+# contract §8.6 on the test cluster ($IDEM_TEST_PG_URL), with hosts simulated by namespaces (see
 # hosts_lib.sh): one key claimed by 32 processes on each of three hosts at once runs once, the
 # others refused (75) or, with --wait, replaying the same bytes and exit code; the record names
 # the simulated host (its name and boot id) as owner.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §8.6 on the test cluster ($IDEM_TEST_PG_URL), with hosts simulated by namespaces (see
+# contract §8.6 on the test cluster ($IDEM_TEST_PG_URL), with hosts simulated by namespaces (see
 # hosts_lib.sh), under short leases: an owner killed with -9 on host A is running to host B, and
 # to A itself, while its lease lasts (75, asked only while enough of it is left) and abandoned once it has run out (69), and a retry
 # runs it as attempt 2;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Leases on PostgreSQL (SPEC §1, §8.6), as one host sees them: a claim of run, each and serve
+# Leases on PostgreSQL (contract §1, §8.6), as one host sees them: a claim of run, each and serve
 # carries the lease --lease asks for, which idem renews while the command runs, so a command that
 # runs for several leases keeps its key and records its outcome; the lease ends with the attempt.
 # (Other hosts, vanished and paused owners: test_pg_hosts.sh; lost connections: test_pg_faults.sh.)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Idempotency-Key proxy (SPEC §7) in front of a real upstream: keys (missing, bare, quoted,
+# The Idempotency-Key proxy (contract §7) in front of a real upstream: keys (missing, bare, quoted,
 # malformed, over-long), replays byte for byte with Idempotent-Replayed, the headers stored and
 # not (Set-Cookie), 422 for another request under a used key, keys scoped by Authorization,
 # other methods passed through, and /metrics.

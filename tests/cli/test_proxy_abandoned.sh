@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A daemon killed while it forwards a keyed request (SPEC §8.3): whether the upstream acted is
+# A daemon killed while it forwards a keyed request (contract §8.3): whether the upstream acted is
 # unknown, so the key is never forwarded again on its own: the retry gets 409 until someone
 # removes the record, and the store passes its integrity check.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 32 concurrent duplicates through the proxy (SPEC §7, §8.1): exactly one reaches the upstream;
+# 32 concurrent duplicates through the proxy (contract §7, §8.1): exactly one reaches the upstream;
 # while it is in flight the others get 409 with Retry-After; once it is stored every retry gets
 # its bytes with Idempotent-Replayed.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"

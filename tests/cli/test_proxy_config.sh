@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How the proxy is configured (SPEC §7, issue point 5): `--upstream URL`, a "proxy" section beside
+# How the proxy is configured (contract §7, issue point 5): `--upstream URL`, a "proxy" section beside
 # hooks in one config (hooks answer their paths, the proxy every other), the usage errors
 # (nothing to serve, both --upstream and a proxy section, a bad URL, a bad field), per-route
 # settings, and SIGHUP reloading the section.

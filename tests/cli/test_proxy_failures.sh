@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the proxy stores and what it gives up (SPEC §7): an upstream that is down (502) or that
+# What the proxy stores and what it gives up (contract §7): an upstream that is down (502) or that
 # answers 5xx (not stored unless store_server_errors): the key is released and the client's retry
 # goes through. One that breaks off its answer (502) keeps the outcome as unknown, one that
 # answers too late (504) has its late answer stored (test_proxy_outcomes.sh says more). A client

@@ -2,7 +2,7 @@
 # The official OpenAI Node SDK (npm's `openai`, tests/node) as a client of `idem serve`'s proxy:
 # a call gives it an Idempotency-Key header, which it repeats on the retries it makes by itself
 # (twice by default, of 408, 409, 429, 5xx and dropped connections), so every retry of a request
-# that reached the upstream must be answered without a second execution (SPEC §7). The upstream
+# that reached the upstream must be answered without a second execution (contract §7). The upstream
 # counts its executions.
 #   (a) an upstream slower than the proxy's timeout: 504, then 409s, one execution; the late
 #       answer is stored and the key replays it;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the proxy does with an outcome it cannot know or keep (SPEC §7): once a request went out,
+# What the proxy does with an outcome it cannot know or keep (contract §7): once a request went out,
 # a slow upstream's late answer is still awaited and stored (504 now, 409 to duplicates meanwhile)
 # and a cut-off exchange is kept as an unknown outcome (409 to duplicates until `idem rm`): the
 # upstream never runs the request twice. Answers meaning "not done, try again" (408, 409, 425,

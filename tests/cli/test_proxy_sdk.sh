@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The official Stripe Node SDK (npm's `stripe`, tests/node) as a client of `idem serve --upstream`
 # in front of a fake Stripe API (tests/node/fake_stripe.js): a real client library that sets
-# Idempotency-Key by itself and retries by itself (SPEC §7).
+# Idempotency-Key by itself and retries by itself (contract §7).
 #   (a) an explicit idempotencyKey sent twice: one upstream call, the same object, the second
 #       answer replayed;
 #   (b) the SDK's own key survives its retry after an upstream 500: the key is released, the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Passed-through answers are streamed (SPEC §7: "streamed both ways where possible"): the first
+# Passed-through answers are streamed (contract §7: "streamed both ways where possible"): the first
 # piece of a chunked GET reaches the client before the upstream has sent the rest. Large answers
 # pass through whole, and a large keyed answer is replayed byte for byte. A reload in the middle
 # of a stream does not cut it.

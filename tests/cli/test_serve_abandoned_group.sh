@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A hook with retry_abandoned never retries a delivery while processes of its abandoned attempt
-# are still alive (SPEC §8.3): kill -9 of the daemon mid-handler leaves the handler's background
+# are still alive (contract §8.3): kill -9 of the daemon mid-handler leaves the handler's background
 # job running; the redelivery gets 409 with Retry-After until that job ends, then runs attempt 2.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §6, IDEM_HEADER_<NAME>: headers whose names give one variable (a repeated header, or X-A,
+# contract §6, IDEM_HEADER_<NAME>: headers whose names give one variable (a repeated header, or X-A,
 # X.A and X_A) follow one rule: their values joined with ", " in the order received. The handler's
 # variable, the header key source and the signature check all read that same value, and the store
 # keeps each name as received.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §6 and §8 for the daemon's life: concurrent duplicates run once (§8.1), records survive a
+# contract §6 and §8 for the daemon's life: concurrent duplicates run once (§8.1), records survive a
 # restart, kill -9 mid-handler never leads to a second run without retry_abandoned (§8.3), SIGHUP
 # reloads (a broken file keeps the old config), SIGTERM drains, slow clients are cut off, a bad
 # config or a remote --listen is refused at start with 64 (§8.4).
@@ -305,7 +305,7 @@ assert_eq 0 "$(runs /hooks/x slow-1)" "runs of a delivery whose body never arriv
 post /hooks/x 'served after' 'X-Key: after-slow'
 expect_http 200
 
-# A client that trickles a byte every 250 ms never stalls for a whole second, but SPEC §6 cuts off
+# A client that trickles a byte every 250 ms never stalls for a whole second, but contract §6 cuts off
 # slow clients with a whole-request deadline: --request-timeout bounds the request as a whole.
 raw_connect trickle
 request_text=$'POST /hooks/x HTTP/1.1\r\nHost: t\r\nX-Key: trickle\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n'

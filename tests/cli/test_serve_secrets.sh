@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §6, secrets: the store keeps Authorization, Cookie, Proxy-Authorization and every
+# contract §6, secrets: the store keeps Authorization, Cookie, Proxy-Authorization and every
 # signature header by name only (the handler still gets them); no handler's environment holds a
 # variable named by any hook's secret_env; a secret its scheme cannot use is refused at start
 # (exit 64) and at reload (the old config kept), in one line naming the hook and the variable,

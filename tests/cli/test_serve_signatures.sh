@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §6 signature schemes and §8.5: for every scheme a correctly signed delivery runs its handler
+# contract §6 signature schemes and §8.5: for every scheme a correctly signed delivery runs its handler
 # once and its duplicate is replayed; a tampered body, a wrong secret, a timestamp outside the
 # tolerance or a missing signature header gets 401, and nothing is stored or run for it.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §6 for senders without a JSON event id: Slack (examples/slack.json as shipped) answers a
+# contract §6 for senders without a JSON event id: Slack (examples/slack.json as shipped) answers a
 # signed url_verification (no event_id) under "no_key": "run" and runs slash commands once per
 # form field trigger_id; {"form": FIELD} decodes like a browser while the body stays untouched;
 # "no_key" "refuse" (the default) keeps the 400; standard-webhooks accepts Svix's header names.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §6, the per-delivery table row by row, in its order: 404/405, 413, 401 (see
+# contract §6, the per-delivery table row by row, in its order: 404/405, 413, 401 (see
 # test_serve_signatures.sh), 400, 422, 409 running, replay, failed-then-rerun, a new key's run
 # (200/500/504, stdin and environment), async 202, the concurrency queue's 503, /healthz,
 # /metrics, and keys scoped per hook.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hooks files of adnanh/webhook (SPEC §6b): every scenario of webhook/scenarios.txt (GitHub with
+# Hooks files of adnanh/webhook (contract §6b): every scenario of webhook/scenarios.txt (GitHub with
 # HMAC and a branch rule, several signatures with and without soft failures, Bitbucket's form
 # field of JSON, GitLab, XML, raw bodies, a JSON array body, a slash in an id, request sources,
 # methods, mismatch codes, output capture, content types, files, entire payloads) is sent to

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where webhook's router and loader differ from a plain reading of the hooks file, idem serves as
-# Debian's Go `webhook` 2.8 does (SPEC §6b): GET / answers "OK" (health probes of webhook
+# Debian's Go `webhook` 2.8 does (contract §6b): GET / answers "OK" (health probes of webhook
 # containers ask it), paths are percent-decoded before matching, ids with spaces, non-ASCII
 # letters or '%' are served at their encoded paths, unclean paths (//hooks/x) are redirected
 # (301), bad escapes are a 400 (webhook/paths-scenarios.txt); and files written as webhook's own

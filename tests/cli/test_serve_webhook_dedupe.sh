@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §6b: a webhook hooks file's hook with idem's key (X-GitHub-Delivery) behind webhook's own
+# contract §6b: a webhook hooks file's hook with idem's key (X-GitHub-Delivery) behind webhook's own
 # HMAC and branch rules: each delivery runs once, a duplicate gets the first answer back with
 # Idempotent-Replayed, another body under the same key is 422, a delivery without the key 400;
 # webhook's answers for rules not satisfied (200 or the mismatch code) and a signature that does

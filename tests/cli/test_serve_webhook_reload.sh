@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §6b: hooks files beside a config; SIGHUP re-reads them (a broken file keeps the hooks in
+# contract §6b: hooks files beside a config; SIGHUP re-reads them (a broken file keeps the hooks in
 # force); a hooks file's hook at a path a native hook has is refused at start (64) and at reload;
 # --urlprefix, --http-methods and --response-header; bad values of the flags are usage errors.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §6b: how a hooks file's command runs under idem: in its command-working-directory (one
+# contract §6b: how a hooks file's command runs under idem: in its command-working-directory (one
 # that is missing fails the run: 500), with the peer's address and port as remote-addr, with its files written 0600 and removed after the run,
 # without the secrets of any hook (idem signatures' secret_env, variables a template read), with
 # idem's timeout, concurrency cap and queue; and the answers before the command: 404 for an id

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 3 / SPEC §8.4: when the store cannot grow, is read-only, or stays locked past the busy
+# Issue 3 / contract §8.4: when the store cannot grow, is read-only, or stays locked past the busy
 # timeout, idem exits 74 with a one-line message, the command does not run if its claim could not
 # be made durable, and the records already stored are intact.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"

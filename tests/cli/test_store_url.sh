@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The store chosen by URL (SPEC §2): --store (before or after the subcommand), then IDEM_STORE,
+# The store chosen by URL (contract §2): --store (before or after the subcommand), then IDEM_STORE,
 # then --db, then IDEM_DB; sqlite:PATH or a bare path; a bad URL is a usage error naming it; a
 # PostgreSQL URL is refused (exit 74) by this build. The daemon reuses its store connections:
 # 200 deliveries open a bounded number of them, and it holds a bounded number of db files open.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §2 (owner): a host is known by its machine id and boot id, and a pid only within its pid
+# contract §2 (owner): a host is known by its machine id and boot id, and a pid only within its pid
 # namespace. Simulated on one machine with namespaces (`unshare`): a twin host of the same host
 # name and boot id (another /etc/machine-id, its own pids), a cloned machine of the same host name
 # (another machine id and boot id, the same initial pid namespace number every host has), and a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §8.4: bad input gets exit 64 and one "idem:" line on stderr; nothing runs and no record
+# contract §8.4: bad input gets exit 64 and one "idem:" line on stderr; nothing runs and no record
 # is created, changed or lost.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 

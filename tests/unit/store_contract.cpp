@@ -851,7 +851,7 @@ TEMPLATE_TEST_CASE("store contract: list streams and stops when the visitor says
   CHECK(keys_of(listed(*store, q)) == std::vector<std::string>{"k4", "k3", "k2", "k1", "k0"});
 }
 
-// Attempts and leases (SPEC §1): the token is the claimer's capability, the lease its liveness
+// Attempts and leases (contract §1): the token is the claimer's capability, the lease its liveness
 // on any host.
 
 TEMPLATE_TEST_CASE("store contract: a claim hands out a fresh unguessable token and its lease",
@@ -1636,7 +1636,7 @@ TEMPLATE_TEST_CASE("store contract: put_all writes the replay count and the hist
   CHECK(store->history("plain")[0].number == 3);
 }
 
-// The page's filters (SPEC §7c): each condition read from an index of its own, alone or
+// The page's filters (contract §7c): each condition read from an index of its own, alone or
 // combined, gives exactly the records that pass it, and a scan bounded by scan_limit, taken up
 // again after where it stopped, lists the same records in the same order.
 TEMPLATE_TEST_CASE(

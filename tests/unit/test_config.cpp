@@ -42,8 +42,8 @@ std::optional<std::string> fake_env(const std::string& name) {
 }
 const EnvLookup k_env = fake_env;
 
-// SPEC §6's example.
-const char* const k_spec_example = R"({
+// contract §6's example.
+const char* const k_contract_example = R"({
   "hooks": [
     {
       "path": "/hooks/github",
@@ -99,8 +99,8 @@ TEST_CASE("config: a quoted value escapes what is not valid UTF-8", "[config]") 
   CHECK(quote("\xf0\x9f\x98\x80 a\tb") == "'\xf0\x9f\x98\x80 a\\tb'");  // U+1F600, a tab
 }
 
-TEST_CASE("config: SPEC's example parses to its values", "[config]") {
-  Config config = parse_config("serve.json", k_spec_example, k_env);
+TEST_CASE("config: the contract's example parses to its values", "[config]") {
+  Config config = parse_config("serve.json", k_contract_example, k_env);
   REQUIRE(config.hooks.size() == 2);
 
   const Hook& github = config.hooks[0];

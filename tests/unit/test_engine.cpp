@@ -647,9 +647,9 @@ void step(const FakeClock& clock, int64_t ms) {
 
 }  // namespace
 
-// Leases (SPEC §1): the engine renews a leased attempt's lease while the effect runs, on a thread
-// of its own that waits on the engine's clock: the fake clock moves the time, and the test waits
-// until that thread waits again (it has done what the new time asks), never for real time.
+// Leases (contract §1): the engine renews a leased attempt's lease while the effect runs, on a
+// thread of its own that waits on the engine's clock: the fake clock moves the time, and the test
+// waits until that thread waits again (it has done what the new time asks), never for real time.
 TEST_CASE("engine: a leased attempt is renewed while it runs and its outcome recorded",
           "[engine][lease]") {
   Fixture f;

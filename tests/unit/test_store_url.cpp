@@ -1,5 +1,5 @@
 // The store factory: which URL names which backend, the precedence of --store, IDEM_STORE, --db,
-// IDEM_DB and the default (SPEC §2), and the refusals (usage errors, a backend not built).
+// IDEM_DB and the default (contract §2), and the refusals (usage errors, a backend not built).
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>

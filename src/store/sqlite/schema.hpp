@@ -1,5 +1,5 @@
 #pragma once
-// The SQLite store's schema: which files are idem stores (SPEC §2: a file that is not one is
+// The SQLite store's schema: which files are idem stores (contract §2: a file that is not one is
 // refused, never made one), the version a file holds, and the migrations to this build's version
 // (their SQL in sqlite/sql.hpp).
 #include <sqlite3.h>
@@ -12,7 +12,7 @@ namespace idem::store::sqlite {
 
 // PRAGMA application_id of an idem store: "IDEM". Every migration transaction sets it, so stores
 // made or migrated since carry it; a store made before carries 0, like any SQLite file that never
-// set one. A file with another id belongs to another program and is refused (SPEC §2).
+// set one. A file with another id belongs to another program and is refused (contract §2).
 inline constexpr int32_t k_application_id = 0x4944454d;
 
 // PRAGMA user_version and application_id of the store at `path`, open as `db`.
@@ -22,7 +22,7 @@ int32_t application_id(sqlite3* db, const std::string& path);
 // Refuses a store whose schema VERSION is newer than this build's.
 void refuse_newer_schema(const std::string& path, int version);
 
-// SPEC §2: a file that is not an idem store is refused, not made one. Idem's application id
+// contract §2: a file that is not an idem store is refused, not made one. Idem's application id
 // says it is one. A file without an id (0) is a new store when it holds nothing at all, or a
 // store made before idem set the id when its tables are idem's and, past version 0, include
 // `records`; anything else (another program's tables, a user_version some other program set)
