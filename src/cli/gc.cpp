@@ -29,9 +29,9 @@ int run_gc(const GlobalOptions& global, const GcOptions& o) {
   auto store = open_store(global);
   const util::Clock& clock = util::process_clock();
   q.now_ms = clock.now_ms();
-  int64_t n = store->gc(q);
-  std::cout << (o.dry_run ? "would remove " : "removed ") << n << "\n";
-  if (const int64_t left = store->wal_bytes_after_gc(); left > 0) {
+  const store::GcResult done = store->gc(q);
+  std::cout << (o.dry_run ? "would remove " : "removed ") << done.removed << "\n";
+  if (const int64_t left = done.wal_bytes_left; left > 0) {
     const store::StoreLocation where = store_location(global);
     std::cerr << "idem: the WAL " << where.target << "-wal still holds " << core::format_size(left)
               << ": the checkpoint could not empty it while another process reads the store (or "

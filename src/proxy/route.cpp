@@ -72,71 +72,6 @@ Response upstream_problem(const UpstreamError& e, const ProxySettings& settings)
                        "the upstream could not be reached or broke off its answer", "api_error");
 }
 
-// Every call on a store connection leased for that call alone, so that a forward waiting
-// minutes for a late answer holds no connection meanwhile (PostgreSQL's are costly).
-class PerCallStore final : public store::Store {
- public:
-  explicit PerCallStore(std::shared_ptr<store::StoreProvider> stores)
-      : stores_(std::move(stores)) {}
-  store::ClaimResult claim(const store::ClaimRequest& request,
-                           const store::OwnerGone& owner_gone) override {
-    return stores_->lease()->claim(request, owner_gone);
-  }
-  bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) override {
-    return stores_->lease()->finish(key, attempt, outcome);
-  }
-  bool set_process_group(const std::string& key, int64_t attempt,
-                         const core::ProcessGroup& group) override {
-    return stores_->lease()->set_process_group(key, attempt, group);
-  }
-  bool mark_abandoned(const std::string& key, int64_t attempt) override {
-    return stores_->lease()->mark_abandoned(key, attempt);
-  }
-  bool heartbeat(const std::string& key, const std::string& token, int64_t lease_ms,
-                 int64_t now_ms) override {
-    return stores_->lease()->heartbeat(key, token, lease_ms, now_ms);
-  }
-  bool release(const std::string& key, const std::string& token) override {
-    return stores_->lease()->release(key, token);
-  }
-  std::optional<core::Record> get(const std::string& key) override {
-    return stores_->lease()->get(key);
-  }
-  std::optional<core::Record> get_without_output(const std::string& key) override {
-    return stores_->lease()->get_without_output(key);
-  }
-  // The reader keeps its connection leased until it is dropped.
-  std::unique_ptr<store::OutputReader> open_output(const std::string& key,
-                                                   int64_t attempt) override {
-    return store::leased_output(stores_->lease(), key, attempt);
-  }
-  store::HistoryPage history_page(const std::string& key,
-                                  const store::HistoryQuery& query) override {
-    return stores_->lease()->history_page(key, query);
-  }
-  void count_replays(std::span<const store::ReplayCount> counts) override {
-    stores_->lease()->count_replays(counts);
-  }
-  store::ListStop list(const store::ListQuery& query, const store::RecordVisitor& visit) override {
-    return stores_->lease()->list(query, visit);
-  }
-  store::RemoveResult remove(const std::string& key, bool force,
-                             const store::OwnerGone& owner_gone) override {
-    return stores_->lease()->remove(key, force, owner_gone);
-  }
-  int64_t gc(const store::GcQuery& query) override { return stores_->lease()->gc(query); }
-  std::vector<bool> put_all(std::span<const core::Record> records, bool replace,
-                            std::span<const std::vector<core::HistoryEntry>> histories) override {
-    return stores_->lease()->put_all(records, replace, histories);
-  }
-  void check_writable() override { stores_->lease()->check_writable(); }
-  store::StoreHealth health() override { return stores_->lease()->health(); }
-  bool spans_hosts() const override { return stores_->lease()->spans_hosts(); }
-
- private:
-  const std::shared_ptr<store::StoreProvider> stores_;
-};
-
 // What the worker that answers the client and the job that forwards its request share. The job
 // hands over the answer once it is recorded (or the key released); or, for an answer over
 // max_response, its head at once and then its body piece by piece as it comes, the end once
@@ -383,7 +318,7 @@ struct Forward {
   std::shared_ptr<void> slot;  // among max_forwards, given back when the forward is over
 
   void run() {
-    PerCallStore store(stores);
+    store::PerCallStore store(stores);
     engine::Engine engine(store, front);
     ForwardEffect effect(*pool, request, settings, max_response, start_ms, *handover);
     Response answer;
@@ -557,7 +492,7 @@ class ProxyRoute final : public Route {
   std::string release(const std::string& name, const engine::Claimed& claimed,
                       std::string why) const {
     try {
-      PerCallStore(services_.stores).release(name, claimed.attempt_token);
+      store::PerCallStore(services_.stores).release(name, claimed.attempt_token);
     } catch (const std::exception& e) {
       why += std::string("; the key could not be released: ") + e.what();
     }
@@ -592,7 +527,7 @@ class ProxyRoute final : public Route {
     const std::string name = stored_key(key_scope(req.head.headers, config_.scope_header), key);
     auto forward = std::make_shared<Forward>();
     try {
-      PerCallStore store(services_.stores);
+      store::PerCallStore store(services_.stores);
       engine::Engine engine(store, services_.front);
       engine::AttemptRequest ar = attempt_request(req, s, name);
       forward->claimed = engine.claim(ar);

@@ -1,6 +1,6 @@
 #pragma once
 // What the backends' listings (Store::list) share: which query the unfinished records' partial
-// index answers, and the condition on liveness and status (store.cpp).
+// index answers, the condition on liveness and status, and which index a listing walks.
 #include <cstdint>
 #include <functional>
 #include <string>

@@ -86,4 +86,55 @@ std::unique_ptr<OutputReader> leased_output(StoreProvider::Lease lease, const st
   return std::make_unique<LeasedReader>(std::move(lease), std::move(reader));
 }
 
+ClaimResult PerCallStore::claim(const ClaimRequest& request, const OwnerGone& owner_gone) {
+  return stores_->lease()->claim(request, owner_gone);
+}
+bool PerCallStore::finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) {
+  return stores_->lease()->finish(key, attempt, outcome);
+}
+bool PerCallStore::set_process_group(const std::string& key, int64_t attempt,
+                                     const core::ProcessGroup& group) {
+  return stores_->lease()->set_process_group(key, attempt, group);
+}
+bool PerCallStore::mark_abandoned(const std::string& key, int64_t attempt) {
+  return stores_->lease()->mark_abandoned(key, attempt);
+}
+bool PerCallStore::heartbeat(const std::string& key, const std::string& token, int64_t lease_ms,
+                             int64_t now_ms) {
+  return stores_->lease()->heartbeat(key, token, lease_ms, now_ms);
+}
+bool PerCallStore::release(const std::string& key, const std::string& token) {
+  return stores_->lease()->release(key, token);
+}
+std::optional<core::Record> PerCallStore::get(const std::string& key) {
+  return stores_->lease()->get(key);
+}
+std::optional<core::Record> PerCallStore::get_without_output(const std::string& key) {
+  return stores_->lease()->get_without_output(key);
+}
+std::unique_ptr<OutputReader> PerCallStore::open_output(const std::string& key, int64_t attempt) {
+  return leased_output(stores_->lease(), key, attempt);
+}
+HistoryPage PerCallStore::history_page(const std::string& key, const HistoryQuery& query) {
+  return stores_->lease()->history_page(key, query);
+}
+void PerCallStore::count_replays(std::span<const ReplayCount> counts) {
+  stores_->lease()->count_replays(counts);
+}
+ListStop PerCallStore::list(const ListQuery& query, const RecordVisitor& visit) {
+  return stores_->lease()->list(query, visit);
+}
+RemoveResult PerCallStore::remove(const std::string& key, bool force, const OwnerGone& owner_gone) {
+  return stores_->lease()->remove(key, force, owner_gone);
+}
+GcResult PerCallStore::gc(const GcQuery& query) { return stores_->lease()->gc(query); }
+std::vector<bool> PerCallStore::put_all(
+    std::span<const core::Record> records, bool replace,
+    std::span<const std::vector<core::HistoryEntry>> histories) {
+  return stores_->lease()->put_all(records, replace, histories);
+}
+void PerCallStore::check_writable() { stores_->lease()->check_writable(); }
+StoreHealth PerCallStore::health() { return stores_->lease()->health(); }
+bool PerCallStore::spans_hosts() const { return stores_->lease()->spans_hosts(); }
+
 }  // namespace idem::store

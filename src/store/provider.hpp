@@ -68,4 +68,36 @@ class StoreProvider {
 std::unique_ptr<OutputReader> leased_output(StoreProvider::Lease lease, const std::string& key,
                                             int64_t attempt);
 
+// A Store whose every call leases a connection for that call alone, so that a caller waiting
+// minutes between calls (the proxy's forward of a slow request) holds no connection meanwhile
+// (PostgreSQL's are costly). An output reader keeps its connection until it is dropped.
+class PerCallStore final : public Store {
+ public:
+  explicit PerCallStore(std::shared_ptr<StoreProvider> stores) : stores_(std::move(stores)) {}
+  ClaimResult claim(const ClaimRequest& request, const OwnerGone& owner_gone) override;
+  bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) override;
+  bool set_process_group(const std::string& key, int64_t attempt,
+                         const core::ProcessGroup& group) override;
+  bool mark_abandoned(const std::string& key, int64_t attempt) override;
+  bool heartbeat(const std::string& key, const std::string& token, int64_t lease_ms,
+                 int64_t now_ms) override;
+  bool release(const std::string& key, const std::string& token) override;
+  std::optional<core::Record> get(const std::string& key) override;
+  std::optional<core::Record> get_without_output(const std::string& key) override;
+  std::unique_ptr<OutputReader> open_output(const std::string& key, int64_t attempt) override;
+  HistoryPage history_page(const std::string& key, const HistoryQuery& query) override;
+  void count_replays(std::span<const ReplayCount> counts) override;
+  ListStop list(const ListQuery& query, const RecordVisitor& visit) override;
+  RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) override;
+  GcResult gc(const GcQuery& query) override;
+  std::vector<bool> put_all(std::span<const core::Record> records, bool replace,
+                            std::span<const std::vector<core::HistoryEntry>> histories) override;
+  void check_writable() override;
+  StoreHealth health() override;
+  bool spans_hosts() const override;
+
+ private:
+  const std::shared_ptr<StoreProvider> stores_;
+};
+
 }  // namespace idem::store

@@ -172,6 +172,14 @@ struct GcQuery {
   bool dry_run = false;
 };
 
+// What gc did: the records it removed (dry: would remove), and the bytes the WAL still holds
+// because gc's closing checkpoint could not empty it (a reader holding an older snapshot stops a
+// SQLite checkpoint): 0 when it did, or where there is no WAL to empty (PostgreSQL).
+struct GcResult {
+  int64_t removed = 0;
+  int64_t wal_bytes_left = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -255,12 +263,8 @@ class Store {
   virtual ListStop list(const ListQuery& query, const RecordVisitor& visit) = 0;
   // Running records are only removed with `force`, or when their owner is gone.
   virtual RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) = 0;
-  // Deletes in small batches, never running records. Returns the count (or would-be count).
-  virtual int64_t gc(const GcQuery& query) = 0;
-  // The bytes the WAL still holds after gc() because its closing checkpoint could not empty it
-  // (a reader holding an older snapshot stops a SQLite checkpoint); 0 when it did, or where
-  // there is no WAL to empty (PostgreSQL).
-  virtual int64_t wal_bytes_after_gc() const { return 0; }
+  // Deletes in small batches, never running records.
+  virtual GcResult gc(const GcQuery& query) = 0;
   // Writes each record exactly as given, as `idem import` does: its attempt, times, owner,
   // process group, outcome and output; no attempt token (an imported running attempt can only be
   // abandoned). A key that exists is replaced only with `replace`; else that record is left out.

@@ -739,21 +739,21 @@ TEMPLATE_TEST_CASE("store contract: gc removes expired records, never running on
   GcQuery q;
   q.now_ms = k_t0 + 1000;
   q.dry_run = true;
-  CHECK(store->gc(q) == 2);
+  CHECK(store->gc(q).removed == 2);
   CHECK(store->get("expired-ok").has_value());  // a dry run deletes nothing
 
   q.dry_run = false;
-  CHECK(store->gc(q) == 2);
+  CHECK(store->gc(q).removed == 2);
   CHECK_FALSE(store->get("expired-ok").has_value());
   CHECK_FALSE(store->get("expired-failed").has_value());
   CHECK(store->get("fresh").has_value());
   CHECK(store->get("running").has_value());
   CHECK(store->get("abandoned").has_value());
-  CHECK(store->gc(q) == 0);
+  CHECK(store->gc(q).removed == 0);
 
   // However far in the future: running records stay.
   q.now_ms = k_t0 + 1000 * k_day;
-  CHECK(store->gc(q) == 1);  // "fresh" has expired by then
+  CHECK(store->gc(q).removed == 1);  // "fresh" has expired by then
   CHECK(store->get("running").has_value());
   CHECK(store->get("abandoned").has_value());  // abandoned records do not expire
 }
@@ -772,16 +772,16 @@ TEMPLATE_TEST_CASE("store contract: gc --older-than removes finished records old
   q.now_ms = k_t0 + 100000;
   q.older_than_ms = 50000;  // cutoff: k_t0 + 50000
   q.dry_run = true;
-  CHECK(store->gc(q) == 2);
+  CHECK(store->gc(q).removed == 2);
   q.dry_run = false;
-  CHECK(store->gc(q) == 2);
+  CHECK(store->gc(q).removed == 2);
   CHECK_FALSE(store->get("old").has_value());
   CHECK_FALSE(store->get("old-failed").has_value());
   CHECK(store->get("new").has_value());
   CHECK(store->get("running").has_value());
 
   q.older_than_ms = 1;
-  CHECK(store->gc(q) == 1);
+  CHECK(store->gc(q).removed == 1);
   CHECK(store->get("running").has_value());
 
   // Abandoned records never expire, but --older-than counts from when their attempt started.
@@ -789,9 +789,9 @@ TEMPLATE_TEST_CASE("store contract: gc --older-than removes finished records old
   REQUIRE(store->mark_abandoned("abandoned", 1));
   q.now_ms = k_t0 + 300000;
   q.older_than_ms = 150000;  // cutoff k_t0 + 150000: started after it, kept
-  CHECK(store->gc(q) == 0);
+  CHECK(store->gc(q).removed == 0);
   q.older_than_ms = 50000;  // cutoff k_t0 + 250000
-  CHECK(store->gc(q) == 1);
+  CHECK(store->gc(q).removed == 1);
   CHECK_FALSE(store->get("abandoned").has_value());
   CHECK(store->get("running").has_value());
 }
@@ -1413,7 +1413,7 @@ TEMPLATE_TEST_CASE(
   put_finished(*store, "live", k_t0, Status::succeeded, k_t0 + 1);
   GcQuery gc;
   gc.now_ms = k_t0 + 10'000;
-  CHECK(store->gc(gc) == 7);
+  CHECK(store->gc(gc).removed == 7);
   for (int i = 0; i < 7; ++i) CHECK(store->history("old" + std::to_string(i)).empty());
   CHECK(store->history("live").size() == 1);
   // A key claimed again after its record expired starts a new history at 1, its replays at 0.

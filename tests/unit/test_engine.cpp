@@ -531,7 +531,7 @@ class FailingStore final : public idem::store::Store {
                                    const idem::store::OwnerGone& g) override {
     return real_.remove(k, f, g);
   }
-  int64_t gc(const idem::store::GcQuery& q) override { return real_.gc(q); }
+  idem::store::GcResult gc(const idem::store::GcQuery& q) override { return real_.gc(q); }
   void check_writable() override { real_.check_writable(); }
   idem::store::StoreHealth health() override { return real_.health(); }
   std::vector<bool> put_all(

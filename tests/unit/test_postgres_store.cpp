@@ -283,7 +283,7 @@ TEST_CASE("postgres store: ls's first page and gc go through their indexes on a 
                  return q;
                }())
             .size() == 20);
-  CHECK(store->gc(store::GcQuery{k_t0, 0, false}) == 1000);
+  CHECK(store->gc(store::GcQuery{k_t0, 0, false}).removed == 1000);
   CHECK(admin.query("SELECT count(*) FROM idem_records WHERE status = 'running'") == "1000\n");
 }
 

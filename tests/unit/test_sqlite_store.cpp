@@ -126,9 +126,9 @@ TEST_CASE("store: gc in batches removes everything due and truncates the WAL", "
   q.now_ms = k_t0 + 10;
   q.older_than_ms = 1;
   q.dry_run = true;
-  CHECK(store->gc(q) == n);
+  CHECK(store->gc(q).removed == n);
   q.dry_run = false;
-  CHECK(store->gc(q) == n);
+  CHECK(store->gc(q).removed == n);
   ListQuery all;
   all.include_expired = true;
   all.now_ms = q.now_ms;
@@ -881,10 +881,10 @@ TEST_CASE("store: a version 2 store keeps its records when migrated to version 3
   CHECK(keys_of(listed(*store, q)) == std::vector<std::string>{"running", "kept", "expired"});
   GcQuery gc;
   gc.now_ms = 10000;
-  CHECK(store->gc(gc) == 1);
+  CHECK(store->gc(gc).removed == 1);
   CHECK_FALSE(store->get("expired"));
   gc.older_than_ms = 1;
-  CHECK(store->gc(gc) == 1);  // "kept"; never "running"
+  CHECK(store->gc(gc).removed == 1);  // "kept"; never "running"
   CHECK(store->get("running"));
 }
 
@@ -1573,7 +1573,7 @@ TEST_CASE("store: an output lives as long as the attempt that wrote it", "[store
   finish_with("g", k_t0, "collected");
   GcQuery q;
   q.now_ms = k_t0 + 2 * k_day;
-  CHECK(store->gc(q) == 2);
+  CHECK(store->gc(q).removed == 2);
   CHECK(outputs().empty());
   CHECK(raw.text("PRAGMA integrity_check") == "ok");
 }

@@ -328,21 +328,21 @@ class PostgresStore final : public Store {
     });
   }
 
-  int64_t gc(const GcQuery& query) override {
+  GcResult gc(const GcQuery& query) override {
     const int64_t now = server_ms(query.now_ms);
     Params p;
     p.integer(now).integer(now - query.older_than_ms).integer(k_gc_batch);
-    return guarded("gc", [&] {
+    const int64_t removed = guarded("gc", [&] {
       if (query.dry_run) {
         int64_t n = conn().exec(postgres_sql::gc_count(false), p).int_at(0, 0);
         if (query.older_than_ms > 0) n += conn().exec(postgres_sql::gc_count(true), p).int_at(0, 0);
         return n;
       }
-      int64_t removed = delete_batches(postgres_sql::gc_delete_batch(false), p);
-      if (query.older_than_ms > 0)
-        removed += delete_batches(postgres_sql::gc_delete_batch(true), p);
-      return removed;
+      int64_t n = delete_batches(postgres_sql::gc_delete_batch(false), p);
+      if (query.older_than_ms > 0) n += delete_batches(postgres_sql::gc_delete_batch(true), p);
+      return n;
     });
+    return {removed, 0};  // no WAL of idem's to empty
   }
 
   // Each kind of write idem makes, on no row, in a transaction rolled back: the server refuses

@@ -438,7 +438,7 @@ class SqliteStore final : public Store {
     return result;
   }
 
-  int64_t gc(const GcQuery& q) override {
+  GcResult gc(const GcQuery& q) override {
     auto bind = [&](Statement& s) {
       s.bind(1, q.now_ms);
       if (s.parameter_count() >= 2) s.bind(2, q.now_ms - q.older_than_ms);
@@ -446,15 +446,12 @@ class SqliteStore final : public Store {
     if (q.dry_run) {
       int64_t n = count_of(sqlite_sql::gc_expired("count(*)"), bind);
       if (q.older_than_ms > 0) n += count_of(sqlite_sql::gc_ended("count(*)"), bind);
-      return n;
+      return {n, 0};
     }
     int64_t removed = delete_picked(sqlite_sql::gc_expired("rowid"), bind);
     if (q.older_than_ms > 0) removed += delete_picked(sqlite_sql::gc_ended("rowid"), bind);
-    wal_bytes_after_gc_ = checkpoint_truncate() ? 0 : wal_bytes();
-    return removed;
+    return {removed, checkpoint_truncate() ? 0 : wal_bytes()};
   }
-
-  int64_t wal_bytes_after_gc() const override { return wal_bytes_after_gc_; }
 
  private:
   // The outcome's output, written in place into a zeroblob of its size: SQLite keeps a zeroblob
@@ -811,8 +808,7 @@ class SqliteStore final : public Store {
   // group is synced to make it durable (set_process_group).
   std::optional<std::pair<std::string, int64_t>> unsynced_claim_;
   int64_t busy_since_ms_ = 0;
-  int64_t wal_bytes_after_gc_ = 0;  // what gc's checkpoint could not empty (wal_bytes_after_gc)
-  int64_t wal_frames_ = 0;          // in the WAL after this connection's last commit
+  int64_t wal_frames_ = 0;  // in the WAL after this connection's last commit
   int64_t wal_frame_bytes_ = 4096 + k_wal_frame_header_bytes;  // a page and its frame header
   int opened_version_ = 0;             // PRAGMA user_version when the connection was opened
   int32_t opened_application_id_ = 0;  // PRAGMA application_id then
