@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "front/config_fields.hpp"
 #include "hooks/signature.hpp"
-#include "net/config_fields.hpp"
 #include "net/ip_range.hpp"
 
 namespace idem::http {

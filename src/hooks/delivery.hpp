@@ -14,8 +14,8 @@
 
 #include "engine/attempt.hpp"
 #include "engine/command_effect.hpp"
+#include "front/answer.hpp"
 #include "hooks/config.hpp"
-#include "net/answer.hpp"
 #include "store/provider.hpp"
 #include "store/store.hpp"
 

@@ -320,16 +320,10 @@ constexpr std::string_view k_records_prefix = "/v1/records/";
 // before this suffix ends the key.
 constexpr std::string_view k_attempts_suffix = "/attempts";
 
+// A front's answer, counted under the ledger's family.
 Response to_ledger_response(Answer a) {
-  Response r;
-  r.status = a.status;
-  r.content_type = std::move(a.content_type);
-  r.body = std::move(a.body);
-  r.headers = std::move(a.headers);
+  Response r = to_response(std::move(a));
   r.log_fields.emplace_back("family", "ledger");
-  if (!a.key.empty()) r.log_fields.emplace_back("key", a.key);
-  if (!a.outcome.empty()) r.log_fields.emplace_back("outcome", a.outcome);
-  if (!a.error.empty()) r.log_fields.emplace_back("error", a.error);
   return r;
 }
 

@@ -21,9 +21,9 @@
 #include <variant>
 
 #include "core/record.hpp"
+#include "front/answer.hpp"
+#include "front/route.hpp"
 #include "ledger/rules.hpp"
-#include "net/answer.hpp"
-#include "net/routes.hpp"
 #include "store/provider.hpp"
 #include "util/clock.hpp"
 

@@ -1,7 +1,7 @@
 #pragma once
 // The "proxy" section of the daemon's config (contract §7), read into proxy/rules.hpp's
 // ProxyConfig.
-#include "net/config_fields.hpp"
+#include "front/config_fields.hpp"
 #include "proxy/rules.hpp"
 
 namespace idem::http {

@@ -15,8 +15,8 @@
 #include "core/key.hpp"
 #include "core/output.hpp"
 #include "engine/attempt.hpp"
+#include "front/store_failure.hpp"
 #include "net/message.hpp"
-#include "net/store_failure.hpp"
 #include "net/upstream.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
@@ -461,7 +461,15 @@ class ProxyRoute final : public Route {
     return keyed(req, s, k.key);
   }
 
-  bool error_member() const override { return true; }
+  // SDKs of Stripe-style APIs read an answer without the `error` member as a success, so every
+  // answer the proxy's clients get carries it, the transport's refusals too.
+  Response refused(const Refusal& refusal) const override {
+    Response r = proxy_problem(refusal.status, refusal.title, refusal.detail,
+                               refusal.status == 500 ? "api_error" : "invalid_request_error");
+    r.log_fields = {{"family", "proxy"}, {"outcome", refusal.outcome}};
+    if (!refusal.error.empty()) r.log_fields.emplace_back("error", refusal.error);
+    return r;
+  }
 
  private:
   Response too_large(uint64_t size, const ProxySettings& s) const {

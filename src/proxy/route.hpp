@@ -10,7 +10,7 @@
 
 #include "core/record.hpp"
 #include "engine/attempt.hpp"
-#include "net/routes.hpp"
+#include "front/route.hpp"
 #include "proxy/rules.hpp"
 #include "store/provider.hpp"
 

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "net/config_fields.hpp"
+#include "front/config_fields.hpp"
 #include "proxy/config.hpp"
 
 namespace idem::http {

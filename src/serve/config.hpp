@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "front/config_fields.hpp"
 #include "hooks/config.hpp"
-#include "net/config_fields.hpp"
 #include "proxy/rules.hpp"
 
 namespace idem::http {

@@ -4,9 +4,8 @@
 #include <string>
 #include <utility>
 
-#include "net/answer.hpp"
-#include "net/routes.hpp"
-#include "proxy/rules.hpp"
+#include "front/answer.hpp"
+#include "front/route.hpp"
 #include "serve/log.hpp"
 
 namespace idem::http {
@@ -36,17 +35,19 @@ std::string refusal_detail(const ParseError& error) {
   return error.status == 500 ? "the daemon failed to handle the request" : error.reason;
 }
 
-Answer refusal(const ParseError& error) {
-  Answer a = problem(error.status, refusal_title(error.status), refusal_detail(error));
-  if (error.status == 500) a.error = error.reason;
-  return a;
-}
-
 std::string refusal_outcome(int status) {
   return status == 413   ? "too_large"
          : status == 408 ? "request_timeout"
          : status == 500 ? "error"
                          : "bad_request";
+}
+
+// How a route (or the router, at a path none takes) answers a request the transport refused.
+Refusal refusal(const ParseError& error) {
+  Refusal r{error.status, refusal_title(error.status), refusal_detail(error),
+            refusal_outcome(error.status), ""};
+  if (error.status == 500) r.error = error.reason;
+  return r;
 }
 
 // The Handler: each call takes the table in force, looks the route up once and delegates to it;
@@ -66,27 +67,13 @@ class Router final : public Handler {
 
   Response refused(const RequestHead& head, const ParseError& error) override {
     auto state = current_();
-    // The proxy's paths are every path, "" too (a head that did not parse): SDKs of
-    // Stripe-style APIs read an answer without the error member as a success, so every answer
-    // the proxy's clients get carries it. Hooks' answers keep their documented form.
-    if (const Route* route = routes(*state).find(head.path); route && route->error_member()) {
-      Response r = proxy_problem(error.status, refusal_title(error.status), refusal_detail(error),
-                                 error.status == 500 ? "api_error" : "invalid_request_error");
-      r.log_fields = {{"family", "proxy"}, {"outcome", refusal_outcome(error.status)}};
-      if (error.status == 500) r.log_fields.emplace_back("error", error.reason);
-      return r;
-    }
-    Answer a = refusal(error);
-    // A refusal of a request whose head named a hook counts for that hook.
-    std::string hook;
-    if (!head.method.empty()) {
-      const Route* route = routes(*state).find(head.path);
-      if (route && !route->hook().empty()) {
-        hook = route->hook();
-        a.outcome = refusal_outcome(error.status);
-      }
-    }
-    return to_response(a, hook);
+    // The route at the head's path answers in its own form and counts it for its hook; a
+    // route may take every path, "" too (a head that did not parse: the proxy's).
+    const Refusal r = refusal(error);
+    if (const Route* route = routes(*state).find(head.path)) return route->refused(r);
+    Answer a = problem(r.status, r.title, r.detail);
+    a.error = r.error;
+    return to_response(a);
   }
 
   Response handle(Request& req) override {

@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "engine/notify.hpp"
+#include "front/store_failure.hpp"
 #include "net/ip_range.hpp"
-#include "net/store_failure.hpp"
 #include "serve/log.hpp"
 
 namespace idem::http {

@@ -2,9 +2,9 @@
 // The routes the daemon makes itself: /healthz, /metrics, and one per native hook of the config.
 #include <memory>
 
+#include "front/route.hpp"
 #include "hooks/config.hpp"
 #include "hooks/delivery.hpp"
-#include "net/routes.hpp"
 #include "serve/health.hpp"
 #include "serve/services.hpp"
 

@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "front/route.hpp"
 #include "hooks/delivery.hpp"
-#include "net/routes.hpp"
 #include "serve/config.hpp"
 #include "serve/daemon.hpp"
 #include "serve/load.hpp"
@@ -25,7 +25,7 @@ struct State {
   RouteTable ui_routes;      // the delivery-log page's listener (--ui): the page alone
 };
 
-// The table, in the order net/routes.hpp describes: the built-ins, then the hooks in config
+// The table, in the order front/route.hpp describes: the built-ins, then the hooks in config
 // order, then the hooks files' in theirs. `previous`: the state in force (a reload), whose slots
 // a hook keeps when its limits did not change. Throws UsageError for a hook at a taken path.
 std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, Services& services,

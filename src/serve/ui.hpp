@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "front/route.hpp"
 #include "hooks/config.hpp"
 #include "hooks/delivery.hpp"
-#include "net/routes.hpp"
 #include "serve/services.hpp"
 
 namespace idem::http {

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "front/store_failure.hpp"
 #include "net/ip_range.hpp"
-#include "net/store_failure.hpp"
 #include "ui/html.hpp"
 #include "util/random.hpp"
 #include "util/secret.hpp"

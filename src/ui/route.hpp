@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/record.hpp"
-#include "net/routes.hpp"
+#include "front/route.hpp"
 #include "ui/filter.hpp"
 #include "ui/page.hpp"
 

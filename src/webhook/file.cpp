@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "net/config_fields.hpp"
+#include "front/config_fields.hpp"
 #include "net/ip_range.hpp"
 #include "util/hex.hpp"
 #include "webhook/template.hpp"

@@ -50,36 +50,6 @@ Answer output_answer(int status, std::string output, std::string outcome) {
   return a;
 }
 
-// Sets a header as Go's Header().Set does: replacing one of the same name.
-void set_header(std::vector<std::pair<std::string, std::string>>& headers, const std::string& name,
-                const std::string& value) {
-  auto same = std::find_if(headers.begin(), headers.end(),
-                           [&](const auto& h) { return core::same_header_name(h.first, name); });
-  if (same != headers.end())
-    same->second = value;
-  else
-    headers.emplace_back(name, value);
-}
-
-Response to_response(Answer a, const std::string& hook) {
-  Response r;
-  r.status = a.status;
-  r.headers = std::move(a.headers);
-  // A Content-Type of the hook's response-headers (or --response-header) is the one sent.
-  const bool typed = std::any_of(r.headers.begin(), r.headers.end(), [](const auto& h) {
-    return core::same_header_name(h.first, "Content-Type");
-  });
-  if (!typed) r.content_type = std::move(a.content_type);
-  r.body = std::move(a.body);
-  // The command's output is never sniffed into a page by a browser (command_output_type).
-  set_header(r.headers, "X-Content-Type-Options", "nosniff");
-  r.log_fields.emplace_back("hook", hook);
-  if (!a.key.empty()) r.log_fields.emplace_back("key", a.key);
-  if (!a.outcome.empty()) r.log_fields.emplace_back("outcome", a.outcome);
-  if (!a.error.empty()) r.log_fields.emplace_back("error", a.error);
-  return r;
-}
-
 // The files of pass-file-to-command, each 0600 in a directory of its own (0700) made for one run
 // and removed with them once it is over.
 class CommandFiles {

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "front/route.hpp"
 #include "hooks/delivery.hpp"
-#include "net/routes.hpp"
 #include "webhook/file.hpp"
 
 namespace idem::http::webhook {

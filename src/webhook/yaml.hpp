@@ -6,7 +6,7 @@
 // yaml-cpp.
 #include <string>
 
-#include "net/config_fields.hpp"
+#include "front/config_fields.hpp"
 
 namespace idem::http::webhook {
 

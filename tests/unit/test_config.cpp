@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "net/config_fields.hpp"
+#include "front/config_fields.hpp"
 #include "serve/config.hpp"
 
 // The cases and helpers of this file, apart from every other unit file's (unity builds).

@@ -17,7 +17,7 @@
 #include "engine/command_effect.hpp"
 #include "engine/notify.hpp"
 #include "fakes.hpp"
-#include "net/config_fields.hpp"
+#include "front/config_fields.hpp"
 #include "store/store.hpp"
 #include "temp_dir.hpp"
 #include "util/clock.hpp"

@@ -1,11 +1,11 @@
-// The daemon's route table (net/routes.hpp): routes are tried in the order they were added and
+// The daemon's route table (front/route.hpp): routes are tried in the order they were added and
 // the first that takes a path answers; a path none takes finds nothing.
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
 #include <string_view>
 
-#include "net/routes.hpp"
+#include "front/route.hpp"
 
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_routes {

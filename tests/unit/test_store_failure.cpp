@@ -1,10 +1,10 @@
-// The one answer of every HTTP front to a store that failed (net/store_failure.hpp).
+// The one answer of every HTTP front to a store that failed (front/store_failure.hpp).
 #include <catch2/catch.hpp>
 #include <stdexcept>
 #include <string>
 
 #include "core/errors.hpp"
-#include "net/store_failure.hpp"
+#include "front/store_failure.hpp"
 
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_store_failure {

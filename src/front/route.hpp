@@ -17,6 +17,16 @@
 
 namespace idem::http {
 
+// A request the transport refused (a head that did not parse, a body too large or too slow, a
+// handler that failed) as the route at its path answers it.
+struct Refusal {
+  int status = 400;
+  std::string title;
+  std::string detail;   // sent
+  std::string outcome;  // for the log and metrics: too_large, request_timeout, error, bad_request
+  std::string error;    // for the log only: why a handler failed (500)
+};
+
 // One entry of the table. Every member is called on worker threads, several at once.
 class Route {
  public:
@@ -32,9 +42,10 @@ class Route {
   // The hook the route's answers and refusals count for in the access log and the metrics;
   // empty (the default) for the routes that are not hooks.
   virtual const std::string& hook() const { return k_not_a_hook; }
-  // Whether every problem answer on the route's paths, the transport's refusals too, carries
-  // the `error` member SDKs of Stripe-style APIs look for (the proxy's, contract §7).
-  virtual bool error_member() const { return false; }
+  // The answer to a request at the route's paths that the transport refused: by default a
+  // problem document, counted for hook() when it is one. A front whose clients read another
+  // form overrides it (the proxy's, contract §7).
+  virtual Response refused(const Refusal& refusal) const;
 };
 
 class RouteTable {

@@ -1,4 +1,4 @@
-#include "net/config_fields.hpp"
+#include "front/config_fields.hpp"
 
 #include <algorithm>
 #include <limits>
