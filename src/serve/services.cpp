@@ -27,6 +27,14 @@ DeliveryServices delivery_services(Services& all, const std::string& path,
   return services;
 }
 
+RouteServices route_services(Services& all, const std::string& path,
+                             std::shared_ptr<HookSlots> slots,
+                             std::shared_ptr<const core::NotifySpec> notify) {
+  return RouteServices{
+      delivery_services(all, path, std::move(slots), std::move(notify)),
+      [&metrics = all.metrics, path](int delta) { metrics.in_flight(path, delta); }};
+}
+
 std::shared_ptr<engine::Notifier> daemon_notifier(Background& background) {
   engine::Notifier::Options options;
   options.defer = [&background](std::function<void()> fn) { background.spawn(std::move(fn)); };

@@ -11,6 +11,7 @@
 
 #include "engine/attempt.hpp"
 #include "hooks/delivery.hpp"
+#include "hooks/route.hpp"
 #include "ledger/ledger.hpp"
 #include "proc/liveness.hpp"
 #include "serve/background.hpp"
@@ -77,6 +78,12 @@ struct Services {
 DeliveryServices delivery_services(Services& all, const std::string& path,
                                    std::shared_ptr<HookSlots> slots,
                                    std::shared_ptr<const core::NotifySpec> notify = nullptr);
+
+// What a hook's route uses of the daemon, made once when the hook is loaded: delivery_services's,
+// and its deliveries being answered counted in flight.
+RouteServices route_services(Services& all, const std::string& path,
+                             std::shared_ptr<HookSlots> slots,
+                             std::shared_ptr<const core::NotifySpec> notify = nullptr);
 
 // The daemon's notifier: notify commands run in the background (the drain waits for them), each
 // reported as one line of the log.

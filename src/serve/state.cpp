@@ -8,9 +8,10 @@
 
 #include "core/errors.hpp"
 #include "engine/notify.hpp"
+#include "hooks/route.hpp"
 #include "ledger/ledger.hpp"
 #include "proxy/route.hpp"
-#include "serve/routes.hpp"
+#include "serve/builtins.hpp"
 #include "serve/ui.hpp"
 #include "ui/route.hpp"
 #include "webhook/route.hpp"
@@ -86,16 +87,16 @@ std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, S
   if (options.ui)
     state->ui_routes.add(make_ui_route(state->config.hooks, state->slots, services, options));
   for (const Hook& hook : state->config.hooks)
-    state->routes.add(native_hook_route(hook, state->slots[hook.path], services));
+    state->routes.add(
+        hook_route(hook, state->slots[hook.path],
+                   route_services(services, hook.path, state->slots[hook.path], hook.notify)));
   for (const webhook::WebhookHook& hook : state->webhooks.hooks) {
     const std::string& path = hook.native.path;
     auto slots = slots_for(hook.native, previous);
     state->slots[path] = slots;
-    webhook::RouteServices route_services{
-        delivery_services(services, path, slots),
-        [&metrics = services.metrics, path](int delta) { metrics.in_flight(path, delta); }};
+    RouteServices hook_services = route_services(services, path, slots);
     state->routes.add(
-        webhook::hook_route(hook, options.hooks, std::move(slots), std::move(route_services)));
+        webhook::hook_route(hook, options.hooks, std::move(slots), std::move(hook_services)));
   }
   // Last: the proxy takes every path; without one, webhook's prefix answers its own 404s.
   if (state->config.proxy) {

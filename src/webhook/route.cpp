@@ -272,10 +272,7 @@ class WebhookRoute final : public Route {
 
   // webhook's hook handler from its method check on, with idem's steps where they belong.
   Answer answer(http::Request& req) const {
-    Delivery d;
-    d.method = req.head.method;
-    d.path = req.head.path;
-    d.headers = req.head.headers.fields();
+    Delivery d = delivery_of(req.head);  // its body once make_request has read it
     if (auto refusal = signature_refusal(native_, d, req.body)) return std::move(*refusal);
     const std::string& target = req.head.target;
     const size_t question = target.find('?');

@@ -13,6 +13,7 @@
 
 #include "front/route.hpp"
 #include "hooks/delivery.hpp"
+#include "hooks/route.hpp"
 #include "webhook/file.hpp"
 
 namespace idem::http::webhook {
@@ -37,12 +38,6 @@ std::vector<std::string> parse_http_methods(std::string_view text);
 // Reads every file of `options.files` and parses them as one set (a template's getenv, cat and
 // credential from this process's environment and files). Throws ConfigError naming the file.
 HooksFiles load_hooks_files(const ServeOptions& options);
-
-// What a hook's route uses of the daemon.
-struct RouteServices {
-  DeliveryServices delivery;  // its spawn keeps the hook's slots and counts the run in flight
-  std::function<void(int delta)> in_flight;  // a delivery being answered: +1, then -1
-};
 
 // The route of one hook: requests whose path, percent-decoded, is hook.served_path (never, when
 // that path is not clean: webhook redirects it). The hook's native.withheld_env is what its

@@ -1,10 +1,8 @@
 #pragma once
-// The routes the daemon makes itself: /healthz, /metrics, and one per native hook of the config.
+// The daemon's built-in routes: /healthz and /metrics.
 #include <memory>
 
 #include "front/route.hpp"
-#include "hooks/config.hpp"
-#include "hooks/delivery.hpp"
 #include "serve/health.hpp"
 #include "serve/services.hpp"
 
@@ -15,8 +13,5 @@ namespace idem::http {
 std::shared_ptr<const Route> health_route(StoreHealth& health, bool loopback);
 // /metrics: the counters, in Prometheus' text format; `loopback` as health_route's.
 std::shared_ptr<const Route> metrics_route(Services& services, bool loopback);
-// One configured hook: its methods and body limit, then deliver() (contract §6's table).
-std::shared_ptr<const Route> native_hook_route(Hook hook, std::shared_ptr<HookSlots> slots,
-                                               Services& services);
 
 }  // namespace idem::http

@@ -1,0 +1,111 @@
+#include "hooks/request.hpp"
+
+#include <cctype>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "hooks/signature.hpp"
+#include "net/message.hpp"
+#include "util/clock.hpp"
+#include "util/hex.hpp"
+
+namespace idem::http {
+
+Delivery delivery_of(const RequestHead& head, std::string body) {
+  Delivery d;
+  d.method = head.method;
+  d.path = head.path;
+  d.headers = head.headers.fields();
+  d.body = std::move(body);
+  return d;
+}
+
+std::string header_variable(std::string_view name) {
+  std::string var = "IDEM_HEADER_";
+  for (char c : name) {
+    auto byte = static_cast<unsigned char>(c);
+    bool alnum = (byte >= '0' && byte <= '9') || (byte >= 'a' && byte <= 'z') ||
+                 (byte >= 'A' && byte <= 'Z');
+    var.push_back(alnum ? char(std::toupper(byte)) : '_');
+  }
+  return var;
+}
+
+std::optional<std::string> Delivery::header(std::string_view name) const {
+  const std::string variable = header_variable(name);
+  std::optional<std::string> value;
+  for (const auto& [n, v] : headers) {
+    if (header_variable(n) != variable) continue;
+    if (value)
+      value->append(", ").append(v);
+    else
+      value = v;
+  }
+  return value;
+}
+
+std::vector<std::pair<std::string, std::string>> header_environment(const Delivery& d) {
+  std::vector<std::pair<std::string, std::string>> variables;
+  std::map<std::string, size_t> index;  // variable -> its place in `variables`
+  for (const auto& [n, v] : d.headers) {
+    std::string variable = header_variable(n);
+    auto [it, fresh] = index.emplace(variable, variables.size());
+    if (fresh)
+      variables.emplace_back(std::move(variable), v);
+    else
+      variables[it->second].second.append(", ").append(v);
+  }
+  return variables;
+}
+
+bool is_credential_header(const Hook& hook, std::string_view name) {
+  const std::string variable = header_variable(name);
+  auto same = [&](std::string_view known) { return header_variable(known) == variable; };
+  if (same("Authorization") || same("Cookie") || same("Proxy-Authorization")) return true;
+  for (std::string_view known : signature_header_names())
+    if (same(known)) return true;
+  return hook.signature && !hook.signature->header.empty() && same(hook.signature->header);
+}
+
+std::string stored_request(const Hook& hook, const Delivery& d) {
+  nlohmann::json headers = nlohmann::json::object();
+  std::map<std::string, std::string> spelling;  // lower-case name -> the name as first received
+  for (const auto& [n, v] : d.headers) {
+    std::string lower = n;
+    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    auto [it, fresh] = spelling.emplace(lower, n);
+    nlohmann::json& value = headers[it->second];
+    if (is_credential_header(hook, n))
+      value = k_redacted;
+    else if (fresh)
+      value = v;
+    else
+      value = value.get<std::string>() + ", " + v;
+  }
+  return nlohmann::json{{"method", d.method},
+                        {"path", d.path},
+                        {"headers", headers},
+                        {"body_b64", util::to_base64(d.body)}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::vector<std::string> form_values(std::string_view body, std::string_view name) {
+  std::vector<std::string> values;
+  for (auto& [field, value] : form_fields(body)) {
+    if (field == name) values.push_back(std::move(value));
+  }
+  return values;
+}
+
+std::optional<Answer> signature_refusal(const Hook& hook, const Delivery& d,
+                                        std::string_view body) {
+  if (!hook.signature) return std::nullopt;
+  auto lookup = [&](std::string_view name) { return d.header(name); };
+  SignatureCheck v = verify(*hook.signature, lookup, body, util::process_clock().now_ms() / 1000);
+  if (v.ok) return std::nullopt;
+  Answer a = problem(401, "Signature check failed", v.problem);
+  a.outcome = "unauthorized";
+  return a;
+}
+
+}  // namespace idem::http
