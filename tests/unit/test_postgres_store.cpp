@@ -4,14 +4,12 @@
 #ifdef IDEM_TEST_POSTGRES
 #include <libpq-fe.h>
 
-#include <atomic>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/errors.hpp"
 #include "fixtures.hpp"
+#include "race.hpp"
 #include "store/postgres/sql.hpp"
 #include "store_contract.hpp"
 
@@ -96,26 +94,11 @@ constexpr Oid k_int8 = 20, k_text = 25, k_text_array = 1009;
 TEST_CASE("postgres store: concurrent first opens create the schema once", "[store][postgres]") {
   PostgresBackend backend;
   constexpr int k_threads = 12;
-  std::atomic<int> ready{0}, opened{0};
-  std::mutex errors_mutex;
-  std::string errors;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < k_threads; ++t)
-    threads.emplace_back([&] {
-      ready.fetch_add(1);
-      while (ready.load() < k_threads) std::this_thread::yield();
-      try {
-        auto store = backend.open();
-        store->claim(request("k"), k_alive);  // claim or running: one record either way
-        ++opened;
-      } catch (const std::exception& e) {
-        std::lock_guard lock(errors_mutex);
-        errors += std::string(e.what()) + "\n";
-      }
-    });
-  for (auto& t : threads) t.join();
-  INFO(errors);
-  CHECK(opened.load() == k_threads);
+  auto opens = race(k_threads, [&](int) {
+    auto store = backend.open();
+    store->claim(request("k"), k_alive);  // claim or running: one record either way
+  });
+  CHECK(opens.errors == "");
   Admin admin(backend.url());
   CHECK(admin.query("SELECT version FROM idem_schema") ==
         std::to_string(idem::store::postgres_sql::k_schema_version) + "\n");

@@ -12,11 +12,9 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
-#include <latch>
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -24,6 +22,7 @@
 #include "core/record.hpp"
 #include "core/response.hpp"
 #include "fixtures.hpp"
+#include "race.hpp"
 #include "store/sqlite/sql.hpp"
 #include "store/store.hpp"
 #include "store_contract.hpp"
@@ -56,8 +55,10 @@ using idem::test::keys_of;
 using idem::test::listed;
 using idem::test::outcome;
 using idem::test::put_finished;
+using idem::test::race;
 using idem::test::request;
 using idem::test::TempDir;
+using idem::test::verdict_is;
 
 namespace {
 
@@ -510,49 +511,25 @@ TEST_CASE("store: concurrent claims from several connections: exactly one wins",
     const std::string key = "race-" + std::to_string(round);
     const std::string path =
         fresh_file ? dir / ("fresh-" + std::to_string(round) + ".db") : shared_path;
-    std::latch start(k_threads);
-    std::atomic<int> claims{0}, running{0}, other{0}, errors{0};
-    std::atomic<int64_t> winner_pid{0};
-    std::vector<std::string> error_texts(k_threads);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < k_threads; ++t) {
-      threads.emplace_back([&, t] {
-        try {
-          // Opening races too (a fresh file is created and migrated by whoever comes first).
-          start.arrive_and_wait();
-          auto store = open_sqlite_store(path);
-          ClaimResult c = store->claim(request(key, k_t0, 1000 + t), k_alive);
-          if (c.verdict == Verdict::claim) {
-            ++claims;
-            winner_pid = 1000 + t;
-            if (c.attempt != 1) ++other;
-          } else if (c.verdict == Verdict::running) {
-            ++running;
-          } else {
-            ++other;
-          }
-        } catch (const std::exception& e) {
-          error_texts[size_t(t)] = e.what();
-          ++errors;
-        }
-      });
-    }
-    for (auto& th : threads) th.join();
-    std::string errors_seen;
-    for (const auto& text : error_texts)
-      if (!text.empty()) errors_seen += "\n  " + text;
-    INFO("round " << round << (fresh_file ? " (fresh file)" : " (existing file)") << errors_seen);
-    CHECK(errors == 0);
-    CHECK(claims == 1);
-    CHECK(running == k_threads - 1);
-    CHECK(other == 0);
+    auto claims = race(k_threads, [&](int t) {
+      // Opening races too (a fresh file is created and migrated by whoever comes first).
+      return open_sqlite_store(path)->claim(request(key, k_t0, 1000 + t), k_alive);
+    });
+    const std::vector<int> winners = claims.which(
+        [](const ClaimResult& c) { return c.verdict == Verdict::claim && c.attempt == 1; });
+    INFO("round " << round << (fresh_file ? " (fresh file)" : " (existing file)") << "\n"
+                  << claims.errors);
+    CHECK(claims.errors == "");
+    CHECK(claims.count(verdict_is(Verdict::claim)) == 1);
+    REQUIRE(winners.size() == 1);
+    CHECK(claims.count(verdict_is(Verdict::running)) == k_threads - 1);
 
     auto store = open_sqlite_store(path);
     auto r = store->get(key);
     REQUIRE(r.has_value());
     CHECK(r->status == Status::running);
     CHECK(r->attempt == 1);
-    CHECK(r->owner.pid == winner_pid.load());
+    CHECK(r->owner.pid == 1000 + winners[0]);
     RawDb raw(path);
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
@@ -1443,34 +1420,27 @@ TEST_CASE("store: an unsynced claim and many threads' writers through one file",
   const std::string path = dir / "idem.db";
   constexpr int k_threads = 8;
   constexpr int k_keys = 25;
-  std::atomic<int> claimed{0}, failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < k_threads; ++t) {
-    threads.emplace_back([&, t] {
-      try {
-        auto store = open_sqlite_store(path);
-        for (int i = 0; i < k_keys; ++i) {
-          ClaimRequest req;
-          req.key = "k" + std::to_string(i);  // every thread claims every key
-          req.fingerprint = std::string(64, 'a');
-          req.owner = Owner{"host-a", "boot-1", 100 + t, 1};
-          req.now_ms = 1'790'000'000'000;
-          req.sync = (i % 2) == 0;
-          ClaimResult r = store->claim(req, [](const Owner&) { return false; });
-          if (r.verdict != Verdict::claim) continue;
-          ++claimed;
-          Outcome done;
-          done.status = Status::succeeded;
-          done.finished_ms = req.now_ms + 1;
-          if (!store->finish(req.key, r.attempt, done)) ++failures;
-        }
-      } catch (const std::exception&) {
-        ++failures;
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  CHECK(failures == 0);
+  std::atomic<int> claimed{0}, unrecorded{0};
+  auto writers = race(k_threads, [&](int t) {
+    auto store = open_sqlite_store(path);
+    for (int i = 0; i < k_keys; ++i) {
+      ClaimRequest req;
+      req.key = "k" + std::to_string(i);  // every thread claims every key
+      req.fingerprint = std::string(64, 'a');
+      req.owner = Owner{"host-a", "boot-1", 100 + t, 1};
+      req.now_ms = 1'790'000'000'000;
+      req.sync = (i % 2) == 0;
+      ClaimResult r = store->claim(req, [](const Owner&) { return false; });
+      if (r.verdict != Verdict::claim) continue;
+      ++claimed;
+      Outcome done;
+      done.status = Status::succeeded;
+      done.finished_ms = req.now_ms + 1;
+      if (!store->finish(req.key, r.attempt, done)) ++unrecorded;
+    }
+  });
+  CHECK(writers.errors == "");
+  CHECK(unrecorded == 0);
   CHECK(claimed == k_keys);  // each key ran once
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
