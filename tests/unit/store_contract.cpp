@@ -2,19 +2,17 @@
 // every backend in IDEM_CONTRACT_BACKENDS. Nothing here knows which backend it runs on.
 #include "store_contract.hpp"
 
-#include <atomic>
 #include <catch2/catch.hpp>
-#include <latch>
 #include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/output.hpp"
 #include "core/record.hpp"
 #include "core/response.hpp"
+#include "race.hpp"
 #include "store/store.hpp"
 
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
@@ -43,7 +41,9 @@ using idem::test::keys_of;
 using idem::test::listed;
 using idem::test::outcome;
 using idem::test::put_finished;
+using idem::test::race;
 using idem::test::request;
+using idem::test::verdict_is;
 
 TEMPLATE_TEST_CASE("store contract: first claim of a key runs attempt 1 and records it running",
                    "[store][contract]", IDEM_CONTRACT_BACKENDS) {
@@ -806,25 +806,15 @@ TEMPLATE_TEST_CASE("store contract: concurrent retries of a failed key: exactly 
   constexpr int k_threads = 6;
   std::vector<std::unique_ptr<Store>> stores;
   for (int t = 0; t < k_threads; ++t) stores.push_back(backend.open());
-  std::latch start(k_threads);
-  std::atomic<int> claims{0}, running{0}, errors{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < k_threads; ++t) {
-    threads.emplace_back([&, t] {
-      try {
-        start.arrive_and_wait();
-        ClaimResult c = stores[size_t(t)]->claim(request("k", k_t0 + 10, 2000 + t), k_alive);
-        if (c.verdict == Verdict::claim && c.attempt == 2) ++claims;
-        if (c.verdict == Verdict::running) ++running;
-      } catch (const std::exception&) {
-        ++errors;
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  CHECK(errors == 0);
-  CHECK(claims == 1);
-  CHECK(running == k_threads - 1);
+  auto retries = race(k_threads, [&](int t) {
+    return stores[size_t(t)]->claim(request("k", k_t0 + 10, 2000 + t), k_alive);
+  });
+  const auto a_second_attempt = [](const ClaimResult& c) {
+    return c.verdict == Verdict::claim && c.attempt == 2;
+  };
+  CHECK(retries.errors == "");
+  CHECK(retries.count(a_second_attempt) == 1);
+  CHECK(retries.count(verdict_is(Verdict::running)) == k_threads - 1);
   CHECK(stores[0]->get("k")->attempt == 2);
 }
 
@@ -1149,25 +1139,19 @@ TEMPLATE_TEST_CASE("store contract: concurrent releases and claims: the release 
   for (int t = 0; t < k_threads; ++t) stores.push_back(backend.open());
   ClaimResult c = stores[0]->claim(request("k"), k_alive);
   REQUIRE(c.verdict == Verdict::claim);
-  std::latch start(k_threads);
-  std::atomic<int> released{0}, claimed{0}, errors{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < k_threads; ++t) {
-    threads.emplace_back([&, t] {
-      try {
-        start.arrive_and_wait();
-        if (stores[size_t(t)]->release("k", c.attempt_token)) ++released;
-        ClaimResult mine = stores[size_t(t)]->claim(request("k", k_t0 + 1, 500 + t), k_alive);
-        if (mine.verdict == Verdict::claim) ++claimed;
-      } catch (const std::exception&) {
-        ++errors;
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  CHECK(errors == 0);
-  CHECK(released == 1);
-  CHECK(claimed == 1);
+  // Each thread releases the first claim, then claims the key itself.
+  struct Turn {
+    bool released;
+    Verdict claim;
+  };
+  auto turns = race(k_threads, [&](int t) {
+    Store& store = *stores[size_t(t)];
+    const bool released = store.release("k", c.attempt_token);
+    return Turn{released, store.claim(request("k", k_t0 + 1, 500 + t), k_alive).verdict};
+  });
+  CHECK(turns.errors == "");
+  CHECK(turns.count([](const Turn& turn) { return turn.released; }) == 1);
+  CHECK(turns.count([](const Turn& turn) { return turn.claim == Verdict::claim; }) == 1);
   auto r = stores[0]->get("k");
   REQUIRE(r.has_value());
   CHECK(r->attempt == 1);

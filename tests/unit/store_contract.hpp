@@ -87,6 +87,11 @@ inline core::Outcome outcome(core::Status status, std::optional<int> code, int64
   return o;
 }
 
+// Whether a claim's verdict is `v` (to count the claims of a race, race.hpp).
+inline auto verdict_is(core::Verdict v) {
+  return [v](const store::ClaimResult& c) { return c.verdict == v; };
+}
+
 inline std::vector<std::string> keys_of(const std::vector<core::Record>& records) {
   std::vector<std::string> keys;
   for (const auto& r : records) keys.push_back(r.key);

@@ -4,13 +4,12 @@
 #ifdef IDEM_TEST_POSTGRES
 #include <libpq-fe.h>
 
-#include <atomic>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/errors.hpp"
+#include "fixtures.hpp"
+#include "race.hpp"
 #include "store/postgres/sql.hpp"
 #include "store_contract.hpp"
 
@@ -55,6 +54,18 @@ class Admin {
   PGconn* conn_;
 };
 
+// Runs a script of several statements on the schema at `url`, as one transaction.
+void run_script(const std::string& url, const std::string& script) {
+  PGconn* conn = PQconnectdb(url.c_str());
+  REQUIRE(PQstatus(conn) == CONNECTION_OK);
+  PGresult* r = PQexec(conn, script.c_str());
+  const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+  std::string error = ok ? "" : PQresultErrorMessage(r);
+  PQclear(r);
+  PQfinish(conn);
+  REQUIRE(error.empty());
+}
+
 // n records rec-0000000.. one second apart, i % 100 == 1 expired, i % 100 == 98 running on
 // another host, the rest live until 2096; then ANALYZE, as autovacuum would.
 void fill(Admin& admin, int n) {
@@ -83,26 +94,11 @@ constexpr Oid k_int8 = 20, k_text = 25, k_text_array = 1009;
 TEST_CASE("postgres store: concurrent first opens create the schema once", "[store][postgres]") {
   PostgresBackend backend;
   constexpr int k_threads = 12;
-  std::atomic<int> ready{0}, opened{0};
-  std::mutex errors_mutex;
-  std::string errors;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < k_threads; ++t)
-    threads.emplace_back([&] {
-      ready.fetch_add(1);
-      while (ready.load() < k_threads) std::this_thread::yield();
-      try {
-        auto store = backend.open();
-        store->claim(request("k"), k_alive);  // claim or running: one record either way
-        ++opened;
-      } catch (const std::exception& e) {
-        std::lock_guard lock(errors_mutex);
-        errors += std::string(e.what()) + "\n";
-      }
-    });
-  for (auto& t : threads) t.join();
-  INFO(errors);
-  CHECK(opened.load() == k_threads);
+  auto opens = race(k_threads, [&](int) {
+    auto store = backend.open();
+    store->claim(request("k"), k_alive);  // claim or running: one record either way
+  });
+  CHECK(opens.errors == "");
   Admin admin(backend.url());
   CHECK(admin.query("SELECT version FROM idem_schema") ==
         std::to_string(idem::store::postgres_sql::k_schema_version) + "\n");
@@ -154,27 +150,8 @@ TEST_CASE(
     "no owner's pid judged",
     "[store][postgres]") {
   PostgresBackend backend;
-  {
-    // The version 1 schema as it was published (its step is never edited), with records.
-    PGconn* conn = PQconnectdb(backend.url().c_str());
-    REQUIRE(PQstatus(conn) == CONNECTION_OK);
-    std::string script = std::string(store::postgres_sql::k_create_schema_table) +
-                         "; INSERT INTO idem_schema (id, version) VALUES (1, 1);" +
-                         store::postgres_sql::k_migrations[0] + R"sql(;
-      INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
-                                owner_boot_id, owner_pid, owner_start, started_at, finished_at,
-                                ttl_ms, expires_at, exit_code, output, output_bytes)
-      VALUES ('failed', 'fp', 'run', 'failed', 2, 'h', 'b', 1, 1, 1000, 2000, 86400000,
-              4000000000000, 3, NULL, 0),
-             ('done', 'fp', 'run', 'succeeded', 1, 'h', 'b', 1, 1, 1100, 2100, 86400000,
-              4000000000000, 0, '\x0101030000006f6b0a'::bytea, 3))sql";
-    PGresult* r = PQexec(conn, script.c_str());
-    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-    std::string error = ok ? "" : PQresultErrorMessage(r);
-    PQclear(r);
-    PQfinish(conn);
-    REQUIRE(error.empty());
-  }
+  // A version 1 store: the schema as version 1 created it, and records it wrote.
+  run_script(backend.url(), fixture("schema/postgres-v1.sql"));
   auto store = backend.open();
   Admin admin(backend.url());
   CHECK(admin.query("SELECT version FROM idem_schema") ==
@@ -287,49 +264,13 @@ TEST_CASE("postgres store: ls's first page and gc go through their indexes on a 
   CHECK(admin.query("SELECT count(*) FROM idem_records WHERE status = 'running'") == "1000\n");
 }
 
-namespace {
-
-// Runs a script of several statements on the schema at `url`, as one transaction.
-void run_script(const std::string& url, const std::string& script) {
-  PGconn* conn = PQconnectdb(url.c_str());
-  REQUIRE(PQstatus(conn) == CONNECTION_OK);
-  PGresult* r = PQexec(conn, script.c_str());
-  const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-  std::string error = ok ? "" : PQresultErrorMessage(r);
-  PQclear(r);
-  PQfinish(conn);
-  REQUIRE(error.empty());
-}
-
-}  // namespace
-
 TEST_CASE(
     "postgres store: a version 4 schema's records get their current attempt as their "
     "history",
     "[store][postgres][history]") {
   PostgresBackend backend;
-  {
-    // The published steps 0 -> 4 (never edited), and records as version 4 wrote them.
-    std::string script = std::string(store::postgres_sql::k_create_schema_table) +
-                         "; INSERT INTO idem_schema (id, version) VALUES (1, 4);";
-    for (int i = 0; i < 4; ++i) script += std::string(store::postgres_sql::k_migrations[i]) + ";";
-    script += R"sql(
-      INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
-                                owner_boot_id, owner_pid, owner_start, started_at, finished_at,
-                                ttl_ms, expires_at, exit_code, signal, timed_out, response, note)
-      VALUES ('failed', 'fp', 'run', 'failed', 2, 'h', 'b', 7, 1, 1000, 2000, 86400000,
-              4000000000000, 3, NULL, false, NULL, ''),
-             ('hook', 'fp', 'http', 'succeeded', 1, 'h', 'b', 8, 1, 1100, 2100, 86400000,
-              4000000000000, 0, NULL, false, '{"status":202,"headers":[]}', ''),
-             ('leased', 'fp', 'ledger', 'abandoned', 1, 'h', '', 0, 0, 1200, NULL, 86400000,
-              NULL, NULL, NULL, false, NULL, 'lease ran out mid-run'),
-             ('slow', 'fp', 'each', 'failed', 1, 'h', 'b', 9, 1, 1300, 1400, 86400000,
-              4000000000000, 124, NULL, true, NULL, '');
-      INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
-                                owner_boot_id, owner_pid, owner_start, started_at, ttl_ms)
-      VALUES ('running', 'fp', 'begin', 'running', 1, 'h', 'b', 10, 1, 1500, 86400000))sql";
-    run_script(backend.url(), script);
-  }
+  // A version 4 store: the schema as steps 0 -> 4 created it, and records version 4 wrote.
+  run_script(backend.url(), fixture("schema/postgres-v4.sql"));
   auto store = backend.open();
   Admin admin(backend.url());
   CHECK(admin.query("SELECT version FROM idem_schema") ==

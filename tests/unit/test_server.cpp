@@ -1,15 +1,11 @@
 // The HTTP server (net/server.hpp) over real sockets on 127.0.0.1 with a small handler: answers
 // in order on one connection, the connection cap, and a stop that lets a request being handled
 // finish. Also what the ThreadSanitizer run checks the server's threads with.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -25,6 +21,8 @@
 namespace unit_server {
 
 using namespace idem::http;
+using idem::test::read_until_closed;
+using idem::util::Fd;
 
 namespace {
 
@@ -119,31 +117,6 @@ class EchoHandler final : public Handler {
   bool writer_refused_ = false;
 };
 
-idem::util::Fd connect_to(int port) {
-  idem::util::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(uint16_t(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  return fd;
-}
-
-// Everything the server sends until it closes the connection (or 10 s pass).
-std::string read_until_closed(int fd) {
-  std::string out;
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  char buf[4096];
-  while (std::chrono::steady_clock::now() < give_up) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    out.append(buf, size_t(n));
-  }
-  return out;
-}
-
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
   for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
@@ -156,13 +129,11 @@ using Running = idem::test::Serving<EchoHandler>;
 
 TEST_CASE("server: pipelined requests are answered in order", "[server]") {
   Running r;
-  idem::util::Fd c = connect_to(r.port);
-  REQUIRE(idem::util::write_all(c.get(),
-                                "POST /a HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\none"
-                                "GET /b HTTP/1.1\r\nHost: t\r\n\r\n"
-                                "POST /c HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
-                                "Connection: close\r\n\r\ntwo"));
-  std::string out = read_until_closed(c.get());
+  const std::string out = r.exchange(
+      "POST /a HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\none"
+      "GET /b HTTP/1.1\r\nHost: t\r\n\r\n"
+      "POST /c HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+      "Connection: close\r\n\r\ntwo");
   CHECK(count(out, "HTTP/1.1 200 OK\r\n") == 3);
   size_t a = out.find("POST /a one"), b = out.find("GET /b "), cc = out.find("POST /c two");
   REQUIRE(a != std::string::npos);
@@ -175,11 +146,9 @@ TEST_CASE("server: pipelined requests are answered in order", "[server]") {
 
 TEST_CASE("server: a refused request with an unread body closes the connection", "[server]") {
   Running r;
-  idem::util::Fd c = connect_to(r.port);
-  REQUIRE(idem::util::write_all(c.get(),
-                                "POST /nope HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc"
-                                "GET /b HTTP/1.1\r\nHost: t\r\n\r\n"));
-  std::string out = read_until_closed(c.get());
+  const std::string out = r.exchange(
+      "POST /nope HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc"
+      "GET /b HTTP/1.1\r\nHost: t\r\n\r\n");
   CHECK(out.rfind("HTTP/1.1 404 Not Found\r\n", 0) == 0);
   CHECK(count(out, "HTTP/1.1 ") == 1);
   CHECK(count(out, "Connection: close\r\n") == 1);
@@ -189,9 +158,9 @@ TEST_CASE("server: connections over twice the cap are answered 503 and closed", 
   ServerOptions options;
   options.max_connections = 1;
   Running r(options);
-  idem::util::Fd served = connect_to(r.port);
-  idem::util::Fd waiting = connect_to(r.port);
-  idem::util::Fd shed = connect_to(r.port);
+  Fd served = r.connect();
+  Fd waiting = r.connect();
+  Fd shed = r.connect();
   // Its request sent first: the answer must still arrive whole, not be lost to a reset.
   REQUIRE(idem::util::write_all(shed.get(),
                                 "POST /s HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello"));
@@ -213,8 +182,8 @@ TEST_CASE("server: connections over twice the cap are answered 503 and closed", 
 
 TEST_CASE("server: stop lets a request being handled finish, then run returns", "[server]") {
   auto r = std::make_unique<Running>();
-  idem::util::Fd busy = connect_to(r->port);
-  idem::util::Fd idle = connect_to(r->port);
+  Fd busy = r->connect();
+  Fd idle = r->connect();
   REQUIRE(idem::util::write_all(busy.get(), "GET /block HTTP/1.1\r\nHost: t\r\n\r\n"));
   r->handler.wait_blocked();
   r->server.stop();
@@ -257,11 +226,9 @@ std::optional<std::string> client_body(const std::string& out, bool head_request
 
 TEST_CASE("server: a streamed answer goes out chunked to an HTTP/1.1 client", "[server]") {
   Running r;
-  idem::util::Fd c = connect_to(r.port);
-  REQUIRE(idem::util::write_all(c.get(),
-                                "GET /stream HTTP/1.1\r\nHost: t\r\n\r\n"
-                                "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
-  std::string out = read_until_closed(c.get());
+  const std::string out = r.exchange(
+      "GET /stream HTTP/1.1\r\nHost: t\r\n\r\n"
+      "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
   size_t second = out.find("HTTP/1.1 200 OK\r\n", 1);
   REQUIRE(second != std::string::npos);
   std::string first = out.substr(0, second);
@@ -276,11 +243,9 @@ TEST_CASE("server: a streamed answer goes out chunked to an HTTP/1.1 client", "[
 
 TEST_CASE("server: a streamed answer to HEAD is its head alone", "[server]") {
   Running r;
-  idem::util::Fd c = connect_to(r.port);
-  REQUIRE(idem::util::write_all(c.get(),
-                                "HEAD /stream HTTP/1.1\r\nHost: t\r\n\r\n"
-                                "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
-  std::string out = read_until_closed(c.get());
+  const std::string out = r.exchange(
+      "HEAD /stream HTTP/1.1\r\nHost: t\r\n\r\n"
+      "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
   CHECK(out.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
   size_t end = out.find("\r\n\r\n");
   REQUIRE(end != std::string::npos);
@@ -290,9 +255,7 @@ TEST_CASE("server: a streamed answer to HEAD is its head alone", "[server]") {
 
 TEST_CASE("server: a streamed answer to HTTP/1.0 runs to the close", "[server]") {
   Running r;
-  idem::util::Fd c = connect_to(r.port);
-  REQUIRE(idem::util::write_all(c.get(), "GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
-  std::string out = read_until_closed(c.get());
+  const std::string out = r.exchange("GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
   CHECK(out.find("Transfer-Encoding") == std::string::npos);
   CHECK(out.find("Content-Length") == std::string::npos);
   CHECK(out.find("Connection: close\r\n") != std::string::npos);
@@ -301,11 +264,9 @@ TEST_CASE("server: a streamed answer to HTTP/1.0 runs to the close", "[server]")
 
 TEST_CASE("server: a stream that fails cuts the answer off", "[server]") {
   Running r;
-  idem::util::Fd c = connect_to(r.port);
-  REQUIRE(idem::util::write_all(c.get(),
-                                "GET /stream-fail HTTP/1.1\r\nHost: t\r\n\r\n"
-                                "GET /b HTTP/1.1\r\nHost: t\r\n\r\n"));
-  std::string out = read_until_closed(c.get());
+  const std::string out = r.exchange(
+      "GET /stream-fail HTTP/1.1\r\nHost: t\r\n\r\n"
+      "GET /b HTTP/1.1\r\nHost: t\r\n\r\n");
   CHECK(out.find("5\r\nthree\r\n") != std::string::npos);
   CHECK(out.find("0\r\n\r\n") == std::string::npos);
   CHECK(out.find("GET /b") == std::string::npos);  // closed after it
@@ -314,11 +275,9 @@ TEST_CASE("server: a stream that fails cuts the answer off", "[server]") {
 
 TEST_CASE("server: a streamed answer without a body gets no framing", "[server]") {
   Running r;
-  idem::util::Fd c = connect_to(r.port);
-  REQUIRE(idem::util::write_all(c.get(),
-                                "GET /stream-204 HTTP/1.1\r\nHost: t\r\n\r\n"
-                                "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
-  std::string out = read_until_closed(c.get());
+  const std::string out = r.exchange(
+      "GET /stream-204 HTTP/1.1\r\nHost: t\r\n\r\n"
+      "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
   CHECK(out.rfind("HTTP/1.1 204 No Content\r\n", 0) == 0);
   CHECK(out.find("Transfer-Encoding") == std::string::npos);
   CHECK(out.find("one") == std::string::npos);
@@ -329,7 +288,7 @@ TEST_CASE("server: a streamed answer without a body gets no framing", "[server]"
 TEST_CASE("server: a client gone in the middle of a stream stops it", "[server]") {
   Running r;
   {
-    idem::util::Fd c = connect_to(r.port);
+    Fd c = r.connect();
     REQUIRE(idem::util::write_all(c.get(), "GET /stream-long HTTP/1.1\r\nHost: t\r\n\r\n"));
     char buf[4096];
     pollfd p{c.get(), POLLIN, 0};
@@ -338,10 +297,8 @@ TEST_CASE("server: a client gone in the middle of a stream stops it", "[server]"
   }  // closed with the answer unread: the server's next writes fail
   r.handler.wait_writer_refused();
   // The server goes on serving others.
-  idem::util::Fd c = connect_to(r.port);
-  REQUIRE(
-      idem::util::write_all(c.get(), "GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
-  CHECK(read_until_closed(c.get()).find("GET /b ") != std::string::npos);
+  CHECK(r.exchange("GET /b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").find("GET /b ") !=
+        std::string::npos);
 }
 
 }  // namespace unit_server

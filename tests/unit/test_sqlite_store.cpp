@@ -12,17 +12,17 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
-#include <latch>
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/errors.hpp"
 #include "core/output.hpp"
 #include "core/record.hpp"
 #include "core/response.hpp"
+#include "fixtures.hpp"
+#include "race.hpp"
 #include "store/sqlite/sql.hpp"
 #include "store/store.hpp"
 #include "store_contract.hpp"
@@ -45,6 +45,7 @@ using idem::store::open_sqlite_store;
 using idem::store::OwnerGone;
 using idem::store::RemoveResult;
 using idem::store::Store;
+using idem::test::fixture;
 using idem::test::k_alive;
 using idem::test::k_day;
 using idem::test::k_fp;
@@ -54,8 +55,10 @@ using idem::test::keys_of;
 using idem::test::listed;
 using idem::test::outcome;
 using idem::test::put_finished;
+using idem::test::race;
 using idem::test::request;
 using idem::test::TempDir;
+using idem::test::verdict_is;
 
 namespace {
 
@@ -95,6 +98,7 @@ struct RawDb {
     return out;
   }
   void exec(const char* sql) { REQUIRE(sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == 0); }
+  void exec(const std::string& sql) { exec(sql.c_str()); }
   sqlite3* db = nullptr;
 };
 
@@ -455,22 +459,9 @@ TEST_CASE("store: a version 1 store keeps its records when migrated to version 2
   TempDir dir;
   const std::string path = dir / "idem.db";
   {
-    // The version 1 schema, frozen here as it was published.
+    // The version 1 schema, frozen as it was published.
     RawDb raw(path);
-    raw.exec(R"sql(
-      CREATE TABLE records (
-        key TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, kind TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned')),
-        attempt INTEGER NOT NULL, owner_host TEXT NOT NULL, owner_boot_id TEXT NOT NULL,
-        owner_pid INTEGER NOT NULL, owner_start INTEGER NOT NULL, started_at INTEGER NOT NULL,
-        finished_at INTEGER, ttl_ms INTEGER NOT NULL, expires_at INTEGER, exit_code INTEGER,
-        signal INTEGER, timed_out INTEGER NOT NULL DEFAULT 0, output BLOB,
-        output_bytes INTEGER NOT NULL DEFAULT 0, output_truncated INTEGER NOT NULL DEFAULT 0,
-        request TEXT NOT NULL DEFAULT '{}', note TEXT NOT NULL DEFAULT '');
-      INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                           owner_pid, owner_start, started_at, finished_at, ttl_ms, exit_code)
-      VALUES ('old', 'fp', 'run', 'succeeded', 3, 'h', 'b', 1, 1, 1000, 2000, 86400000, 7);
-      PRAGMA user_version = 1;)sql");
+    raw.exec(fixture("schema/sqlite-v1.sql"));
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   auto store = open_sqlite_store(path);
@@ -520,49 +511,25 @@ TEST_CASE("store: concurrent claims from several connections: exactly one wins",
     const std::string key = "race-" + std::to_string(round);
     const std::string path =
         fresh_file ? dir / ("fresh-" + std::to_string(round) + ".db") : shared_path;
-    std::latch start(k_threads);
-    std::atomic<int> claims{0}, running{0}, other{0}, errors{0};
-    std::atomic<int64_t> winner_pid{0};
-    std::vector<std::string> error_texts(k_threads);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < k_threads; ++t) {
-      threads.emplace_back([&, t] {
-        try {
-          // Opening races too (a fresh file is created and migrated by whoever comes first).
-          start.arrive_and_wait();
-          auto store = open_sqlite_store(path);
-          ClaimResult c = store->claim(request(key, k_t0, 1000 + t), k_alive);
-          if (c.verdict == Verdict::claim) {
-            ++claims;
-            winner_pid = 1000 + t;
-            if (c.attempt != 1) ++other;
-          } else if (c.verdict == Verdict::running) {
-            ++running;
-          } else {
-            ++other;
-          }
-        } catch (const std::exception& e) {
-          error_texts[size_t(t)] = e.what();
-          ++errors;
-        }
-      });
-    }
-    for (auto& th : threads) th.join();
-    std::string errors_seen;
-    for (const auto& text : error_texts)
-      if (!text.empty()) errors_seen += "\n  " + text;
-    INFO("round " << round << (fresh_file ? " (fresh file)" : " (existing file)") << errors_seen);
-    CHECK(errors == 0);
-    CHECK(claims == 1);
-    CHECK(running == k_threads - 1);
-    CHECK(other == 0);
+    auto claims = race(k_threads, [&](int t) {
+      // Opening races too (a fresh file is created and migrated by whoever comes first).
+      return open_sqlite_store(path)->claim(request(key, k_t0, 1000 + t), k_alive);
+    });
+    const std::vector<int> winners = claims.which(
+        [](const ClaimResult& c) { return c.verdict == Verdict::claim && c.attempt == 1; });
+    INFO("round " << round << (fresh_file ? " (fresh file)" : " (existing file)") << "\n"
+                  << claims.errors);
+    CHECK(claims.errors == "");
+    CHECK(claims.count(verdict_is(Verdict::claim)) == 1);
+    REQUIRE(winners.size() == 1);
+    CHECK(claims.count(verdict_is(Verdict::running)) == k_threads - 1);
 
     auto store = open_sqlite_store(path);
     auto r = store->get(key);
     REQUIRE(r.has_value());
     CHECK(r->status == Status::running);
     CHECK(r->attempt == 1);
-    CHECK(r->owner.pid == winner_pid.load());
+    CHECK(r->owner.pid == 1000 + winners[0]);
     RawDb raw(path);
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
@@ -832,31 +799,9 @@ TEST_CASE("store: a version 2 store keeps its records when migrated to version 3
   TempDir dir;
   const std::string path = dir / "idem.db";
   {
-    // The version 2 schema, frozen here as it was published.
+    // The version 2 schema, frozen as it was published.
     RawDb raw(path);
-    raw.exec(R"sql(
-      CREATE TABLE records (
-        key TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, kind TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned')),
-        attempt INTEGER NOT NULL, owner_host TEXT NOT NULL, owner_boot_id TEXT NOT NULL,
-        owner_pid INTEGER NOT NULL, owner_start INTEGER NOT NULL, started_at INTEGER NOT NULL,
-        finished_at INTEGER, ttl_ms INTEGER NOT NULL, expires_at INTEGER, exit_code INTEGER,
-        signal INTEGER, timed_out INTEGER NOT NULL DEFAULT 0, output BLOB,
-        output_bytes INTEGER NOT NULL DEFAULT 0, output_truncated INTEGER NOT NULL DEFAULT 0,
-        request TEXT NOT NULL DEFAULT '{}', note TEXT NOT NULL DEFAULT '');
-      CREATE INDEX records_by_expiry ON records (expires_at) WHERE expires_at IS NOT NULL;
-      CREATE INDEX records_by_start ON records (started_at);
-      ALTER TABLE records ADD COLUMN http_status INTEGER;
-      ALTER TABLE records ADD COLUMN content_type TEXT NOT NULL DEFAULT '';
-      INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                           owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
-                           exit_code, http_status)
-      VALUES ('expired', 'fp', 'run', 'succeeded', 1, 'h', 'b', 1, 1, 1000, 2000, 10, 2010, 0, NULL),
-             ('kept', 'fp', 'serve', 'succeeded', 2, 'h', 'b', 1, 1, 3000, 4000, 86400000,
-              86404000, 0, 201),
-             ('running', 'fp', 'run', 'running', 1, 'h', 'b', 1, 1, 5000, NULL, 10, NULL, NULL,
-              NULL);
-      PRAGMA user_version = 2;)sql");
+    raw.exec(fixture("schema/sqlite-v2.sql"));
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   auto store = open_sqlite_store(path);
@@ -958,33 +903,10 @@ TEST_CASE("store: a version 3 store keeps its records when migrated to version 4
   TempDir dir;
   const std::string path = dir / "idem.db";
   {
-    // The version 3 schema, frozen here as it was published (the version 2 table, its indexes
+    // The version 3 schema, frozen as it was published (the version 2 table, its indexes
     // replaced, process groups added).
     RawDb raw(path);
-    raw.exec(R"sql(
-      CREATE TABLE records (
-        key TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, kind TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned')),
-        attempt INTEGER NOT NULL, owner_host TEXT NOT NULL, owner_boot_id TEXT NOT NULL,
-        owner_pid INTEGER NOT NULL, owner_start INTEGER NOT NULL, started_at INTEGER NOT NULL,
-        finished_at INTEGER, ttl_ms INTEGER NOT NULL, expires_at INTEGER, exit_code INTEGER,
-        signal INTEGER, timed_out INTEGER NOT NULL DEFAULT 0, output BLOB,
-        output_bytes INTEGER NOT NULL DEFAULT 0, output_truncated INTEGER NOT NULL DEFAULT 0,
-        request TEXT NOT NULL DEFAULT '{}', note TEXT NOT NULL DEFAULT '',
-        http_status INTEGER, content_type TEXT NOT NULL DEFAULT '', pgid INTEGER,
-        pgid_start INTEGER);
-      CREATE INDEX records_expiring ON records (expires_at) WHERE status <> 'running';
-      CREATE INDEX records_by_end ON records (coalesce(finished_at, started_at), expires_at)
-        WHERE status <> 'running';
-      CREATE INDEX records_by_recent ON records (started_at DESC, key);
-      INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                           owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
-                           exit_code, output, pgid, pgid_start)
-      VALUES ('done', 'fp', 'run', 'succeeded', 3, 'h', 'b', 1, 1, 3000, 4000, 86400000,
-              86404000, 0, X'', NULL, NULL),
-             ('running', 'fp', 'run', 'running', 1, 'h', 'b', 7, 70, 5000, NULL, 10, NULL, NULL,
-              NULL, 7, 70);
-      PRAGMA user_version = 3;)sql");
+    raw.exec(fixture("schema/sqlite-v3.sql"));
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   auto store = open_sqlite_store(path);
@@ -1035,38 +957,9 @@ TEST_CASE("store: the token is kept, but never listed", "[store]") {
 
 namespace {
 
-// The version 4 schema, frozen here as it was published (version 3's table plus the attempt's
+// The version 4 schema, frozen as it was published (version 3's table plus the attempt's
 // token and lease), with records of each kind a version 4 daemon and CLI wrote.
-constexpr const char* k_version_4 = R"sql(
-  CREATE TABLE records (
-    key TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, kind TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned')),
-    attempt INTEGER NOT NULL, owner_host TEXT NOT NULL, owner_boot_id TEXT NOT NULL,
-    owner_pid INTEGER NOT NULL, owner_start INTEGER NOT NULL, started_at INTEGER NOT NULL,
-    finished_at INTEGER, ttl_ms INTEGER NOT NULL, expires_at INTEGER, exit_code INTEGER,
-    signal INTEGER, timed_out INTEGER NOT NULL DEFAULT 0, output BLOB,
-    output_bytes INTEGER NOT NULL DEFAULT 0, output_truncated INTEGER NOT NULL DEFAULT 0,
-    request TEXT NOT NULL DEFAULT '{}', note TEXT NOT NULL DEFAULT '',
-    http_status INTEGER, content_type TEXT NOT NULL DEFAULT '', pgid INTEGER,
-    pgid_start INTEGER, attempt_token TEXT NOT NULL DEFAULT '', lease_expires INTEGER);
-  CREATE INDEX records_expiring ON records (expires_at) WHERE status <> 'running';
-  CREATE INDEX records_by_end ON records (coalesce(finished_at, started_at), expires_at)
-    WHERE status <> 'running';
-  CREATE INDEX records_by_recent ON records (started_at DESC, key);
-  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                       owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
-                       exit_code, output, output_bytes, http_status, content_type)
-  VALUES ('/h#json', 'fp', 'http', 'succeeded', 1, 'h', 'b', 1, 1, 1000, 2000, 86400000,
-          86402000, 0, X'01010C0000007B226F6B223A747275657D0A', 12, 200, 'application/json'),
-         ('/h#quoted', 'fp', 'http', 'succeeded', 1, 'h', 'b', 1, 1, 1100, 2100, 86400000,
-          86402100, 0, X'', 0, 200, 'text/plain; x="a\b"'),
-         ('/h#problem', 'fp', 'http', 'failed', 2, 'h', 'b', 1, 1, 1200, 2200, 86400000,
-          86402200, 3, X'', 0, 500, 'application/problem+json'),
-         ('/h#daemon-error', 'fp', 'http', 'failed', 1, 'h', 'b', 1, 1, 1300, 2300, 86400000,
-          86402300, NULL, NULL, 0, 500, ''),
-         ('cli', 'fp', 'run', 'succeeded', 1, 'h', 'b', 1, 1, 1400, 2400, 86400000, 86402400, 0,
-          X'', 0, NULL, '');
-  PRAGMA user_version = 4;)sql";
+constexpr const char* k_version_4 = "schema/sqlite-v4.sql";
 
 }  // namespace
 
@@ -1077,7 +970,7 @@ TEST_CASE("store: a version 4 store's HTTP status and content type become its re
   const std::string path = dir / "idem.db";
   {
     RawDb raw(path);
-    raw.exec(k_version_4);
+    raw.exec(fixture(k_version_4));
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   auto store = open_sqlite_store(path);
@@ -1121,7 +1014,7 @@ TEST_CASE("store: a migration that fails leaves the version 4 store as it was", 
   const std::string path = dir / "idem.db";
   {
     RawDb raw(path);
-    raw.exec(k_version_4);
+    raw.exec(fixture(k_version_4));
     // An index on a column the step drops makes its DROP COLUMN fail, after its UPDATE ran.
     raw.exec("CREATE INDEX by_http_status ON records (http_status);");
   }
@@ -1139,40 +1032,10 @@ TEST_CASE("store: a migration that fails leaves the version 4 store as it was", 
 
 namespace {
 
-// The version 5 schema, frozen here as it was published (version 4's table with the stored
+// The version 5 schema, frozen as it was published (version 4's table with the stored
 // answer for the HTTP status and content type, the output in the record), with outputs of each
 // kind: two streams interleaved, binary and truncated, empty, none (NULL), a running attempt.
-constexpr const char* k_version_5 = R"sql(
-  CREATE TABLE records (
-    key TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, kind TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned')),
-    attempt INTEGER NOT NULL, owner_host TEXT NOT NULL, owner_boot_id TEXT NOT NULL,
-    owner_pid INTEGER NOT NULL, owner_start INTEGER NOT NULL, started_at INTEGER NOT NULL,
-    finished_at INTEGER, ttl_ms INTEGER NOT NULL, expires_at INTEGER, exit_code INTEGER,
-    signal INTEGER, timed_out INTEGER NOT NULL DEFAULT 0, output BLOB,
-    output_bytes INTEGER NOT NULL DEFAULT 0, output_truncated INTEGER NOT NULL DEFAULT 0,
-    request TEXT NOT NULL DEFAULT '{}', note TEXT NOT NULL DEFAULT '', pgid INTEGER,
-    pgid_start INTEGER, attempt_token TEXT NOT NULL DEFAULT '', lease_expires INTEGER,
-    response TEXT);
-  CREATE INDEX records_expiring ON records (expires_at) WHERE status <> 'running';
-  CREATE INDEX records_by_end ON records (coalesce(finished_at, started_at), expires_at)
-    WHERE status <> 'running';
-  CREATE INDEX records_by_recent ON records (started_at DESC, key);
-  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                       owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
-                       exit_code, output, output_bytes, output_truncated, response)
-  VALUES ('both', 'fp', 'run', 'succeeded', 2, 'h', 'b', 1, 1, 1000, 2000, 86400000,
-          4000000000000, 0, X'010103000000616263020200000065210102000000640A', 7, 0, NULL),
-         ('binary', 'fp', 'http', 'succeeded', 1, 'h', 'b', 1, 1, 1100, 2100, 86400000,
-          3000, 0, X'010104000000000A00FF', 4, 1, '{"status":200,"headers":[]}'),
-         ('empty', 'fp', 'run', 'succeeded', 1, 'h', 'b', 1, 1, 1200, 2200, 86400000,
-          4000000000000, 0, X'', 0, 0, NULL),
-         ('none', 'fp', 'http', 'failed', 1, 'h', 'b', 1, 1, 1300, 2300, 86400000,
-          4000000000000, NULL, NULL, 0, 0, '{"status":500,"headers":[]}');
-  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                       owner_pid, owner_start, started_at, ttl_ms, attempt_token)
-  VALUES ('running', 'fp', 'run', 'running', 1, 'h', 'b', 1, 1, 1400, 86400000, 'tok');
-  PRAGMA user_version = 5;)sql";
+constexpr const char* k_version_5 = "schema/sqlite-v5.sql";
 
 const std::string k_both_output("\x01\x01\x03\0\0\0abc\x02\x02\0\0\0e!\x01\x02\0\0\0d\n", 23);
 const std::string k_binary_output("\x01\x01\x04\0\0\0\0\n\0\xff", 10);
@@ -1184,7 +1047,7 @@ TEST_CASE("store: a version 5 store's outputs move to their own table", "[store]
   const std::string path = dir / "idem.db";
   {
     RawDb raw(path);
-    raw.exec(k_version_5);
+    raw.exec(fixture(k_version_5));
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   auto store = open_sqlite_store(path);
@@ -1238,7 +1101,7 @@ TEST_CASE("store: a migration that fails leaves the version 5 store as it was", 
   const std::string path = dir / "idem.db";
   {
     RawDb raw(path);
-    raw.exec(k_version_5);
+    raw.exec(fixture(k_version_5));
     // An index on the column the step drops makes its DROP COLUMN fail, after its INSERT ran.
     raw.exec("CREATE INDEX by_output ON records (output);");
   }
@@ -1260,7 +1123,7 @@ TEST_CASE("store: a schema one newer than this binary's is refused, its outputs 
   const std::string newer = std::to_string(idem::store::sqlite_sql::k_schema_version + 1);
   {
     RawDb raw(path);
-    raw.exec(k_version_5);
+    raw.exec(fixture(k_version_5));
     raw.exec(("PRAGMA user_version = " + newer + ";").c_str());
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
@@ -1280,42 +1143,9 @@ TEST_CASE("store: a schema one newer than this binary's is refused, its outputs 
 
 namespace {
 
-// The version 6 schema, frozen here as it was published (version 5's table without its output,
+// The version 6 schema, frozen as it was published (version 5's table without its output,
 // the outputs table and its triggers), with a failure, a success with output, and a running key.
-constexpr const char* k_version_6 = R"sql(
-  CREATE TABLE records (
-    key TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, kind TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned')),
-    attempt INTEGER NOT NULL, owner_host TEXT NOT NULL, owner_boot_id TEXT NOT NULL,
-    owner_pid INTEGER NOT NULL, owner_start INTEGER NOT NULL, started_at INTEGER NOT NULL,
-    finished_at INTEGER, ttl_ms INTEGER NOT NULL, expires_at INTEGER, exit_code INTEGER,
-    signal INTEGER, timed_out INTEGER NOT NULL DEFAULT 0,
-    output_bytes INTEGER NOT NULL DEFAULT 0, output_truncated INTEGER NOT NULL DEFAULT 0,
-    request TEXT NOT NULL DEFAULT '{}', note TEXT NOT NULL DEFAULT '', pgid INTEGER,
-    pgid_start INTEGER, attempt_token TEXT NOT NULL DEFAULT '', lease_expires INTEGER,
-    response TEXT);
-  CREATE INDEX records_expiring ON records (expires_at) WHERE status <> 'running';
-  CREATE INDEX records_by_end ON records (coalesce(finished_at, started_at), expires_at)
-    WHERE status <> 'running';
-  CREATE INDEX records_by_recent ON records (started_at DESC, key);
-  CREATE TABLE outputs (key TEXT NOT NULL, attempt INTEGER NOT NULL, output BLOB NOT NULL,
-                        PRIMARY KEY (key, attempt));
-  CREATE TRIGGER outputs_of_deleted AFTER DELETE ON records
-    BEGIN DELETE FROM outputs WHERE key = old.key; END;
-  CREATE TRIGGER outputs_of_replaced AFTER UPDATE OF status ON records
-    WHEN new.status = 'running' BEGIN DELETE FROM outputs WHERE key = old.key; END;
-  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                       owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
-                       exit_code, output_bytes)
-  VALUES ('failed', 'fp', 'run', 'failed', 2, 'h', 'b', 1, 1, 1000, 2000, 86400000,
-          4000000000000, 3, 0),
-         ('done', 'fp', 'each', 'succeeded', 1, 'h', 'b', 1, 1, 1100, 2100, 86400000,
-          4000000000000, 0, 3);
-  INSERT INTO outputs (key, attempt, output) VALUES ('done', 1, X'0101030000006F6B0A');
-  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                       owner_pid, owner_start, started_at, ttl_ms, attempt_token)
-  VALUES ('running', 'fp', 'begin', 'running', 1, 'h', 'b', 1, 1, 1400, 86400000, 'tok');
-  PRAGMA user_version = 6;)sql";
+constexpr const char* k_version_6 = "schema/sqlite-v6.sql";
 
 }  // namespace
 
@@ -1325,7 +1155,7 @@ TEST_CASE("store: a version 6 store's records get the replay policy of a failure
   const std::string path = dir / "idem.db";
   {
     RawDb raw(path);
-    raw.exec(k_version_6);
+    raw.exec(fixture(k_version_6));
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   {
@@ -1369,7 +1199,7 @@ TEST_CASE("store: a migration that fails leaves the version 6 store as it was", 
   const std::string path = dir / "idem.db";
   {
     RawDb raw(path);
-    raw.exec(k_version_6);
+    raw.exec(fixture(k_version_6));
     // A column of the step's name already there makes its ALTER TABLE fail.
     raw.exec("ALTER TABLE records ADD COLUMN replay_failures TEXT;");
   }
@@ -1383,17 +1213,9 @@ TEST_CASE("store: a migration that fails leaves the version 6 store as it was", 
 
 namespace {
 
-// The version 7 schema, frozen here as it was published (version 6 with the replay policy's
+// The version 7 schema, frozen as it was published (version 6 with the replay policy's
 // column, no application id), with an abandoned record beside version 6's.
-std::string version_7() {
-  return std::string(k_version_6) + R"sql(;
-  ALTER TABLE records ADD COLUMN replay_failures INTEGER NOT NULL DEFAULT 0;
-  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                       owner_pid, owner_start, started_at, ttl_ms, note, replay_failures)
-  VALUES ('crashed', 'fp', 'run', 'abandoned', 1, 'h', 'b', 2, 2, 1500, 86400000,
-          'owner died mid-run', 1);
-  PRAGMA user_version = 7;)sql";
-}
+constexpr const char* k_version_7 = "schema/sqlite-v7.sql";
 
 constexpr const char* k_unfinished_keys =
     "SELECT coalesce(group_concat(key, ','), '') FROM (SELECT key FROM records INDEXED BY "
@@ -1406,7 +1228,7 @@ TEST_CASE("store: a version 7 store gets the index of its unfinished records", "
   const std::string path = dir / "idem.db";
   {
     RawDb raw(path);
-    raw.exec(version_7().c_str());
+    raw.exec(fixture(k_version_7));
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   auto store = open_sqlite_store(path);
@@ -1437,7 +1259,7 @@ TEST_CASE("store: a migration that fails leaves the version 7 store as it was", 
   const std::string path = dir / "idem.db";
   {
     RawDb raw(path);
-    raw.exec(version_7().c_str());
+    raw.exec(fixture(k_version_7));
     // An index of the step's name already there makes its CREATE INDEX fail.
     raw.exec("CREATE INDEX records_unfinished ON records (key);");
   }
@@ -1454,15 +1276,9 @@ TEST_CASE("store: a migration that fails leaves the version 7 store as it was", 
 
 namespace {
 
-// The version 8 schema, frozen here as it was published (version 7 with the index of unfinished
+// The version 8 schema, frozen as it was published (version 7 with the index of unfinished
 // records, idem's application id): owners recorded by host name, boot id, pid and start alone.
-std::string version_8() {
-  return version_7() + R"sql(;
-  CREATE INDEX records_unfinished ON records (started_at DESC, key)
-    WHERE status IN ('running', 'abandoned');
-  PRAGMA application_id = 1229210957;
-  PRAGMA user_version = 8;)sql";
-}
+constexpr const char* k_version_8 = "schema/sqlite-v8.sql";
 
 }  // namespace
 
@@ -1472,7 +1288,7 @@ TEST_CASE("store: a version 8 store's owners get no machine id and no pid namesp
   const std::string path = dir / "idem.db";
   {
     RawDb raw(path);
-    raw.exec(version_8().c_str());
+    raw.exec(fixture(k_version_8));
     CHECK(raw.text("PRAGMA application_id") == k_idem_application_id);
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
@@ -1514,7 +1330,7 @@ TEST_CASE("store: a migration that fails leaves the version 8 store as it was", 
   const std::string path = dir / "idem.db";
   {
     RawDb raw(path);
-    raw.exec(version_8().c_str());
+    raw.exec(fixture(k_version_8));
     // A column of the step's second name already there makes its second ALTER TABLE fail.
     raw.exec("ALTER TABLE records ADD COLUMN owner_pid_ns TEXT;");
   }
@@ -1604,34 +1420,27 @@ TEST_CASE("store: an unsynced claim and many threads' writers through one file",
   const std::string path = dir / "idem.db";
   constexpr int k_threads = 8;
   constexpr int k_keys = 25;
-  std::atomic<int> claimed{0}, failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < k_threads; ++t) {
-    threads.emplace_back([&, t] {
-      try {
-        auto store = open_sqlite_store(path);
-        for (int i = 0; i < k_keys; ++i) {
-          ClaimRequest req;
-          req.key = "k" + std::to_string(i);  // every thread claims every key
-          req.fingerprint = std::string(64, 'a');
-          req.owner = Owner{"host-a", "boot-1", 100 + t, 1};
-          req.now_ms = 1'790'000'000'000;
-          req.sync = (i % 2) == 0;
-          ClaimResult r = store->claim(req, [](const Owner&) { return false; });
-          if (r.verdict != Verdict::claim) continue;
-          ++claimed;
-          Outcome done;
-          done.status = Status::succeeded;
-          done.finished_ms = req.now_ms + 1;
-          if (!store->finish(req.key, r.attempt, done)) ++failures;
-        }
-      } catch (const std::exception&) {
-        ++failures;
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  CHECK(failures == 0);
+  std::atomic<int> claimed{0}, unrecorded{0};
+  auto writers = race(k_threads, [&](int t) {
+    auto store = open_sqlite_store(path);
+    for (int i = 0; i < k_keys; ++i) {
+      ClaimRequest req;
+      req.key = "k" + std::to_string(i);  // every thread claims every key
+      req.fingerprint = std::string(64, 'a');
+      req.owner = Owner{"host-a", "boot-1", 100 + t, 1};
+      req.now_ms = 1'790'000'000'000;
+      req.sync = (i % 2) == 0;
+      ClaimResult r = store->claim(req, [](const Owner&) { return false; });
+      if (r.verdict != Verdict::claim) continue;
+      ++claimed;
+      Outcome done;
+      done.status = Status::succeeded;
+      done.finished_ms = req.now_ms + 1;
+      if (!store->finish(req.key, r.attempt, done)) ++unrecorded;
+    }
+  });
+  CHECK(writers.errors == "");
+  CHECK(unrecorded == 0);
   CHECK(claimed == k_keys);  // each key ran once
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
@@ -1646,25 +1455,9 @@ TEST_CASE("store: an unsynced claim and many threads' writers through one file",
 
 namespace {
 
-// The version 9 schema, frozen here as it was published (version 8 with the owner's machine id
+// The version 9 schema, frozen as it was published (version 8 with the owner's machine id
 // and pid namespace), with records of each kind of ending.
-std::string version_9() {
-  return version_8() + R"sql(;
-  ALTER TABLE records ADD COLUMN owner_machine_id TEXT NOT NULL DEFAULT '';
-  ALTER TABLE records ADD COLUMN owner_pid_ns INTEGER NOT NULL DEFAULT 0;
-  INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                       owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
-                       exit_code, signal, timed_out, response, note)
-  VALUES ('hook', 'fp', 'http', 'succeeded', 1, 'h', 'b', 8, 1, 1600, 1700, 86400000,
-          4000000000000, 0, NULL, 0, '{"status":202,"headers":[]}', ''),
-         ('leased', 'fp', 'ledger', 'abandoned', 1, 'h', '', 0, 0, 1650, NULL, 86400000, NULL,
-          NULL, NULL, 0, NULL, 'lease ran out mid-run'),
-         ('slow', 'fp', 'each', 'failed', 1, 'h', 'b', 9, 1, 1660, 1670, 86400000,
-          4000000000000, 124, NULL, 1, NULL, ''),
-         ('killed', 'fp', 'run', 'failed', 1, 'h', 'b', 9, 1, 1680, 1690, 86400000,
-          4000000000000, NULL, 9, 0, NULL, '');
-  PRAGMA user_version = 9;)sql";
-}
+constexpr const char* k_version_9 = "schema/sqlite-v9.sql";
 
 }  // namespace
 
@@ -1674,7 +1467,7 @@ TEST_CASE("store: a version 9 store's records get their current attempt as their
   const std::string path = dir / "idem.db";
   {
     RawDb raw(path);
-    raw.exec(version_9().c_str());
+    raw.exec(fixture(k_version_9));
   }
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   auto store = open_sqlite_store(path);
