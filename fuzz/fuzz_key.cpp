@@ -1,6 +1,6 @@
 // Keys (core/key.hpp): key_problem against an independent reading of "1-255 bytes of printable
-// UTF-8 without bidirectional controls or a byte order mark", validate_key agreeing with it, and
-// display_key's bounds.
+// UTF-8 without bidirectional controls or a byte order mark", Key::of_argument agreeing with it,
+// and display_key's bounds.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -72,7 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   bool threw = false;
   try {
-    idem::core::validate_key(key);
+    (void)idem::core::Key::of_argument(key);
   } catch (const idem::UsageError& e) {
     threw = true;
     FUZZ_CHECK(std::string_view(e.what()).ends_with(*problem));

@@ -171,7 +171,7 @@ int answer_without_claim(const engine::Claimed& claimed, const BeginOptions& o,
 }  // namespace
 
 int run_begin(const GlobalOptions& global, const BeginOptions& o) {
-  core::validate_key(o.key);
+  const core::Key key = core::Key::of_argument(o.key);
   if (o.kill_stale && !o.retry_abandoned) throw UsageError("--kill-stale needs --retry-abandoned");
   const int64_t ttl_ms = core::positive_duration_arg("--ttl", o.ttl);
   const int64_t wait_ms = o.wait.empty() ? 0 : core::duration_arg("--wait", o.wait);
@@ -180,8 +180,7 @@ int run_begin(const GlobalOptions& global, const BeginOptions& o) {
   // No lease: nothing would renew it once begin has exited.
   engine::Engine engine(*store, engine::make_front(*store, 0));
   const std::string shown = "key '" + core::display_key(o.key) + "'";
-  engine::AttemptRequest req;
-  req.claim.key = o.key;
+  engine::AttemptRequest req(key);
   req.claim.fingerprint = fingerprint;
   req.claim.kind = "begin";
   req.claim.owner = script_owner(o.owner_pid_option, o.owner_pid);

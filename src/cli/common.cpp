@@ -280,6 +280,4 @@ void add_command_argument(CLI::App& command, std::vector<std::string>& words,
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
-void validate_key_arg(const std::string& key) { core::validate_key(key); }
-
 }  // namespace idem::cli

@@ -108,7 +108,4 @@ CLI::Option* add_key_option(CLI::App& command, std::string& key, const std::stri
 void add_command_argument(CLI::App& command, std::vector<std::string>& words,
                           const std::string& description);
 
-// Where CLI11 accepts a value we validate ourselves: keeps the message in idem's one-line form.
-void validate_key_arg(const std::string& key);
-
 }  // namespace idem::cli

@@ -34,7 +34,7 @@ namespace {
 
 struct Message {
   int64_t line = 0;
-  std::string key;
+  core::Key key;
   std::string text;  // the line as read, without its newline
 };
 
@@ -73,7 +73,7 @@ class Consumer {
     engine::AttemptRequest req = attempt_request(m);
     const engine::Claimed claimed = engine.claim(req);
     const std::string where =
-        "line " + std::to_string(m.line) + ", key '" + core::display_key(m.key) + "'";
+        "line " + std::to_string(m.line) + ", key '" + core::display_key(m.key.str()) + "'";
     switch (claimed.verdict) {
       case engine::ClaimVerdict::claimed:
         run(m, engine, claimed, where);
@@ -109,8 +109,7 @@ class Consumer {
 
  private:
   engine::AttemptRequest attempt_request(const Message& m) const {
-    engine::AttemptRequest req;
-    req.claim.key = m.key;
+    engine::AttemptRequest req(m.key);
     core::Fingerprinter f;
     f.add_field("kind", "each");
     f.add_argv(o_.command);
@@ -152,7 +151,7 @@ class Consumer {
     spec.stdin_fd = input.get();
     spec.live_stdout_fd = -1;
     spec.live_stderr_fd = -1;
-    spec.extra_env = {{"IDEM_KEY", m.key}, {"IDEM_LINE", std::to_string(m.line)}};
+    spec.extra_env = {{"IDEM_KEY", m.key.str()}, {"IDEM_LINE", std::to_string(m.line)}};
     spec.timeout_ms = limits_.timeout_ms;
     spec.kill_after_ms = limits_.kill_after_ms;
     // The whole output is written out below; only what is stored is capped.
@@ -306,21 +305,16 @@ int watch_stop_signals() {
 }
 
 // The key of one line, or nullopt with `why` set.
-std::optional<std::string> line_key(const std::string& line, const std::string& key_field,
-                                    std::string& why) {
+std::optional<core::Key> line_key(const std::string& line, const std::string& key_field,
+                                  std::string& why) {
   nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
   if (doc.is_discarded()) {
     why = "not JSON";
     return std::nullopt;
   }
-  std::optional<std::string> key = core::key_from_json(doc, key_field, &why);
-  if (key) {
-    if (auto problem = core::key_problem(*key)) {
-      why = *problem;
-      return std::nullopt;
-    }
-  }
-  return key;
+  std::optional<std::string> text = core::key_from_json(doc, key_field, &why);
+  if (!text) return std::nullopt;
+  return core::Key::parse(*text, why);
 }
 
 // Every limit checked before the store is opened or a line read: a usage error (64) up front.
@@ -372,8 +366,8 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
   for (int i = 0; i < o.jobs; ++i)
     workers.emplace_back([&] {
       std::unique_ptr<store::Store> store;
-      Message m;
-      while (queue.pop(m)) {
+      while (std::optional<Message> popped = queue.pop()) {
+        const Message& m = *popped;
         try {
           if (!store) store = open_store(global);
           consumer.handle(m, *store);
@@ -381,7 +375,7 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
           std::lock_guard lock(error_mutex);
           if (!broken.exchange(true)) store_error = e.what();
         }
-        queue.finish(m.key);
+        queue.finish(m.key.str());
       }
     });
 
@@ -393,7 +387,7 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
     if (line.empty()) continue;
     ++total;
     std::string why;
-    std::optional<std::string> key = line_key(line, o.key_field, why);
+    std::optional<core::Key> key = line_key(line, o.key_field, why);
     if (!key) {
       ++tally.malformed;
       report("line " + std::to_string(line_no) + ": " + why);

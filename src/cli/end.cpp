@@ -66,7 +66,7 @@ CLI::App* register_end(CLI::App& app, EndOptions& o) {
 }
 
 int run_end(const GlobalOptions& global, const EndOptions& o) {
-  core::validate_key(o.key);
+  const core::Key key = core::Key::of_argument(o.key);
   core::CapturedOutput output;
   if (!o.stdout_file.empty())
     capture_file(o.stdout_file, "--stdout-file", core::Stream::out, output);
@@ -74,8 +74,8 @@ int run_end(const GlobalOptions& global, const EndOptions& o) {
     capture_file(o.stderr_file, "--stderr-file", core::Stream::err, output);
   auto store = open_store(global);
   engine::Engine engine(*store, engine::make_front(*store, 0));
-  const std::string shown = "key '" + core::display_key(o.key) + "'";
-  auto record = engine.current(o.key);
+  const std::string shown = "key '" + core::display_key(key.str()) + "'";
+  auto record = engine.current(key.str());
   if (!record) throw Error(k_exit_already_done, "no record for " + shown);
   const core::Owner me = script_owner(o.owner_pid_option, o.owner_pid);
   const core::Owner& owner = record->owner;
@@ -111,7 +111,7 @@ int run_end(const GlobalOptions& global, const EndOptions& o) {
   outcome.output_bytes = output.stored_bytes();
   outcome.output_truncated = output.truncated();
   outcome.output = output.take_encoded();
-  if (!engine.finish(o.key, record->attempt, std::move(outcome)))
+  if (!engine.finish(key.str(), record->attempt, std::move(outcome)))
     throw Error(k_exit_not_owner, shown + ": the attempt changed meanwhile; nothing recorded");
   return k_exit_ok;
 }

@@ -257,11 +257,10 @@ int answer_without_running(const engine::Claimed& claimed, const RunOptions& o, 
 }
 
 // The attempt `idem run` asks for: its claim, --wait, and the checks of --retry-abandoned.
-engine::AttemptRequest attempt_request(const RunOptions& o, const Settings& s,
+engine::AttemptRequest attempt_request(const core::Key& key, const RunOptions& o, const Settings& s,
                                        const std::string& cwd, const std::string* stdin_sha256,
                                        const std::string& shown) {
-  engine::AttemptRequest req;
-  req.claim.key = o.key;
+  engine::AttemptRequest req(key);
   req.claim.fingerprint = core::run_fingerprint(o.command, stdin_sha256);
   req.claim.owner = proc::describe_owner();
   req.claim.ttl_ms = s.ttl_ms;
@@ -335,11 +334,8 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
     throw UsageError("missing command: idem run [OPTIONS] [-k KEY] -- COMMAND [ARG...]");
   const Settings s = parse_settings(o);
   const std::string cwd = current_dir();
-  if (o.key_option->count() == 0) {
-    o.key = core::derived_key(cwd, o.command);
-  } else {
-    core::validate_key(o.key);
-  }
+  if (o.key_option->count() == 0) o.key = core::derived_key(cwd, o.command);
+  const core::Key key = core::Key::of_argument(o.key);
 
   std::string stdin_sha256;
   util::Fd stdin_copy;
@@ -361,7 +357,7 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
   engine::Engine engine(*store, front);
   const std::string shown = "key '" + core::display_key(o.key) + "'";
   engine::AttemptRequest req =
-      attempt_request(o, s, cwd, o.hash_stdin ? &stdin_sha256 : nullptr, shown);
+      attempt_request(key, o, s, cwd, o.hash_stdin ? &stdin_sha256 : nullptr, shown);
   engine::CommandEffect effect(proc::spawning_runner(),
                                command_spec(o, s, stdin_copy.valid() ? stdin_copy.get() : 0),
                                engine::CommandEffect::Capture::handed_to_outcome);

@@ -8,7 +8,7 @@
 namespace idem::core {
 
 // Returns the value at `pointer` in `doc` as key text: a string as is (not validated; callers
-// pass it to validate_key), an integer in decimal. Anything else (a malformed pointer, no value
+// pass it to core::Key::parse), an integer in decimal. Anything else (a malformed pointer, no value
 // there, an object, array, boolean, null or a number with a fraction or exponent) gives nullopt
 // and, when `problem` is not null, a sentence saying why. Throws nothing: the pointer and the
 // document both come from users.

@@ -75,8 +75,18 @@ std::optional<std::string> key_problem(std::string_view key) {
   return std::nullopt;
 }
 
-void validate_key(std::string_view key) {
-  if (auto problem = key_problem(key)) throw UsageError("bad key: " + *problem);
+std::optional<Key> Key::parse(std::string_view text, std::string& why) {
+  if (auto problem = key_problem(text)) {
+    why = std::move(*problem);
+    return std::nullopt;
+  }
+  return Key(text);
+}
+
+Key Key::of_argument(std::string_view text) {
+  std::string why;
+  if (auto key = parse(text, why)) return std::move(*key);
+  throw UsageError("bad key: " + why);
 }
 
 namespace {

@@ -16,8 +16,24 @@ constexpr size_t k_max_record_name_bytes = k_max_hook_path_bytes + 1 + k_max_key
 
 // Returns why the key is invalid, or nullopt when it is valid.
 std::optional<std::string> key_problem(std::string_view key);
-// Throws UsageError naming the problem.
-void validate_key(std::string_view key);
+
+// A key that passed key_problem. It is made only here, checked once where a front reads it (an
+// argument, a header, a field), so what takes a Key (the engine's request) checks nothing again.
+class Key {
+ public:
+  // `text` as a key; nullopt, with `why` set to key_problem's words, when it is not one.
+  static std::optional<Key> parse(std::string_view text, std::string& why);
+  // A command-line argument as a key; throws UsageError ("bad key: ...") when it is not one.
+  static Key of_argument(std::string_view text);
+
+  const std::string& str() const { return text_; }
+  bool operator==(const Key& other) const { return text_ == other.text_; }
+  bool operator==(std::string_view text) const { return text_ == text; }
+
+ private:
+  explicit Key(std::string_view text) : text_(text) {}
+  std::string text_;
+};
 
 // What the inspecting commands (show, status, rm) accept: a key, or the name of a record that
 // `idem serve` wrote, HOOKPATH#KEY, where HOOKPATH starts with '/', is at most

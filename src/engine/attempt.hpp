@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/decision.hpp"
+#include "core/key.hpp"
 #include "core/notify.hpp"
 #include "core/record.hpp"
 #include "proc/liveness.hpp"
@@ -37,9 +38,15 @@ struct WaitPolicy {
 };
 
 struct AttemptRequest {
-  // What is claimed (key, fingerprint, kind, owner, TTL, request, policy). The engine sets
-  // `now_ms` at every look, from its clock, and `lease_ms`, when left 0, to its front's lease (a
-  // front whose clients keep the lease, the ledger, sets it itself).
+  // An attempt at `key`, whose record is named `scope` + "#" + the key in a scope (a hook's
+  // path; the proxy's "proxy#SCOPE"), else the key itself: claim.key, set here only.
+  explicit AttemptRequest(const core::Key& key, const std::string& scope = "") {
+    claim.key = scope.empty() ? key.str() : scope + "#" + key.str();
+  }
+
+  // What is claimed (its record's name, fingerprint, kind, owner, TTL, request, policy). The
+  // engine sets `now_ms` at every look, from its clock, and `lease_ms`, when left 0, to its
+  // front's lease (a front whose clients keep the lease, the ledger, sets it itself).
   store::ClaimRequest claim;
   WaitPolicy wait;
   // With claim.policy.retry_abandoned: called with an abandoned record before it is claimed

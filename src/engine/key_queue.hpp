@@ -9,17 +9,20 @@
 #include <cstddef>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "core/key.hpp"
+
 namespace idem::engine {
 
-// Item: movable, with a std::string member `key`.
+// Item: movable, with a member `key`: a core::Key (or a plain std::string).
 template <typename Item>
 class KeyQueue {
  public:
   // Holds at most `max_held` items not yet handed out (ready, or waiting behind their key). Once
-  // `stop` is non-zero, push and pop return false (they look at it whenever they wake).
+  // `stop` is non-zero, push returns false and pop nothing (they look at it whenever they wake).
   KeyQueue(size_t max_held, const std::atomic<int>& stop) : max_held_(max_held), stop_(stop) {}
 
   // Waits for room; false when a stop came first.
@@ -29,7 +32,7 @@ class KeyQueue {
     if (stop_ != 0) return false;
     ++held_;
     // A key with an entry has an earlier item ready or out: this one waits behind it.
-    auto [entry, fresh] = waiting_.try_emplace(item.key);
+    auto [entry, fresh] = waiting_.try_emplace(text_of(item.key));
     if (fresh)
       ready_.push_back(std::move(item));
     else
@@ -39,23 +42,23 @@ class KeyQueue {
     return true;
   }
 
-  // Waits for an item that may run now; false once closed with nothing left to hand out (every
+  // Waits for an item that may run now; nothing once closed with nothing left to hand out (every
   // key finished), or when a stop came. The caller calls finish(item.key) when done with it.
-  bool pop(Item& item) {
+  std::optional<Item> pop() {
     std::unique_lock lock(mutex_);
     changed_.wait(lock,
                   [&] { return !ready_.empty() || stop_ != 0 || (closed_ && waiting_.empty()); });
     if (ready_.empty() || stop_ != 0) {
       lock.unlock();
       changed_.notify_all();  // the reader may be waiting for room
-      return false;
+      return std::nullopt;
     }
-    item = std::move(ready_.front());
+    std::optional<Item> item(std::move(ready_.front()));
     ready_.pop_front();
     --held_;
     lock.unlock();
     changed_.notify_all();
-    return true;
+    return item;
   }
 
   // The item of `key` handed out last is done: the next one of that key, if any, is ready.
@@ -74,7 +77,7 @@ class KeyQueue {
     changed_.notify_all();
   }
 
-  // No more pushes: pop returns false once everything was handed out and finished.
+  // No more pushes: pop returns nothing once everything was handed out and finished.
   void close() {
     {
       std::lock_guard lock(mutex_);
@@ -84,6 +87,9 @@ class KeyQueue {
   }
 
  private:
+  static const std::string& text_of(const std::string& key) { return key; }
+  static const std::string& text_of(const core::Key& key) { return key.str(); }
+
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Item> ready_;

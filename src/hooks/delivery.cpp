@@ -44,7 +44,7 @@ NoKeyFound no_key_found(const std::string& detail) {
 
 // The delivery's key; NoKeyFound when it carries none; or the 400 answer for a key that is there
 // but cannot be used (refused whatever the hook's no_key says).
-std::variant<std::string, NoKeyFound, Answer> find_key(const Hook& hook, const Delivery& d) {
+std::variant<core::Key, NoKeyFound, Answer> find_key(const Hook& hook, const Delivery& d) {
   std::optional<KeySource> source = hook.key;
   if (!source && hook.signature) {
     auto lookup = [&](std::string_view name) { return d.header(name); };
@@ -86,8 +86,9 @@ std::variant<std::string, NoKeyFound, Answer> find_key(const Hook& hook, const D
     }
     key = *value;
   }
-  if (auto why = core::key_problem(key)) return problem(400, "Bad idempotency key", *why);
-  return key;
+  std::string why;
+  if (auto usable = core::Key::parse(key, why)) return std::move(*usable);
+  return problem(400, "Bad idempotency key", why);
 }
 
 std::string content_type_of(const std::string& out) {
@@ -306,13 +307,13 @@ class Reservation {
   bool held_;
 };
 
-engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d,
-                                       const std::string& store_key, const core::Owner& owner) {
-  engine::AttemptRequest req;
+// An attempt at `key` in the hook's scope: its record is named "{hook.path}#{key}".
+engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d, const core::Key& key,
+                                       const core::Owner& owner) {
+  engine::AttemptRequest req(key, hook.path);
   core::Fingerprinter f;
   f.add_field("kind", "http");
   f.add_field("body", d.body);
-  req.claim.key = store_key;
   req.claim.fingerprint = f.hex();
   req.claim.kind = "http";
   req.claim.owner = owner;
@@ -427,17 +428,17 @@ Answer run_now(const std::string& key, const engine::Claimed& claimed, HookSlots
 }  // namespace
 
 Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& d,
-                     const DeliveryServices& services, const std::string& key,
+                     const DeliveryServices& services, const core::Key& usable_key,
                      const DeliveryPolicy& policy) {
   // Keys are scoped per hook. When the hook has no place for one more handler, a delivery that
   // would not run (a duplicate, a conflict) is still answered as the table says; only one that
   // would run gets 503.
-  const std::string store_key = hook.path + "#" + key;
+  const std::string& key = usable_key.str();
   Reservation reservation(slots);
   try {
     auto store = services.stores->lease();  // reused: no connection is opened per delivery
     engine::Engine engine(*store, services.front);
-    engine::AttemptRequest req = attempt_request(hook, d, store_key, services.owner);
+    engine::AttemptRequest req = attempt_request(hook, d, usable_key, services.owner);
     req.claim.trigger = policy.trigger;
     req.decline_run = !reservation.held();
     // A synchronous hook's command is prepared by the claim that would run it, on this thread,
@@ -482,7 +483,7 @@ DeliveryPolicy hook_policy(const Hook& hook, const Delivery& d) {
 }  // namespace
 
 Answer rerun_delivery(const Hook& hook, HookSlots& slots, const Delivery& d,
-                      const DeliveryServices& services, const std::string& key) {
+                      const DeliveryServices& services, const core::Key& key) {
   DeliveryPolicy policy = hook_policy(hook, d);
   policy.trigger = core::k_trigger_rerun;
   return deliver_keyed(hook, slots, d, services, key, policy);
@@ -502,7 +503,7 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
     refusal->outcome = "no_key";
     return *refusal;
   }
-  return deliver_keyed(hook, slots, d, services, std::get<std::string>(found), policy);
+  return deliver_keyed(hook, slots, d, services, std::get<core::Key>(found), policy);
 }
 
 }  // namespace idem::http

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/key.hpp"
 #include "engine/attempt.hpp"
 #include "engine/command_effect.hpp"
 #include "front/answer.hpp"
@@ -42,7 +43,7 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& delivery,
 // stored request keeps credentials by name only. A failed record is claimed again; a succeeded
 // or running one is answered as a duplicate (nothing runs).
 Answer rerun_delivery(const Hook& hook, HookSlots& slots, const Delivery& delivery,
-                      const DeliveryServices& services, const std::string& key);
+                      const DeliveryServices& services, const core::Key& key);
 
 // What an attempt at a delivery carries out, and the answer it makes of it.
 class DeliveryEffect : public engine::Effect {
@@ -95,11 +96,11 @@ struct DeliveryPolicy {
   std::string trigger;
 };
 
-// A delivery with a usable key (core::key_problem passed), decided by the attempt engine under
-// "{hook.path}#{key}" and run at most once per key: contract §6's table from "same key, different
-// body" on. The fingerprint is the body.
+// A delivery with a key, decided by the attempt engine under "{hook.path}#{key}" and run at most
+// once per key: contract §6's table from "same key, different body" on. The fingerprint is the
+// body.
 Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& delivery,
-                     const DeliveryServices& services, const std::string& key,
+                     const DeliveryServices& services, const core::Key& key,
                      const DeliveryPolicy& policy);
 
 // A delivery run without a key: nothing is stored, every one runs; the slots still cap it (503

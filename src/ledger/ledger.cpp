@@ -84,11 +84,10 @@ json shown_record(const core::Record& r, int64_t now_ms,
 }
 
 engine::AttemptRequest claim_request(const ClaimCall& call, const core::Owner& owner) {
-  engine::AttemptRequest req;
+  engine::AttemptRequest req(call.key);
   core::Fingerprinter f;
   f.add_field("kind", "ledger");
   f.add_field("fingerprint", call.fingerprint);
-  req.claim.key = call.key;
   req.claim.fingerprint = f.hex();
   req.claim.kind = "ledger";
   req.claim.owner = owner;
@@ -106,35 +105,35 @@ Answer claim_answer(const ClaimCall& call, const engine::Claimed& c, int64_t now
   switch (c.verdict) {
     case engine::ClaimVerdict::claimed:
       return json_answer(201,
-                         {{"key", call.key},
+                         {{"key", call.key.str()},
                           {"attempt", c.attempt},
                           {"attempt_token", c.attempt_token},
                           {"lease_ms", call.lease_ms},
                           {"lease_expires_at", util::iso8601_utc(c.lease_expires_ms)}},
-                         "claimed", call.key);
+                         "claimed", call.key.str());
     case engine::ClaimVerdict::replay:
       return json_answer(200, {{"record", shown_record(*c.existing, now_ms)}}, "replayed",
-                         call.key);
+                         call.key.str());
     case engine::ClaimVerdict::conflict:
       return refusal(422, "Key reused with another fingerprint",
-                     shown(call.key) +
+                     shown(call.key.str()) +
                          " was claimed before for something else (another "
                          "fingerprint, or another kind of attempt)",
-                     "conflict", call.key);
+                     "conflict", call.key.str());
     case engine::ClaimVerdict::running: {
-      Answer a = refusal(
-          409, "Key is running",
-          shown(call.key) + " is held by attempt " + std::to_string(c.existing->attempt) + " now",
-          "running", call.key);
+      Answer a = refusal(409, "Key is running",
+                         shown(call.key.str()) + " is held by attempt " +
+                             std::to_string(c.existing->attempt) + " now",
+                         "running", call.key.str());
       a.headers.emplace_back("Retry-After", "1");
       return a;
     }
     case engine::ClaimVerdict::abandoned:
       return refusal(409, "Earlier attempt abandoned",
-                     shown(call.key) + ": attempt " + std::to_string(c.existing->attempt) +
+                     shown(call.key.str()) + ": attempt " + std::to_string(c.existing->attempt) +
                          " ended without an outcome (its lease ran out, or its owner died); claim "
                          "with \"retry_abandoned\": true to run it again",
-                     "abandoned", call.key);
+                     "abandoned", call.key.str());
     case engine::ClaimVerdict::declined:
       break;
   }
@@ -206,7 +205,7 @@ Answer Ledger::claim(std::string_view body) const {
     const engine::Claimed claimed = engine.claim(req);
     return claim_answer(call, claimed, clock_.now_ms());
   } catch (const std::exception& e) {
-    return store_failure(e, call.key);
+    return store_failure(e, call.key.str());
   }
 }
 

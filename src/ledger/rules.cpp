@@ -75,11 +75,20 @@ class Fields {
     return v.is_string() ? v.get<std::string>() : std::string();
   }
 
-  std::string key() {
-    std::string key = string("key", true);
-    if (bad_) return key;
-    if (auto why = ledger_key_problem(key)) refuse("key", "bad 'key': " + *why);
+  // The key, as the ledger takes keys; nullopt once the body is refused.
+  std::optional<core::Key> usable_key() {
+    std::string text = string("key", true);
+    if (bad_) return std::nullopt;
+    std::string why;
+    std::optional<core::Key> key = ledger_key(text, why);
+    if (!key) refuse("key", "bad 'key': " + why);
     return key;
+  }
+
+  // The key of a call about an attempt claimed already (heartbeat, finish): checked the same.
+  std::string key() {
+    std::optional<core::Key> key = usable_key();
+    return key ? key->str() : std::string();
   }
 
   // Never empty: a record from before attempt tokens has an empty one, which nothing may match.
@@ -152,24 +161,35 @@ Parsed<Call> done(const Fields& fields, Call call) {
 
 }  // namespace
 
+std::optional<core::Key> ledger_key(const std::string& text, std::string& why) {
+  std::optional<core::Key> key = core::Key::parse(text, why);
+  if (!key) return std::nullopt;
+  auto front = core::served_front_of(text);
+  if (!front) return key;
+  why = *front == "proxy" ? "keys that start with 'proxy#' are the proxy's records"
+                          : "keys that start with '/' and hold '#' are the hooks' records";
+  return std::nullopt;
+}
+
 std::optional<std::string> ledger_key_problem(const std::string& key) {
-  if (auto why = core::key_problem(key)) return why;
-  auto front = core::served_front_of(key);
-  if (!front) return std::nullopt;
-  return *front == "proxy"
-             ? std::string("keys that start with 'proxy#' are the proxy's records")
-             : std::string("keys that start with '/' and hold '#' are the hooks' records");
+  std::string why;
+  if (ledger_key(key, why)) return std::nullopt;
+  return why;
 }
 
 Parsed<ClaimCall> parse_claim(std::string_view body) {
   Fields f(body, {"key", "fingerprint", "ttl", "lease", "retry_abandoned"});
-  ClaimCall call;
-  call.key = f.key();
-  call.fingerprint = f.string("fingerprint", false);
-  if (auto ttl = f.duration("ttl")) call.ttl_ms = *ttl;
-  if (auto lease = f.lease()) call.lease_ms = *lease;
-  call.retry_abandoned = f.boolean("retry_abandoned");
-  return done(f, std::move(call));
+  std::optional<core::Key> key = f.usable_key();
+  std::string fingerprint = f.string("fingerprint", false);
+  const std::optional<int64_t> ttl = f.duration("ttl");
+  const std::optional<int64_t> lease = f.lease();
+  const bool retry_abandoned = f.boolean("retry_abandoned");
+  if (f.bad() || !key) return f.bad().value_or(BadField{"key", "bad 'key'"});
+  ClaimCall call{std::move(*key), std::move(fingerprint)};
+  if (ttl) call.ttl_ms = *ttl;
+  if (lease) call.lease_ms = *lease;
+  call.retry_abandoned = retry_abandoned;
+  return call;
 }
 
 Parsed<HeartbeatCall> parse_heartbeat(std::string_view body) {

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <variant>
 
+#include "core/key.hpp"
 #include "core/record.hpp"
 
 namespace idem::http {
@@ -22,7 +23,7 @@ struct BadField {
 };
 
 struct ClaimCall {
-  std::string key;
+  core::Key key;
   std::string fingerprint;  // the client's own description of what it is about to do
   int64_t ttl_ms = k_ledger_default_ttl_ms;
   int64_t lease_ms = k_ledger_default_lease_ms;
@@ -66,5 +67,7 @@ std::optional<std::string_view> bearer_token(std::string_view authorization);
 // of another front of the daemon (core::served_front_of), which a ledger client could otherwise
 // read, finish or remove. nothing for a key it takes.
 std::optional<std::string> ledger_key_problem(const std::string& key);
+// `text` as a key the ledger takes (ledger_key_problem's rules); nullopt with `why` set if not.
+std::optional<core::Key> ledger_key(const std::string& text, std::string& why);
 
 }  // namespace idem::http

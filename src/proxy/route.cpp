@@ -458,7 +458,7 @@ class ProxyRoute final : public Route {
     if (!s.keyed(req.head.method)) return pass_through(req, s);
     KeyReading k = read_idempotency_key(req.head.headers);
     if (k.kind != KeyReading::ok) return key_refusal(k);
-    return keyed(req, s, k.key);
+    return keyed(req, s, *k.usable);
   }
 
   // SDKs of Stripe-style APIs read an answer without the `error` member as a success, so every
@@ -515,10 +515,10 @@ class ProxyRoute final : public Route {
     return labelled(std::move(r), "busy", key, why);
   }
 
+  // An attempt at `key` in the request's scope: its record is stored_key's name.
   engine::AttemptRequest attempt_request(const Request& req, const ProxySettings& s,
-                                         const std::string& name) const {
-    engine::AttemptRequest ar;
-    ar.claim.key = name;
+                                         const core::Key& key, const std::string& scope) const {
+    engine::AttemptRequest ar(key, stored_scope(scope));
     ar.claim.fingerprint = request_fingerprint(req.head, req.body);
     ar.claim.kind = "proxy";
     ar.claim.owner = services_.owner;
@@ -530,14 +530,16 @@ class ProxyRoute final : public Route {
   }
 
   // Claims the scoped key; forwards once (Forward), or answers from the record.
-  Response keyed(Request& req, const ProxySettings& s, const std::string& key) const {
+  Response keyed(Request& req, const ProxySettings& s, const core::Key& usable) const {
     const int64_t start_ms = util::monotonic_ms();
-    const std::string name = stored_key(key_scope(req.head.headers, config_.scope_header), key);
+    const std::string& key = usable.str();
+    const std::string scope = key_scope(req.head.headers, config_.scope_header);
+    const std::string name = stored_key(scope, key);
     auto forward = std::make_shared<Forward>();
     try {
       store::PerCallStore store(services_.stores);
       engine::Engine engine(store, services_.front);
-      engine::AttemptRequest ar = attempt_request(req, s, name);
+      engine::AttemptRequest ar = attempt_request(req, s, usable, scope);
       forward->claimed = engine.claim(ar);
     } catch (const std::exception& e) {
       return proxy_store_failure(e, key);

@@ -117,9 +117,13 @@ KeyReading read_idempotency_key(const Headers& headers) {
     r.kind = KeyReading::malformed;
     r.reason = "Idempotency-Key is " + std::to_string(r.key.size()) + " bytes long; the limit is " +
                std::to_string(core::k_max_key_bytes);
-  } else if (auto why = core::key_problem(r.key)) {
-    r.kind = KeyReading::malformed;
-    r.reason = "Idempotency-Key: " + *why;
+  } else {
+    std::string why;
+    r.usable = core::Key::parse(r.key, why);
+    if (!r.usable) {
+      r.kind = KeyReading::malformed;
+      r.reason = "Idempotency-Key: " + why;
+    }
   }
   return r;
 }
@@ -138,10 +142,10 @@ std::string key_scope(const Headers& headers, std::string_view scope_header) {
   return f.hex().substr(0, 16);
 }
 
+std::string stored_scope(std::string_view scope) { return "proxy#" + std::string(scope); }
+
 std::string stored_key(std::string_view scope, std::string_view key) {
-  std::string out = "proxy#";
-  out.append(scope).append("#").append(key);
-  return out;
+  return stored_scope(scope) + "#" + std::string(key);
 }
 
 std::string request_fingerprint(const RequestHead& head, std::string_view body) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/key.hpp"
 #include "core/notify.hpp"
 #include "core/response.hpp"
 #include "net/ip_range.hpp"
@@ -101,8 +102,9 @@ inline constexpr std::string_view k_idempotency_key = "Idempotency-Key";
 // '"'.
 struct KeyReading {
   enum Kind { ok, missing, malformed } kind = missing;
-  std::string key;     // ok: the key, unquoted
-  std::string reason;  // malformed: why, one line
+  std::string key;                  // the key, unquoted, as far as it was read
+  std::optional<core::Key> usable;  // ok: the key, checked
+  std::string reason;               // malformed: why, one line
 };
 KeyReading read_idempotency_key(const Headers& headers);
 
@@ -115,6 +117,8 @@ std::string key_scope(const Headers& headers, std::string_view scope_header);
 
 // The record's name: "proxy#" + scope + "#" + key.
 std::string stored_key(std::string_view scope, std::string_view key);
+// The part of stored_key's name before the key's "#": "proxy#" + scope.
+std::string stored_scope(std::string_view scope);
 
 // SHA-256 over method, path, query and body, with boundaries (core/fingerprint).
 std::string request_fingerprint(const RequestHead& head, std::string_view body);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/history.hpp"
+#include "core/key.hpp"
 #include "core/record_json.hpp"
 #include "engine/attempt.hpp"
 #include "proc/liveness.hpp"
@@ -134,10 +135,15 @@ std::shared_ptr<const Route> make_ui_route(
       done.why = "not a stored delivery of a configured hook";
       return done;
     }
-    const std::string key = r.key.substr(hook->path.size() + 1);
+    std::string why;
+    const std::optional<core::Key> key = core::Key::parse(r.key.substr(hook->path.size() + 1), why);
+    if (!key) {
+      done.why = "its key is not one a delivery could carry: " + why;
+      return done;
+    }
     Answer a =
         rerun_delivery(*hook, *held->second, *delivery,
-                       delivery_services(services, hook->path, held->second, hook->notify), key);
+                       delivery_services(services, hook->path, held->second, hook->notify), *key);
     done.http_status = a.status;
     auto now = services.stores->lease()->get_without_output(r.key);
     done.ran = now && now->attempt > r.attempt;

@@ -303,18 +303,20 @@ class WebhookRoute final : public Route {
 
   // The rules passed: run the command, once per key when the hook has one.
   Answer triggered(Request& request, Delivery& d) const {
-    std::optional<std::string> key;
+    std::optional<core::Key> key;
     if (hook_.key) {
-      key = value_of(*hook_.key, request);
-      if (!key || key->empty()) {
+      std::optional<std::string> text = value_of(*hook_.key, request);
+      if (!text || text->empty()) {
         Answer a = problem(
             400, "No idempotency key",
             "hook " + native_.path + " takes its key from a value this delivery does not carry");
         a.outcome = "no_key";
         return a;
       }
-      if (auto why = core::key_problem(*key)) {
-        Answer a = problem(400, "Bad idempotency key", *why);
+      std::string why;
+      key = core::Key::parse(*text, why);
+      if (!key) {
+        Answer a = problem(400, "Bad idempotency key", why);
         a.outcome = "no_key";
         return a;
       }

@@ -44,8 +44,7 @@ struct Fixture {
   Engine engine{*store, clock, [this](const idem::core::Owner&) { return owners_gone; }};
 
   AttemptRequest request(const std::string& key, int64_t pid = 10) const {
-    AttemptRequest r;
-    r.claim.key = key;
+    AttemptRequest r(idem::core::Key::of_argument(key));
     r.claim.fingerprint = "f";
     r.claim.owner = owner(pid);
     r.claim.ttl_ms = 60'000;
@@ -585,8 +584,7 @@ TEST_CASE("engine: a replay, a conflict and a live holder are answered without t
   FakeRunner runner;
   Engine engine(*store, clock, [](const idem::core::Owner&) { return false; });
   auto request = [](const std::string& key, const std::string& fingerprint) {
-    AttemptRequest r;
-    r.claim.key = key;
+    AttemptRequest r(idem::core::Key::of_argument(key));
     r.claim.fingerprint = fingerprint;
     r.claim.owner = owner(10);
     r.claim.ttl_ms = 60'000;

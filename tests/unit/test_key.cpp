@@ -1,5 +1,6 @@
 // Keys: 1-255 bytes of printable UTF-8, exact; and the key derived from cwd + argv.
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,9 +12,9 @@ namespace unit_key {
 
 using idem::core::derived_key;
 using idem::core::display_key;
+using idem::core::Key;
 using idem::core::key_problem;
 using idem::core::record_name_problem;
-using idem::core::validate_key;
 using idem::core::validate_record_name;
 
 namespace {
@@ -30,14 +31,27 @@ TEST_CASE("key: ordinary keys are valid", "[key]") {
   CHECK(valid("deploy:prod/2026-01-01T00:00:00Z"));
   CHECK(valid("with space inside"));
   CHECK(valid("~!@#$%^&*()_+{}|:\"<>?`-=[]\\;',./"));
-  CHECK_NOTHROW(validate_key("order-42"));
+  CHECK_NOTHROW(Key::of_argument("order-42"));
+}
+
+TEST_CASE("key: a Key is made only of a valid text, exact, and says why not", "[key]") {
+  std::string why;
+  std::optional<Key> key = Key::parse(" order 42 ", why);
+  REQUIRE(key);
+  CHECK(key->str() == " order 42 ");  // never trimmed
+  CHECK(why.empty());
+  CHECK_FALSE(Key::parse(std::string(256, 'k'), why));
+  CHECK(why == *key_problem(std::string(256, 'k')));
+  CHECK_FALSE(Key::parse(std::string("a\x01", 2), why));
+  CHECK(why == *key_problem(std::string("a\x01", 2)));
+  CHECK_THROWS_WITH(Key::of_argument(""), "bad key: key is empty");
 }
 
 TEST_CASE("key: empty key is refused", "[key]") {
   auto problem = key_problem("");
   REQUIRE(problem.has_value());
   CHECK(*problem == "key is empty");
-  CHECK_THROWS_AS(validate_key(""), idem::UsageError);
+  CHECK_THROWS_AS(Key::of_argument(""), idem::UsageError);
 }
 
 TEST_CASE("key: 255 bytes are accepted, 256 refused", "[key]") {
@@ -55,8 +69,8 @@ TEST_CASE("key: 255 bytes are accepted, 256 refused", "[key]") {
 
 TEST_CASE("key: UsageError carries exit code 64 and names the problem", "[key]") {
   try {
-    validate_key(std::string("a\tb"));
-    FAIL("validate_key accepted a tab");
+    (void)Key::of_argument(std::string("a\tb"));
+    FAIL("Key::of_argument accepted a tab");
   } catch (const idem::UsageError& e) {
     CHECK(e.code() == idem::k_exit_usage);
     CHECK(int(e.code()) == 64);
@@ -115,7 +129,7 @@ TEST_CASE("key: bidirectional controls and a byte order mark are refused", "[key
     INFO("code point " << std::hex << cp);
     CHECK(valid("a" + utf8_bmp(cp)));
   }
-  CHECK_THROWS_WITH(validate_key("x" + utf8_bmp(0x2067)),
+  CHECK_THROWS_WITH(Key::of_argument("x" + utf8_bmp(0x2067)),
                     "bad key: key has a bidirectional control character (U+2067) at byte 1");
 }
 
@@ -180,7 +194,7 @@ TEST_CASE("key: keys are exact, never trimmed", "[key]") {
   CHECK(valid(" k"));
   CHECK(valid("k "));
   CHECK(valid("   "));
-  CHECK_NOTHROW(validate_key(" padded "));
+  CHECK_NOTHROW(Key::of_argument(" padded "));
   // Trailing newline is a control character, not whitespace to strip.
   CHECK_FALSE(valid("k\n"));
 }

@@ -45,8 +45,8 @@ void run_lines(int lines, int keys, int jobs, size_t max_held, std::mt19937& ran
     workers.emplace_back([&, seed = seeds[size_t(j)]] {
       std::mt19937 mine(seed);
       auto pause = [&] { std::this_thread::sleep_for(std::chrono::microseconds(mine() % 200)); };
-      Line line;
-      while (queue.pop(line)) {
+      while (std::optional<Line> popped = queue.pop()) {
+        const Line& line = *popped;
         pause();
         {
           std::lock_guard lock(trace.mutex);
@@ -102,17 +102,19 @@ TEST_CASE("key queue: a later item of a key waits for finish, other keys do not"
   REQUIRE(queue.push(Line{"a", 2}));
   REQUIRE(queue.push(Line{"b", 3}));
   queue.close();
-  Line got;
-  REQUIRE(queue.pop(got));
-  CHECK(got.number == 1);
-  REQUIRE(queue.pop(got));
-  CHECK(got.number == 3);  // a's second line is held back while the first is out
+  std::optional<Line> got = queue.pop();
+  REQUIRE(got);
+  CHECK(got->number == 1);
+  got = queue.pop();
+  REQUIRE(got);
+  CHECK(got->number == 3);  // a's second line is held back while the first is out
   queue.finish("b");
   queue.finish("a");
-  REQUIRE(queue.pop(got));
-  CHECK(got.number == 2);
+  got = queue.pop();
+  REQUIRE(got);
+  CHECK(got->number == 2);
   queue.finish("a");
-  CHECK_FALSE(queue.pop(got));  // closed, nothing out, nothing held
+  CHECK_FALSE(queue.pop());  // closed, nothing out, nothing held
 }
 
 TEST_CASE("key queue: a stop ends push and pop", "[key_queue]") {
@@ -123,8 +125,7 @@ TEST_CASE("key queue: a stop ends push and pop", "[key_queue]") {
   std::atomic<bool> pushed{true};
   std::thread reader([&] { pushed = queue.push(Line{"b", 2}); });  // waits for room
   stop = 15;
-  Line got;
-  CHECK_FALSE(queue.pop(got));  // wakes the reader too
+  CHECK_FALSE(queue.pop());  // wakes the reader too
   reader.join();
   CHECK_FALSE(pushed);
 }

@@ -88,8 +88,7 @@ struct NotifyFixture {
 
   idem::engine::AttemptRequest request(bool retry_abandoned = false,
                                        const std::string& key = "k") const {
-    idem::engine::AttemptRequest r;
-    r.claim.key = key;
+    idem::engine::AttemptRequest r(idem::core::Key::of_argument(key));
     r.claim.request = R"({"argv":["job"]})";
     r.claim.fingerprint = "f";
     r.claim.owner = {"host-a", "boot-a", 10, 110};
