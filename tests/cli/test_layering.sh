@@ -48,16 +48,17 @@ check() {
   return $bad
 }
 
-# The check catches a forbidden edge (a front's room including another's too), an unknown folder
-# and a misplaced library header.
+# The check catches a forbidden edge (a front's room including another's, the transport including
+# what the fronts share), an unknown folder and a misplaced library header.
 mkdir -p "$T/bad/util" "$T/bad/store" "$T/bad/gadgets" "$T/bad/net" "$T/bad/hooks"
 echo '#include "core/key.hpp"' >"$T/bad/util/x.cpp"
 echo '#include "cli/common.hpp"' >"$T/bad/store/y.cpp"
 echo '#include "util/fd.hpp"' >"$T/bad/gadgets/z.cpp"
 printf '#include <sqlite3.h>\n  #include "store/store.hpp"\n' >"$T/bad/net/w.cpp"
 echo '#include "proxy/rules.hpp"' >"$T/bad/hooks/v.cpp"  # one front's room in another's
+echo '#include "front/route.hpp"' >"$T/bad/net/u.cpp"     # the transport knows no front
 if check "$T/bad" >"$T/bad.out"; then fail "the check passed a tree with forbidden edges"; fi
-assert_eq 6 "$(wc -l <"$T/bad.out")" "violations found in the bad tree: $(cat "$T/bad.out")"
+assert_eq 7 "$(wc -l <"$T/bad.out")" "violations found in the bad tree: $(cat "$T/bad.out")"
 
 # The code keeps the rule.
 check "$root/src" >"$T/src.out" || fail "includes that break the dependency rule of ARCHITECTURE.md:
