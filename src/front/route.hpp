@@ -1,5 +1,6 @@
 #pragma once
-// The daemon's route table: the routes in the order they are tried, the first that takes a
+// The Route every front implements, and the daemon's route table: the routes in the order they are
+// tried, the first that takes a
 // request's path answers it. The daemon builds it from the config (serve/state.cpp): the built-ins
 // /healthz and /metrics, then with --ledger the ledger API's paths (a hook at one of them is
 // refused), then one route per hook, then one per hook of the --hooks files, and last the

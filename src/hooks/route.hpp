@@ -1,5 +1,5 @@
 #pragma once
-// A native hook's route (a hook of the config's "hooks" section): its Host-free admission (the
+// A native hook's route (a hook of the config's "hooks" section): its admission (the
 // hook's allow list, methods and body limit), then deliver() (contract §6's table).
 #include <functional>
 #include <memory>
