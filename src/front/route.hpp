@@ -1,13 +1,12 @@
 #pragma once
 // The Route every front implements, and the daemon's route table: the routes in the order they are
-// tried, the first that takes a
-// request's path answers it. The daemon builds it from the config (serve/state.cpp): the built-ins
-// /healthz and /metrics, then with --ledger the ledger API's paths (a hook at one of them is
-// refused), then one route per hook, then one per hook of the --hooks files, and last the
-// proxy's fallback, which takes every path (without one, webhook's router's own answers: "/",
-// bad escapes, unclean paths, the 404 under the files' prefix; webhook/route.hpp). A
-// path no route takes is answered 404. A Unix socket (--socket) has a table of its own: the
-// built-ins and the ledger.
+// tried, the first that takes a request's path answers it. The daemon builds it from the config
+// (serve/state.cpp): the built-ins /healthz and /metrics, then with --ledger the ledger API's paths
+// (a hook at one of them is refused), then one route per hook, then one per hook of the --hooks
+// files, and last the proxy's fallback, which takes every path (without one, webhook's router's own
+// answers: "/", bad escapes, unclean paths, the 404 under the files' prefix; webhook/route.hpp). A
+// path no route takes is answered 404. A Unix socket (--socket) has a table of its own: the built-
+// ins and the ledger.
 #include <memory>
 #include <string>
 #include <string_view>
