@@ -5,8 +5,8 @@
 // (a hook at one of them is refused), then one route per hook, then one per hook of the --hooks
 // files, and last the proxy's fallback, which takes every path (without one, webhook's router's own
 // answers: "/", bad escapes, unclean paths, the 404 under the files' prefix; webhook/route.hpp). A
-// path no route takes is answered 404. A Unix socket (--socket) has a table of its own: the built-
-// ins and the ledger.
+// path no route takes is answered 404. A Unix socket (--socket) has a table of its own: the
+// built-ins and the ledger.
 #include <memory>
 #include <string>
 #include <string_view>
