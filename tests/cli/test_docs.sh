@@ -23,6 +23,7 @@
 # and every later 127.0.0.1:PORT of the section is made that port; a runnable block naming a
 # loopback port no daemon of its section listens on fails, so no example reaches a real service.
 # Daemons are stopped by their process group at the end of their section, whatever happens.
+# The relative links of the docs name files that exist, and headings they have.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 root=$(cd "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/.." && pwd)
 command -v python3 >/dev/null || fail "python3 is missing (scripts/deps.sh installs it)"
@@ -30,13 +31,22 @@ command -v curl >/dev/null || fail "curl is missing (scripts/deps.sh installs it
 mkdir "$T/bin"
 ln -s "$IDEM_BIN" "$T/bin/idem"
 
-# The process groups of the daemons and blocks (one a line): killed here if python3 dies first.
+# The process groups of the daemons and blocks (one a line), for when python3 dies before it has
+# stopped them: each process of such a group that carries this test's mark is killed.
 : >"$T/groups"
 _kill_groups() {
-  local rc=$? pgid
-  while read -r pgid; do
-    [[ $pgid =~ ^[0-9]+$ ]] && kill -KILL -- "-$pgid" 2>/dev/null || true
-  done <"$T/groups"
+  local rc=$? stat content fields pgid
+  declare -A ours=()
+  while read -r pgid; do ours[$pgid]=1; done <"$T/groups"
+  if ((${#ours[@]} > 0)); then
+    for stat in /proc/[0-9]*/stat; do
+      content=$(cat "$stat" 2>/dev/null) || continue
+      read -r -a fields <<<"${content##*) }"  # state, ppid, pgrp, ...
+      [[ -n ${ours[${fields[2]}]-} ]] || continue
+      stat=${stat#/proc/}
+      _kill_ours "${stat%/stat}"
+    done
+  fi
   return $rc
 }
 trap '_kill_groups; _cleanup' EXIT
@@ -99,6 +109,13 @@ def parse(path):
     return sections, errors
 
 
+def forget(pgid):
+    path = os.path.join(T, 'groups')
+    left = [l for l in open(path).read().split() if l != str(pgid)]
+    with open(path, 'w') as groups:
+        groups.write(''.join(l + '\n' for l in left))
+
+
 def kill_group(proc, grace):
     """TERM the group of proc (its leader's pid), wait for the leader, then KILL what is left."""
     try:
@@ -114,6 +131,7 @@ def kill_group(proc, grace):
     except ProcessLookupError:
         pass
     proc.wait()
+    forget(proc.pid)
 
 
 def start(script, folder, env, out, err):
@@ -248,11 +266,36 @@ def run_section(doc, number, heading, blocks):
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def slug(heading):
+    """The anchor GitHub gives a heading."""
+    return re.sub(r'[^\w\- ]', '', heading.strip().lower()).replace(' ', '-')
+
+
+def check_links(doc):
+    """Each relative link names a file that exists, and a heading of it after a #."""
+    errors, text = [], open(doc, encoding='utf-8').read()
+    text = re.sub(r'```.*?```', '', text, flags=re.S)
+    for target in re.findall(r'\]\(([^)\s]+)\)', text):
+        if re.match(r'^[a-z]+:', target):
+            continue
+        path, _, anchor = target.partition('#')
+        path = os.path.normpath(os.path.join(os.path.dirname(doc), path)) if path else doc
+        if not os.path.exists(path):
+            errors.append('%s: a link to %s, which does not exist' % (os.path.relpath(doc, root), target))
+        elif anchor and path.endswith('.md'):
+            headings = re.findall(r'^#{1,6} (.*)$', re.sub(r'```.*?```', '', open(path).read(),
+                                                            flags=re.S), flags=re.M)
+            if anchor not in [slug(h) for h in headings]:
+                errors.append('%s: a link to %s, a heading it does not have' % (
+                    os.path.relpath(doc, root), target))
+    return errors
+
+
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 counts = dict(run=0, daemon=0, file=0, norun=0)
 for doc in docs:
     sections, errors = parse(doc)
-    failures += errors
+    failures += errors + check_links(doc)
     for number, (heading, blocks) in enumerate(sections):
         for block in blocks:
             counts[block['mark'].split('=')[0]] += 1
