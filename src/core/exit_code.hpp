@@ -1,5 +1,5 @@
 #pragma once
-// The one list of idem's exit codes (documented in the README and idem(1)). A command's own exit
+// The one list of idem's exit codes (documented in README.md and idem(1)). A command's own exit
 // code passes through unchanged; these are the codes idem itself chooses.
 namespace idem {
 

@@ -112,7 +112,8 @@ IDEM_RAW_CHILD int exec_file(const char* file, char** argv, char** envp) {
 }
 
 // Without PATH (cron's `env -i`, a bare unit), the search path of dash and of `sh -c`, so that
-// `idem run -- CMD` finds what `sh -c CMD` finds (README, "Examples"; idem(1), ENVIRONMENT).
+// `idem run -- CMD` finds what `sh -c CMD` finds (docs/cron-and-scripts.md, "Cron"; idem(1),
+// ENVIRONMENT).
 constexpr const char* k_default_path =
     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 

@@ -138,7 +138,7 @@ while IFS= read -r assignment; do
   esac
 done < <(grep -E '^[A-Z_]+=' "$T/cron-lines")
 # env -i drops IDEM_STORE: on PostgreSQL the crontab names the store and its password file, as
-# the README's does.
+# docs/store-and-postgresql.md's does.
 cron_env+=(IDEM_DB="$T/cron.db")
 [[ -z ${IDEM_STORE:-} ]] || cron_env+=("IDEM_STORE=$IDEM_STORE" "PGPASSFILE=$PGPASSFILE")
 job=${c_cmd/#\/usr\/local\/bin\//$ex/cron/}

@@ -175,8 +175,9 @@ file_has "$T/each-nfail.err" "idem: notify for key 'e1' (failed) exited 3" ||
 file_has "$T/each-nfail.err" "0 ran, 1 failed" || fail "each's summary: $(cat "$T/each-nfail.err")"
 integrity_ok
 
-# The README's two examples, as written there: mail(1) (a stand-in on PATH that keeps its
-# arguments and message) and a healthchecks-style ping with curl (to a real HTTP server here).
+# The two examples of docs/page-and-notifications.md, as written there: mail(1) (a stand-in on
+# PATH that keeps its arguments and message) and a healthchecks-style ping with curl (to a real
+# HTTP server here).
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/proxy_lib.sh"
 mkdir "$T/bin"
 cat >"$T/bin/mail" <<'EOF2'

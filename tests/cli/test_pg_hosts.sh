@@ -104,14 +104,16 @@ assert_bytes "$T/$first.err" 'pid %s\n' "$(cut -d' ' -f2 "$T/wait.count")"
 assert_status waited failed
 owner_is waited "$winner_host"
 
-# 3. README's deployment example, as written: its crontab's environment lines and its job line
-# (the command as cron hands it to sh: `\%` made `%`), fired on the three hosts at once, then
-# once more on each. Only the server, the password file and the backup are this test's.
+# 3. The deployment example of docs/store-and-postgresql.md, as written: its crontab's
+# environment lines and its job line (the command as cron hands it to sh: `\%` made `%`), fired
+# on the three hosts at once, then once more on each. Only the server, the password file and the
+# backup are this test's.
 root=$(cd "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/.." && pwd)
-crontab=$(awk '/^    # crontab -e on each of the three hosts/ { on = 1; next }
-  on && !/^    / { exit }
-  on { print substr($0, 5) }' "$root/README.md")
-[[ -n $crontab ]] || fail "README.md has no three-host crontab"
+guide=$root/docs/store-and-postgresql.md
+crontab=$(awk '/^# crontab -e on each of the three hosts/ { on = 1; next }
+  on && /^```/ { exit }
+  on { print }' "$guide")
+[[ -n $crontab ]] || fail "$guide has no three-host crontab"
 envs=() job=""
 while IFS= read -r line; do
   [[ -n $line && $line != \#* ]] || continue
@@ -120,15 +122,15 @@ while IFS= read -r line; do
     PGPASSFILE=*) envs+=("PGPASSFILE=$PGPASSFILE") ;;
     PATH=*) envs+=("PATH=$T/bin:${line#PATH=}") ;;
     [A-Z]*=*) envs+=("$line") ;;
-    *) [[ -z $job ]] || fail "README's crontab has two jobs"
+    *) [[ -z $job ]] || fail "the guide's crontab has two jobs"
        read -r minute hour dom month dow job <<<"$line"
        assert_eq "0 3 * * *" "$minute $hour $dom $month $dow" "the job's schedule" ;;
   esac
 done <<<"$crontab"
-assert_eq 3 "${#envs[@]}" "environment lines of README's crontab (IDEM_STORE, PGPASSFILE, PATH)"
-[[ ${job//\\%/} != *%* ]] || fail "an unescaped % in README's cron line (cron makes it a newline): $job"
+assert_eq 3 "${#envs[@]}" "environment lines of the guide's crontab (IDEM_STORE, PGPASSFILE, PATH)"
+[[ ${job//\\%/} != *%* ]] || fail "an unescaped % in the guide's cron line (cron makes it a newline): $job"
 job=${job//\\%/%}
-[[ $job == *" /usr/local/bin/backup.sh" ]] || fail "README's cron job is not the backup: $job"
+[[ $job == *" /usr/local/bin/backup.sh" ]] || fail "the guide's cron job is not the backup: $job"
 job=${job/\/usr\/local\/bin\/backup.sh/$T/backup.sh}
 mkdir "$T/bin"
 ln -s "$IDEM_BIN" "$T/bin/idem"

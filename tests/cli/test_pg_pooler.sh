@@ -12,10 +12,10 @@ source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 pgbouncer=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
 [[ -x $pgbouncer ]] || skip "no pgbouncer (scripts/deps.sh installs it)"
 
-# The cluster's port (scripts/pg_cluster.sh), and the set-up the README gives for a pooler: the
-# job's role with its schema and its lock_timeout as the role's defaults, since PgBouncer passes
-# no `options` and keeps no session setting to one client (see the end). The role owns its
-# schema (CREATE: the first open migrates); its password only in 0600 files.
+# The cluster's port (scripts/pg_cluster.sh), and the set-up docs/store-and-postgresql.md gives
+# for a pooler: the job's role with its schema and its lock_timeout as the role's defaults, since
+# PgBouncer passes no `options` and keeps no session setting to one client (see the end). The
+# role owns its schema (CREATE: the first open migrates); its password only in 0600 files.
 pg_port=${IDEM_TEST_PG_URL##*:}
 pg_port=${pg_port%%/*}
 suffix=$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')

@@ -6,7 +6,7 @@
 // One connection per Store object (the daemon's StoreProvider pools them). Every statement is
 // parameterised ($n, types given, binary results); a user's key or output is never spliced into
 // SQL. Durability: each write commits before it returns, so a claim or an outcome is as durable
-// as the server's synchronous_commit makes a commit (README: "PostgreSQL").
+// as the server's synchronous_commit makes a commit (docs/store-and-postgresql.md, "Durability").
 //
 // Concurrency: the claim inserts with ON CONFLICT DO NOTHING, so a new key is one statement;
 // a key that exists is read FOR UPDATE (its row lock orders the claimers), decided by
