@@ -9,7 +9,7 @@
 
 #include "core/record.hpp"
 
-namespace idem::http {
+namespace idem::ledger {
 
 inline constexpr int64_t k_ledger_default_lease_ms = 5 * 60 * 1000;
 inline constexpr int64_t k_ledger_min_lease_ms = 1000;
@@ -67,4 +67,4 @@ std::optional<std::string_view> bearer_token(std::string_view authorization);
 // read, finish or remove. nothing for a key it takes.
 std::optional<std::string> ledger_key_problem(const std::string& key);
 
-}  // namespace idem::http
+}  // namespace idem::ledger
