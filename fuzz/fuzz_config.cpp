@@ -31,17 +31,17 @@ std::optional<std::string> fake_secret(const std::string& salt, const std::strin
 }
 
 struct Outcome {
-  std::optional<idem::http::Config> config;
+  std::optional<idem::serve::Config> config;
   std::string message;  // when config is nullopt
 };
 
 Outcome parse(const std::string& text, const std::string& salt) {
   try {
     return {
-        idem::http::parse_config(std::string(k_file), text,
-                                 [&](const std::string& name) { return fake_secret(salt, name); }),
+        idem::serve::parse_config(std::string(k_file), text,
+                                  [&](const std::string& name) { return fake_secret(salt, name); }),
         {}};
-  } catch (const idem::http::ConfigError& e) {
+  } catch (const idem::front::ConfigError& e) {
     return {std::nullopt, e.what()};
   } catch (...) {
     FUZZ_CHECK(!"parse_config threw something other than ConfigError");
@@ -65,7 +65,7 @@ bool upper_token(const std::string& s) {
   return true;
 }
 
-void check_hook(const idem::http::Hook& hook, const std::string& salt,
+void check_hook(const idem::hooks::Hook& hook, const std::string& salt,
                 const std::set<std::string>& secret_envs) {
   FUZZ_CHECK(hook.path.starts_with('/'));
   FUZZ_CHECK(hook.path.size() <= idem::core::k_max_hook_path_bytes);
@@ -84,16 +84,16 @@ void check_hook(const idem::http::Hook& hook, const std::string& salt,
     FUZZ_CHECK(sig.secret == fake_secret(salt, hook.secret_env));
     FUZZ_CHECK(!sig.secret.empty());
     FUZZ_CHECK(sig.tolerance_s >= 1);
-    FUZZ_CHECK(!idem::http::secret_problem(sig.scheme, sig.secret).has_value());
-    if (sig.scheme == idem::http::Scheme::hmac_sha256)
+    FUZZ_CHECK(!idem::hooks::secret_problem(sig.scheme, sig.secret).has_value());
+    if (sig.scheme == idem::hooks::Scheme::hmac_sha256)
       FUZZ_CHECK(!sig.header.empty());
     else
       FUZZ_CHECK(sig.header.empty() && sig.prefix.empty() &&
-                 sig.encoding == idem::http::SignatureConfig::Encoding::hex);
+                 sig.encoding == idem::hooks::SignatureConfig::Encoding::hex);
   }
   if (hook.key) {
-    FUZZ_CHECK(!hook.key->name.empty() || hook.key->kind == idem::http::KeySource::json);
-    if (hook.key->kind == idem::http::KeySource::json) {
+    FUZZ_CHECK(!hook.key->name.empty() || hook.key->kind == idem::hooks::KeySource::json);
+    if (hook.key->kind == idem::hooks::KeySource::json) {
       try {
         nlohmann::json::json_pointer pointer(hook.key->name);
       } catch (...) {

@@ -20,11 +20,11 @@
 
 namespace {
 
-using idem::http::webhook::Argument;
-using idem::http::webhook::HooksFiles;
-using idem::http::webhook::MatchRule;
-using idem::http::webhook::Rule;
-using idem::http::webhook::WebhookHook;
+using idem::webhook::Argument;
+using idem::webhook::HooksFiles;
+using idem::webhook::MatchRule;
+using idem::webhook::Rule;
+using idem::webhook::WebhookHook;
 
 constexpr std::string_view k_file = "fuzz.hooks";
 
@@ -46,14 +46,14 @@ struct Outcome {
 };
 
 Outcome parse(const std::string& text, const std::string& salt, bool as_template) {
-  idem::http::webhook::HooksFileOptions options;
+  idem::webhook::HooksFileOptions options;
   options.as_template = as_template;
   try {
-    return {idem::http::webhook::parse_hooks_files(
+    return {idem::webhook::parse_hooks_files(
                 {{std::string(k_file), text}}, options,
                 [&](const std::string& name) { return fake_secret(salt, name); }, fake_file),
             {}};
-  } catch (const idem::http::ConfigError& e) {
+  } catch (const idem::front::ConfigError& e) {
     return {std::nullopt, e.what()};
   } catch (...) {
     FUZZ_CHECK(!"parse_hooks_files threw something other than ConfigError");
@@ -99,7 +99,7 @@ void check_rule(const Rule& rule, int depth) {
                          m.type != MatchRule::Type::ip_whitelist;
       FUZZ_CHECK(signed_type == !m.secret.empty());
       if (m.type == MatchRule::Type::ip_whitelist)
-        FUZZ_CHECK(!idem::http::parse_ranges(m.ip_range).empty());
+        FUZZ_CHECK(!idem::net::parse_ranges(m.ip_range).empty());
       else
         FUZZ_CHECK(m.ip_range.empty());
       if (m.type != MatchRule::Type::ip_whitelist && m.type != MatchRule::Type::scalr_signature)

@@ -11,7 +11,7 @@
 #include "fuzz_check.hpp"
 #include "webhook/multipart.hpp"
 
-using namespace idem::http::multipart;
+using namespace idem::webhook::multipart;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);

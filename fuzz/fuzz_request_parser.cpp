@@ -15,8 +15,8 @@
 #include "fuzz_check.hpp"
 #include "net/request_parser.hpp"
 
-using idem::http::RequestHead;
-using idem::http::RequestParser;
+using idem::net::RequestHead;
+using idem::net::RequestParser;
 using State = RequestParser::State;
 
 namespace {
@@ -94,8 +94,8 @@ Outcome parse(std::string_view in, uint64_t max_body, const std::vector<size_t>&
 std::string serialize(const RequestHead& h, const std::string& body) {
   std::string s = h.method + " " + h.target + " HTTP/1." + std::to_string(h.minor_version) + "\r\n";
   for (const auto& [name, value] : h.headers.fields()) {
-    if (idem::http::equals_ignore_case(name, "Content-Length") ||
-        idem::http::equals_ignore_case(name, "Transfer-Encoding"))
+    if (idem::net::equals_ignore_case(name, "Content-Length") ||
+        idem::net::equals_ignore_case(name, "Transfer-Encoding"))
       continue;
     s += name + ": " + value + "\r\n";
   }

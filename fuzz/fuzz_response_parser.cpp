@@ -15,8 +15,8 @@
 #include "fuzz_check.hpp"
 #include "net/response_parser.hpp"
 
-using idem::http::ResponseHead;
-using idem::http::ResponseParser;
+using idem::net::ResponseHead;
+using idem::net::ResponseParser;
 using State = ResponseParser::State;
 
 namespace {
@@ -30,7 +30,7 @@ struct Outcome {
 
 // Parses `in` in reads of the sizes `steps` cycles through (empty: all at once).
 Outcome parse(std::string_view in, bool head_request, bool closed, const std::vector<size_t>& steps,
-              idem::http::ResponseLimits limits = {}) {
+              idem::net::ResponseLimits limits = {}) {
   Outcome out;
   ResponseParser p(head_request, limits);
   size_t pos = 0, step = 0;
@@ -84,8 +84,8 @@ std::string serialize(const ResponseHead& h, const std::string& body) {
   std::string s = "HTTP/1." + std::to_string(h.minor_version) + " " + std::to_string(h.status) +
                   (h.reason.empty() ? "" : " " + h.reason) + "\r\n";
   for (const auto& [name, value] : h.headers.fields()) {
-    if (idem::http::equals_ignore_case(name, "Content-Length") ||
-        idem::http::equals_ignore_case(name, "Transfer-Encoding"))
+    if (idem::net::equals_ignore_case(name, "Content-Length") ||
+        idem::net::equals_ignore_case(name, "Transfer-Encoding"))
       continue;
     s += name + ": " + value + "\r\n";
   }
@@ -113,7 +113,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (whole.state != State::complete) return 0;
 
   // Written out again it has one field more (Content-Length) and its head may grow: room for it.
-  idem::http::ResponseLimits roomier;
+  idem::net::ResponseLimits roomier;
   roomier.max_fields += 1;
   roomier.max_head_bytes += 64;
   Outcome again = parse(serialize(whole.head, whole.body), head_request, false, {}, roomier);

@@ -11,7 +11,7 @@
 #include "fuzz_check.hpp"
 #include "hooks/signature.hpp"
 
-using idem::http::Scheme;
+using idem::hooks::Scheme;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -29,14 +29,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string second = take_line();
   const std::string body(rest);
 
-  idem::http::SignatureConfig config;
+  idem::hooks::SignatureConfig config;
   config.scheme = scheme;
   // A secret the fuzzer cannot know: it must never see a signature accepted.
   config.secret = scheme == Scheme::standard_webhooks ? "whsec_c2VjcmV0LW5vYm9keS1rbm93cw=="
                                                       : "secret-nobody-knows";
   config.header = "X-Signature";
-  config.encoding = (data[0] / 6) % 2 == 0 ? idem::http::SignatureConfig::Encoding::hex
-                                           : idem::http::SignatureConfig::Encoding::base64;
+  config.encoding = (data[0] / 6) % 2 == 0 ? idem::hooks::SignatureConfig::Encoding::hex
+                                           : idem::hooks::SignatureConfig::Encoding::base64;
   config.prefix = (data[0] / 12) % 2 == 0 ? "" : "sha256=";
 
   // Every header a scheme may read gets one of the two fuzzed values.
@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return second;
     return first;
   };
-  idem::http::SignatureCheck v = idem::http::verify(config, headers, body, 1'700'000'000);
+  idem::hooks::SignatureCheck v = idem::hooks::verify(config, headers, body, 1'700'000'000);
   FUZZ_CHECK(!v.ok);
   FUZZ_CHECK(!v.problem.empty());
   FUZZ_CHECK(v.problem.find('\n') == std::string::npos);

@@ -14,7 +14,7 @@
 #include "utf8_oracle.hpp"
 #include "webhook/regex.hpp"
 
-using idem::http::webhook::Regex;
+using idem::webhook::Regex;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Regex k_replacement("\\x{FFFD}");

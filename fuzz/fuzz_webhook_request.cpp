@@ -15,7 +15,7 @@
 #include "webhook/payload.hpp"
 #include "webhook/request.hpp"
 
-using namespace idem::http::webhook;
+using namespace idem::webhook;
 using Source = Argument::Source;
 
 namespace {

@@ -162,11 +162,11 @@ void check_records(store::Store& store, Report& report) {
 
 void check_config(const DoctorOptions& o, Report& report) {
   if (o.config.empty() && o.hooks.empty()) return;
-  http::DaemonOptions d;
+  serve::DaemonOptions d;
   d.config_path = o.config;
   d.hooks.files = o.hooks;
   d.hooks.file_options.as_template = o.hooks_template;
-  const http::ConfigReport config = http::check_config(d);
+  const serve::ConfigReport config = serve::check_config(d);
   const std::string subject = o.config.empty() ? o.hooks.front() : o.config;
   for (const std::string& name : config.unset_secrets)
     report.add(core::Finding{core::Severity::error, "secret-unset", name,

@@ -132,16 +132,15 @@ int run_serve(const GlobalOptions& global, const ServeOptions& o) {
   if (o.hooks.empty() && (o.hooks_template || o.urlprefix != "hooks" ||
                           !o.response_headers.empty() || !o.http_methods.empty()))
     throw UsageError("--urlprefix, --template, --response-header and --http-methods need --hooks");
-  http::DaemonOptions d;
+  serve::DaemonOptions d;
   d.config_path = o.config;
   d.upstream = o.upstream;
   d.hooks.files = o.hooks;
   d.hooks.file_options.urlprefix = o.urlprefix;
   d.hooks.file_options.as_template = o.hooks_template;
   for (const auto& header : o.response_headers)
-    d.hooks.response_headers.push_back(http::webhook::parse_response_header(header));
-  if (!o.http_methods.empty())
-    d.hooks.http_methods = http::webhook::parse_http_methods(o.http_methods);
+    d.hooks.response_headers.push_back(webhook::parse_response_header(header));
+  if (!o.http_methods.empty()) d.hooks.http_methods = webhook::parse_http_methods(o.http_methods);
   d.ledger = o.ledger;
   d.ui = o.ui || !o.ui_listen.empty();
   d.ui_listen = o.ui_listen;
@@ -162,7 +161,7 @@ int run_serve(const GlobalOptions& global, const ServeOptions& o) {
   d.tls_min_version = o.tls_min_version;
   d.pidfile = o.pidfile;
   d.store = store_location(global);
-  return http::run_daemon(d);
+  return serve::run_daemon(d);
 }
 
 }  // namespace idem::cli

@@ -7,7 +7,7 @@
 #include "core/response.hpp"
 #include "front/store_failure.hpp"
 
-namespace idem::http {
+namespace idem::front {
 
 Answer problem(int status, const std::string& title, const std::string& detail) {
   Answer a;
@@ -41,8 +41,8 @@ void set_header(std::vector<std::pair<std::string, std::string>>& headers, const
     headers.emplace_back(name, value);
 }
 
-Response to_response(Answer a, const std::string& hook) {
-  Response r;
+net::Response to_response(Answer a, const std::string& hook) {
+  net::Response r;
   r.status = a.status;
   r.headers = std::move(a.headers);
   const bool typed = std::any_of(r.headers.begin(), r.headers.end(), [](const auto& h) {
@@ -58,4 +58,4 @@ Response to_response(Answer a, const std::string& hook) {
   return r;
 }
 
-}  // namespace idem::http
+}  // namespace idem::front

@@ -8,7 +8,7 @@
 
 #include "net/server.hpp"
 
-namespace idem::http {
+namespace idem::front {
 
 struct Answer {
   int status = 200;
@@ -36,6 +36,6 @@ void set_header(std::vector<std::pair<std::string, std::string>>& headers, const
 // when it is one). A Content-Type among the headers is the one sent; else the Answer's, if any.
 // Every answer carries X-Content-Type-Options: nosniff: a handler's output is answered as what
 // it is, never sniffed into a page by a browser.
-Response to_response(Answer a, const std::string& hook = "");
+net::Response to_response(Answer a, const std::string& hook = "");
 
-}  // namespace idem::http
+}  // namespace idem::front

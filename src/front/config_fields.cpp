@@ -10,7 +10,7 @@
 #include "core/duration.hpp"
 #include "util/utf8.hpp"
 
-namespace idem::http::config_fields {
+namespace idem::front::config_fields {
 
 constexpr size_t k_max_quoted_bytes = 100;  // of a user's value in a message
 constexpr size_t k_max_reason_bytes = 300;  // of nlohmann's parse error
@@ -375,15 +375,15 @@ core::NotifyLimits read_notify_limits(const Json& value, const std::string& at) 
 }
 
 // "allow": the peers whose requests are served; every entry an address or a CIDR block.
-std::vector<IpRange> read_allow(const Json& value, const std::string& at) {
+std::vector<net::IpRange> read_allow(const Json& value, const std::string& at) {
   if (!value.is_array()) wrong_type(at, "an array of addresses and CIDR ranges", value);
   // An empty list would refuse everyone: surely a mistake, since dropping the field serves all.
   if (value.empty()) fail(at, "is empty (without \"allow\", every peer is served)");
-  std::vector<IpRange> ranges;
+  std::vector<net::IpRange> ranges;
   for (size_t i = 0; i < value.size(); ++i) {
     const std::string where = element(at, i);
     const std::string text = read_string(value[i], where);
-    std::optional<IpRange> range = parse_range(text);
+    std::optional<net::IpRange> range = net::parse_range(text);
     if (!range)
       fail(where, quote(text) + " is not an address or a CIDR range (e.g. 10.0.0.0/8, ::1)");
     ranges.push_back(*range);
@@ -391,4 +391,4 @@ std::vector<IpRange> read_allow(const Json& value, const std::string& at) {
   return ranges;
 }
 
-}  // namespace idem::http::config_fields
+}  // namespace idem::front::config_fields

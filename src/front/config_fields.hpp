@@ -17,7 +17,7 @@
 #include "core/notify.hpp"
 #include "net/ip_range.hpp"
 
-namespace idem::http {
+namespace idem::front {
 
 // Returns the value of an environment variable, or nullopt when it is not set.
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
@@ -79,7 +79,7 @@ bool is_token(const std::string& name);     // RFC 9110 token: a header field na
 // An array of HTTP methods: upper-case, distinct, at least one.
 std::vector<std::string> read_methods(const Json& value, const std::string& at);
 // "allow": the peers whose requests are served; every entry an address or a CIDR block.
-std::vector<IpRange> read_allow(const Json& value, const std::string& at);
+std::vector<net::IpRange> read_allow(const Json& value, const std::string& at);
 
 // "notify" of a hook or the proxy: {"command": LINE or [PROGRAM, ARG...], "on": "failure" or
 // "change", "timeout": DURATION, "output_bytes": SIZE}. A string is a shell command line
@@ -98,4 +98,4 @@ inline constexpr int64_t k_max_body_limit = int64_t(1) << 30;  // 1 GiB
 
 }  // namespace config_fields
 
-}  // namespace idem::http
+}  // namespace idem::front

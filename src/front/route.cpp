@@ -2,13 +2,13 @@
 
 #include "front/answer.hpp"
 
-namespace idem::http {
+namespace idem::front {
 
-Response Route::refused(const Refusal& refusal) const {
+net::Response Route::refused(const Refusal& refusal) const {
   Answer a = problem(refusal.status, refusal.title, refusal.detail);
   a.error = refusal.error;
   if (!hook().empty()) a.outcome = refusal.outcome;
-  return to_response(a, hook());
+  return front::to_response(a, hook());
 }
 
-}  // namespace idem::http
+}  // namespace idem::front

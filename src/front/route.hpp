@@ -15,7 +15,7 @@
 
 #include "net/server.hpp"
 
-namespace idem::http {
+namespace idem::front {
 
 // A request the transport refused (a head that did not parse, a body too large or too slow, a
 // handler that failed) as the route at its path answers it.
@@ -36,16 +36,16 @@ class Route {
   // method it does not serve itself (405 with Allow).
   virtual bool matches(std::string_view path) const = 0;
   // Once the head is in, before the body is read: a refusal to answer at once, or the body limit.
-  virtual Admission admit(const RequestHead& head) const = 0;
+  virtual net::Admission admit(const net::RequestHead& head) const = 0;
   // The request, admitted by this route or by its predecessor at the same path before a reload.
-  virtual Response handle(Request& request) const = 0;
+  virtual net::Response handle(net::Request& request) const = 0;
   // The hook the route's answers and refusals count for in the access log and the metrics;
   // empty (the default) for the routes that are not hooks.
   virtual const std::string& hook() const { return k_not_a_hook; }
   // The answer to a request at the route's paths that the transport refused: by default a
   // problem document, counted for hook() when it is one. A front whose clients read another
   // form overrides it (the proxy's, contract §7).
-  virtual Response refused(const Refusal& refusal) const;
+  virtual net::Response refused(const Refusal& refusal) const;
 };
 
 class RouteTable {
@@ -63,4 +63,4 @@ class RouteTable {
   std::vector<std::shared_ptr<const Route>> routes_;
 };
 
-}  // namespace idem::http
+}  // namespace idem::front

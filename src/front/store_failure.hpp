@@ -11,7 +11,7 @@
 
 #include "core/errors.hpp"
 
-namespace idem::http {
+namespace idem::front {
 
 struct StoreFailureAnswer {
   int status = 503;
@@ -36,4 +36,4 @@ inline StoreFailureAnswer store_failure_answer(const std::exception& e) {
   return store_unavailable_answer();
 }
 
-}  // namespace idem::http
+}  // namespace idem::front

@@ -9,11 +9,13 @@
 #include "core/key.hpp"
 #include "core/output.hpp"
 
-namespace idem::http {
+namespace idem::hooks {
 
 // The readers of a native hook's fields hooks/config.hpp declares; the hooks files' hooks
 // (webhook/file.cpp) read their native settings with them too.
 namespace config_fields {
+
+using namespace front::config_fields;
 
 void check_hook_path(const std::string& path, const std::string& where) {
   if (!path.starts_with('/')) fail(where, quote(path) + " must start with '/'");
@@ -124,7 +126,7 @@ void read_generic_hmac_fields(const Json& value, const std::string& at, Signatur
     config.prefix = read_string(*prefix, member(at, "prefix"));
 }
 
-std::string read_secret(const Json& value, const std::string& at, const EnvLookup& env,
+std::string read_secret(const Json& value, const std::string& at, const front::EnvLookup& env,
                         Scheme scheme, const std::string& hook_path, std::string& variable) {
   std::string where = member(at, "secret_env");
   variable = read_string(required(value, at, "secret_env"), where);
@@ -143,8 +145,9 @@ std::string read_secret(const Json& value, const std::string& at, const EnvLooku
   return *secret;
 }
 
-SignatureConfig read_signature(const Json& value, const std::string& at, const EnvLookup& env,
-                               const std::string& hook_path, std::string& secret_env) {
+SignatureConfig read_signature(const Json& value, const std::string& at,
+                               const front::EnvLookup& env, const std::string& hook_path,
+                               std::string& secret_env) {
   expect_object(value, at);
   check_fields(value, at, {"scheme", "secret_env", "header", "encoding", "prefix", "tolerance"});
   std::string scheme_at = member(at, "scheme");
@@ -207,12 +210,13 @@ void read_limits(const Json& hook, const std::string& at, Hook& out) {
 
 namespace {
 
+using namespace front::config_fields;
 using namespace config_fields;
 
 // Paths seen so far, each with the index of the hook that has it.
 using PathOwners = std::map<std::string, size_t>;
 
-Hook read_hook(const Json& value, size_t index, PathOwners& owners, const EnvLookup& env) {
+Hook read_hook(const Json& value, size_t index, PathOwners& owners, const front::EnvLookup& env) {
   std::string at = element("hooks", index);
   expect_object(value, at);
   check_fields(
@@ -242,8 +246,9 @@ Hook read_hook(const Json& value, size_t index, PathOwners& owners, const EnvLoo
 
 }  // namespace
 
-std::vector<Hook> read_hooks_section(const config_fields::Json& hooks, const EnvLookup& env) {
-  using namespace config_fields;
+std::vector<Hook> read_hooks_section(const front::config_fields::Json& hooks,
+                                     const front::EnvLookup& env) {
+  using namespace front::config_fields;
   if (!hooks.is_array()) wrong_type("hooks", "an array of hooks", hooks);
   PathOwners owners;
   std::vector<Hook> out;
@@ -257,4 +262,4 @@ std::vector<Hook> read_hooks_section(const config_fields::Json& hooks, const Env
   return out;
 }
 
-}  // namespace idem::http
+}  // namespace idem::hooks

@@ -11,7 +11,7 @@
 #include "hooks/signature.hpp"
 #include "net/ip_range.hpp"
 
-namespace idem::http {
+namespace idem::hooks {
 
 // Where a delivery's idempotency key comes from; without one the scheme's default applies.
 struct KeySource {
@@ -44,7 +44,7 @@ struct Hook {
   NoKey no_key = NoKey::refuse;
   // The peers whose deliveries are served (their address in one of the ranges); others get 403
   // before the body is read. Empty: every peer.
-  std::vector<IpRange> allow;
+  std::vector<net::IpRange> allow;
   // Every secret_env of the config, this hook's and the others': no handler gets them in its
   // environment, so a handler cannot read any sender's secret.
   std::vector<std::string> withheld_env;
@@ -54,8 +54,9 @@ struct Hook {
 };
 
 // The "hooks" array, in the file's order; each hook's withheld_env holds the secret_env of all.
-// Throws config_fields::Problem.
-std::vector<Hook> read_hooks_section(const config_fields::Json& hooks, const EnvLookup& env);
+// Throws front::config_fields::Problem.
+std::vector<Hook> read_hooks_section(const front::config_fields::Json& hooks,
+                                     const front::EnvLookup& env);
 
 namespace config_fields {
 
@@ -65,13 +66,14 @@ void check_hook_path(const std::string& path, const std::string& where);
 
 // A native hook's "signature" object, its secret read through `env` from the variable it names
 // (returned in `secret_env`); `hook_path` names the hook in messages about the variable.
-SignatureConfig read_signature(const Json& value, const std::string& at, const EnvLookup& env,
-                               const std::string& hook_path, std::string& secret_env);
+SignatureConfig read_signature(const front::config_fields::Json& value, const std::string& at,
+                               const front::EnvLookup& env, const std::string& hook_path,
+                               std::string& secret_env);
 
 // The optional settings of a native hook's object, those present in `hook`: ttl, timeout,
 // max_body, async, max_concurrency, max_queue, retry_abandoned; absent ones keep `out`'s values.
-void read_limits(const Json& hook, const std::string& at, Hook& out);
+void read_limits(const front::config_fields::Json& hook, const std::string& at, Hook& out);
 
 }  // namespace config_fields
 
-}  // namespace idem::http
+}  // namespace idem::hooks

@@ -24,7 +24,7 @@
 #include "util/fd.hpp"
 #include "util/hex.hpp"
 
-namespace idem::http {
+namespace idem::hooks {
 
 namespace {
 
@@ -35,16 +35,16 @@ constexpr const char* k_truncated_header = "Idem-Output-Truncated";
 
 // A delivery that carries no key; `refusal` is the 400 it gets under "no_key": "refuse".
 struct NoKeyFound {
-  Answer refusal;
+  front::Answer refusal;
 };
 
 NoKeyFound no_key_found(const std::string& detail) {
-  return NoKeyFound{problem(400, "No idempotency key", detail)};
+  return NoKeyFound{front::problem(400, "No idempotency key", detail)};
 }
 
 // The delivery's key; NoKeyFound when it carries none; or the 400 answer for a key that is there
 // but cannot be used (refused whatever the hook's no_key says).
-std::variant<core::Key, NoKeyFound, Answer> find_key(const Hook& hook, const Delivery& d) {
+std::variant<core::Key, NoKeyFound, front::Answer> find_key(const Hook& hook, const Delivery& d) {
   std::optional<KeySource> source = hook.key;
   if (!source && hook.signature) {
     auto lookup = [&](std::string_view name) { return d.header(name); };
@@ -64,9 +64,9 @@ std::variant<core::Key, NoKeyFound, Answer> find_key(const Hook& hook, const Del
     if (values.empty()) return no_key_found("the form-encoded body has no field " + source->name);
     // Which of two would be the key is anyone's guess: refuse rather than pick.
     if (values.size() > 1)
-      return problem(400, "Bad idempotency key",
-                     "form field " + source->name + " appears " + std::to_string(values.size()) +
-                         " times in the body");
+      return front::problem(400, "Bad idempotency key",
+                            "form field " + source->name + " appears " +
+                                std::to_string(values.size()) + " times in the body");
     key = values[0];
     if (key.empty()) return no_key_found("form field " + source->name + " is empty");
   } else {
@@ -82,13 +82,13 @@ std::variant<core::Key, NoKeyFound, Answer> find_key(const Hook& hook, const Del
       } catch (const nlohmann::json::exception&) {
       }
       if (!there) return no_key_found(why);
-      return problem(400, "Bad idempotency key", why);
+      return front::problem(400, "Bad idempotency key", why);
     }
     key = *value;
   }
   std::string why;
   if (auto usable = core::Key::parse(key, why)) return std::move(*usable);
-  return problem(400, "Bad idempotency key", why);
+  return front::problem(400, "Bad idempotency key", why);
 }
 
 std::string content_type_of(const std::string& out) {
@@ -101,7 +101,7 @@ std::string content_type_of(const std::string& out) {
 // Content-Type; the body is the handler's stdout, in the outcome already. Idempotent-Replayed is
 // the replay's own; Idem-Output-Truncated is derived from the record's output_truncated, which is
 // about the stored stdout, the replayed body (a failure's first answer is a problem, not cut).
-core::Response stored_answer(const Answer& a) {
+core::Response stored_answer(const front::Answer& a) {
   core::Response r;
   r.status = a.status;
   if (!a.content_type.empty()) r.headers.emplace_back("Content-Type", a.content_type);
@@ -112,8 +112,8 @@ core::Response stored_answer(const Answer& a) {
 // Content-Type goes where the server writes it), the body its stdout. A record without a
 // response (none was stored) answers 200 as text; a stored one without a Content-Type (a webhook
 // hook's empty output) has none.
-Answer replayed(const core::Record& r) {
-  Answer a;
+front::Answer replayed(const core::Record& r) {
+  front::Answer a;
   const core::Response stored = r.response.value_or(core::Response{});
   a.status = stored.status;
   for (const auto& [name, value] : stored.headers) {
@@ -131,8 +131,8 @@ Answer replayed(const core::Record& r) {
   return a;
 }
 
-Answer accepted(const std::string& key, const std::string& outcome) {
-  Answer a;
+front::Answer accepted(const std::string& key, const std::string& outcome) {
+  front::Answer a;
   a.status = 202;
   a.content_type = "application/json";
   a.body = nlohmann::json{{"status", "accepted"},
@@ -158,7 +158,7 @@ class HookEffect final : public CommandDelivery {
     return o;
   }
   std::string performed() const override { return "the handler ran"; }
-  Answer& answer() override { return answer_; }
+  front::Answer& answer() override { return answer_; }
 
  private:
   std::unique_ptr<engine::CommandEffect> make_command() override {
@@ -187,8 +187,8 @@ class HookEffect final : public CommandDelivery {
     return spec;
   }
 
-  Answer answer_of(const proc::RunResult& result, core::Outcome& o) const {
-    Answer a;
+  front::Answer answer_of(const proc::RunResult& result, core::Outcome& o) const {
+    front::Answer a;
     if (o.status == core::Status::succeeded) {
       a.status = 200;
       a.body = result.output.stream_bytes(core::Stream::out);
@@ -197,7 +197,7 @@ class HookEffect final : public CommandDelivery {
       // The client must be able to tell a cut answer from a whole one.
       if (result.output.truncated()) a.headers.emplace_back(k_truncated_header, "true");
     } else if (result.timed_out) {
-      a = problem(
+      a = front::problem(
           504, "Handler timed out",
           "the handler did not finish within " + std::to_string(hook_.timeout_ms / 1000) + "s");
       a.outcome = "timeout";
@@ -207,7 +207,7 @@ class HookEffect final : public CommandDelivery {
           !result.started ? std::string("could not start: ") + strerror(result.exec_errno)
           : result.signal ? "handler killed by signal " + std::to_string(*result.signal)
                           : "handler exited " + std::to_string(*result.exit_code);
-      a = problem(500, "Handler failed", why);
+      a = front::problem(500, "Handler failed", why);
       a.outcome = "failed";
       o.note = why;
     }
@@ -219,12 +219,12 @@ class HookEffect final : public CommandDelivery {
   const Delivery& delivery_;
   const std::string key_;
   util::Fd stdin_;  // the body, the command's stdin
-  Answer answer_;
+  front::Answer answer_;
 };
 
-Answer overloaded(const Hook& hook, const std::string& key) {
-  Answer a = problem(503, "Too many deliveries",
-                     "hook " + hook.path + " is at its concurrency and queue limits");
+front::Answer overloaded(const Hook& hook, const std::string& key) {
+  front::Answer a = front::problem(503, "Too many deliveries",
+                                   "hook " + hook.path + " is at its concurrency and queue limits");
   a.headers.emplace_back("Retry-After", "1");
   a.key = key;
   a.outcome = "overloaded";
@@ -236,8 +236,8 @@ Answer overloaded(const Hook& hook, const std::string& key) {
 // A delivery without a key (a native hook's under "no_key": "run"): the handler runs with
 // IDEM_KEY empty and nothing is stored, so every such delivery runs (contract §6: "without
 // dedupe").
-Answer deliver_unkeyed(const Hook& hook, HookSlots& slots, const DeliveryServices& services,
-                       const DeliveryPolicy& policy) {
+front::Answer deliver_unkeyed(const Hook& hook, HookSlots& slots, const DeliveryServices& services,
+                              const DeliveryPolicy& policy) {
   if (!slots.reserve()) return overloaded(hook, "");
   const engine::Attempt unstored{"", 1, "", "", nullptr};
   if (hook.async) {
@@ -248,14 +248,14 @@ Answer deliver_unkeyed(const Hook& hook, HookSlots& slots, const DeliveryService
     });
     return policy.early_answer("", "unkeyed");
   }
-  Answer a;
+  front::Answer a;
   try {
     HookSlots::Running running(slots);
     auto effect = policy.effect("");
     effect->perform(unstored);
     a = std::move(effect->answer());
   } catch (const std::exception& e) {
-    a = problem(500, "Delivery failed", e.what());
+    a = front::problem(500, "Delivery failed", e.what());
     a.outcome = "error";
     return a;
   }
@@ -334,37 +334,37 @@ engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d, cons
 }
 
 // The answer to a delivery that does not run: a replay or a refusal (contract §6's table).
-Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
-                              const std::string& key, const DeliveryPolicy& policy) {
+front::Answer answer_without_running(const Hook& hook, const engine::Claimed& claimed,
+                                     const std::string& key, const DeliveryPolicy& policy) {
   const std::string shown = "key '" + core::display_key(key) + "'";
-  Answer a;
+  front::Answer a;
   switch (claimed.verdict) {
     case engine::ClaimVerdict::conflict:
-      a = problem(422, "Key reused with another body",
-                  shown + " was delivered before with a different body");
+      a = front::problem(422, "Key reused with another body",
+                         shown + " was delivered before with a different body");
       a.outcome = "conflict";
       break;
     case engine::ClaimVerdict::running:
       if (hook.async) return policy.early_answer(key, "running");
       if (claimed.existing->status == core::Status::failed)
-        a = problem(
+        a = front::problem(
             409, "Earlier delivery still running",
             "the handler of " + shown + " failed, but processes it started are still running");
       else
-        a = problem(409, "Delivery in progress", shown + " is being handled now");
+        a = front::problem(409, "Delivery in progress", shown + " is being handled now");
       a.headers.emplace_back("Retry-After", k_retry_after_running);
       a.outcome = "running";
       break;
     case engine::ClaimVerdict::abandoned:
       if (hook.retry_abandoned) {  // still abandoned: processes it started are alive
-        a = problem(
+        a = front::problem(
             409, "Earlier delivery still running",
             "the handler of " + shown + " was cut off, but processes it started are still running");
         a.headers.emplace_back("Retry-After", k_retry_after_running);
       } else {
-        a = problem(409, "Earlier delivery abandoned",
-                    "the handler of " + shown +
-                        " was cut off (the daemon died mid-run); its outcome is unknown");
+        a = front::problem(409, "Earlier delivery abandoned",
+                           "the handler of " + shown +
+                               " was cut off (the daemon died mid-run); its outcome is unknown");
       }
       a.outcome = "abandoned";
       break;
@@ -408,15 +408,15 @@ void run_in_background(const std::string& key, const engine::Claimed& claimed, H
 }
 
 // Runs a claimed delivery now, with the effect the claim prepared, and answers with its outcome.
-Answer run_now(const std::string& key, const engine::Claimed& claimed, HookSlots& slots,
-               engine::Engine& engine, std::unique_ptr<DeliveryEffect> effect) {
+front::Answer run_now(const std::string& key, const engine::Claimed& claimed, HookSlots& slots,
+                      engine::Engine& engine, std::unique_ptr<DeliveryEffect> effect) {
   try {
     HookSlots::Running running(slots);
     engine.carry_out(claimed, *effect);
   } catch (const std::exception& e) {
     engine.record_failure(claimed, daemon_error(e));
-    Answer a =
-        problem(500, "Delivery failed", "the daemon could not run the handler; its log says why");
+    front::Answer a = front::problem(500, "Delivery failed",
+                                     "the daemon could not run the handler; its log says why");
     a.error = e.what();
     a.key = key;
     a.outcome = "error";
@@ -427,9 +427,9 @@ Answer run_now(const std::string& key, const engine::Claimed& claimed, HookSlots
 
 }  // namespace
 
-Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& d,
-                     const DeliveryServices& services, const core::Key& usable_key,
-                     const DeliveryPolicy& policy) {
+front::Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& d,
+                            const DeliveryServices& services, const core::Key& usable_key,
+                            const DeliveryPolicy& policy) {
   // Keys are scoped per hook. When the hook has no place for one more handler, a delivery that
   // would not run (a duplicate, a conflict) is still answered as the table says; only one that
   // would run gets 503.
@@ -457,7 +457,7 @@ Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& d,
     return policy.early_answer(key, "accepted");
   } catch (const std::exception& e) {
     reservation.cancel();
-    return store_failure(e, key);
+    return front::store_failure(e, key);
   }
 }
 
@@ -482,15 +482,15 @@ DeliveryPolicy hook_policy(const Hook& hook, const Delivery& d) {
 
 }  // namespace
 
-Answer rerun_delivery(const Hook& hook, HookSlots& slots, const Delivery& d,
-                      const DeliveryServices& services, const core::Key& key) {
+front::Answer rerun_delivery(const Hook& hook, HookSlots& slots, const Delivery& d,
+                             const DeliveryServices& services, const core::Key& key) {
   DeliveryPolicy policy = hook_policy(hook, d);
   policy.trigger = core::k_trigger_rerun;
   return deliver_keyed(hook, slots, d, services, key, policy);
 }
 
-Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
-               const DeliveryServices& services) {
+front::Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
+                      const DeliveryServices& services) {
   if (auto refusal = signature_refusal(hook, d, d.body)) return std::move(*refusal);
   const DeliveryPolicy policy = hook_policy(hook, d);
   auto found = find_key(hook, d);
@@ -499,11 +499,11 @@ Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& d,
     none->refusal.outcome = "no_key";
     return none->refusal;
   }
-  if (auto* refusal = std::get_if<Answer>(&found)) {
+  if (auto* refusal = std::get_if<front::Answer>(&found)) {
     refusal->outcome = "no_key";
     return *refusal;
   }
   return deliver_keyed(hook, slots, d, services, std::get<core::Key>(found), policy);
 }
 
-}  // namespace idem::http
+}  // namespace idem::hooks

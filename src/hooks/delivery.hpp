@@ -20,7 +20,7 @@
 #include "store/provider.hpp"
 #include "store/store.hpp"
 
-namespace idem::http {
+namespace idem::hooks {
 
 struct DeliveryServices {
   // The daemon's store connections (opened with its --busy-timeout); shared so that a
@@ -35,21 +35,21 @@ struct DeliveryServices {
 
 // Decides and answers one delivery for `hook` (path and method already matched, body within the
 // hook's limit). May block while the handler runs, unless the hook is async.
-Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& delivery,
-               const DeliveryServices& services);
+front::Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& delivery,
+                      const DeliveryServices& services);
 
 // A stored delivery of `hook` run again as a new attempt of its key (`key`: the delivery's,
 // without the hook's path), as deliver() would run it but with no signature to check: the
 // stored request keeps credentials by name only. A failed record is claimed again; a succeeded
 // or running one is answered as a duplicate (nothing runs).
-Answer rerun_delivery(const Hook& hook, HookSlots& slots, const Delivery& delivery,
-                      const DeliveryServices& services, const core::Key& key);
+front::Answer rerun_delivery(const Hook& hook, HookSlots& slots, const Delivery& delivery,
+                             const DeliveryServices& services, const core::Key& key);
 
 // What an attempt at a delivery carries out, and the answer it makes of it.
 class DeliveryEffect : public engine::Effect {
  public:
   // The answer to the delivery, once perform() has returned.
-  virtual Answer& answer() = 0;
+  virtual front::Answer& answer() = 0;
 };
 
 // A delivery carried out by one command (a native hook's, a webhook hook's). The command, with
@@ -90,7 +90,7 @@ struct DeliveryPolicy {
   std::function<std::unique_ptr<DeliveryEffect>(const std::string& key)> effect;
   // With `hook.async`: the answer to the delivery that starts a run, and to each duplicate of a
   // running or succeeded one; `outcome` is the log's (accepted, running, replayed, unkeyed).
-  std::function<Answer(const std::string& key, const std::string& outcome)> early_answer;
+  std::function<front::Answer(const std::string& key, const std::string& outcome)> early_answer;
   // What started the attempt, as its history shows it (store::ClaimRequest::trigger): empty for
   // a delivery, core::k_trigger_rerun for a re-run a user asked for.
   std::string trigger;
@@ -99,13 +99,13 @@ struct DeliveryPolicy {
 // A delivery with a key, decided by the attempt engine under "{hook.path}#{key}" and run at most
 // once per key: contract §6's table from "same key, different body" on. The fingerprint is the
 // body.
-Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& delivery,
-                     const DeliveryServices& services, const core::Key& key,
-                     const DeliveryPolicy& policy);
+front::Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& delivery,
+                            const DeliveryServices& services, const core::Key& key,
+                            const DeliveryPolicy& policy);
 
 // A delivery run without a key: nothing is stored, every one runs; the slots still cap it (503
 // when they and the queue are full).
-Answer deliver_unkeyed(const Hook& hook, HookSlots& slots, const DeliveryServices& services,
-                       const DeliveryPolicy& policy);
+front::Answer deliver_unkeyed(const Hook& hook, HookSlots& slots, const DeliveryServices& services,
+                              const DeliveryPolicy& policy);
 
-}  // namespace idem::http
+}  // namespace idem::hooks

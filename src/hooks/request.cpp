@@ -9,9 +9,9 @@
 #include "util/clock.hpp"
 #include "util/hex.hpp"
 
-namespace idem::http {
+namespace idem::hooks {
 
-Delivery delivery_of(const RequestHead& head, std::string body) {
+Delivery delivery_of(const net::RequestHead& head, std::string body) {
   Delivery d;
   d.method = head.method;
   d.path = head.path;
@@ -91,21 +91,21 @@ std::string stored_request(const Hook& hook, const Delivery& d) {
 
 std::vector<std::string> form_values(std::string_view body, std::string_view name) {
   std::vector<std::string> values;
-  for (auto& [field, value] : form_fields(body)) {
+  for (auto& [field, value] : net::form_fields(body)) {
     if (field == name) values.push_back(std::move(value));
   }
   return values;
 }
 
-std::optional<Answer> signature_refusal(const Hook& hook, const Delivery& d,
-                                        std::string_view body) {
+std::optional<front::Answer> signature_refusal(const Hook& hook, const Delivery& d,
+                                               std::string_view body) {
   if (!hook.signature) return std::nullopt;
   auto lookup = [&](std::string_view name) { return d.header(name); };
   SignatureCheck v = verify(*hook.signature, lookup, body, util::process_clock().now_ms() / 1000);
   if (v.ok) return std::nullopt;
-  Answer a = problem(401, "Signature check failed", v.problem);
+  front::Answer a = front::problem(401, "Signature check failed", v.problem);
   a.outcome = "unauthorized";
   return a;
 }
 
-}  // namespace idem::http
+}  // namespace idem::hooks

@@ -11,7 +11,7 @@
 #include "hooks/config.hpp"
 #include "net/server.hpp"
 
-namespace idem::http {
+namespace idem::hooks {
 
 struct Delivery {
   std::string method;
@@ -55,12 +55,12 @@ std::string stored_request(const Hook& hook, const Delivery& delivery);
 std::vector<std::string> form_values(std::string_view body, std::string_view name);
 
 // The delivery of a request: its method, path and headers as received, and `body`.
-Delivery delivery_of(const RequestHead& head, std::string body = {});
+Delivery delivery_of(const net::RequestHead& head, std::string body = {});
 
 // The 401 for a delivery whose signature `hook` checks and that fails it (headers from
 // `delivery`, `body` byte for byte); nullopt when it passes or the hook checks none. Nothing is
 // stored or run before it (contract §8.5).
-std::optional<Answer> signature_refusal(const Hook& hook, const Delivery& delivery,
-                                        std::string_view body);
+std::optional<front::Answer> signature_refusal(const Hook& hook, const Delivery& delivery,
+                                               std::string_view body);
 
-}  // namespace idem::http
+}  // namespace idem::hooks

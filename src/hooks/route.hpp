@@ -9,7 +9,7 @@
 #include "hooks/delivery.hpp"
 #include "hooks/slots.hpp"
 
-namespace idem::http {
+namespace idem::hooks {
 
 // What a hook's route uses of the daemon (a native hook's and a hooks file's), made once when
 // the hook is loaded.
@@ -19,7 +19,7 @@ struct RouteServices {
 };
 
 // The route of one configured hook, at its path.
-std::shared_ptr<const Route> hook_route(Hook hook, std::shared_ptr<HookSlots> slots,
-                                        RouteServices services);
+std::shared_ptr<const front::Route> hook_route(Hook hook, std::shared_ptr<HookSlots> slots,
+                                               RouteServices services);
 
-}  // namespace idem::http
+}  // namespace idem::hooks

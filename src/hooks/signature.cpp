@@ -9,7 +9,7 @@
 #include "util/hex.hpp"
 #include "util/secret.hpp"
 
-namespace idem::http {
+namespace idem::hooks {
 
 namespace {
 
@@ -374,4 +374,4 @@ std::span<const std::string_view> signature_header_names() {
   return k_names;
 }
 
-}  // namespace idem::http
+}  // namespace idem::hooks

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace idem::http {
+namespace idem::hooks {
 
 enum class Scheme { github, stripe, standard_webhooks, shopify, slack, hmac_sha256 };
 
@@ -89,4 +89,4 @@ std::optional<std::string> secret_problem(Scheme scheme, std::string_view secret
 // X-Shopify-Hmac-Sha256, X-Slack-Signature. The store keeps such headers by name only.
 std::span<const std::string_view> signature_header_names();
 
-}  // namespace idem::http
+}  // namespace idem::hooks

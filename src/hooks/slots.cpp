@@ -1,6 +1,6 @@
 #include "hooks/slots.hpp"
 
-namespace idem::http {
+namespace idem::hooks {
 
 bool HookSlots::reserve() {
   std::lock_guard lock(mutex_);
@@ -34,4 +34,4 @@ void HookSlots::cancel_reservation() {
   --reserved_;
 }
 
-}  // namespace idem::http
+}  // namespace idem::hooks

@@ -3,7 +3,7 @@
 #include <condition_variable>
 #include <mutex>
 
-namespace idem::http {
+namespace idem::hooks {
 
 // Limits how many handlers of one hook run at once; further deliveries wait in a bounded queue.
 class HookSlots {
@@ -43,4 +43,4 @@ class HookSlots {
   int reserved_ = 0;  // running + waiting
 };
 
-}  // namespace idem::http
+}  // namespace idem::hooks

@@ -25,7 +25,7 @@
 #include "util/random.hpp"
 #include "util/secret.hpp"
 
-namespace idem::http {
+namespace idem::ledger {
 
 // --- The calls -----------------------------------------------------------------------------------
 
@@ -38,8 +38,9 @@ constexpr int64_t k_max_stored_output = 16 * 1024 * 1024;
 constexpr uint64_t k_max_finish_body = 48u << 20;
 constexpr uint64_t k_max_call_body = 64u << 10;
 
-Answer json_answer(int status, const json& body, const char* outcome, const std::string& key) {
-  Answer a;
+front::Answer json_answer(int status, const json& body, const char* outcome,
+                          const std::string& key) {
+  front::Answer a;
   a.status = status;
   a.content_type = "application/json";
   a.body = body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
@@ -48,19 +49,19 @@ Answer json_answer(int status, const json& body, const char* outcome, const std:
   return a;
 }
 
-Answer refusal(int status, const std::string& title, const std::string& detail, const char* outcome,
-               const std::string& key) {
-  Answer a = problem(status, title, detail);
+front::Answer refusal(int status, const std::string& title, const std::string& detail,
+                      const char* outcome, const std::string& key) {
+  front::Answer a = front::problem(status, title, detail);
   a.outcome = outcome;
   a.key = key;
   return a;
 }
 
-Answer bad_request(const BadField& bad) {
+front::Answer bad_request(const BadField& bad) {
   json body{
       {"type", "about:blank"}, {"title", "Bad request"}, {"status", 400}, {"detail", bad.detail}};
   if (!bad.field.empty()) body["field"] = bad.field;
-  Answer a = json_answer(400, body, "bad_request", "");
+  front::Answer a = json_answer(400, body, "bad_request", "");
   a.content_type = "application/problem+json";
   return a;
 }
@@ -101,7 +102,7 @@ engine::AttemptRequest claim_request(const ClaimCall& call, const core::Owner& o
   return req;  // no wait: a held key is answered 409 at once, the client retries
 }
 
-Answer claim_answer(const ClaimCall& call, const engine::Claimed& c, int64_t now_ms) {
+front::Answer claim_answer(const ClaimCall& call, const engine::Claimed& c, int64_t now_ms) {
   switch (c.verdict) {
     case engine::ClaimVerdict::claimed:
       return json_answer(201,
@@ -121,10 +122,10 @@ Answer claim_answer(const ClaimCall& call, const engine::Claimed& c, int64_t now
                          "fingerprint, or another kind of attempt)",
                      "conflict", call.key.str());
     case engine::ClaimVerdict::running: {
-      Answer a = refusal(409, "Key is running",
-                         shown(call.key.str()) + " is held by attempt " +
-                             std::to_string(c.existing->attempt) + " now",
-                         "running", call.key.str());
+      front::Answer a = refusal(409, "Key is running",
+                                shown(call.key.str()) + " is held by attempt " +
+                                    std::to_string(c.existing->attempt) + " now",
+                                "running", call.key.str());
       a.headers.emplace_back("Retry-After", "1");
       return a;
     }
@@ -141,7 +142,7 @@ Answer claim_answer(const ClaimCall& call, const engine::Claimed& c, int64_t now
 }
 
 // A token that is not the key's current running attempt's: nothing was changed.
-Answer stale(const std::string& key, const std::optional<core::Record>& r, int64_t now_ms) {
+front::Answer stale(const std::string& key, const std::optional<core::Record>& r, int64_t now_ms) {
   std::string where = !r ? "there is no record"
                          : "it is at attempt " + std::to_string(r->attempt) + ", " +
                                core::effective_status(*r, now_ms, false);
@@ -179,7 +180,7 @@ core::Outcome outcome_of(const FinishCall& call, int64_t now_ms) {
 }
 
 // The key of a /v1/records/ path, or the 400 for it.
-std::variant<std::string, Answer> path_key(std::string_view encoded) {
+std::variant<std::string, front::Answer> path_key(std::string_view encoded) {
   auto key = percent_decode(encoded);
   if (!key) return bad_request({"key", "the key in the path is not validly percent-encoded"});
   if (auto why = ledger_key_problem(*key)) return bad_request({"key", "bad key: " + *why});
@@ -194,7 +195,7 @@ core::Owner Ledger::client_owner(const std::string& host) {
   return owner;
 }
 
-Answer Ledger::claim(std::string_view body) const {
+front::Answer Ledger::claim(std::string_view body) const {
   auto parsed = parse_claim(body);
   if (auto* bad = std::get_if<BadField>(&parsed)) return bad_request(*bad);
   const ClaimCall& call = std::get<ClaimCall>(parsed);
@@ -205,11 +206,11 @@ Answer Ledger::claim(std::string_view body) const {
     const engine::Claimed claimed = engine.claim(req);
     return claim_answer(call, claimed, clock_.now_ms());
   } catch (const std::exception& e) {
-    return store_failure(e, call.key.str());
+    return front::store_failure(e, call.key.str());
   }
 }
 
-Answer Ledger::heartbeat(std::string_view body) const {
+front::Answer Ledger::heartbeat(std::string_view body) const {
   auto parsed = parse_heartbeat(body);
   if (auto* bad = std::get_if<BadField>(&parsed)) return bad_request(*bad);
   const HeartbeatCall& call = std::get<HeartbeatCall>(parsed);
@@ -229,11 +230,11 @@ Answer Ledger::heartbeat(std::string_view body) const {
                         {"lease_expires_at", util::iso8601_utc(now + lease_ms)}},
                        "renewed", call.key);
   } catch (const std::exception& e) {
-    return store_failure(e, call.key);
+    return front::store_failure(e, call.key);
   }
 }
 
-Answer Ledger::finish(std::string_view body) const {
+front::Answer Ledger::finish(std::string_view body) const {
   auto parsed = parse_finish(body);
   if (auto* bad = std::get_if<BadField>(&parsed)) return bad_request(*bad);
   const FinishCall& call = std::get<FinishCall>(parsed);
@@ -252,17 +253,19 @@ Answer Ledger::finish(std::string_view body) const {
         {{"key", call.key}, {"attempt", record->attempt}, {"status", core::to_string(call.status)}},
         "finished", call.key);
   } catch (const std::exception& e) {
-    return store_failure(e, call.key);
+    return front::store_failure(e, call.key);
   }
 }
 
-Answer Ledger::get(std::string_view encoded_key) const { return found(encoded_key, false); }
+front::Answer Ledger::get(std::string_view encoded_key) const { return found(encoded_key, false); }
 
-Answer Ledger::attempts(std::string_view encoded_key) const { return found(encoded_key, true); }
+front::Answer Ledger::attempts(std::string_view encoded_key) const {
+  return found(encoded_key, true);
+}
 
-Answer Ledger::found(std::string_view encoded_key, bool history_only) const {
+front::Answer Ledger::found(std::string_view encoded_key, bool history_only) const {
   auto key = path_key(encoded_key);
-  if (auto* bad = std::get_if<Answer>(&key)) return std::move(*bad);
+  if (auto* bad = std::get_if<front::Answer>(&key)) return std::move(*bad);
   const std::string& k = std::get<std::string>(key);
   try {
     auto store = stores_->lease();
@@ -274,13 +277,13 @@ Answer Ledger::found(std::string_view encoded_key, bool history_only) const {
                                     : shown_record(*record, clock_.now_ms(), &history),
                        "found", k);
   } catch (const std::exception& e) {
-    return store_failure(e, k);
+    return front::store_failure(e, k);
   }
 }
 
-Answer Ledger::remove(std::string_view encoded_key, bool force) const {
+front::Answer Ledger::remove(std::string_view encoded_key, bool force) const {
   auto key = path_key(encoded_key);
-  if (auto* bad = std::get_if<Answer>(&key)) return std::move(*bad);
+  if (auto* bad = std::get_if<front::Answer>(&key)) return std::move(*bad);
   const std::string& k = std::get<std::string>(key);
   try {
     auto store = stores_->lease();
@@ -292,7 +295,7 @@ Answer Ledger::remove(std::string_view encoded_key, bool force) const {
       store->mark_abandoned(k, record->attempt);
     switch (store->remove(k, force, proc::owner_gone)) {
       case store::RemoveResult::removed: {
-        Answer a;
+        front::Answer a;
         a.status = 204;
         a.outcome = "removed";
         a.key = k;
@@ -306,7 +309,7 @@ Answer Ledger::remove(std::string_view encoded_key, bool force) const {
     return refusal(409, "Key is running",
                    shown(k) + " is running; add ?force=1 to remove it anyway", "running", k);
   } catch (const std::exception& e) {
-    return store_failure(e, k);
+    return front::store_failure(e, k);
   }
 }
 
@@ -320,8 +323,8 @@ constexpr std::string_view k_records_prefix = "/v1/records/";
 constexpr std::string_view k_attempts_suffix = "/attempts";
 
 // A front's answer, counted under the ledger's family.
-Response to_ledger_response(Answer a) {
-  Response r = to_response(std::move(a));
+net::Response to_ledger_response(front::Answer a) {
+  net::Response r = front::to_response(std::move(a));
   r.log_fields.emplace_back("family", "ledger");
   return r;
 }
@@ -346,46 +349,46 @@ std::optional<bool> force_of(std::string_view target) {
   return force;
 }
 
-class LedgerRoute final : public Route {
+class LedgerRoute final : public front::Route {
  public:
   LedgerRoute(std::shared_ptr<const Ledger> ledger, std::optional<std::string> token)
       : ledger_(std::move(ledger)), token_(std::move(token)) {}
 
   bool matches(std::string_view path) const override { return is_ledger_path(path); }
 
-  Admission admit(const RequestHead& head) const override {
+  net::Admission admit(const net::RequestHead& head) const override {
     const bool records = head.path.rfind(k_records_prefix, 0) == 0;
     const bool allowed =
         records ? head.method == "GET" || head.method == "HEAD" || head.method == "DELETE"
                 : head.method == "POST";
     if (!allowed) {
-      Response r = to_ledger_response(refusal(405, "Method not allowed",
-                                              head.method + " is not allowed on " + head.path,
-                                              "bad_request", ""));
+      net::Response r = to_ledger_response(refusal(405, "Method not allowed",
+                                                   head.method + " is not allowed on " + head.path,
+                                                   "bad_request", ""));
       r.headers.emplace_back("Allow", records ? "GET, HEAD, DELETE" : "POST");
-      return Admission{std::move(r), 0};
+      return net::Admission{std::move(r), 0};
     }
     if (token_ && !authorized(head)) {
-      Response r = to_ledger_response(refusal(
+      net::Response r = to_ledger_response(refusal(
           401, "Unauthorized",
           "the ledger API needs the header \"Authorization: Bearer TOKEN\" with the token of "
           "the daemon's token file",
           "unauthorized", ""));
       r.headers.emplace_back("WWW-Authenticate", "Bearer");
-      return Admission{std::move(r), 0};
+      return net::Admission{std::move(r), 0};
     }
     const uint64_t limit = head.path == "/v1/finish" ? k_max_finish_body : k_max_call_body;
     if (!head.chunked && head.content_length > limit)
-      return Admission{to_ledger_response(refusal(
-                           413, "Body too large",
-                           "the body is " + std::to_string(head.content_length) + " bytes; " +
-                               head.path + " accepts at most " + std::to_string(limit),
-                           "bad_request", "")),
-                       0};
-    return Admission{std::nullopt, limit};
+      return net::Admission{to_ledger_response(refusal(
+                                413, "Body too large",
+                                "the body is " + std::to_string(head.content_length) + " bytes; " +
+                                    head.path + " accepts at most " + std::to_string(limit),
+                                "bad_request", "")),
+                            0};
+    return net::Admission{std::nullopt, limit};
   }
 
-  Response handle(Request& req) const override {
+  net::Response handle(net::Request& req) const override {
     const std::string& path = req.head.path;
     if (path == "/v1/claim") return to_ledger_response(ledger_->claim(req.body));
     if (path == "/v1/heartbeat") return to_ledger_response(ledger_->heartbeat(req.body));
@@ -403,7 +406,7 @@ class LedgerRoute final : public Route {
   }
 
  private:
-  bool authorized(const RequestHead& head) const {
+  bool authorized(const net::RequestHead& head) const {
     auto value = head.headers.get("Authorization");
     if (!value || head.headers.count("Authorization") != 1) return false;
     auto token = bearer_token(*value);
@@ -416,8 +419,8 @@ class LedgerRoute final : public Route {
 
 }  // namespace
 
-std::shared_ptr<const Route> ledger_route(std::shared_ptr<const Ledger> ledger,
-                                          std::optional<std::string> token) {
+std::shared_ptr<const front::Route> ledger_route(std::shared_ptr<const Ledger> ledger,
+                                                 std::optional<std::string> token) {
   return std::make_shared<LedgerRoute>(std::move(ledger), std::move(token));
 }
 
@@ -518,4 +521,4 @@ std::string load_token_file(const std::string& path, const std::string& what) {
   return text;
 }
 
-}  // namespace idem::http
+}  // namespace idem::ledger

@@ -27,7 +27,7 @@
 #include "store/provider.hpp"
 #include "util/clock.hpp"
 
-namespace idem::http {
+namespace idem::ledger {
 
 // The ledger's calls. Thread-safe: each call leases a store connection of its own.
 class Ledger {
@@ -37,20 +37,20 @@ class Ledger {
   Ledger(std::shared_ptr<store::StoreProvider> stores, core::Owner owner, const util::Clock& clock)
       : stores_(std::move(stores)), owner_(std::move(owner)), clock_(clock) {}
 
-  Answer claim(std::string_view body) const;
-  Answer heartbeat(std::string_view body) const;
-  Answer finish(std::string_view body) const;
+  front::Answer claim(std::string_view body) const;
+  front::Answer heartbeat(std::string_view body) const;
+  front::Answer finish(std::string_view body) const;
   // `encoded_key`: the path segment after /v1/records/, percent-encoded.
-  Answer get(std::string_view encoded_key) const;
-  Answer attempts(std::string_view encoded_key) const;
-  Answer remove(std::string_view encoded_key, bool force) const;
+  front::Answer get(std::string_view encoded_key) const;
+  front::Answer attempts(std::string_view encoded_key) const;
+  front::Answer remove(std::string_view encoded_key, bool force) const;
 
   // The owner the ledger claims for: this host's name, pid 0, no boot id.
   static core::Owner client_owner(const std::string& host);
 
  private:
   // The record of a /v1/records/ path with its history (get), or its history alone (attempts).
-  Answer found(std::string_view encoded_key, bool history_only) const;
+  front::Answer found(std::string_view encoded_key, bool history_only) const;
 
   const std::shared_ptr<store::StoreProvider> stores_;
   const core::Owner owner_;
@@ -61,8 +61,8 @@ class Ledger {
 // With a token, every call must carry it as "Authorization: Bearer TOKEN" (401 with
 // WWW-Authenticate: Bearer before the body is read); without one (the Unix socket, whose mode is
 // the access control) none is asked for.
-std::shared_ptr<const Route> ledger_route(std::shared_ptr<const Ledger> ledger,
-                                          std::optional<std::string> token);
+std::shared_ptr<const front::Route> ledger_route(std::shared_ptr<const Ledger> ledger,
+                                                 std::optional<std::string> token);
 
 // Whether the ledger's route takes `path` (a hook there would never be reached).
 bool is_ledger_path(std::string_view path);
@@ -79,4 +79,4 @@ std::string ledger_token_path(const store::StoreLocation& where);
 std::string load_token_file(const std::string& path, const std::string& what);
 std::string load_ledger_token(const std::string& path);
 
-}  // namespace idem::http
+}  // namespace idem::ledger

@@ -12,7 +12,7 @@
 #include "net/message.hpp"
 #include "util/hex.hpp"
 
-namespace idem::http {
+namespace idem::ledger {
 
 namespace {
 
@@ -247,7 +247,7 @@ std::optional<std::string> percent_decode(std::string_view text) {
 std::optional<std::string_view> bearer_token(std::string_view authorization) {
   constexpr std::string_view scheme = "bearer ";
   if (authorization.size() <= scheme.size() ||
-      !equals_ignore_case(authorization.substr(0, scheme.size()), scheme))
+      !net::equals_ignore_case(authorization.substr(0, scheme.size()), scheme))
     return std::nullopt;
   std::string_view token = authorization.substr(scheme.size());
   while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
@@ -256,4 +256,4 @@ std::optional<std::string_view> bearer_token(std::string_view authorization) {
   return token;
 }
 
-}  // namespace idem::http
+}  // namespace idem::ledger

@@ -10,7 +10,7 @@
 #include "core/key.hpp"
 #include "core/record.hpp"
 
-namespace idem::http {
+namespace idem::ledger {
 
 inline constexpr int64_t k_ledger_default_lease_ms = 5 * 60 * 1000;
 inline constexpr int64_t k_ledger_min_lease_ms = 1000;
@@ -70,4 +70,4 @@ std::optional<std::string> ledger_key_problem(const std::string& key);
 // `text` as a key the ledger takes (ledger_key_problem's rules); nullopt with `why` set if not.
 std::optional<core::Key> ledger_key(const std::string& text, std::string& why);
 
-}  // namespace idem::http
+}  // namespace idem::ledger

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace idem::http {
+namespace idem::net {
 
 namespace {
 
@@ -132,4 +132,4 @@ bool is_loopback_host(std::string_view host) {
   return dots == 3;
 }
 
-}  // namespace idem::http
+}  // namespace idem::net

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace idem::http {
+namespace idem::net {
 
 // One address, IPv4 or IPv6; an IPv4-mapped IPv6 address (::ffff:10.0.0.1) is its IPv4 one.
 struct IpAddress {
@@ -49,4 +49,4 @@ bool any_contains(const std::vector<IpRange>& ranges, const IpAddress& address);
 // socket) in: an empty list lets everyone in; a peer whose address cannot be read, no one.
 bool allows(const std::vector<IpRange>& allow, std::string_view remote);
 
-}  // namespace idem::http
+}  // namespace idem::net

@@ -7,7 +7,7 @@
 #include "core/response.hpp"
 #include "util/hex.hpp"
 
-namespace idem::http {
+namespace idem::net {
 
 namespace {
 
@@ -309,4 +309,4 @@ size_t ChunkedDecoder::feed(std::string_view in, std::string& out) {
 }
 
 }  // namespace syntax
-}  // namespace idem::http
+}  // namespace idem::net

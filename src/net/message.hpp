@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace idem::http {
+namespace idem::net {
 
 // Header fields in the order received; names compare case-insensitively.
 class Headers {
@@ -139,4 +139,4 @@ class ChunkedDecoder {
 };
 
 }  // namespace syntax
-}  // namespace idem::http
+}  // namespace idem::net

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <limits>
 
-namespace idem::http {
+namespace idem::net {
 
 using syntax::excerpt;
 using syntax::is_digit;
@@ -187,4 +187,4 @@ size_t RequestParser::feed_chunked(std::string_view in) {
   return used;
 }
 
-}  // namespace idem::http
+}  // namespace idem::net

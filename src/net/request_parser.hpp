@@ -14,7 +14,7 @@
 
 #include "net/message.hpp"
 
-namespace idem::http {
+namespace idem::net {
 
 struct RequestHead {
   std::string method;     // case-sensitive token, e.g. "POST"
@@ -100,4 +100,4 @@ class RequestParser {
   syntax::ChunkedDecoder chunked_;
 };
 
-}  // namespace idem::http
+}  // namespace idem::net

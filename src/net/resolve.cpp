@@ -7,7 +7,7 @@
 
 #include "util/system_files.hpp"
 
-namespace idem::http {
+namespace idem::net {
 
 // Weak: defined by system_resolver.cpp in the dynamically linked programs only.
 [[gnu::weak]] Resolved system_resolve(const std::string& host, int port);
@@ -80,4 +80,4 @@ std::string host_port(const std::string& host, int port) {
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-}  // namespace idem::http
+}  // namespace idem::net

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace idem::http {
+namespace idem::net {
 
 struct SocketAddress {
   sockaddr_storage storage{};
@@ -34,4 +34,4 @@ bool has_system_resolver();
 // "HOST:PORT", an IPv6 address in brackets ("[::1]:8787"), as URLs and logs write it.
 std::string host_port(const std::string& host, int port);
 
-}  // namespace idem::http
+}  // namespace idem::net

@@ -4,7 +4,7 @@
 #include <optional>
 #include <utility>
 
-namespace idem::http {
+namespace idem::net {
 
 using syntax::excerpt;
 using syntax::is_digit;
@@ -157,4 +157,4 @@ size_t ResponseParser::feed_body(std::string_view in) {
   return n;
 }
 
-}  // namespace idem::http
+}  // namespace idem::net

@@ -11,7 +11,7 @@
 
 #include "net/message.hpp"
 
-namespace idem::http {
+namespace idem::net {
 
 struct ResponseHead {
   int status = 0;         // 200..599 (1xx interim answers are skipped)
@@ -85,4 +85,4 @@ class ResponseParser {
   syntax::ChunkedDecoder chunked_;
 };
 
-}  // namespace idem::http
+}  // namespace idem::net

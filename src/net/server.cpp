@@ -26,7 +26,7 @@
 #include "net/tls.hpp"
 #include "util/clock.hpp"
 
-namespace idem::http {
+namespace idem::net {
 
 namespace {
 
@@ -703,4 +703,4 @@ void Server::stop() {
   [[maybe_unused]] ssize_t n = ::write(wake_write_.get(), &byte, 1);
 }
 
-}  // namespace idem::http
+}  // namespace idem::net

@@ -23,7 +23,7 @@
 #include "net/request_parser.hpp"
 #include "util/fd.hpp"
 
-namespace idem::http {
+namespace idem::net {
 
 class TlsContext;
 
@@ -168,4 +168,4 @@ class Server {
   bool accepting_done_ = false;
 };
 
-}  // namespace idem::http
+}  // namespace idem::net

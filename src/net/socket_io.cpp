@@ -10,7 +10,7 @@
 
 #include "util/clock.hpp"
 
-namespace idem::http {
+namespace idem::net {
 
 Ready wait_for(int fd, short events, int64_t deadline_ms, int wake_fd) {
   for (;;) {
@@ -51,4 +51,4 @@ std::string why(int err) {
   return s;
 }
 
-}  // namespace idem::http
+}  // namespace idem::net

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace idem::http {
+namespace idem::net {
 
 enum class Ready { ready, timeout, woken, error };
 
@@ -20,4 +20,4 @@ bool send_all(int fd, std::string_view bytes, int64_t deadline_ms, int flags = 0
 // strerror, lower-cased at the start to read as the end of an "idem: ..." line.
 std::string why(int err);
 
-}  // namespace idem::http
+}  // namespace idem::net

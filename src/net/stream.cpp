@@ -7,7 +7,7 @@
 
 #include "net/socket_io.hpp"
 
-namespace idem::http {
+namespace idem::net {
 
 Stream::Read PlainStream::read(char* out, size_t capacity, size_t& got, int64_t deadline_ms,
                                int wake_fd) {
@@ -33,4 +33,4 @@ bool PlainStream::write(std::string_view bytes, int64_t deadline_ms) {
 
 void PlainStream::close_write(int64_t) { ::shutdown(fd(), SHUT_WR); }
 
-}  // namespace idem::http
+}  // namespace idem::net

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace idem::http {
+namespace idem::net {
 
 class Stream {
  public:
@@ -47,4 +47,4 @@ class PlainStream final : public Stream {
   void close_write(int64_t deadline_ms) override;
 };
 
-}  // namespace idem::http
+}  // namespace idem::net

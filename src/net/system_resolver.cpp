@@ -8,7 +8,7 @@
 
 #include "net/resolve.hpp"
 
-namespace idem::http {
+namespace idem::net {
 
 Resolved system_resolve(const std::string& host, int port) {
   addrinfo hints{};
@@ -32,4 +32,4 @@ Resolved system_resolve(const std::string& host, int port) {
   return out;
 }
 
-}  // namespace idem::http
+}  // namespace idem::net

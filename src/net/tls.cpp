@@ -14,7 +14,7 @@
 #include "net/socket_io.hpp"
 #include "util/clock.hpp"
 
-namespace idem::http {
+namespace idem::net {
 
 namespace {
 
@@ -176,4 +176,4 @@ std::unique_ptr<Stream> TlsContext::accept(int fd) const {
   return std::make_unique<TlsStream>(fd, ssl);
 }
 
-}  // namespace idem::http
+}  // namespace idem::net

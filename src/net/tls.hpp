@@ -12,7 +12,7 @@
 
 struct ssl_ctx_st;
 
-namespace idem::http {
+namespace idem::net {
 
 enum class TlsVersion { v1_2, v1_3 };
 
@@ -49,4 +49,4 @@ class TlsContext {
   ssl_ctx_st* ctx_;
 };
 
-}  // namespace idem::http
+}  // namespace idem::net

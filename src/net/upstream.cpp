@@ -21,7 +21,7 @@
 #include "util/clock.hpp"
 #include "util/fd.hpp"
 
-namespace idem::http {
+namespace idem::net {
 
 namespace {
 
@@ -356,4 +356,4 @@ std::unique_ptr<UpstreamExchange> UpstreamPool::send(const UpstreamRequest& requ
   }
 }
 
-}  // namespace idem::http
+}  // namespace idem::net

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace idem::http {
+namespace idem::net {
 
 // Where the upstream is: parsed from `http://HOST[:PORT][/PREFIX]` (HOST a name, an IPv4
 // address or a bracketed IPv6 one; PORT 80 when absent; a PREFIX, without a trailing '/', is put
@@ -110,4 +110,4 @@ class UpstreamPool {
   std::unique_ptr<Pool> pool_;
 };
 
-}  // namespace idem::http
+}  // namespace idem::net

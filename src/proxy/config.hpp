@@ -4,9 +4,9 @@
 #include "front/config_fields.hpp"
 #include "proxy/rules.hpp"
 
-namespace idem::http {
+namespace idem::proxy {
 
-// Throws config_fields::Problem.
-ProxyConfig read_proxy_section(const config_fields::Json& value);
+// Throws front::config_fields::Problem.
+ProxyConfig read_proxy_section(const front::config_fields::Json& value);
 
-}  // namespace idem::http
+}  // namespace idem::proxy

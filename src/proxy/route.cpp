@@ -21,7 +21,7 @@
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
 
-namespace idem::http {
+namespace idem::proxy {
 
 namespace {
 
@@ -30,8 +30,8 @@ constexpr size_t k_max_idle_upstream = 16;
 // How many bytes of a streamed answer wait for its client before the forward waits in turn.
 constexpr size_t k_max_buffered = 1 << 20;
 
-Response labelled(Response r, const std::string& outcome, const std::string& key = "",
-                  const std::string& error = "") {
+net::Response labelled(net::Response r, const std::string& outcome, const std::string& key = "",
+                       const std::string& error = "") {
   r.log_fields.emplace_back("family", "proxy");
   r.log_fields.emplace_back("outcome", outcome);
   if (!key.empty()) r.log_fields.emplace_back("key", key);
@@ -41,15 +41,15 @@ Response labelled(Response r, const std::string& outcome, const std::string& key
 
 // A problem whose cause a retry cannot change (until an operator removes the record): SDKs
 // that honour these headers (Stripe's, OpenAI's) give up at once instead of retrying.
-Response final_problem(int status, const std::string& title, const std::string& detail) {
-  Response r = proxy_problem(status, title, detail);
+net::Response final_problem(int status, const std::string& title, const std::string& detail) {
+  net::Response r = proxy_problem(status, title, detail);
   r.headers.emplace_back("Stripe-Should-Retry", "false");
   r.headers.emplace_back("X-Should-Retry", "false");
   return r;
 }
 
-UpstreamRequest upstream_request(const Request& req, const UpstreamTarget& target) {
-  UpstreamRequest up;
+net::UpstreamRequest upstream_request(const net::Request& req, const net::UpstreamTarget& target) {
+  net::UpstreamRequest up;
   up.method = req.head.method;
   up.target = req.head.target;
   up.headers = forwarded_headers(req.head, req.remote, target);
@@ -57,13 +57,13 @@ UpstreamRequest upstream_request(const Request& req, const UpstreamTarget& targe
   return up;
 }
 
-std::string failure_outcome(const UpstreamError& e) {
-  return e.kind() == UpstreamError::timeout ? "upstream_timeout" : "upstream_error";
+std::string failure_outcome(const net::UpstreamError& e) {
+  return e.kind() == net::UpstreamError::timeout ? "upstream_timeout" : "upstream_error";
 }
 
 // 504 past the deadline, else 502; the reason, which names the upstream, goes to the log only.
-Response upstream_problem(const UpstreamError& e, const ProxySettings& settings) {
-  if (e.kind() == UpstreamError::timeout)
+net::Response upstream_problem(const net::UpstreamError& e, const ProxySettings& settings) {
+  if (e.kind() == net::UpstreamError::timeout)
     return proxy_problem(
         504, "Upstream timed out",
         "the upstream did not answer within " + std::to_string(settings.timeout_ms) + " ms",
@@ -81,7 +81,7 @@ class Handover {
  public:
   // The job's side. The final answer, or the end of a streamed one (`whole`: every byte came).
   // False when `r` reaches no client (it has had its 504, or its answer's head went out).
-  bool answer(Response r, bool whole) {
+  bool answer(net::Response r, bool whole) {
     std::lock_guard lock(mutex_);
     const bool taken = state_ == State::forwarding;
     if (state_ == State::forwarding) {
@@ -96,7 +96,7 @@ class Handover {
   }
   // The head of an answer that goes out as it comes; false when the client is no longer waited
   // for.
-  bool open_stream(Response head) {
+  bool open_stream(net::Response head) {
     std::lock_guard lock(mutex_);
     if (state_ != State::forwarding) return false;
     answer_ = std::move(head);
@@ -117,12 +117,12 @@ class Handover {
   }
 
   // The worker's side: the answer to send by `deadline_ms`, or nothing (the client gets a 504).
-  std::optional<Response> take(int64_t deadline_ms, const std::shared_ptr<Handover>& self) {
+  std::optional<net::Response> take(int64_t deadline_ms, const std::shared_ptr<Handover>& self) {
     std::unique_lock lock(mutex_);
     while (state_ == State::forwarding)
       if (!wait(lock, deadline_ms)) state_ = State::left;
     if (state_ == State::left) return std::nullopt;
-    Response r = std::move(answer_);
+    net::Response r = std::move(answer_);
     if (state_ == State::answered) return r;
     r.stream = [self, deadline_ms](const std::function<bool(std::string_view)>& write) {
       return self->relay(write, deadline_ms);
@@ -169,7 +169,7 @@ class Handover {
   std::mutex mutex_;
   std::condition_variable changed_;
   State state_ = State::forwarding;
-  Response answer_;
+  net::Response answer_;
   std::deque<std::string> pieces_;
   size_t buffered_ = 0;
   bool whole_ = false;
@@ -190,8 +190,9 @@ class Handover {
 // (Outcome::kept_until_removed), or the TTL would let a retry send it again.
 class ForwardEffect final : public engine::Effect {
  public:
-  ForwardEffect(UpstreamPool& pool, const UpstreamRequest& request, const ProxySettings& settings,
-                int64_t max_response, int64_t start_ms, Handover& handover)
+  ForwardEffect(net::UpstreamPool& pool, const net::UpstreamRequest& request,
+                const ProxySettings& settings, int64_t max_response, int64_t start_ms,
+                Handover& handover)
       : pool_(pool),
         request_(request),
         settings_(settings),
@@ -206,7 +207,7 @@ class ForwardEffect final : public engine::Effect {
       // A connection is made by the client's deadline; the answer is awaited late_answer more.
       auto exchange =
           pool_.send(request_, client_deadline + settings_.late_answer_ms, client_deadline);
-      const UpstreamHead& head = exchange->head();
+      const net::UpstreamHead& head = exchange->head();
       std::string body;
       int64_t total = 0;
       bool over = false;
@@ -218,14 +219,14 @@ class ForwardEffect final : public engine::Effect {
         }
         if (!over) {  // too large to keep: its client gets it as it comes
           over = true;
-          streaming_ = handover_.open_stream(answer_head(head)) &&
+          streaming_ = handover_.open_stream(proxy::answer_head(head)) &&
                        handover_.put_piece(body, client_deadline);
           body = std::string();
         }
         if (streaming_) streaming_ = handover_.put_piece(piece, client_deadline);
         return true;  // read to the end even past the cap: the connection is then reused
       });
-      answer_ = answer_head(head);
+      answer_ = proxy::answer_head(head);
       release_ = !stores_status(head.status, settings_);
       o.status = core::Status::succeeded;
       o.exit_code = 0;
@@ -244,7 +245,7 @@ class ForwardEffect final : public engine::Effect {
       }
       o.output_bytes = kept.stored_bytes();
       o.output = kept.take_encoded();
-    } catch (const UpstreamError& e) {
+    } catch (const net::UpstreamError& e) {
       error_ = e.what();
       o.note = std::string("upstream: ") + e.what();
       answer_ = upstream_problem(e, settings_);
@@ -257,12 +258,13 @@ class ForwardEffect final : public engine::Effect {
         o.status = core::Status::failed;
         o.kept_until_removed = true;  // past the TTL a retry would send it again
         o.note = "outcome unknown: the request was sent, then " + o.note;
-        if (e.kind() != UpstreamError::timeout)
-          answer_ = proxy_problem(502, "Upstream broke off",
-                                  "the upstream broke off the exchange after the request was "
-                                  "sent: whether it acted on it is unknown, so it is not sent "
-                                  "again for this Idempotency-Key",
-                                  "api_error");
+        if (e.kind() != net::UpstreamError::timeout)
+          answer_ =
+              proxy::proxy_problem(502, "Upstream broke off",
+                                   "the upstream broke off the exchange after the request was "
+                                   "sent: whether it acted on it is unknown, so it is not sent "
+                                   "again for this Idempotency-Key",
+                                   "api_error");
       }
     }
     return o;
@@ -274,19 +276,19 @@ class ForwardEffect final : public engine::Effect {
   }
   bool release_instead(const core::Outcome&) const override { return release_; }
 
-  Response& answer() { return answer_; }
+  net::Response& answer() { return answer_; }
   const std::string& outcome() const { return outcome_; }
   const std::string& error() const { return error_; }
   bool streamed_whole() const { return streaming_ && !unknown_; }
 
  private:
-  UpstreamPool& pool_;
-  const UpstreamRequest& request_;
+  net::UpstreamPool& pool_;
+  const net::UpstreamRequest& request_;
   const ProxySettings& settings_;
   const int64_t max_response_;
   const int64_t start_ms_;
   Handover& handover_;
-  Response answer_;
+  net::Response answer_;
   bool release_ = false;
   bool unknown_ = false;
   bool streaming_ = false;
@@ -294,9 +296,9 @@ class ForwardEffect final : public engine::Effect {
   std::string error_;
 };
 
-Response proxy_store_failure(const std::exception& e, const std::string& key) {
-  StoreFailureAnswer s = store_failure_answer(e);
-  Response r = proxy_problem(s.status, s.title, s.detail, "api_error");
+net::Response proxy_store_failure(const std::exception& e, const std::string& key) {
+  front::StoreFailureAnswer s = front::store_failure_answer(e);
+  net::Response r = proxy::proxy_problem(s.status, s.title, s.detail, "api_error");
   for (auto& [name, value] : s.headers) r.headers.emplace_back(std::move(name), std::move(value));
   return labelled(std::move(r), "store_error", key, e.what());
 }
@@ -304,13 +306,13 @@ Response proxy_store_failure(const std::exception& e, const std::string& key) {
 // One keyed request's forward, on a thread of its own: it outlives its client's wait when the
 // upstream is slow, and the route when a reload drops it.
 struct Forward {
-  std::shared_ptr<UpstreamPool> pool;
+  std::shared_ptr<net::UpstreamPool> pool;
   std::shared_ptr<store::StoreProvider> stores;
   engine::Front front;
   ProxySettings settings;
   int64_t max_response = 0;
   std::string body;  // the request's; `request.body` views it
-  UpstreamRequest request;
+  net::UpstreamRequest request;
   engine::Claimed claimed;
   std::string key;  // as the client gave it, for the log
   int64_t start_ms = 0;
@@ -321,7 +323,7 @@ struct Forward {
     store::PerCallStore store(stores);
     engine::Engine engine(store, front);
     ForwardEffect effect(*pool, request, settings, max_response, start_ms, *handover);
-    Response answer;
+    net::Response answer;
     std::string failure;
     try {
       engine.carry_out(claimed, effect);
@@ -348,7 +350,7 @@ struct Forward {
 
 // A duplicate's answer from the record: the stored status and headers in order, the body its
 // stdout, byte for byte; or, for an outcome that cannot be replayed, a 409 that says why.
-Response replayed(const core::Record& record, const std::string& key) {
+net::Response replayed(const core::Record& record, const std::string& key) {
   const std::string shown = "Idempotency-Key '" + core::display_key(key) + "'";
   const std::string clear = "once it is known, remove the record (idem rm '" +
                             core::display_key(record.key) + "') to let the key be used again";
@@ -365,7 +367,7 @@ Response replayed(const core::Record& record, const std::string& key) {
                                       " was over the proxy's max_response, so it was not "
                                       "stored; the request is not sent again"),
                     "refused_too_large", key);
-  Response r;
+  net::Response r;
   const core::Response stored = record.response.value_or(core::Response{});
   r.status = stored.status;
   for (const auto& [name, value] : stored.headers) {
@@ -380,16 +382,16 @@ Response replayed(const core::Record& record, const std::string& key) {
   return labelled(std::move(r), "replayed", key);
 }
 
-Response key_refusal(const KeyReading& k) {
+net::Response key_refusal(const KeyReading& k) {
   if (k.kind == KeyReading::missing)
-    return labelled(proxy_problem(400, "Idempotency-Key is missing",
-                                  "this request needs an Idempotency-Key header"),
+    return labelled(proxy::proxy_problem(400, "Idempotency-Key is missing",
+                                         "this request needs an Idempotency-Key header"),
                     "missing_key");
-  return labelled(proxy_problem(400, "Idempotency-Key is malformed", k.reason), "bad_key");
+  return labelled(proxy::proxy_problem(400, "Idempotency-Key is malformed", k.reason), "bad_key");
 }
 
 // The answer to a keyed request that is not forwarded now.
-Response not_forwarded(const engine::Claimed& claimed, const std::string& key) {
+net::Response not_forwarded(const engine::Claimed& claimed, const std::string& key) {
   const std::string shown = "Idempotency-Key '" + core::display_key(key) + "'";
   switch (claimed.verdict) {
     case engine::ClaimVerdict::replay:
@@ -400,8 +402,8 @@ Response not_forwarded(const engine::Claimed& claimed, const std::string& key) {
                                             "query or body)"),
                       "conflict", key);
     case engine::ClaimVerdict::running: {
-      Response r = proxy_problem(409, "A request is outstanding for this Idempotency-Key",
-                                 shown + " is being forwarded now; retry later");
+      net::Response r = proxy_problem(409, "A request is outstanding for this Idempotency-Key",
+                                      shown + " is being forwarded now; retry later");
       r.headers.emplace_back("Retry-After", "1");
       return labelled(std::move(r), "in_flight", key);
     }
@@ -416,43 +418,44 @@ Response not_forwarded(const engine::Claimed& claimed, const std::string& key) {
   }
 }
 
-class ProxyRoute final : public Route {
+class ProxyRoute final : public front::Route {
  public:
   ProxyRoute(const ProxyConfig& config, ProxyServices services)
       : config_(config),
         services_(std::move(services)),
-        pool_(std::make_shared<UpstreamPool>(config.target, k_max_idle_upstream)) {}
+        pool_(std::make_shared<net::UpstreamPool>(config.target, k_max_idle_upstream)) {}
 
   bool matches(std::string_view) const override { return true; }
 
-  Admission admit(const RequestHead& head) const override {
+  net::Admission admit(const net::RequestHead& head) const override {
     if (!allows(config_.allow, head.remote))
-      return Admission{
-          labelled(proxy_problem(403, "Forbidden", "the proxy does not serve " + head.remote),
-                   "forbidden"),
+      return net::Admission{
+          labelled(
+              proxy::proxy_problem(403, "Forbidden", "the proxy does not serve " + head.remote),
+              "forbidden"),
           0};
     // Absolute-form ("POST http://host/x") is for forward proxies; "OPTIONS *" asks the server
     // itself. Neither names a path of the upstream.
     if (!head.target.starts_with('/'))
-      return Admission{
-          labelled(proxy_problem(400, "Bad request target",
-                                 "the proxy forwards requests for a path ('/v1/x?y=1'), "
-                                 "not for '" +
-                                     syntax::excerpt(head.target) + "'",
-                                 "invalid_request_error"),
+      return net::Admission{
+          labelled(proxy::proxy_problem(400, "Bad request target",
+                                        "the proxy forwards requests for a path ('/v1/x?y=1'), "
+                                        "not for '" +
+                                            net::syntax::excerpt(head.target) + "'",
+                                        "invalid_request_error"),
                    "bad_request"),
           0};
     const ProxySettings& s = config_.settings_for(head.path);
     if (!head.chunked && head.content_length > uint64_t(s.max_body))
-      return Admission{too_large(head.content_length, s), 0};
+      return net::Admission{too_large(head.content_length, s), 0};
     if (s.keyed(head.method)) {
       KeyReading k = read_idempotency_key(head.headers);
-      if (k.kind != KeyReading::ok) return Admission{key_refusal(k), 0};
+      if (k.kind != KeyReading::ok) return net::Admission{key_refusal(k), 0};
     }
-    return Admission{std::nullopt, uint64_t(s.max_body)};
+    return net::Admission{std::nullopt, uint64_t(s.max_body)};
   }
 
-  Response handle(Request& req) const override {
+  net::Response handle(net::Request& req) const override {
     const ProxySettings& s = config_.settings_for(req.head.path);
     if (int64_t(req.body.size()) > s.max_body) return too_large(req.body.size(), s);
     if (!s.keyed(req.head.method)) return pass_through(req, s);
@@ -463,22 +466,22 @@ class ProxyRoute final : public Route {
 
   // SDKs of Stripe-style APIs read an answer without the `error` member as a success, so every
   // answer the proxy's clients get carries it, the transport's refusals too.
-  Response refused(const Refusal& refusal) const override {
-    Response r = proxy_problem(refusal.status, refusal.title, refusal.detail,
-                               refusal.status == 500 ? "api_error" : "invalid_request_error");
+  net::Response refused(const front::Refusal& refusal) const override {
+    net::Response r = proxy_problem(refusal.status, refusal.title, refusal.detail,
+                                    refusal.status == 500 ? "api_error" : "invalid_request_error");
     r.log_fields = {{"family", "proxy"}, {"outcome", refusal.outcome}};
     if (!refusal.error.empty()) r.log_fields.emplace_back("error", refusal.error);
     return r;
   }
 
  private:
-  Response too_large(uint64_t size, const ProxySettings& s) const {
-    return labelled(
-        proxy_problem(413, "Body too large",
-                      "the body is " + std::to_string(size) + " bytes; the proxy accepts at most " +
-                          std::to_string(s.max_body) + " here",
-                      "invalid_request_error"),
-        "too_large");
+  net::Response too_large(uint64_t size, const ProxySettings& s) const {
+    return labelled(proxy::proxy_problem(413, "Body too large",
+                                         "the body is " + std::to_string(size) +
+                                             " bytes; the proxy accepts at most " +
+                                             std::to_string(s.max_body) + " here",
+                                         "invalid_request_error"),
+                    "too_large");
   }
 
   int64_t max_forwards() const {
@@ -508,15 +511,15 @@ class ProxyRoute final : public Route {
   }
 
   // Nothing was sent and the key is free: the client retries later.
-  static Response busy(const std::string& key, const std::string& why) {
-    Response r = proxy_problem(
+  static net::Response busy(const std::string& key, const std::string& why) {
+    net::Response r = proxy::proxy_problem(
         503, "Proxy busy", "the proxy cannot forward more requests now; retry later", "api_error");
     r.headers.emplace_back("Retry-After", "1");
     return labelled(std::move(r), "busy", key, why);
   }
 
   // An attempt at `key` in the request's scope: its record is stored_key's name.
-  engine::AttemptRequest attempt_request(const Request& req, const ProxySettings& s,
+  engine::AttemptRequest attempt_request(const net::Request& req, const ProxySettings& s,
                                          const core::Key& key, const std::string& scope) const {
     engine::AttemptRequest ar(key, stored_scope(scope));
     ar.claim.fingerprint = request_fingerprint(req.head, req.body);
@@ -530,7 +533,7 @@ class ProxyRoute final : public Route {
   }
 
   // Claims the scoped key; forwards once (Forward), or answers from the record.
-  Response keyed(Request& req, const ProxySettings& s, const core::Key& usable) const {
+  net::Response keyed(net::Request& req, const ProxySettings& s, const core::Key& usable) const {
     const int64_t start_ms = util::monotonic_ms();
     const std::string& key = usable.str();
     const std::string scope = key_scope(req.head.headers, config_.scope_header);
@@ -575,7 +578,7 @@ class ProxyRoute final : public Route {
     if (auto answer = handover->take(start_ms + s.timeout_ms, handover)) return std::move(*answer);
     const std::string waited =
         "the upstream did not answer within " + std::to_string(s.timeout_ms) + " ms; ";
-    Response r = proxy_problem(
+    net::Response r = proxy_problem(
         504, "Upstream timed out",
         s.late_answer_ms > 0 ? waited +
                                    "its answer is still awaited and will be stored: a retry with "
@@ -589,22 +592,22 @@ class ProxyRoute final : public Route {
 
   // Other methods: forwarded as they came, the answer streamed to the client piece by piece as
   // it arrives (nothing of it is kept), never stored.
-  Response pass_through(const Request& req, const ProxySettings& s) const {
-    std::shared_ptr<UpstreamExchange> exchange;
+  net::Response pass_through(const net::Request& req, const ProxySettings& s) const {
+    std::shared_ptr<net::UpstreamExchange> exchange;
     try {
       exchange =
           pool_->send(upstream_request(req, pool_->target()), util::monotonic_ms() + s.timeout_ms);
       if (req.head.method == "HEAD")  // no body follows: the connection goes back to the pool
         exchange->read_body([](std::string_view) { return true; });
-    } catch (const UpstreamError& e) {
+    } catch (const net::UpstreamError& e) {
       return labelled(upstream_problem(e, s), failure_outcome(e), "", e.what());
     }
-    Response r = answer_head(exchange->head());
+    net::Response r = answer_head(exchange->head());
     // The stream runs after handle() has returned, maybe after a reload dropped this route: it
     // keeps the pool its exchange's connection goes back to, and gives the exchange up first.
     struct Held {
-      std::shared_ptr<UpstreamPool> pool;
-      std::shared_ptr<UpstreamExchange> exchange;  // destroyed before the pool
+      std::shared_ptr<net::UpstreamPool> pool;
+      std::shared_ptr<net::UpstreamExchange> exchange;  // destroyed before the pool
     };
     auto held = std::make_shared<Held>(Held{pool_, std::move(exchange)});
     r.stream = [held](const std::function<bool(std::string_view)>& write) {
@@ -612,7 +615,7 @@ class ProxyRoute final : public Route {
       try {
         held->exchange->read_body(
             [&](std::string_view piece) { return client_there = write(piece); });
-      } catch (const UpstreamError&) {
+      } catch (const net::UpstreamError&) {
         return false;  // cut off: the client sees the answer end early
       }
       return client_there;
@@ -622,13 +625,14 @@ class ProxyRoute final : public Route {
 
   const ProxyConfig config_;
   const ProxyServices services_;
-  const std::shared_ptr<UpstreamPool> pool_;
+  const std::shared_ptr<net::UpstreamPool> pool_;
 };
 
 }  // namespace
 
-std::shared_ptr<const Route> make_proxy_route(const ProxyConfig& config, ProxyServices services) {
+std::shared_ptr<const front::Route> make_proxy_route(const ProxyConfig& config,
+                                                     ProxyServices services) {
   return std::make_shared<ProxyRoute>(config, std::move(services));
 }
 
-}  // namespace idem::http
+}  // namespace idem::proxy

@@ -14,7 +14,7 @@
 #include "proxy/rules.hpp"
 #include "store/provider.hpp"
 
-namespace idem::http {
+namespace idem::proxy {
 
 struct ProxyServices {
   std::shared_ptr<store::StoreProvider> stores;  // the daemon's connections
@@ -38,6 +38,7 @@ struct ProxyServices {
 // stored), refused_unknown and refused_too_large (409s to duplicates of those two),
 // passed_through, store_error, busy, and the transport's refusals (bad_request,
 // request_timeout, too_large, error).
-std::shared_ptr<const Route> make_proxy_route(const ProxyConfig& config, ProxyServices services);
+std::shared_ptr<const front::Route> make_proxy_route(const ProxyConfig& config,
+                                                     ProxyServices services);
 
-}  // namespace idem::http
+}  // namespace idem::proxy

@@ -8,7 +8,7 @@
 #include "core/key.hpp"
 #include "util/hex.hpp"
 
-namespace idem::http {
+namespace idem::proxy {
 
 namespace {
 
@@ -25,10 +25,10 @@ std::string trimmed(std::string_view text) {
 }
 
 // The values of every field named `name`, joined with ", " as RFC 9110 combines them.
-std::optional<std::string> joined(const Headers& headers, std::string_view name) {
+std::optional<std::string> joined(const net::Headers& headers, std::string_view name) {
   std::optional<std::string> value;
   for (const auto& [n, v] : headers.fields()) {
-    if (!equals_ignore_case(n, name)) continue;
+    if (!net::equals_ignore_case(n, name)) continue;
     if (value)
       value->append(", ").append(v);
     else
@@ -70,8 +70,9 @@ KeyReading unquote(std::string_view value) {
 }
 
 bool is_credential(std::string_view name) {
-  return equals_ignore_case(name, "Authorization") || equals_ignore_case(name, "Cookie") ||
-         equals_ignore_case(name, "Proxy-Authorization");
+  return net::equals_ignore_case(name, "Authorization") ||
+         net::equals_ignore_case(name, "Cookie") ||
+         net::equals_ignore_case(name, "Proxy-Authorization");
 }
 
 }  // namespace
@@ -93,7 +94,7 @@ const ProxySettings& ProxyConfig::settings_for(std::string_view path) const {
   return best ? best->settings : settings;
 }
 
-KeyReading read_idempotency_key(const Headers& headers) {
+KeyReading read_idempotency_key(const net::Headers& headers) {
   KeyReading r;
   const size_t count = headers.count(k_idempotency_key);
   if (count == 0) return r;
@@ -128,7 +129,7 @@ KeyReading read_idempotency_key(const Headers& headers) {
   return r;
 }
 
-std::string key_scope(const Headers& headers, std::string_view scope_header) {
+std::string key_scope(const net::Headers& headers, std::string_view scope_header) {
   core::Fingerprinter f;
   f.add_field("kind", "proxy-scope");
   // The scope header alone when there is one: Authorization changes when a token is refreshed,
@@ -148,7 +149,7 @@ std::string stored_key(std::string_view scope, std::string_view key) {
   return stored_scope(scope) + "#" + std::string(key);
 }
 
-std::string request_fingerprint(const RequestHead& head, std::string_view body) {
+std::string request_fingerprint(const net::RequestHead& head, std::string_view body) {
   core::Fingerprinter f;
   f.add_field("kind", "proxy");
   f.add_field("method", head.method);
@@ -161,7 +162,7 @@ std::string request_fingerprint(const RequestHead& head, std::string_view body) 
   return f.hex();
 }
 
-std::string proxy_stored_request(const RequestHead& head, std::string_view body) {
+std::string proxy_stored_request(const net::RequestHead& head, std::string_view body) {
   nlohmann::json headers = nlohmann::json::array();
   for (const auto& [n, v] : head.headers.fields())
     headers.push_back({n, is_credential(n) ? std::string("[redacted]") : v});
@@ -176,7 +177,7 @@ std::vector<std::string> connection_names(
     const std::vector<std::pair<std::string, std::string>>& headers) {
   std::vector<std::string> names;
   for (const auto& [n, v] : headers) {
-    if (!equals_ignore_case(n, "Connection")) continue;
+    if (!net::equals_ignore_case(n, "Connection")) continue;
     std::string_view rest = v;
     while (!rest.empty()) {
       size_t comma = rest.find(',');
@@ -191,26 +192,26 @@ std::vector<std::string> connection_names(
 bool is_hop_by_hop(std::string_view name, const std::vector<std::string>& listed) {
   for (std::string_view hop : {"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer",
                                "Transfer-Encoding", "Upgrade"})
-    if (equals_ignore_case(name, hop)) return true;
+    if (net::equals_ignore_case(name, hop)) return true;
   const std::string l = lower(name);
   return std::find(listed.begin(), listed.end(), l) != listed.end();
 }
 
-std::vector<std::pair<std::string, std::string>> forwarded_headers(const RequestHead& head,
-                                                                   const std::string& remote,
-                                                                   const UpstreamTarget& target) {
+std::vector<std::pair<std::string, std::string>> forwarded_headers(
+    const net::RequestHead& head, const std::string& remote, const net::UpstreamTarget& target) {
   const auto& fields = head.headers.fields();
   const auto listed = connection_names(fields);
   std::vector<std::pair<std::string, std::string>> out;
   std::optional<std::string> forwarded_for;
   for (const auto& [n, v] : fields) {
-    if (equals_ignore_case(n, "X-Forwarded-For")) {
+    if (net::equals_ignore_case(n, "X-Forwarded-For")) {
       forwarded_for = forwarded_for ? *forwarded_for + ", " + v : v;
       continue;
     }
-    if (is_hop_by_hop(n, listed) || equals_ignore_case(n, "Host") ||
-        equals_ignore_case(n, "Content-Length") || equals_ignore_case(n, "Expect") ||
-        equals_ignore_case(n, "X-Forwarded-Host") || equals_ignore_case(n, "X-Forwarded-Proto"))
+    if (is_hop_by_hop(n, listed) || net::equals_ignore_case(n, "Host") ||
+        net::equals_ignore_case(n, "Content-Length") || net::equals_ignore_case(n, "Expect") ||
+        net::equals_ignore_case(n, "X-Forwarded-Host") ||
+        net::equals_ignore_case(n, "X-Forwarded-Proto"))
       continue;
     out.emplace_back(n, v);
   }
@@ -222,15 +223,15 @@ std::vector<std::pair<std::string, std::string>> forwarded_headers(const Request
   return out;
 }
 
-Response answer_head(const UpstreamHead& head) {
-  Response r;
+net::Response answer_head(const net::UpstreamHead& head) {
+  net::Response r;
   r.status = head.status;
   const auto listed = connection_names(head.headers);
   for (const auto& [n, v] : head.headers) {
-    if (is_hop_by_hop(n, listed) || equals_ignore_case(n, "Content-Length") ||
-        equals_ignore_case(n, "Date"))
+    if (is_hop_by_hop(n, listed) || net::equals_ignore_case(n, "Content-Length") ||
+        net::equals_ignore_case(n, "Date"))
       continue;
-    if (r.content_type.empty() && equals_ignore_case(n, "Content-Type"))
+    if (r.content_type.empty() && net::equals_ignore_case(n, "Content-Type"))
       r.content_type = v;
     else
       r.headers.emplace_back(n, v);
@@ -238,13 +239,13 @@ Response answer_head(const UpstreamHead& head) {
   return r;
 }
 
-core::Response stored_response(const UpstreamHead& head) {
+core::Response stored_response(const net::UpstreamHead& head) {
   core::Response r;
   r.status = head.status;
   const auto listed = connection_names(head.headers);
   size_t bytes = 0;
   for (const auto& [n, v] : head.headers) {
-    if (is_hop_by_hop(n, listed) || equals_ignore_case(n, "Set-Cookie")) continue;
+    if (is_hop_by_hop(n, listed) || net::equals_ignore_case(n, "Set-Cookie")) continue;
     core::Response one{head.status, {{n, v}}};
     if (core::response_problem(one)) continue;  // Date, Content-Length, a control byte, ...
     if (bytes + n.size() + v.size() > core::k_max_response_header_bytes) break;
@@ -295,9 +296,9 @@ bool stores_status(int status, const ProxySettings& settings) {
   return settings.store_statuses.stores(status) || (status >= 500 && settings.store_server_errors);
 }
 
-Response proxy_problem(int status, const std::string& title, const std::string& detail,
-                       const std::string& error_type) {
-  Response r;
+net::Response proxy_problem(int status, const std::string& title, const std::string& detail,
+                            const std::string& error_type) {
+  net::Response r;
   r.status = status;
   r.content_type = "application/problem+json";
   r.body = nlohmann::ordered_json{{"type", "about:blank"},
@@ -310,4 +311,4 @@ Response proxy_problem(int status, const std::string& title, const std::string& 
   return r;
 }
 
-}  // namespace idem::http
+}  // namespace idem::proxy

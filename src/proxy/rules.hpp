@@ -19,7 +19,7 @@
 #include "net/server.hpp"
 #include "net/upstream.hpp"
 
-namespace idem::http {
+namespace idem::proxy {
 
 // Which of the upstream's answers are stored and replayed, by status (the config's
 // `store_statuses`): items that take a status ("404") or a class ("4xx"), and items that refuse
@@ -68,7 +68,7 @@ struct ProxyRouteSettings {
 
 struct ProxyConfig {
   std::string upstream;  // the URL as given
-  UpstreamTarget target;
+  net::UpstreamTarget target;
   ProxySettings settings;
   // Stored bytes of an answer's body. A longer answer reaches its client whole, and is kept as
   // too large to replay (duplicates get a 409).
@@ -82,7 +82,7 @@ struct ProxyConfig {
   int64_t max_forwards = 0;
   std::vector<ProxyRouteSettings> routes;
   // The peers whose requests are forwarded; others get 403 before the body is read. Empty: all.
-  std::vector<IpRange> allow;
+  std::vector<net::IpRange> allow;
   // "notify": run when a keyed request's recorded outcome failed (an upstream's stored 5xx, an
   // exchange cut off after the request went out) or, on "change", recovered; null: none.
   std::shared_ptr<core::NotifySpec> notify;
@@ -106,14 +106,14 @@ struct KeyReading {
   std::optional<core::Key> usable;  // ok: the key, checked
   std::string reason;               // malformed: why, one line
 };
-KeyReading read_idempotency_key(const Headers& headers);
+KeyReading read_idempotency_key(const net::Headers& headers);
 
 // The scope of a request's key: 16 hex digits of SHA-256 over its scope header's value when
 // `scope_header` is set and the request has it, else over its Authorization value (each framed
 // by name and length, so which one holds a value matters), or "-" when it has neither. One
 // client can never reach another's stored answer; with a scope header, a client whose token is
 // refreshed between an attempt and its retry stays the same client.
-std::string key_scope(const Headers& headers, std::string_view scope_header);
+std::string key_scope(const net::Headers& headers, std::string_view scope_header);
 
 // The record's name: "proxy#" + scope + "#" + key.
 std::string stored_key(std::string_view scope, std::string_view key);
@@ -121,11 +121,11 @@ std::string stored_key(std::string_view scope, std::string_view key);
 std::string stored_scope(std::string_view scope);
 
 // SHA-256 over method, path, query and body, with boundaries (core/fingerprint).
-std::string request_fingerprint(const RequestHead& head, std::string_view body);
+std::string request_fingerprint(const net::RequestHead& head, std::string_view body);
 
 // The request as the store keeps it (for `idem show --request`): method, target, headers (the
 // credential ones, Authorization, Cookie, Proxy-Authorization, by name only) and body_b64.
-std::string proxy_stored_request(const RequestHead& head, std::string_view body);
+std::string proxy_stored_request(const net::RequestHead& head, std::string_view body);
 
 // Whether a header is hop-by-hop (RFC 9110 §7.6.1: Connection, Keep-Alive, Proxy-Connection, TE,
 // Trailer, Transfer-Encoding, Upgrade), or named by the message's Connection header.
@@ -140,21 +140,20 @@ std::vector<std::string> connection_names(
 // X-Forwarded-Proto; then Host (the upstream's authority), X-Forwarded-For (a received one with
 // `remote` appended), X-Forwarded-Host (the request's Host, when it had one) and
 // X-Forwarded-Proto: http.
-std::vector<std::pair<std::string, std::string>> forwarded_headers(const RequestHead& head,
-                                                                   const std::string& remote,
-                                                                   const UpstreamTarget& target);
+std::vector<std::pair<std::string, std::string>> forwarded_headers(
+    const net::RequestHead& head, const std::string& remote, const net::UpstreamTarget& target);
 
 // The upstream's answer as the proxy sends it to the client that asked: its status and headers
 // in order, without hop-by-hop ones and those the server writes itself (Content-Length, Date);
 // the first Content-Type goes to content_type. Set-Cookie is kept: this client is the one it was
 // meant for.
-Response answer_head(const UpstreamHead& head);
+net::Response answer_head(const net::UpstreamHead& head);
 
 // What a replay sends again: the answer's status and headers without Set-Cookie (a cookie is
 // given to the client that asked, never to whoever replays the key), hop-by-hop ones, Date, and
 // any header core::response_problem refuses (it is left out; so are the last headers when they
 // are over its size limit).
-core::Response stored_response(const UpstreamHead& head);
+core::Response stored_response(const net::UpstreamHead& head);
 
 // Whether an upstream's answer with `status` is stored (and replayed) or the key released so a
 // retry goes through: as store_statuses says, and 5xx too with store_server_errors.
@@ -162,7 +161,7 @@ bool stores_status(int status, const ProxySettings& settings);
 
 // RFC 9457 problem details, with the `error` member payment SDKs look for:
 // {"type", "title", "status", "detail", "error": {"type": error_type, "message": detail}}.
-Response proxy_problem(int status, const std::string& title, const std::string& detail,
-                       const std::string& error_type = "idempotency_error");
+net::Response proxy_problem(int status, const std::string& title, const std::string& detail,
+                            const std::string& error_type = "idempotency_error");
 
-}  // namespace idem::http
+}  // namespace idem::proxy

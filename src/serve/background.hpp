@@ -13,7 +13,7 @@
 
 #include "serve/log.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 // Work that outlives the request that started it (async handlers, the proxy's forwards); the
 // drain waits for it. A thread that finished a job waits a while for the next one instead of
@@ -124,4 +124,4 @@ class Background {
   std::vector<Threads::iterator> exited_;  // of threads_, lingered out
 };
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -11,31 +11,33 @@
 #include "net/ip_range.hpp"
 #include "serve/log.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 namespace {
 
 // /healthz and /metrics: GET or HEAD only; a body is read and ignored. On a loopback listener
 // the Host must name a loopback host, as the page's does: a page of another site whose name
 // resolves to 127.0.0.1 (DNS rebinding) cannot read the hooks' paths and counts.
-class BuiltinRoute : public Route {
+class BuiltinRoute : public front::Route {
  public:
   BuiltinRoute(std::string path, bool loopback) : path_(std::move(path)), loopback_(loopback) {}
   bool matches(std::string_view path) const override { return path == path_; }
-  Admission admit(const RequestHead& head) const override {
+  net::Admission admit(const net::RequestHead& head) const override {
     // A request without Host (HTTP/1.0: a monitor's probe) is no browser's, so no rebinding.
     if (loopback_ && head.headers.count("Host") != 0) {
       auto host = head.headers.get("Host");
-      if (!host || head.headers.count("Host") != 1 || !is_loopback_host(*host))
-        return Admission{
-            to_response(problem(403, "Forbidden", "this address answers only to a loopback Host")),
+      if (!host || head.headers.count("Host") != 1 || !net::is_loopback_host(*host))
+        return net::Admission{
+            front::to_response(
+                front::problem(403, "Forbidden", "this address answers only to a loopback Host")),
             0};
     }
-    if (head.method == "GET" || head.method == "HEAD") return Admission{std::nullopt, k_max_body};
-    Response r = to_response(
-        problem(405, "Method not allowed", head.method + " is not allowed on " + head.path));
+    if (head.method == "GET" || head.method == "HEAD")
+      return net::Admission{std::nullopt, k_max_body};
+    net::Response r = front::to_response(
+        front::problem(405, "Method not allowed", head.method + " is not allowed on " + head.path));
     r.headers.emplace_back("Allow", "GET, HEAD");
-    return Admission{std::move(r), 0};
+    return net::Admission{std::move(r), 0};
   }
 
  private:
@@ -48,14 +50,14 @@ class HealthRoute final : public BuiltinRoute {
  public:
   HealthRoute(StoreHealth& health, bool loopback)
       : BuiltinRoute("/healthz", loopback), health_(health) {}
-  Response handle(Request&) const override {
-    Response r;
+  net::Response handle(net::Request&) const override {
+    net::Response r;
     if (auto why = health_.problem()) {
-      StoreFailureAnswer s = store_unavailable_answer();
-      Answer a = problem(s.status, s.title, s.detail);
+      front::StoreFailureAnswer s = front::store_unavailable_answer();
+      front::Answer a = front::problem(s.status, s.title, s.detail);
       a.headers = std::move(s.headers);
       a.error = *why;
-      r = to_response(a);
+      r = front::to_response(a);
     } else {
       r.content_type = "text/plain";
       r.body = "ok\n";
@@ -72,8 +74,8 @@ class MetricsRoute final : public BuiltinRoute {
  public:
   MetricsRoute(Services& services, bool loopback)
       : BuiltinRoute("/metrics", loopback), services_(services) {}
-  Response handle(Request&) const override {
-    Response r;
+  net::Response handle(net::Request&) const override {
+    net::Response r;
     r.content_type = "text/plain; version=0.0.4";
     r.body = services_.metrics.render(services_.shed_count ? services_.shed_count() : 0);
     r.body +=
@@ -96,12 +98,12 @@ class MetricsRoute final : public BuiltinRoute {
 
 }  // namespace
 
-std::shared_ptr<const Route> health_route(StoreHealth& health, bool loopback) {
+std::shared_ptr<const front::Route> health_route(StoreHealth& health, bool loopback) {
   return std::make_shared<HealthRoute>(health, loopback);
 }
 
-std::shared_ptr<const Route> metrics_route(Services& services, bool loopback) {
+std::shared_ptr<const front::Route> metrics_route(Services& services, bool loopback) {
   return std::make_shared<MetricsRoute>(services, loopback);
 }
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -6,17 +6,17 @@
 #include "front/config_fields.hpp"
 #include "proxy/config.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 namespace {
 
-using namespace config_fields;
+using namespace front::config_fields;
 
 // A member of the top level. Each is optional, but together they must configure at least one
 // route (require_a_route). The ledger API is to be a section beside "hooks" and "proxy".
 struct Section {
   std::string_view name;
-  void (*read)(const Json& value, const EnvLookup& env, Config& config);
+  void (*read)(const Json& value, const front::EnvLookup& env, Config& config);
   // How many routes the section configured; null: a section of settings, which configures none.
   size_t (*routes)(const Config& config);
   std::string_view when_empty;  // what to say when it is there but configures none
@@ -24,17 +24,17 @@ struct Section {
 
 const Section k_sections[] = {
     {"hooks",
-     [](const Json& value, const EnvLookup& env, Config& config) {
-       config.hooks = read_hooks_section(value, env);
+     [](const Json& value, const front::EnvLookup& env, Config& config) {
+       config.hooks = hooks::read_hooks_section(value, env);
      },
      [](const Config& c) { return c.hooks.size(); }, "is empty; list at least one hook"},
     {"proxy",
-     [](const Json& value, const EnvLookup&, Config& config) {
-       config.proxy = read_proxy_section(value);
+     [](const Json& value, const front::EnvLookup&, Config& config) {
+       config.proxy = proxy::read_proxy_section(value);
      },
      [](const Config& c) { return size_t(c.proxy ? 1 : 0); }, ""},
     {"notifications",
-     [](const Json& value, const EnvLookup&, Config& config) {
+     [](const Json& value, const front::EnvLookup&, Config& config) {
        config.notifications = read_notify_limits(value, "notifications");
      },
      nullptr, ""},
@@ -54,7 +54,7 @@ void require_a_route(const Json& doc, const Config& config) {
   fail("", "missing field " + names);
 }
 
-Config read_config(const Json& doc, const EnvLookup& env) {
+Config read_config(const Json& doc, const front::EnvLookup& env) {
   if (!doc.is_object()) wrong_type("", "an object with a \"hooks\" array at the top level", doc);
   std::vector<std::string_view> names;
   for (const Section& section : k_sections) names.push_back(section.name);
@@ -69,12 +69,13 @@ Config read_config(const Json& doc, const EnvLookup& env) {
 
 }  // namespace
 
-Config parse_config(const std::string& file_name, const std::string& text, const EnvLookup& env) {
+Config parse_config(const std::string& file_name, const std::string& text,
+                    const front::EnvLookup& env) {
   try {
-    return read_config(config_fields::parse_json(text), env);
-  } catch (const config_fields::Problem& p) {
-    throw ConfigError(file_name + ": " + (p.at.empty() ? "" : p.at + ": ") + p.what);
+    return read_config(front::config_fields::parse_json(text), env);
+  } catch (const front::config_fields::Problem& p) {
+    throw front::ConfigError(file_name + ": " + (p.at.empty() ? "" : p.at + ": ") + p.what);
   }
 }
 
-}  // namespace idem::http
+}  // namespace idem::serve

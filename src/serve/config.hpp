@@ -12,13 +12,13 @@
 #include "hooks/config.hpp"
 #include "proxy/rules.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 struct Config {
   // In the file's order. At least one unless another section configures a route.
-  std::vector<Hook> hooks;
+  std::vector<hooks::Hook> hooks;
   // The "proxy" section: every request no other route takes goes to its upstream.
-  std::optional<ProxyConfig> proxy;
+  std::optional<proxy::ProxyConfig> proxy;
   // The "notifications" section: the daemon's limits on notify commands.
   core::NotifyLimits notifications;
 };
@@ -27,6 +27,7 @@ struct Config {
 // ConfigError for anything wrong in `text` (or a secret that is unset, empty, or cannot be used
 // by its scheme: see signature.hpp's secret_problem), and nothing else of its own; `env` may
 // throw what it likes.
-Config parse_config(const std::string& file_name, const std::string& text, const EnvLookup& env);
+Config parse_config(const std::string& file_name, const std::string& text,
+                    const front::EnvLookup& env);
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -34,7 +34,7 @@
 #include "serve/systemd.hpp"
 #include "util/clock.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 namespace {
 
@@ -64,7 +64,7 @@ class Daemon {
     auto socket_router =
         make_router([this] { return current(); }, services_.metrics, Listener::socket);
     auto ui_router = make_router([this] { return current(); }, services_.metrics, Listener::ui);
-    Server server(server_options(options_), *router);
+    net::Server server(server_options(options_), *router);
     services_.shed_count = [&server] { return server.shed_count(); };
     if (tls_) server.use_tls(tls_);
     auto [address, bound] = open_listeners(server, host, port, *socket_router);
@@ -76,9 +76,9 @@ class Daemon {
                              {"webhook_hooks", current()->webhooks.hooks.size()},
                              {"store", options_.store.display()}};
     // No TCP listener when socket activation passed a Unix socket alone.
-    if (bound != 0) listening["address"] = host_port(address, bound);
+    if (bound != 0) listening["address"] = net::host_port(address, bound);
     if (current()->config.proxy) listening["proxy"] = current()->config.proxy->upstream;
-    if (options_.ledger) listening["ledger"] = ledger_token_path(options_.store);
+    if (options_.ledger) listening["ledger"] = ledger::ledger_token_path(options_.store);
     if (!options_.socket_path.empty()) listening["socket"] = options_.socket_path;
     if (tls_) listening["tls"] = true;
     if (passed_.tcp || passed_.unix_socket) listening["socket_activation"] = true;
@@ -160,8 +160,8 @@ class Daemon {
   }
 
   // The passed sockets, else --listen and --socket. Returns the TCP address and port.
-  std::pair<std::string, int> open_listeners(Server& server, const std::string& host, int port,
-                                             Handler& socket_router) {
+  std::pair<std::string, int> open_listeners(net::Server& server, const std::string& host, int port,
+                                             net::Handler& socket_router) {
     std::pair<std::string, int> bound{host, 0};
     if (passed_.tcp)
       bound = server.adopt(std::move(passed_.tcp->fd));
@@ -176,10 +176,10 @@ class Daemon {
 
   // The page's listener, a server of its own: --ui-listen, else the first free loopback port
   // after the main listener's (any free one when that is 0 or passed in). Returns its URL.
-  std::string open_ui_listener(Handler& ui_router, int main_port) {
-    ServerOptions o = server_options(options_);
+  std::string open_ui_listener(net::Handler& ui_router, int main_port) {
+    net::ServerOptions o = server_options(options_);
     o.max_connections = std::min(o.max_connections, k_ui_max_connections);
-    ui_server_ = std::make_unique<Server>(o, ui_router);
+    ui_server_ = std::make_unique<net::Server>(o, ui_router);
     if (tls_) ui_server_->use_tls(tls_);
     std::string host = "127.0.0.1";
     int bound = 0;
@@ -193,7 +193,7 @@ class Daemon {
         try {
           bound = ui_server_->listen(host, port, host + ":" + std::to_string(port));
           break;
-        } catch (const ListenError&) {
+        } catch (const net::ListenError&) {
         }
       }
       if (bound == 0) bound = ui_server_->listen(host, 0, host + ":0");
@@ -204,7 +204,7 @@ class Daemon {
   }
 
   // The signal thread: SIGHUP reloads; SIGTERM or SIGINT starts the drain and ends it.
-  void watch_signals(const sigset_t& handled, Server& server) {
+  void watch_signals(const sigset_t& handled, net::Server& server) {
     for (;;) {
       int sig = 0;
       if (sigwait(&handled, &sig) != 0) continue;
@@ -242,7 +242,7 @@ class Daemon {
   }
 
   // The certificate and key read again (a renewed certificate); unusable ones keep the old.
-  void reload_tls(Server& server) {
+  void reload_tls(net::Server& server) {
     if (!tls_) return;
     try {
       auto context = load_tls(options_);
@@ -257,7 +257,7 @@ class Daemon {
     }
   }
 
-  void drain(int sig, Server& server) {
+  void drain(int sig, net::Server& server) {
     stopping_ = true;
     notifier_.stopping();
     log_line({{"time", now_iso()},
@@ -291,9 +291,9 @@ class Daemon {
   const DaemonOptions& options_;
   Passed passed_;
   Services services_;
-  const std::shared_ptr<const TlsContext> tls_;  // the first; reloads hand the server new ones
+  const std::shared_ptr<const net::TlsContext> tls_;  // the first; reloads hand the server new ones
   const Notifier notifier_;
-  std::unique_ptr<Server> ui_server_;  // with --ui
+  std::unique_ptr<net::Server> ui_server_;  // with --ui
   std::mutex state_mutex_;
   std::shared_ptr<const State> state_;
   std::atomic<bool> stopping_{false};
@@ -322,4 +322,4 @@ int run_daemon(const DaemonOptions& options) {
   return daemon.run(host, port);
 }
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -8,7 +8,7 @@
 #include "store/store.hpp"
 #include "webhook/route.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 struct DaemonOptions {
   std::string config_path;  // "" when there is none (--upstream or the ledger alone)
@@ -73,4 +73,4 @@ struct ConfigReport {
 };
 ConfigReport check_config(const DaemonOptions& options);
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -11,7 +11,7 @@
 #include "store/provider.hpp"
 #include "util/clock.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 // Whether deliveries could use the store now. Checked at most once a second, so /healthz stays
 // cheap at any request rate and is at most that stale; while one check waits on a locked store,
@@ -58,4 +58,4 @@ class StoreHealth {
   std::optional<std::string> problem_;
 };
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -9,7 +9,7 @@
 #include "core/errors.hpp"
 #include "net/resolve.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_remote,
                                          const std::string& flag) {
@@ -36,7 +36,7 @@ std::pair<std::string, int> parse_listen(const std::string& listen, bool allow_r
 bool is_loopback_address(const std::string& host) {
   // A numeric 127.0.0.0/8 or ::1 address, or a name whose /etc/hosts lines (localhost's, without
   // any) are all such; never a name only DNS knows, nor one that merely starts "127.".
-  return names_only_loopback(host);
+  return net::names_only_loopback(host);
 }
 
 // Written whole or not at all: a reader never sees half a number.
@@ -47,19 +47,19 @@ void write_port_file(const std::string& path, int port) {
   std::rename(tmp.c_str(), path.c_str());
 }
 
-ServerOptions server_options(const DaemonOptions& options) {
-  ServerOptions o;
+net::ServerOptions server_options(const DaemonOptions& options) {
+  net::ServerOptions o;
   o.max_connections = std::max(1, options.max_connections);
   o.request_timeout_ms = options.request_timeout_ms;
   o.idle_timeout_ms = 5000;
   return o;
 }
 
-std::shared_ptr<const TlsContext> load_tls(const DaemonOptions& options) {
+std::shared_ptr<const net::TlsContext> load_tls(const DaemonOptions& options) {
   if (options.tls_cert.empty()) return nullptr;
-  auto version = parse_tls_version(options.tls_min_version);
+  auto version = net::parse_tls_version(options.tls_min_version);
   if (!version) throw UsageError("--tls-min-version must be 1.2 or 1.3");
-  return TlsContext::load(TlsFiles{options.tls_cert, options.tls_key, *version});
+  return net::TlsContext::load(net::TlsFiles{options.tls_cert, options.tls_key, *version});
 }
 
 Passed sort_passed(std::vector<PassedSocket> sockets) {
@@ -75,4 +75,4 @@ Passed sort_passed(std::vector<PassedSocket> sockets) {
   return passed;
 }
 
-}  // namespace idem::http
+}  // namespace idem::serve

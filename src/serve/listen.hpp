@@ -12,7 +12,7 @@
 #include "serve/daemon.hpp"
 #include "serve/systemd.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 // --listen's (or `flag`'s) HOST and PORT; throws UsageError for a bad one, or a host that is not
 // a loopback address without --allow-remote.
@@ -26,10 +26,10 @@ bool is_loopback_address(const std::string& host);
 // Written whole or not at all: a reader never sees half a number. Nothing when `path` is empty.
 void write_port_file(const std::string& path, int port);
 
-ServerOptions server_options(const DaemonOptions& options);
+net::ServerOptions server_options(const DaemonOptions& options);
 
 // The TLS files of --tls-cert and --tls-key, or nullptr without them.
-std::shared_ptr<const TlsContext> load_tls(const DaemonOptions& options);
+std::shared_ptr<const net::TlsContext> load_tls(const DaemonOptions& options);
 
 // Sockets passed in by socket activation: at most one TCP and one Unix listener.
 struct Passed {
@@ -39,4 +39,4 @@ struct Passed {
 // Throws UsageError for more than one socket of a kind.
 Passed sort_passed(std::vector<PassedSocket> sockets);
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -10,7 +10,7 @@
 #include "net/upstream.hpp"
 #include "webhook/route.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 namespace {
 
@@ -37,9 +37,9 @@ Config load_config(const DaemonOptions& options) {
     if (config.proxy)
       throw UsageError(options.config_path +
                        ": has a \"proxy\" section; give it or --upstream, not both");
-    ProxyConfig proxy;
+    proxy::ProxyConfig proxy;
     proxy.upstream = options.upstream;
-    proxy.target = parse_upstream_url("--upstream", options.upstream);
+    proxy.target = net::parse_upstream_url("--upstream", options.upstream);
     config.proxy = std::move(proxy);
   }
   return config;
@@ -82,4 +82,4 @@ ConfigReport check_config(const DaemonOptions& options) {
   return report;
 }
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -5,7 +5,7 @@
 #include "serve/daemon.hpp"
 #include "webhook/file.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 // What the daemon serves: the config, and the hooks of its hooks files.
 struct Loaded {
@@ -16,4 +16,4 @@ struct Loaded {
 // Throws UsageError (ConfigError) for a file that cannot be read or used.
 Loaded load_all(const DaemonOptions& options);
 
-}  // namespace idem::http
+}  // namespace idem::serve

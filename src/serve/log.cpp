@@ -5,7 +5,7 @@
 
 #include "util/clock.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 namespace {
 std::mutex g_log_mutex;
@@ -20,4 +20,4 @@ void log_line(const nlohmann::json& j) {
 
 std::string now_iso() { return util::iso8601_utc(util::SystemClock().now_ms()); }
 
-}  // namespace idem::http
+}  // namespace idem::serve

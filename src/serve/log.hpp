@@ -3,10 +3,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace idem::http {
+namespace idem::serve {
 
 // Writes `j` as one line; lines of several threads never interleave.
 void log_line(const nlohmann::json& j);
 std::string now_iso();  // the wall clock, for the log's "time"
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-namespace idem::http {
+namespace idem::serve {
 
 std::string Metrics::render(int64_t shed) {
   std::lock_guard lock(mutex_);
@@ -59,4 +59,4 @@ std::string notify_metrics(int running, int queued, int64_t dropped) {
          std::to_string(dropped) + "\n";
 }
 
-}  // namespace idem::http
+}  // namespace idem::serve

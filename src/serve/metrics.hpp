@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-namespace idem::http {
+namespace idem::serve {
 
 // Answers by hook and outcome, the non-hook fronts' answers by family, handlers in flight.
 class Metrics {
@@ -42,4 +42,4 @@ class Metrics {
 // The notify commands' gauges and drops (engine::Notifier::stats), in the same format.
 std::string notify_metrics(int running, int queued, int64_t dropped);
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -12,7 +12,7 @@
 #include "core/errors.hpp"
 #include "net/socket_io.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 namespace {
 
@@ -62,7 +62,7 @@ void PidFile::write() {
   if (std::rename(tmp.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp.c_str());
-    throw UsageError("--pidfile " + path_ + ": " + why(err));
+    throw UsageError("--pidfile " + path_ + ": " + net::why(err));
   }
 }
 
@@ -74,4 +74,4 @@ void remove_pid_file(const std::string& path) noexcept {
   }
 }
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -4,7 +4,7 @@
 #include <string>
 #include <utility>
 
-namespace idem::http {
+namespace idem::serve {
 
 // Removes the pid file at `path` if it holds this process's id.
 void remove_pid_file(const std::string& path) noexcept;
@@ -33,4 +33,4 @@ class PidFile {
 // The process id a pid file holds ("1234\n"), or -1. Pure.
 long parse_pid(const std::string& text);
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -8,7 +8,7 @@
 #include "front/route.hpp"
 #include "serve/log.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 namespace {
 
@@ -31,7 +31,7 @@ std::string refusal_title(int status) {
 
 // What a refusal says: the parser's reason; when the handler failed (500), its reason goes to
 // the log only.
-std::string refusal_detail(const ParseError& error) {
+std::string refusal_detail(const net::ParseError& error) {
   return error.status == 500 ? "the daemon failed to handle the request" : error.reason;
 }
 
@@ -43,48 +43,49 @@ std::string refusal_outcome(int status) {
 }
 
 // How a route (or the router, at a path none takes) answers a request the transport refused.
-Refusal refusal(const ParseError& error) {
-  Refusal r{error.status, refusal_title(error.status), refusal_detail(error),
-            refusal_outcome(error.status), ""};
+front::Refusal refusal(const net::ParseError& error) {
+  front::Refusal r{error.status, refusal_title(error.status), refusal_detail(error),
+                   refusal_outcome(error.status), ""};
   if (error.status == 500) r.error = error.reason;
   return r;
 }
 
 // The Handler: each call takes the table in force, looks the route up once and delegates to it;
 // then logs and counts every answer.
-class Router final : public Handler {
+class Router final : public net::Handler {
  public:
   Router(std::function<std::shared_ptr<const State>()> current, Metrics& metrics, Listener listener)
       : current_(std::move(current)), metrics_(metrics), listener_(listener) {}
 
-  Admission admit(const RequestHead& head) override {
+  net::Admission admit(const net::RequestHead& head) override {
     auto state = current_();
-    if (const Route* route = routes(*state).find(head.path)) return route->admit(head);
-    Answer a = problem(404, "No such hook", "no hook is configured at " + head.path);
+    if (const front::Route* route = routes(*state).find(head.path)) return route->admit(head);
+    front::Answer a = front::problem(404, "No such hook", "no hook is configured at " + head.path);
     a.outcome = "not_found";
-    return Admission{to_response(a), 0};
+    return net::Admission{front::to_response(a), 0};
   }
 
-  Response refused(const RequestHead& head, const ParseError& error) override {
+  net::Response refused(const net::RequestHead& head, const net::ParseError& error) override {
     auto state = current_();
     // The route at the head's path answers in its own form and counts it for its hook; a
     // route may take every path, "" too (a head that did not parse: the proxy's).
-    const Refusal r = refusal(error);
-    if (const Route* route = routes(*state).find(head.path)) return route->refused(r);
-    Answer a = problem(r.status, r.title, r.detail);
+    const front::Refusal r = refusal(error);
+    if (const front::Route* route = routes(*state).find(head.path)) return route->refused(r);
+    front::Answer a = front::problem(r.status, r.title, r.detail);
     a.error = r.error;
-    return to_response(a);
+    return front::to_response(a);
   }
 
-  Response handle(Request& req) override {
+  net::Response handle(net::Request& req) override {
     auto state = current_();  // kept alive while its route answers
-    if (const Route* route = routes(*state).find(req.head.path)) return route->handle(req);
+    if (const front::Route* route = routes(*state).find(req.head.path)) return route->handle(req);
     // Reloaded away between admission and now.
-    return to_response(problem(404, "No such hook", "no hook is configured at " + req.head.path));
+    return front::to_response(
+        front::problem(404, "No such hook", "no hook is configured at " + req.head.path));
   }
 
-  void answered(const RequestHead& head, const std::string& remote, const Response& response,
-                int64_t duration_ms) override {
+  void answered(const net::RequestHead& head, const std::string& remote,
+                const net::Response& response, int64_t duration_ms) override {
     nlohmann::json line{{"time", now_iso()},         {"remote", remote},
                         {"method", head.method},     {"path", head.path},
                         {"status", response.status}, {"duration_ms", duration_ms}};
@@ -104,7 +105,7 @@ class Router final : public Handler {
   }
 
  private:
-  const RouteTable& routes(const State& state) const {
+  const front::RouteTable& routes(const State& state) const {
     switch (listener_) {
       case Listener::socket:
         return state.socket_routes;
@@ -122,9 +123,9 @@ class Router final : public Handler {
 
 }  // namespace
 
-std::unique_ptr<Handler> make_router(std::function<std::shared_ptr<const State>()> current,
-                                     Metrics& metrics, Listener listener) {
+std::unique_ptr<net::Handler> make_router(std::function<std::shared_ptr<const State>()> current,
+                                          Metrics& metrics, Listener listener) {
   return std::make_unique<Router>(std::move(current), metrics, listener);
 }
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -8,7 +8,7 @@
 #include "serve/metrics.hpp"
 #include "serve/state.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 // Which listener a router answers, and so which table of the State it routes through.
 enum class Listener {
@@ -18,7 +18,7 @@ enum class Listener {
 };
 
 // `current`: the state in force.
-std::unique_ptr<Handler> make_router(std::function<std::shared_ptr<const State>()> current,
-                                     Metrics& metrics, Listener listener = Listener::tcp);
+std::unique_ptr<net::Handler> make_router(std::function<std::shared_ptr<const State>()> current,
+                                          Metrics& metrics, Listener listener = Listener::tcp);
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -7,12 +7,12 @@
 #include "proc/runner.hpp"
 #include "serve/log.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
-DeliveryServices delivery_services(Services& all, const std::string& path,
-                                   std::shared_ptr<HookSlots> slots,
-                                   std::shared_ptr<const core::NotifySpec> notify) {
-  DeliveryServices services;
+hooks::DeliveryServices delivery_services(Services& all, const std::string& path,
+                                          std::shared_ptr<hooks::HookSlots> slots,
+                                          std::shared_ptr<const core::NotifySpec> notify) {
+  hooks::DeliveryServices services;
   services.stores = all.stores;
   services.owner = all.owner;
   services.front = all.front;
@@ -27,10 +27,10 @@ DeliveryServices delivery_services(Services& all, const std::string& path,
   return services;
 }
 
-RouteServices route_services(Services& all, const std::string& path,
-                             std::shared_ptr<HookSlots> slots,
-                             std::shared_ptr<const core::NotifySpec> notify) {
-  return RouteServices{
+hooks::RouteServices route_services(Services& all, const std::string& path,
+                                    std::shared_ptr<hooks::HookSlots> slots,
+                                    std::shared_ptr<const core::NotifySpec> notify) {
+  return hooks::RouteServices{
       delivery_services(all, path, std::move(slots), std::move(notify)),
       [&metrics = all.metrics, path](int delta) { metrics.in_flight(path, delta); }};
 }
@@ -57,4 +57,4 @@ std::shared_ptr<engine::Notifier> daemon_notifier(Background& background) {
   return std::make_shared<engine::Notifier>(std::move(options));
 }
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -23,11 +23,11 @@
 #include "util/clock.hpp"
 #include "util/random.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 // The page's token file: a SQLite store's path + ".ui-token" (ledger_token_path's folder).
 inline std::string ui_token_path(const store::StoreLocation& where) {
-  return token_path_beside(where, ".ui-token");
+  return ledger::token_path_beside(where, ".ui-token");
 }
 
 // What the routes use, for as long as the daemon runs; a reload keeps it.
@@ -43,13 +43,14 @@ struct Services {
         owner(proc::describe_owner()),
         health(options.store, options.busy_timeout_ms) {
     if (options.ledger || !options.socket_path.empty() || unix_socket)
-      ledger = std::make_shared<const Ledger>(stores, Ledger::client_owner(owner.host),
-                                              util::process_clock());
+      ledger = std::make_shared<const ledger::Ledger>(
+          stores, ledger::Ledger::client_owner(owner.host), util::process_clock());
     // Made (or read) at start: a bad token file stops the daemon before it listens.
-    if (options.ledger) ledger_token = load_ledger_token(ledger_token_path(options.store));
+    if (options.ledger)
+      ledger_token = ledger::load_ledger_token(ledger::ledger_token_path(options.store));
     if (options.ui) {
-      ui = std::make_shared<UiCredentials>();
-      ui->token = load_token_file(ui_token_path(options.store), "UI token file");
+      ui = std::make_shared<ui::UiCredentials>();
+      ui->token = ledger::load_token_file(ui_token_path(options.store), "UI token file");
       ui->secret = util::random_hex(32);
       ui->login_once = util::random_hex(16);
     }
@@ -63,30 +64,30 @@ struct Services {
   Background background;
   // The proxy's keyed forwards under way (ProxyServices::forwards), across reloads.
   std::shared_ptr<std::atomic<int64_t>> proxy_forwards = std::make_shared<std::atomic<int64_t>>(0);
-  std::function<int64_t()> shed_count;      // set once the server exists, before it serves
-  std::shared_ptr<const Ledger> ledger;     // with --ledger or --socket
-  std::optional<std::string> ledger_token;  // with --ledger: asked of the TCP listener's calls
+  std::function<int64_t()> shed_count;           // set once the server exists, before it serves
+  std::shared_ptr<const ledger::Ledger> ledger;  // with --ledger or --socket
+  std::optional<std::string> ledger_token;       // with --ledger: asked of the TCP listener's calls
   // With --ui: the page's token (its file's), session key and one-time login token.
-  std::shared_ptr<UiCredentials> ui;
+  std::shared_ptr<ui::UiCredentials> ui;
   // With --ui: the page's re-run of several failed deliveries, across reloads.
-  std::shared_ptr<UiBulkRerun> ui_bulk = std::make_shared<UiBulkRerun>();
+  std::shared_ptr<ui::UiBulkRerun> ui_bulk = std::make_shared<ui::UiBulkRerun>();
 };
 
 // What a hook's deliveries use of the daemon. Background work counts as in flight for its hook,
 // and keeps the slots it runs in: a reload may drop the hook's route meanwhile. `notify`: the
 // hook's notify command (null: none).
-DeliveryServices delivery_services(Services& all, const std::string& path,
-                                   std::shared_ptr<HookSlots> slots,
-                                   std::shared_ptr<const core::NotifySpec> notify = nullptr);
+hooks::DeliveryServices delivery_services(Services& all, const std::string& path,
+                                          std::shared_ptr<hooks::HookSlots> slots,
+                                          std::shared_ptr<const core::NotifySpec> notify = nullptr);
 
 // What a hook's route uses of the daemon, made once when the hook is loaded: delivery_services's,
 // and its deliveries being answered counted in flight.
-RouteServices route_services(Services& all, const std::string& path,
-                             std::shared_ptr<HookSlots> slots,
-                             std::shared_ptr<const core::NotifySpec> notify = nullptr);
+hooks::RouteServices route_services(Services& all, const std::string& path,
+                                    std::shared_ptr<hooks::HookSlots> slots,
+                                    std::shared_ptr<const core::NotifySpec> notify = nullptr);
 
 // The daemon's notifier: notify commands run in the background (the drain waits for them), each
 // reported as one line of the log.
 std::shared_ptr<engine::Notifier> daemon_notifier(Background& background);
 
-}  // namespace idem::http
+}  // namespace idem::serve

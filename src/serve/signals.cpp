@@ -2,7 +2,7 @@
 
 #include "proc/runner.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 sigset_t block_signals() {
   proc::install_child_handlers();
@@ -14,4 +14,4 @@ sigset_t block_signals() {
   return handled;
 }
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -16,30 +16,30 @@
 #include "ui/route.hpp"
 #include "webhook/route.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 namespace {
 
 // A hook's slots: its previous ones (its running handlers still count) unless its limits changed.
-std::shared_ptr<HookSlots> slots_for(const Hook& hook, const State* previous) {
+std::shared_ptr<hooks::HookSlots> slots_for(const hooks::Hook& hook, const State* previous) {
   if (previous) {
     auto it = previous->slots.find(hook.path);
     if (it != previous->slots.end() && it->second->max_running() == hook.max_concurrency &&
         it->second->max_waiting() == hook.max_queue)
       return it->second;
   }
-  return std::make_shared<HookSlots>(hook.max_concurrency, hook.max_queue);
+  return std::make_shared<hooks::HookSlots>(hook.max_concurrency, hook.max_queue);
 }
 
 // Every secret of every hook, native or webhook's, is kept from every handler; a hooks file's
 // hook may not take a path the config's hooks or the ledger have.
 void join_hooks(State& state, bool ledger) {
   std::vector<std::string> withheld = state.webhooks.withheld_env;
-  for (const Hook& hook : state.config.hooks)
+  for (const hooks::Hook& hook : state.config.hooks)
     withheld.insert(withheld.end(), hook.withheld_env.begin(), hook.withheld_env.end());
   std::sort(withheld.begin(), withheld.end());
   withheld.erase(std::unique(withheld.begin(), withheld.end()), withheld.end());
-  for (Hook& hook : state.config.hooks) {
+  for (hooks::Hook& hook : state.config.hooks) {
     hook.withheld_env = withheld;
     if (hook.notify) hook.notify->withheld_env = withheld;  // no secret reaches it either
   }
@@ -48,10 +48,10 @@ void join_hooks(State& state, bool ledger) {
   for (webhook::WebhookHook& hook : state.webhooks.hooks) {
     hook.native.withheld_env = withheld;
     const std::string& path = hook.native.path;
-    if (ledger && is_ledger_path(path))
+    if (ledger && ledger::is_ledger_path(path))
       throw UsageError(hook.file + ": hook " + hook.id + " is served at " + path +
                        ", a path of the ledger API (--ledger)");
-    for (const Hook& native : state.config.hooks)
+    for (const hooks::Hook& native : state.config.hooks)
       if (native.path == path)
         throw UsageError(hook.file + ": hook " + hook.id + " is served at " + path +
                          ", which a hook of the config has too");
@@ -70,31 +70,31 @@ std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, S
   state->routes.add(health_route(services.health, options.tcp_loopback));
   state->routes.add(metrics_route(services, options.tcp_loopback));
   if (services.ledger_token)
-    state->routes.add(ledger_route(services.ledger, services.ledger_token));
+    state->routes.add(ledger::ledger_route(services.ledger, services.ledger_token));
   if (services.ledger) {
     state->socket_routes.add(health_route(services.health, false));
     state->socket_routes.add(metrics_route(services, false));
-    state->socket_routes.add(ledger_route(services.ledger, std::nullopt));
+    state->socket_routes.add(ledger::ledger_route(services.ledger, std::nullopt));
   }
-  for (const Hook& hook : state->config.hooks) {
-    if (services.ledger_token && is_ledger_path(hook.path))
+  for (const hooks::Hook& hook : state->config.hooks) {
+    if (services.ledger_token && ledger::is_ledger_path(hook.path))
       throw UsageError("hook " + hook.path + " is a path of the ledger API (--ledger)");
-    if (options.ui && is_ui_path(hook.path))
+    if (options.ui && ui::is_ui_path(hook.path))
       throw UsageError("hook " + hook.path + " is a path of the delivery-log page (--ui)");
     state->slots[hook.path] = slots_for(hook, previous);
   }
   // The page on its own listener: it re-runs the hooks' deliveries with the slots they run in.
   if (options.ui)
     state->ui_routes.add(make_ui_route(state->config.hooks, state->slots, services, options));
-  for (const Hook& hook : state->config.hooks)
-    state->routes.add(
-        hook_route(hook, state->slots[hook.path],
-                   route_services(services, hook.path, state->slots[hook.path], hook.notify)));
+  for (const hooks::Hook& hook : state->config.hooks)
+    state->routes.add(hooks::hook_route(
+        hook, state->slots[hook.path],
+        serve::route_services(services, hook.path, state->slots[hook.path], hook.notify)));
   for (const webhook::WebhookHook& hook : state->webhooks.hooks) {
     const std::string& path = hook.native.path;
     auto slots = slots_for(hook.native, previous);
     state->slots[path] = slots;
-    RouteServices hook_services = route_services(services, path, slots);
+    hooks::RouteServices hook_services = serve::route_services(services, path, slots);
     state->routes.add(
         webhook::hook_route(hook, options.hooks, std::move(slots), std::move(hook_services)));
   }
@@ -102,15 +102,15 @@ std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, S
   if (state->config.proxy) {
     engine::Front proxy_front = services.front;
     if (state->config.proxy->notify) proxy_front.notify = state->config.proxy->notify;
-    state->routes.add(make_proxy_route(
-        *state->config.proxy, ProxyServices{services.stores, services.owner, proxy_front,
-                                            [&services](std::function<void()> fn) {
-                                              services.background.spawn(std::move(fn));
-                                            },
-                                            services.proxy_forwards, options.max_connections}));
+    state->routes.add(proxy::make_proxy_route(
+        *state->config.proxy,
+        proxy::ProxyServices{
+            services.stores, services.owner, proxy_front,
+            [&services](std::function<void()> fn) { services.background.spawn(std::move(fn)); },
+            services.proxy_forwards, options.max_connections}));
   } else if (!options.hooks.files.empty())
     state->routes.add(webhook::not_found_route(options.hooks.file_options.urlprefix));
   return state;
 }
 
-}  // namespace idem::http
+}  // namespace idem::serve

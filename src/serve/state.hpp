@@ -12,17 +12,17 @@
 #include "serve/services.hpp"
 #include "webhook/file.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 // What a reload replaces as a whole: the config and the route table built from it. Requests in
 // flight keep the state they started with.
 struct State {
   Config config;
   webhook::HooksFiles webhooks;
-  std::map<std::string, std::shared_ptr<HookSlots>> slots;  // by hook path
-  RouteTable routes;
-  RouteTable socket_routes;  // the Unix socket's: the built-ins and the ledger
-  RouteTable ui_routes;      // the delivery-log page's listener (--ui): the page alone
+  std::map<std::string, std::shared_ptr<hooks::HookSlots>> slots;  // by hook path
+  front::RouteTable routes;
+  front::RouteTable socket_routes;  // the Unix socket's: the built-ins and the ledger
+  front::RouteTable ui_routes;      // the delivery-log page's listener (--ui): the page alone
 };
 
 // The table, in the order front/route.hpp describes: the built-ins, then the hooks in config
@@ -31,4 +31,4 @@ struct State {
 std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, Services& services,
                                          const DaemonOptions& options);
 
-}  // namespace idem::http
+}  // namespace idem::serve

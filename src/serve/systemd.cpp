@@ -15,7 +15,7 @@
 #include "core/errors.hpp"
 #include "net/socket_io.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 namespace {
 
@@ -96,7 +96,7 @@ std::vector<PassedSocket> take_passed_sockets() {
         "socket activation: descriptor " + std::to_string(fd) + " (" + names[i] + ")";
     if (::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
       s.fd.release();  // not ours: it is not open
-      throw UsageError(which + ": " + why(errno));
+      throw UsageError(which + ": " + net::why(errno));
     }
     if (socket_option(fd, SO_TYPE) != SOCK_STREAM || socket_option(fd, SO_ACCEPTCONN) != 1 ||
         (s.family != AF_INET && s.family != AF_INET6 && s.family != AF_UNIX))
@@ -136,4 +136,4 @@ std::string reloading_state(int64_t monotonic_usec) {
   return "RELOADING=1\nMONOTONIC_USEC=" + std::to_string(monotonic_usec);
 }
 
-}  // namespace idem::http
+}  // namespace idem::serve

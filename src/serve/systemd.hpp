@@ -14,7 +14,7 @@
 
 #include "util/fd.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 // What $LISTEN_PID, $LISTEN_FDS and $LISTEN_FDNAMES say: the names of the passed descriptors,
 // which are 3, 4, ... in order (a name is "unknown" when none was given). Empty when nothing
@@ -57,4 +57,4 @@ class Notifier {
 // "RELOADING=1\nMONOTONIC_USEC=<usec>". Pure.
 std::string reloading_state(int64_t monotonic_usec);
 
-}  // namespace idem::http
+}  // namespace idem::serve

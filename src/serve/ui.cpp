@@ -13,17 +13,17 @@
 #include "util/clock.hpp"
 #include "util/hex.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 namespace {
 
 // The delivery a stored hook request describes (method, path, headers by name, body_b64), or
 // nullopt when it is not one.
-std::optional<Delivery> stored_delivery(const std::string& stored) {
+std::optional<hooks::Delivery> stored_delivery(const std::string& stored) {
   nlohmann::json request = nlohmann::json::parse(stored, nullptr, false);
   if (!request.is_object() || !request.contains("body_b64") || !request["body_b64"].is_string())
     return std::nullopt;
-  Delivery d;
+  hooks::Delivery d;
   d.method = request.value("method", "POST");
   d.path = request.value("path", "");
   if (request.contains("headers") && request["headers"].is_object())
@@ -36,15 +36,15 @@ std::optional<Delivery> stored_delivery(const std::string& stored) {
 }
 
 struct UiHooks {
-  std::vector<Hook> hooks;
-  std::map<std::string, std::shared_ptr<HookSlots>> slots;
+  std::vector<hooks::Hook> hooks;
+  std::map<std::string, std::shared_ptr<hooks::HookSlots>> slots;
 
   // The configured hook a record is a delivery of ("PATH#KEY"), or null.
-  const Hook* hook_of(const core::Record& r) const {
+  const hooks::Hook* hook_of(const core::Record& r) const {
     if (r.kind != "http") return nullptr;
     const size_t hash = r.key.find('#');
     if (hash == std::string::npos) return nullptr;
-    for (const Hook& hook : hooks)
+    for (const hooks::Hook& hook : hooks)
       if (r.key.compare(0, hash, hook.path) == 0 && hook.path.size() == hash) return &hook;
     return nullptr;
   }
@@ -52,17 +52,18 @@ struct UiHooks {
 
 }  // namespace
 
-std::shared_ptr<const Route> make_ui_route(
-    const std::vector<Hook>& hooks, const std::map<std::string, std::shared_ptr<HookSlots>>& slots,
-    Services& services, const DaemonOptions& daemon) {
+std::shared_ptr<const front::Route> make_ui_route(
+    const std::vector<hooks::Hook>& hooks,
+    const std::map<std::string, std::shared_ptr<hooks::HookSlots>>& slots, Services& services,
+    const DaemonOptions& daemon) {
   auto known = std::make_shared<UiHooks>(UiHooks{hooks, slots});
   const auto stores = services.stores;
-  UiBackend b;
+  ui::UiBackend b;
   b.now_ms = [] { return util::process_clock().now_ms(); };
   b.background = [&services](std::function<void()> work) {
     services.background.spawn(std::move(work));
   };
-  b.list = [stores](const UiListing& l, const std::function<bool(const core::Record&)>& visit) {
+  b.list = [stores](const ui::UiListing& l, const std::function<bool(const core::Record&)>& visit) {
     store::ListQuery q;
     if (l.status) q.statuses = {*l.status};
     q.prefix = l.prefix;
@@ -89,14 +90,14 @@ std::shared_ptr<const Route> make_ui_route(
   };
   b.attempts = [stores](const core::Record& r, int64_t before) {
     const store::HistoryPage page =
-        stores->lease()->history_page(r.key, store::HistoryQuery{k_ui_attempts_page, before});
-    UiAttempts shown;
+        stores->lease()->history_page(r.key, store::HistoryQuery{ui::k_ui_attempts_page, before});
+    ui::UiAttempts shown;
     shown.before = before;
     shown.earlier = page.earlier();
     shown.not_kept = page.not_kept();
     // Newest first, as the list.
     for (auto e = page.entries.rbegin(); e != page.entries.rend(); ++e) {
-      UiAttempt a;
+      ui::UiAttempt a;
       a.number = e->number;
       a.trigger = e->trigger;
       a.status = std::string(core::to_string(e->outcome));
@@ -115,20 +116,20 @@ std::shared_ptr<const Route> make_ui_route(
   b.remove = [stores](const std::string& key) {
     switch (stores->lease()->remove(key, false, proc::owner_gone)) {
       case store::RemoveResult::removed:
-        return UiRemoved::removed;
+        return ui::UiRemoved::removed;
       case store::RemoveResult::not_found:
-        return UiRemoved::not_found;
+        return ui::UiRemoved::not_found;
       case store::RemoveResult::running:
         break;
     }
-    return UiRemoved::running;
+    return ui::UiRemoved::running;
   };
   b.rerunnable = [known](const core::Record& r) {
     return r.status == core::Status::failed && known->hook_of(r) != nullptr;
   };
   b.rerun = [known, &services](const core::Record& r) {
-    UiRerun done;
-    const Hook* hook = known->hook_of(r);
+    ui::UiRerun done;
+    const hooks::Hook* hook = known->hook_of(r);
     auto delivery = hook ? stored_delivery(r.request) : std::nullopt;
     auto held = hook ? known->slots.find(hook->path) : known->slots.end();
     if (!delivery || held == known->slots.end()) {
@@ -141,21 +142,21 @@ std::shared_ptr<const Route> make_ui_route(
       done.why = "its key is not one a delivery could carry: " + why;
       return done;
     }
-    Answer a =
-        rerun_delivery(*hook, *held->second, *delivery,
-                       delivery_services(services, hook->path, held->second, hook->notify), *key);
+    front::Answer a = hooks::rerun_delivery(
+        *hook, *held->second, *delivery,
+        serve::delivery_services(services, hook->path, held->second, hook->notify), *key);
     done.http_status = a.status;
     auto now = services.stores->lease()->get_without_output(r.key);
     done.ran = now && now->attempt > r.attempt;
     if (now) done.attempt = now->attempt;
     return done;
   };
-  UiOptions options;
+  ui::UiOptions options;
   options.credentials = services.ui;
   options.bulk = services.ui_bulk;
   options.loopback = daemon.ui_loopback;
   options.tls = !daemon.tls_cert.empty();
-  return ui_route(std::move(b), std::move(options));
+  return ui::ui_route(std::move(b), std::move(options));
 }
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -11,12 +11,13 @@
 #include "hooks/delivery.hpp"
 #include "serve/services.hpp"
 
-namespace idem::http {
+namespace idem::serve {
 
 // The page's route for the hooks of one state (a reload builds a new one with the new hooks),
 // behind the daemon's UI credentials (Services::ui).
-std::shared_ptr<const Route> make_ui_route(
-    const std::vector<Hook>& hooks, const std::map<std::string, std::shared_ptr<HookSlots>>& slots,
-    Services& services, const DaemonOptions& daemon);
+std::shared_ptr<const front::Route> make_ui_route(
+    const std::vector<hooks::Hook>& hooks,
+    const std::map<std::string, std::shared_ptr<hooks::HookSlots>>& slots, Services& services,
+    const DaemonOptions& daemon);
 
-}  // namespace idem::http
+}  // namespace idem::serve

@@ -7,7 +7,7 @@
 #include "ui/html.hpp"
 #include "util/hex.hpp"
 
-namespace idem::http {
+namespace idem::ui {
 
 namespace {
 
@@ -119,4 +119,4 @@ std::string ui_filter_query(const UiFilter& f, bool with_cursor) {
   return q;
 }
 
-}  // namespace idem::http
+}  // namespace idem::ui

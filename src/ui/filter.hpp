@@ -11,7 +11,7 @@
 
 #include "core/record.hpp"
 
-namespace idem::http {
+namespace idem::ui {
 
 // A position in the newest-first listing: the last record shown (its start, Unix ms, and key).
 using UiCursor = std::pair<int64_t, std::string>;
@@ -52,4 +52,4 @@ std::optional<UiCursor> decode_ui_cursor(std::string_view text);
 std::optional<int64_t> parse_ui_time(std::string_view text);
 std::string format_ui_time(int64_t ms);
 
-}  // namespace idem::http
+}  // namespace idem::ui

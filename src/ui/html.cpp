@@ -3,7 +3,7 @@
 #include "util/hex.hpp"
 #include "util/utf8.hpp"
 
-namespace idem::http {
+namespace idem::ui {
 
 namespace {
 
@@ -138,4 +138,4 @@ std::optional<std::string> cookie_value(std::string_view header, std::string_vie
   return std::nullopt;
 }
 
-}  // namespace idem::http
+}  // namespace idem::ui

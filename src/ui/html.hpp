@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace idem::http {
+namespace idem::ui {
 
 // `text` made safe as HTML text and as a quoted attribute value: & < > " ' as references, a byte
 // that is not part of valid UTF-8 and a control character other than tab, newline and carriage
@@ -25,4 +25,4 @@ std::optional<std::vector<std::pair<std::string, std::string>>> parse_form(std::
 // The value of cookie `name` of a Cookie header ("a=b; c=d"); nullopt when absent.
 std::optional<std::string> cookie_value(std::string_view header, std::string_view name);
 
-}  // namespace idem::http
+}  // namespace idem::ui

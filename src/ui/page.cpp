@@ -8,7 +8,7 @@
 #include "ui/html.hpp"
 #include "util/hex.hpp"
 
-namespace idem::http {
+namespace idem::ui {
 
 namespace {
 
@@ -423,4 +423,4 @@ pre{background:#fff;border:1px solid #e3e6ea;padding:8px;white-space:pre-wrap;wo
 )CSS";
 }
 
-}  // namespace idem::http
+}  // namespace idem::ui

@@ -13,7 +13,7 @@
 #include "core/record.hpp"
 #include "ui/filter.hpp"
 
-namespace idem::http {
+namespace idem::ui {
 
 // One page of the listing, as the route found it.
 struct UiPage {
@@ -98,4 +98,4 @@ std::string_view ui_app_js();
 std::string_view ui_icon_svg();
 std::string_view ui_app_css();
 
-}  // namespace idem::http
+}  // namespace idem::ui

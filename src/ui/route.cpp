@@ -10,7 +10,7 @@
 #include "util/random.hpp"
 #include "util/secret.hpp"
 
-namespace idem::http {
+namespace idem::ui {
 
 namespace {
 
@@ -22,8 +22,8 @@ constexpr uint64_t k_ui_max_body = 64 * 1024;
 // A download's reads from the store, each one chunk to the client.
 constexpr int64_t k_ui_download_window = 256 * 1024;
 
-Response ui_response(int status, const char* content_type, std::string body) {
-  Response r;
+net::Response ui_response(int status, const char* content_type, std::string body) {
+  net::Response r;
   r.status = status;
   r.content_type = content_type;
   r.body = std::move(body);
@@ -36,16 +36,16 @@ Response ui_response(int status, const char* content_type, std::string body) {
   return r;
 }
 
-Response ui_html(int status, std::string body) {
+net::Response ui_html(int status, std::string body) {
   return ui_response(status, "text/html; charset=utf-8", std::move(body));
 }
 
-Response ui_message(int status, const std::string& title, const std::string& text) {
+net::Response ui_message(int status, const std::string& title, const std::string& text) {
   return ui_html(status, render_ui_message(status, title, text));
 }
 
-Response ui_redirect(const std::string& location) {
-  Response r = ui_response(303, "text/plain; charset=utf-8", "see " + location + "\n");
+net::Response ui_redirect(const std::string& location) {
+  net::Response r = ui_response(303, "text/plain; charset=utf-8", "see " + location + "\n");
   r.headers.emplace_back("Location", location);
   return r;
 }
@@ -93,7 +93,7 @@ std::string notice_text(const std::string& code) {
   return "";
 }
 
-class UiRoute final : public Route {
+class UiRoute final : public front::Route {
  public:
   UiRoute(UiBackend backend, UiOptions options)
       : backend_(std::move(backend)), options_(std::move(options)) {}
@@ -101,16 +101,18 @@ class UiRoute final : public Route {
   // "/" too: the page's listener sends it to /ui/.
   bool matches(std::string_view path) const override { return path == "/" || is_ui_path(path); }
 
-  Admission admit(const RequestHead& head) const override {
+  net::Admission admit(const net::RequestHead& head) const override {
     auto host = head.headers.get("Host");
-    if (!host || head.headers.count("Host") != 1 || (options_.loopback && !is_loopback_host(*host)))
+    if (!host || head.headers.count("Host") != 1 ||
+        (options_.loopback && !net::is_loopback_host(*host)))
       return refuse(ui_message(403, "Forbidden", "this page answers only at a loopback address"));
     const bool get = ui_get_path(head.path), post = ui_post_path(head.path);
     if (get || post) {
       const bool allowed = (get && (head.method == "GET" || head.method == "HEAD")) ||
                            (post && head.method == "POST");
       if (!allowed) {
-        Response r = ui_message(405, "Method not allowed", head.method + " is not allowed here");
+        net::Response r =
+            ui_message(405, "Method not allowed", head.method + " is not allowed here");
         r.headers.emplace_back("Allow", get && post ? "GET, HEAD, POST"
                                         : get       ? "GET, HEAD"
                                                     : "POST");
@@ -119,17 +121,17 @@ class UiRoute final : public Route {
     }
     if (!ui_public_path(head.path) && !authorized(head)) {
       const bool expired = !session_of(head).empty();
-      Response r =
+      net::Response r =
           ui_html(401, render_ui_login(expired ? "Your session has ended: log in again." : ""));
       if (expired) r.headers.emplace_back("Set-Cookie", cookie(head, "", 0));
       return refuse(std::move(r));
     }
     if (!head.chunked && head.content_length > k_ui_max_body)
       return refuse(ui_message(413, "Body too large", "a form of the page is smaller"));
-    return Admission{std::nullopt, k_ui_max_body};
+    return net::Admission{std::nullopt, k_ui_max_body};
   }
 
-  Response handle(Request& req) const override {
+  net::Response handle(net::Request& req) const override {
     const std::string& path = req.head.path;
     if (!ui_get_path(path) && !ui_post_path(path))
       return ui_message(404, "Not found", "the page has no such address");
@@ -147,8 +149,8 @@ class UiRoute final : public Route {
       if (req.head.method == "POST") return post(req, path);
       return get(path, *query, csrf_for(session_of(req.head)));
     } catch (const std::exception& e) {
-      StoreFailureAnswer s = store_failure_answer(e);
-      Response r = ui_message(s.status, s.title, s.detail);
+      front::StoreFailureAnswer s = front::store_failure_answer(e);
+      net::Response r = ui_message(s.status, s.title, s.detail);
       for (auto& header : s.headers) r.headers.push_back(std::move(header));
       r.log_fields.emplace_back("error", e.what());
       return r;
@@ -156,17 +158,17 @@ class UiRoute final : public Route {
   }
 
  private:
-  static Admission refuse(Response r) { return Admission{std::move(r), 0}; }
+  static net::Admission refuse(net::Response r) { return net::Admission{std::move(r), 0}; }
 
   const UiCredentials& credentials() const { return *options_.credentials; }
 
   // The session cookie's value as sent (not yet checked); empty: none.
-  static std::string session_of(const RequestHead& head) {
+  static std::string session_of(const net::RequestHead& head) {
     auto header = head.headers.get("Cookie");
     return header ? cookie_value(*header, k_ui_session_cookie).value_or("") : "";
   }
 
-  bool bearer(const RequestHead& head) const {
+  bool bearer(const net::RequestHead& head) const {
     auto value = head.headers.get("Authorization");
     if (!value) return false;
     std::string_view v = *value;
@@ -174,7 +176,7 @@ class UiRoute final : public Route {
   }
 
   // A live session (the cookie of a login), or the UI token as a bearer token (a script's).
-  bool authorized(const RequestHead& head) const {
+  bool authorized(const net::RequestHead& head) const {
     if (bearer(head)) return true;
     const std::string session = session_of(head);
     return !session.empty() && valid_ui_session(credentials().secret, session, backend_.now_ms());
@@ -182,7 +184,8 @@ class UiRoute final : public Route {
 
   // The session cookie, Secure where the page is reached over TLS (its own, or a proxy's that
   // says so); an empty value with max_age 0 ends it.
-  std::string cookie(const RequestHead& head, const std::string& value, int64_t max_age_s) const {
+  std::string cookie(const net::RequestHead& head, const std::string& value,
+                     int64_t max_age_s) const {
     auto proto = head.headers.get("X-Forwarded-Proto");
     const bool secure = options_.tls || (proto && *proto == "https");
     return std::string(k_ui_session_cookie) + "=" + value +
@@ -199,9 +202,9 @@ class UiRoute final : public Route {
   // that does not send it must send the Origin of this Host. A form posted with a session also
   // carries the CSRF token of that session; a script sending the UI token as a bearer token
   // needs neither (a browser never adds that header to another site's request).
-  std::optional<Response> forged(const Request& req,
-                                 const std::vector<std::pair<std::string, std::string>>& form,
-                                 bool check_csrf) const {
+  std::optional<net::Response> forged(const net::Request& req,
+                                      const std::vector<std::pair<std::string, std::string>>& form,
+                                      bool check_csrf) const {
     if (check_csrf && bearer(req.head)) return std::nullopt;
     auto origin = req.head.headers.get("Origin");
     auto host = req.head.headers.get("Host");
@@ -231,8 +234,8 @@ class UiRoute final : public Route {
 
   // GET /ui/login?token=T (the printed URL) or the form's POST: a session cookie, and a
   // redirect to the list that drops the token from the address bar and the history.
-  Response login(Request& req,
-                 const std::vector<std::pair<std::string, std::string>>& query) const {
+  net::Response login(net::Request& req,
+                      const std::vector<std::pair<std::string, std::string>>& query) const {
     std::string token;
     if (req.head.method == "POST") {
       auto form = parse_form(req.body);
@@ -244,7 +247,7 @@ class UiRoute final : public Route {
       if (token.empty()) return ui_html(200, render_ui_login(""));
     }
     if (!logs_in(token)) {
-      Response r =
+      net::Response r =
           ui_html(401, render_ui_login("That is not the token (the printed link works once; the "
                                        "token file's works always)."));
       r.log_fields.emplace_back("outcome", "login_refused");
@@ -252,20 +255,20 @@ class UiRoute final : public Route {
     }
     const std::string session =
         make_ui_session(credentials().secret, backend_.now_ms(), options_.session_ms);
-    Response r = ui_redirect("/ui");
+    net::Response r = ui_redirect("/ui");
     r.headers.emplace_back("Set-Cookie", cookie(req.head, session, options_.session_ms / 1000));
     r.log_fields.emplace_back("outcome", "login");
     return r;
   }
 
-  Response get(const std::string& path,
-               const std::vector<std::pair<std::string, std::string>>& query,
-               const std::string& csrf) const {
+  net::Response get(const std::string& path,
+                    const std::vector<std::pair<std::string, std::string>>& query,
+                    const std::string& csrf) const {
     const int64_t now = backend_.now_ms();
     const std::string notice = notice_text(first_value(query, "notice"));
     if (path == "/ui/progress") {
       const UiBulkRerun::Progress progress = options_.bulk->progress();
-      Response r = ui_response(200, "text/plain; charset=utf-8", progress.line());
+      net::Response r = ui_response(200, "text/plain; charset=utf-8", progress.line());
       r.headers.emplace_back("Idem-Rerun-Active", progress.active ? "true" : "false");
       return r;
     }
@@ -299,7 +302,7 @@ class UiRoute final : public Route {
 
   // GET /ui/output?key=K&stream=stdout|stderr: one stream of the record's output, whole,
   // streamed as it is read from the store a window at a time (never held whole).
-  Response download(const std::vector<std::pair<std::string, std::string>>& query) const {
+  net::Response download(const std::vector<std::pair<std::string, std::string>>& query) const {
     const std::string key = first_value(query, "key");
     const std::string name = first_value(query, "stream");
     if (name != "stdout" && name != "stderr")
@@ -307,7 +310,7 @@ class UiRoute final : public Route {
     auto record = key.empty() ? std::nullopt : backend_.get(key);
     if (!record) return ui_message(404, "No such record", "there is no record for this key");
     const core::Stream wanted = name == "stdout" ? core::Stream::out : core::Stream::err;
-    Response r = ui_response(200, "application/octet-stream", "");
+    net::Response r = ui_response(200, "application/octet-stream", "");
     r.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + name + "\"");
     r.log_fields.emplace_back("outcome", "download");
     // Copies of the opener and of the record: the stream runs after handle() returned, and
@@ -330,7 +333,7 @@ class UiRoute final : public Route {
     return r;
   }
 
-  Response post(Request& req, const std::string& path) const {
+  net::Response post(net::Request& req, const std::string& path) const {
     auto form = parse_form(req.body);
     if (!form) return ui_message(400, "Bad request", "the form is not validly encoded");
     if (auto refusal = forged(req, *form, true)) return std::move(*refusal);
@@ -354,7 +357,7 @@ class UiRoute final : public Route {
       return ui_redirect(detail + "&notice=rerun_running");
     if (!backend_.rerunnable(*record)) return ui_redirect(detail + "&notice=not_rerun");
     UiRerun done = backend_.rerun(*record);
-    Response r = ui_redirect(detail + (done.ran ? "&notice=rerun" : "&notice=not_rerun"));
+    net::Response r = ui_redirect(detail + (done.ran ? "&notice=rerun" : "&notice=not_rerun"));
     r.log_fields.emplace_back("key", key);
     r.log_fields.emplace_back("outcome", done.ran ? "rerun" : "not_rerun");
     return r;
@@ -363,7 +366,7 @@ class UiRoute final : public Route {
   // The failed deliveries a list page showed (its form names their keys), re-run one after
   // another in the background, each only if it is still a failed delivery of a configured hook;
   // the list shows the progress. One such re-run at a time.
-  Response rerun_failed(const std::vector<std::pair<std::string, std::string>>& form) const {
+  net::Response rerun_failed(const std::vector<std::pair<std::string, std::string>>& form) const {
     std::vector<std::string> keys;
     for (const auto& [name, value] : form)
       if (name == "key" && !value.empty()) keys.push_back(value);
@@ -389,7 +392,7 @@ class UiRoute final : public Route {
       backend_.background(std::move(work));
     else
       work();
-    Response r = ui_redirect("/ui?notice=bulk-started");
+    net::Response r = ui_redirect("/ui?notice=bulk-started");
     r.log_fields.emplace_back("outcome", "rerun_failed");
     return r;
   }
@@ -502,10 +505,10 @@ bool valid_ui_session(const std::string& secret, std::string_view value, int64_t
   return dot != std::string::npos && dot > 0 && now_ms < expiry;
 }
 
-std::shared_ptr<const Route> ui_route(UiBackend backend, UiOptions options) {
+std::shared_ptr<const front::Route> ui_route(UiBackend backend, UiOptions options) {
   return std::make_shared<UiRoute>(std::move(backend), std::move(options));
 }
 
 bool is_ui_path(std::string_view path) { return path == "/ui" || path.rfind("/ui/", 0) == 0; }
 
-}  // namespace idem::http
+}  // namespace idem::ui

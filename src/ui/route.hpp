@@ -18,7 +18,7 @@
 #include "ui/filter.hpp"
 #include "ui/page.hpp"
 
-namespace idem::http {
+namespace idem::ui {
 
 // What a listing asks of the store: live records of `status` (none: any), `kind` and `result`
 // whose key starts with `prefix` and that started in the range, newest first, after `after`,
@@ -128,7 +128,7 @@ UiListing ui_listing(const UiFilter& filter, int64_t now_ms);
 // bounded by k_ui_scan_budget).
 UiPage collect_ui_page(const UiBackend& backend, const UiFilter& filter, int64_t now_ms);
 
-std::shared_ptr<const Route> ui_route(UiBackend backend, UiOptions options);
+std::shared_ptr<const front::Route> ui_route(UiBackend backend, UiOptions options);
 
 // Whether the page's route takes `path`: /ui and everything under /ui/.
 bool is_ui_path(std::string_view path);
@@ -138,4 +138,4 @@ bool is_ui_path(std::string_view path);
 std::string make_ui_session(const std::string& secret, int64_t now_ms, int64_t lifetime_ms);
 bool valid_ui_session(const std::string& secret, std::string_view value, int64_t now_ms);
 
-}  // namespace idem::http
+}  // namespace idem::ui

@@ -17,11 +17,11 @@
 #include "webhook/template.hpp"
 #include "webhook/yaml.hpp"
 
-namespace idem::http::webhook {
+namespace idem::webhook {
 
 namespace {
 
-using namespace config_fields;
+using namespace front::config_fields;
 
 constexpr int64_t k_default_max_body = int64_t(10) << 20;  // 10 MiB
 constexpr int k_max_rule_depth = 64;  // nested and/or/not: more is a mistake, or an attack
@@ -31,7 +31,7 @@ constexpr size_t k_max_regex_bytes = 4096;
 
 // How one file is read: the environment of idem's signatures, and where warnings go.
 struct Reader {
-  const EnvLookup& env;
+  const front::EnvLookup& env;
   std::vector<std::string>& warnings;
   bool templated = false;  // the file was expanded as a template (--template)
 };
@@ -256,7 +256,7 @@ void read_match_fields(const Json& match, const std::string& at, const Reader& r
     case Type::ip_whitelist:
       rule.ip_range = read_text(needed(match, at, "ip-range"), member(at, "ip-range"), reader);
       try {
-        if (parse_ranges(rule.ip_range).empty())
+        if (net::parse_ranges(rule.ip_range).empty())
           fail(member(at, "ip-range"), "is empty; list at least one address or CIDR range");
       } catch (const std::invalid_argument& e) {
         fail(member(at, "ip-range"), printable(e.what(), 200, false));
@@ -401,10 +401,10 @@ void read_idem(const Json& value, const Reader& reader, WebhookHook& hook) {
            "a constant cannot tell deliveries apart; use a header, "
            "the query or the payload");
   }
-  read_limits(value, at, hook.native);
+  hooks::config_fields::read_limits(value, at, hook.native);
   if (const Json* signature = present(value, "signature"))
-    hook.native.signature = read_signature(*signature, member(at, "signature"), reader.env,
-                                           hook.native.path, hook.native.secret_env);
+    hook.native.signature = hooks::config_fields::read_signature(
+        *signature, member(at, "signature"), reader.env, hook.native.path, hook.native.secret_env);
 }
 
 void read_behaviour(const Json& value, const Reader& reader, WebhookHook& hook) {
@@ -461,11 +461,11 @@ std::string record_path(std::string_view served) {
 // a 10 MiB body limit), then what the "idem" object sets.
 void fill_native(const Json& value, const HooksFileOptions& options, const Reader& reader,
                  WebhookHook& hook) {
-  Hook& native = hook.native;
+  hooks::Hook& native = hook.native;
   hook.served_path =
       "/" + (options.urlprefix.empty() ? hook.id : options.urlprefix + "/" + hook.id);
   native.path = record_path(hook.served_path);
-  check_hook_path(native.path, "id");
+  hooks::config_fields::check_hook_path(native.path, "id");
   if (std::string clean = cleaned_path(hook.served_path); clean != hook.served_path)
     reader.warnings.push_back("id: " + quote(hook.served_path) +
                               " is never served: webhook's router redirects it to " + quote(clean));
@@ -590,8 +590,9 @@ Json with_folded_names(const Json& value, const std::string& at, int depth = 0) 
 }
 
 // One file: expanded when it is a template, parsed, every hook read.
-void read_file(const HooksFileText& file, const HooksFileOptions& options, const EnvLookup& env,
-               const FileLookup& lookup, IdOwners& owners, HooksFiles& out) {
+void read_file(const HooksFileText& file, const HooksFileOptions& options,
+               const front::EnvLookup& env, const FileLookup& lookup, IdOwners& owners,
+               HooksFiles& out) {
   std::string text = file.text;
   if (options.as_template) {
     TemplateOutput expanded;
@@ -685,7 +686,7 @@ bool known_status(int status) {
 }
 
 HooksFiles parse_hooks_files(const std::vector<HooksFileText>& files,
-                             const HooksFileOptions& options, const EnvLookup& env,
+                             const HooksFileOptions& options, const front::EnvLookup& env,
                              const FileLookup& read_file_text) {
   HooksFiles out;
   IdOwners owners;
@@ -693,7 +694,7 @@ HooksFiles parse_hooks_files(const std::vector<HooksFileText>& files,
     try {
       read_file(file, options, env, read_file_text, owners, out);
     } catch (const Problem& p) {
-      throw ConfigError(file.name + ": " + (p.at.empty() ? "" : p.at + ": ") + p.what);
+      throw front::ConfigError(file.name + ": " + (p.at.empty() ? "" : p.at + ": ") + p.what);
     }
   }
   for (const WebhookHook& hook : out.hooks)
@@ -702,4 +703,4 @@ HooksFiles parse_hooks_files(const std::vector<HooksFileText>& files,
   return out;
 }
 
-}  // namespace idem::http::webhook
+}  // namespace idem::webhook

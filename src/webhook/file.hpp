@@ -15,7 +15,7 @@
 #include "hooks/config.hpp"
 #include "webhook/regex.hpp"
 
-namespace idem::http::webhook {
+namespace idem::webhook {
 
 // Where a value comes from (webhook's "parameter"/argument objects): `source` is one of header,
 // url (also spelled query), payload, request, raw-request-body, string, entire-payload,
@@ -103,7 +103,7 @@ struct WebhookHook {
   // object sets one: webhook has no timeout), max_body, max_concurrency, max_queue,
   // retry_abandoned, methods (= http_methods, possibly empty), withheld_env. Its `key` and
   // `no_key` are unused.
-  Hook native;
+  hooks::Hook native;
 };
 
 struct HooksFileOptions {
@@ -144,7 +144,7 @@ struct HooksFileText {
 // answers at once all the same). Warnings: a response code Go does not know, an id whose path is
 // not clean (cleaned_path), which webhook's router never serves.
 HooksFiles parse_hooks_files(const std::vector<HooksFileText>& files,
-                             const HooksFileOptions& options, const EnvLookup& env,
+                             const HooksFileOptions& options, const front::EnvLookup& env,
                              const FileLookup& read_file);
 
 // Request paths as webhook's router (Go's net/http and gorilla/mux) reads them.
@@ -162,4 +162,4 @@ std::string go_escaped_path(std::string_view path);
 // success or mismatch code it does not know.
 bool known_status(int status);
 
-}  // namespace idem::http::webhook
+}  // namespace idem::webhook

@@ -6,7 +6,7 @@
 #include "net/message.hpp"
 #include "util/hex.hpp"
 
-namespace idem::http::multipart {
+namespace idem::webhook::multipart {
 
 namespace {
 
@@ -102,7 +102,7 @@ std::optional<Param> consume_param(std::string_view v) {
   rest = trim_left_space(rest.substr(1));
   auto value = consume_value(rest);
   if (!value) return std::nullopt;
-  return Param{syntax::lowered(name), std::move(value->first), value->second};
+  return Param{net::syntax::lowered(name), std::move(value->first), value->second};
 }
 
 std::optional<std::string> check_media_type(std::string_view type) {
@@ -138,7 +138,7 @@ std::optional<std::string> decode_2231(std::string_view v) {
   if (first == std::string_view::npos) return std::nullopt;
   size_t second = v.find('\'', first + 1);
   if (second == std::string_view::npos) return std::nullopt;
-  std::string charset = syntax::lowered(v.substr(0, first));
+  std::string charset = net::syntax::lowered(v.substr(0, first));
   if (charset != "us-ascii" && charset != "utf-8") return std::nullopt;
   return percent_unescape(v.substr(second + 1));
 }
@@ -190,7 +190,7 @@ std::string canonical_mime_key(std::string_view name) {
 MediaType parse_media_type(std::string_view value) {
   MediaType out;
   std::string_view base = value.substr(0, value.find(';'));
-  std::string type = syntax::lowered(trim_space(base));
+  std::string type = net::syntax::lowered(trim_space(base));
   if (auto why = check_media_type(type)) {
     out.error = *why;
     return out;
@@ -329,13 +329,13 @@ class FormReader {
       }
       if (is_close_delimiter(line)) return false;
       if (expect_new_part)
-        return fail("multipart: expecting a new Part; got line " + syntax::excerpt(line));
+        return fail("multipart: expecting a new Part; got line " + net::syntax::excerpt(line));
       if (parts_read_ == 0) continue;  // the preamble
       if (line == nl()) {
         expect_new_part = true;
         continue;
       }
-      return fail("multipart: unexpected line in Next(): " + syntax::excerpt(line));
+      return fail("multipart: unexpected line in Next(): " + net::syntax::excerpt(line));
     }
   }
 
@@ -389,14 +389,14 @@ class FormReader {
     part = Part{};
     if (pos_ < body_.size() && (body_[pos_] == ' ' || body_[pos_] == '\t')) {
       std::string_view line = header_line().value_or("");
-      return fail("malformed MIME header initial line: " + syntax::excerpt(line));
+      return fail("malformed MIME header initial line: " + net::syntax::excerpt(line));
     }
     for (;;) {
       std::optional<std::string_view> line = header_line();
       if (!line) return false;
       if (line->empty()) break;
       if (line->find(':') == std::string_view::npos)
-        return fail("malformed MIME header: missing colon: " + syntax::excerpt(*line));
+        return fail("malformed MIME header: missing colon: " + net::syntax::excerpt(*line));
       std::string field(trim_ascii(*line));
       // Continuation lines (obsolete folding): joined with one space.
       while (pos_ < body_.size() && (body_[pos_] == ' ' || body_[pos_] == '\t')) {
@@ -415,7 +415,7 @@ class FormReader {
     }
     bool quoted_printable = false;
     if (const std::string* encoding = part.header("Content-Transfer-Encoding"))
-      quoted_printable = equals_ignore_case(*encoding, "quoted-printable");
+      quoted_printable = net::equals_ignore_case(*encoding, "quoted-printable");
     if (quoted_printable) {  // Go hides the field and decodes the body
       auto& h = part.headers;
       h.erase(std::remove_if(
@@ -537,4 +537,4 @@ Boundary form_boundary(std::string_view content_type) {
   return {boundary->second, {}};
 }
 
-}  // namespace idem::http::multipart
+}  // namespace idem::webhook::multipart

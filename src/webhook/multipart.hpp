@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace idem::http::multipart {
+namespace idem::webhook::multipart {
 
 // Go's mime.ParseMediaType: the type lower-cased, parameters by lower-cased name (quoted or
 // not; RFC 2231 continuations and charsets decoded). `error` is set when it does not parse;
@@ -63,4 +63,4 @@ struct Boundary {
 };
 Boundary form_boundary(std::string_view content_type);
 
-}  // namespace idem::http::multipart
+}  // namespace idem::webhook::multipart

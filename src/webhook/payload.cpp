@@ -8,7 +8,7 @@
 
 #include "util/utf8.hpp"
 
-namespace idem::http::webhook {
+namespace idem::webhook {
 
 using nlohmann::json;
 
@@ -408,4 +408,4 @@ std::string go_string(const json& value) {
   return value.dump();
 }
 
-}  // namespace idem::http::webhook
+}  // namespace idem::webhook

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace idem::http::webhook {
+namespace idem::webhook {
 
 // Nesting deeper than this is refused when decoding (JSON and XML alike), so that rendering and
 // destroying a payload never recurse without bound.
@@ -60,4 +60,4 @@ std::string go_json(const nlohmann::json& value);
 // "false", "<nil>" for null (Go's fmt of a nil interface), objects and arrays as go_json.
 std::string go_string(const nlohmann::json& value);
 
-}  // namespace idem::http::webhook
+}  // namespace idem::webhook

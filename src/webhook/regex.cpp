@@ -6,7 +6,7 @@
 
 #include "util/utf8.hpp"
 
-namespace idem::http::webhook {
+namespace idem::webhook {
 
 namespace {
 
@@ -88,4 +88,4 @@ std::shared_ptr<const Regex> compile_regex(std::string_view pattern) {
   return std::make_shared<const Regex>(pattern);
 }
 
-}  // namespace idem::http::webhook
+}  // namespace idem::webhook

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace idem::http::webhook {
+namespace idem::webhook {
 
 class Regex {
  public:
@@ -34,4 +34,4 @@ class Regex {
 // Throws as Regex's constructor.
 std::shared_ptr<const Regex> compile_regex(std::string_view pattern);
 
-}  // namespace idem::http::webhook
+}  // namespace idem::webhook

@@ -13,7 +13,7 @@
 #include "webhook/multipart.hpp"
 #include "webhook/payload.hpp"
 
-namespace idem::http::webhook {
+namespace idem::webhook {
 
 using nlohmann::json;
 
@@ -84,7 +84,7 @@ Got lookup(std::string_view path, const json& params) {
   return found(go_string(*node));
 }
 
-std::string lowered(std::string_view text) { return syntax::lowered(text); }
+std::string lowered(std::string_view text) { return net::syntax::lowered(text); }
 
 // The body as webhook's own code sees it: none for a multipart request (Request::multipart).
 const std::string& seen_body(const Request& request) {
@@ -173,7 +173,7 @@ json header_values(const std::vector<std::pair<std::string, std::string>>& heade
 
 std::string content_type_header(const std::vector<std::pair<std::string, std::string>>& headers) {
   for (const auto& [name, value] : headers) {
-    if (equals_ignore_case(name, "Content-Type")) return value;
+    if (net::equals_ignore_case(name, "Content-Type")) return value;
   }
   return "";
 }
@@ -187,7 +187,7 @@ bool contains(std::string_view text, std::string_view part) {
 // values, then the file parts it decodes as JSON.
 void decode_form(const WebhookHook& hook, Request& request, std::string_view raw_query) {
   multipart::Form form;
-  if (std::string query_error = go_form_fields(raw_query).error; !query_error.empty()) {
+  if (std::string query_error = net::go_form_fields(raw_query).error; !query_error.empty()) {
     form.error = query_error;
   } else {
     multipart::Boundary boundary = multipart::form_boundary(content_type_header(request.headers));
@@ -219,7 +219,7 @@ void decode_form(const WebhookHook& hook, Request& request, std::string_view raw
     if (!as_json) continue;
     Decoded decoded = decode_json_object(part.body);
     if (!decoded.error.empty())
-      request.problems.push_back("multipart file " + syntax::excerpt(part.name) +
+      request.problems.push_back("multipart file " + net::syntax::excerpt(part.name) +
                                  " is not a JSON object: " + decoded.error);
     payload[part.name] = std::move(decoded.value);
   }
@@ -245,7 +245,7 @@ void decode_payload(const WebhookHook& hook, Request& request, std::string_view 
       request.payload_error = "error parsing JSON payload: not an object";
     }
   } else if (contains(type, "x-www-form-urlencoded")) {
-    GoFormFields form = go_form_fields(body);
+    net::GoFormFields form = net::go_form_fields(body);
     if (form.error.empty())
       request.payload = first_values(form.fields, as_is);
     else
@@ -258,7 +258,7 @@ void decode_payload(const WebhookHook& hook, Request& request, std::string_view 
   } else if (request.multipart) {
     decode_form(hook, request, raw_query);
   } else {
-    request.payload_error = "unsupported content type: " + syntax::excerpt(type);
+    request.payload_error = "unsupported content type: " + net::syntax::excerpt(type);
   }
 }
 
@@ -344,21 +344,21 @@ Eval check_payload_hmac(const MatchRule& match, const Request& request, std::str
   if (matched) return result(true);
   std::string listed;
   for (std::string_view signature : signatures)
-    listed += (listed.empty() ? "" : " ") + syntax::excerpt(signature);
+    listed += (listed.empty() ? "" : " ") + net::syntax::excerpt(signature);
   return Eval{false, Fault::signature,
               "invalid payload signatures [" + listed + "]" +
                   (seen_body(request).empty() ? " on empty payload" : "")};
 }
 
 Eval check_ip_whitelist(const MatchRule& match, const Request& request) {
-  std::optional<IpAddress> peer = parse_peer(request.remote_addr);
+  std::optional<net::IpAddress> peer = net::parse_peer(request.remote_addr);
   if (!peer) {
     return Eval{false, Fault::other,
                 "invalid IP address found in remote address '" +
-                    syntax::excerpt(request.remote_addr) + "'"};
+                    net::syntax::excerpt(request.remote_addr) + "'"};
   }
   try {
-    return result(any_contains(parse_ranges(match.ip_range), *peer));
+    return result(net::any_contains(net::parse_ranges(match.ip_range), *peer));
   } catch (const std::invalid_argument& e) {
     return Eval{false, Fault::other, e.what()};
   }
@@ -380,7 +380,7 @@ bool skip_spaces(std::string_view& text) {
 // One of `names` (three letters, any case), its index.
 std::optional<int> take_name(std::string_view& text, const char* const (&names)[12], int count) {
   for (int i = 0; i < count && text.size() >= 3; ++i) {
-    if (equals_ignore_case(text.substr(0, 3), names[i])) {
+    if (net::equals_ignore_case(text.substr(0, 3), names[i])) {
       text.remove_prefix(3);
       return i;
     }
@@ -392,7 +392,7 @@ std::optional<int> take_name(std::string_view& text, const char* const (&names)[
 std::optional<int> take_number(std::string_view& text, size_t width) {
   size_t n = 0;
   size_t most = width == 0 ? 2 : width;
-  while (n < most && n < text.size() && syntax::is_digit(text[n])) ++n;
+  while (n < most && n < text.size() && net::syntax::is_digit(text[n])) ++n;
   if (n == 0 || (width != 0 && n != width)) return std::nullopt;
   int value = std::atoi(std::string(text.substr(0, n)).c_str());
   text.remove_prefix(n);
@@ -451,9 +451,9 @@ std::optional<int64_t> parse_scalr_date(std::string_view text) {
       text.substr(0, 1) != ":" || (text.remove_prefix(1), !(second = take_number(text, 2))))
     return std::nullopt;
   // Go takes a fraction of a second even where the layout has none.
-  if (text.size() >= 2 && (text[0] == '.' || text[0] == ',') && syntax::is_digit(text[1])) {
+  if (text.size() >= 2 && (text[0] == '.' || text[0] == ',') && net::syntax::is_digit(text[1])) {
     text.remove_prefix(1);
-    while (!text.empty() && syntax::is_digit(text.front())) text.remove_prefix(1);
+    while (!text.empty() && net::syntax::is_digit(text.front())) text.remove_prefix(1);
   }
   if (!skip_spaces(text) || !skip_zone(text) || !text.empty()) return std::nullopt;
   if (*hour > 23 || *minute > 59 || *second > 59 || *day < 1 ||
@@ -478,12 +478,12 @@ Eval check_scalr_signature(const MatchRule& match, const Request& request) {
       util::hmac_hex(util::Digest::sha1, match.secret, seen_body(request) + date_text);
   if (!util::same_secret(signature->get_ref<const std::string&>(), expected)) {
     return Eval{false, Fault::signature,
-                "invalid payload signature " + syntax::excerpt(signature->get<std::string>())};
+                "invalid payload signature " + net::syntax::excerpt(signature->get<std::string>())};
   }
   std::optional<int64_t> when = parse_scalr_date(date_text);
   if (!when)
     return Eval{false, Fault::other,
-                "cannot parse the Date header '" + syntax::excerpt(date_text) + "'"};
+                "cannot parse the Date header '" + net::syntax::excerpt(date_text) + "'"};
   int64_t distance =
       *when > request.now_unix_s ? *when - request.now_unix_s : request.now_unix_s - *when;
   if (distance > 300) return Eval{false, Fault::signature, "invalid payload signature outdated"};
@@ -589,7 +589,7 @@ Request make_request(const WebhookHook& hook, std::string method, std::string re
   request.now_unix_s = now_unix_s;
   request.header_values = header_values(request.headers);
   // Go's URL.Query: the fields that decode; a bad one is left out without a word.
-  request.query = go_form_fields(raw_query).fields;
+  request.query = net::go_form_fields(raw_query).fields;
   request.query_values = first_values(request.query, as_is);
   request.content_type = hook.incoming_content_type.empty() ? content_type_header(request.headers)
                                                             : hook.incoming_content_type;
@@ -650,4 +650,4 @@ Command command_for(const WebhookHook& hook, const Request& request) {
   return command;
 }
 
-}  // namespace idem::http::webhook
+}  // namespace idem::webhook

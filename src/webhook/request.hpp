@@ -12,7 +12,7 @@
 
 #include "webhook/file.hpp"
 
-namespace idem::http::webhook {
+namespace idem::webhook {
 
 // The request as the hook sees it.
 struct Request {
@@ -96,4 +96,4 @@ struct Command {
 };
 Command command_for(const WebhookHook& hook, const Request& request);
 
-}  // namespace idem::http::webhook
+}  // namespace idem::webhook

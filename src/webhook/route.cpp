@@ -23,7 +23,7 @@
 #include "util/fd.hpp"
 #include "webhook/request.hpp"
 
-namespace idem::http::webhook {
+namespace idem::webhook {
 
 namespace {
 
@@ -32,8 +32,8 @@ constexpr const char* k_text = "text/plain; charset=utf-8";
 constexpr const char* k_command_failed =
     "Error occurred while executing the hook's command. Please check your logs for more details.";
 
-Answer text_answer(int status, std::string body, std::string outcome) {
-  Answer a;
+front::Answer text_answer(int status, std::string body, std::string outcome) {
+  front::Answer a;
   a.status = status;
   a.content_type = sniffed_content_type(body);
   a.body = std::move(body);
@@ -44,8 +44,8 @@ Answer text_answer(int status, std::string body, std::string outcome) {
 // An answer of the command's output (include-command-output-in-response): typed as Go would,
 // except that output that looks like HTML or XML is text. Whatever a handler echoes (a request's
 // field, an error page) must not become a page of this origin that runs script.
-Answer output_answer(int status, std::string output, std::string outcome) {
-  Answer a = text_answer(status, std::move(output), std::move(outcome));
+front::Answer output_answer(int status, std::string output, std::string outcome) {
+  front::Answer a = text_answer(status, std::move(output), std::move(outcome));
   a.content_type = command_output_type(a.body);
   return a;
 }
@@ -125,15 +125,16 @@ struct PreparedRun {
 
 // The answer of a hook that does not capture its output: at once, before the command has run;
 // also every duplicate's of a running or succeeded delivery.
-Answer early_answer(const PreparedRun& run, const std::string& key, const std::string& outcome) {
-  Answer a = text_answer(run.success_code, run.response_message, outcome);
+front::Answer early_answer(const PreparedRun& run, const std::string& key,
+                           const std::string& outcome) {
+  front::Answer a = text_answer(run.success_code, run.response_message, outcome);
   a.key = key;
   return a;
 }
 
 // A webhook hook's command, run once for an attempt: webhook's argv, HOOK_ environment and
 // files, its working directory, stdin empty, stdout and stderr captured as one stream.
-class WebhookEffect final : public CommandDelivery {
+class WebhookEffect final : public hooks::CommandDelivery {
  public:
   WebhookEffect(std::shared_ptr<const PreparedRun> run, std::string key)
       : run_(std::move(run)), key_(std::move(key)) {}
@@ -147,7 +148,7 @@ class WebhookEffect final : public CommandDelivery {
     return o;
   }
   std::string performed() const override { return "the hook's command ran"; }
-  Answer& answer() override { return answer_; }
+  front::Answer& answer() override { return answer_; }
 
  private:
   std::unique_ptr<engine::CommandEffect> make_command() override {
@@ -177,9 +178,9 @@ class WebhookEffect final : public CommandDelivery {
     return spec;
   }
 
-  Answer answer_of(const proc::RunResult& result, core::Outcome& o) const {
+  front::Answer answer_of(const proc::RunResult& result, core::Outcome& o) const {
     std::string output = result.output.stream_bytes(core::Stream::out);
-    Answer a;
+    front::Answer a;
     if (o.status == core::Status::succeeded) {
       a = run_->capture ? output_answer(run_->success_code, std::move(output), "ran")
                         : early_answer(*run_, key_, "ran");
@@ -203,7 +204,7 @@ class WebhookEffect final : public CommandDelivery {
   const std::string key_;
   std::optional<CommandFiles> files_;  // removed once the command has run
   util::Fd null_;                      // its stdin
-  Answer answer_;
+  front::Answer answer_;
 };
 
 // The peer as Go's RemoteAddr shows it, as webhook passes it: host and port, an IPv6 host in
@@ -213,10 +214,10 @@ std::string remote_address(const std::string& remote, int port) {
          std::to_string(port);
 }
 
-class WebhookRoute final : public Route {
+class WebhookRoute final : public front::Route {
  public:
-  WebhookRoute(WebhookHook hook, const ServeOptions& options, std::shared_ptr<HookSlots> slots,
-               RouteServices services)
+  WebhookRoute(WebhookHook hook, const ServeOptions& options,
+               std::shared_ptr<hooks::HookSlots> slots, hooks::RouteServices services)
       : hook_(std::move(hook)),
         native_(hook_.native),
         methods_(hook_.http_methods.empty() ? options.http_methods : hook_.http_methods),
@@ -236,44 +237,44 @@ class WebhookRoute final : public Route {
     return decoded && *decoded == hook_.served_path;
   }
 
-  Admission admit(const RequestHead& head) const override {
+  net::Admission admit(const net::RequestHead& head) const override {
     if (!methods_.empty() &&
         std::find(methods_.begin(), methods_.end(), head.method) == methods_.end()) {
-      Answer a;
+      front::Answer a;
       a.status = 405;  // webhook's: no body, no Allow
       a.outcome = "bad_method";
-      return Admission{to_response(std::move(a), native_.path), 0};
+      return net::Admission{front::to_response(std::move(a), native_.path), 0};
     }
     if (!head.chunked && head.content_length > uint64_t(native_.max_body))
-      return Admission{too_large(std::to_string(head.content_length)), 0};
-    return Admission{std::nullopt, uint64_t(native_.max_body)};
+      return net::Admission{too_large(std::to_string(head.content_length)), 0};
+    return net::Admission{std::nullopt, uint64_t(native_.max_body)};
   }
 
-  Response handle(http::Request& req) const override {
+  net::Response handle(net::Request& req) const override {
     if (int64_t(req.body.size()) > native_.max_body)  // a reload lowered the limit meanwhile
       return too_large(std::to_string(req.body.size()));
     services_.in_flight(1);
-    Answer a = answer(req);
+    front::Answer a = answer(req);
     services_.in_flight(-1);
-    for (const auto& [name, value] : global_headers_) set_header(a.headers, name, value);
-    return to_response(std::move(a), native_.path);
+    for (const auto& [name, value] : global_headers_) front::set_header(a.headers, name, value);
+    return front::to_response(std::move(a), native_.path);
   }
 
   const std::string& hook() const override { return native_.path; }
 
  private:
-  Response too_large(const std::string& size) const {
-    Answer a = problem(413, "Body too large",
-                       "the body is " + size + " bytes; hook " + native_.path +
-                           " accepts at most " + std::to_string(native_.max_body));
+  net::Response too_large(const std::string& size) const {
+    front::Answer a = front::problem(413, "Body too large",
+                                     "the body is " + size + " bytes; hook " + native_.path +
+                                         " accepts at most " + std::to_string(native_.max_body));
     a.outcome = "too_large";
-    return to_response(std::move(a), native_.path);
+    return front::to_response(std::move(a), native_.path);
   }
 
   // webhook's hook handler from its method check on, with idem's steps where they belong.
-  Answer answer(http::Request& req) const {
-    Delivery d = delivery_of(req.head);  // its body once make_request has read it
-    if (auto refusal = signature_refusal(native_, d, req.body)) return std::move(*refusal);
+  front::Answer answer(net::Request& req) const {
+    hooks::Delivery d = hooks::delivery_of(req.head);  // its body once make_request has read it
+    if (auto refusal = hooks::signature_refusal(native_, d, req.body)) return std::move(*refusal);
     const std::string& target = req.head.target;
     const size_t question = target.find('?');
     Request request =
@@ -282,13 +283,15 @@ class WebhookRoute final : public Route {
                                                    : std::string_view(target).substr(question + 1),
                      std::move(req.body), util::process_clock().now_ms() / 1000);
     if (!request.form_error.empty()) {
-      Answer a = text_answer(500, "Error occurred while parsing multipart form.", "form_error");
+      front::Answer a =
+          text_answer(500, "Error occurred while parsing multipart form.", "form_error");
       a.error = request.form_error;
       return a;
     }
     RuleResult rules = evaluate(hook_, request);
     if (rules.error) {
-      Answer a = text_answer(500, "Error occurred while evaluating hook rules.", "rules_error");
+      front::Answer a =
+          text_answer(500, "Error occurred while evaluating hook rules.", "rules_error");
       a.error = *rules.error;
       return a;
     }
@@ -296,18 +299,19 @@ class WebhookRoute final : public Route {
       int code = known_status(hook_.mismatch_code) ? hook_.mismatch_code : 200;
       return text_answer(code, "Hook rules were not satisfied.", "mismatch");
     }
-    Answer a = triggered(request, d);
-    for (const auto& [name, value] : hook_.response_headers) set_header(a.headers, name, value);
+    front::Answer a = triggered(request, d);
+    for (const auto& [name, value] : hook_.response_headers)
+      front::set_header(a.headers, name, value);
     return a;
   }
 
   // The rules passed: run the command, once per key when the hook has one.
-  Answer triggered(Request& request, Delivery& d) const {
+  front::Answer triggered(Request& request, hooks::Delivery& d) const {
     std::optional<core::Key> key;
     if (hook_.key) {
       std::optional<std::string> text = value_of(*hook_.key, request);
       if (!text || text->empty()) {
-        Answer a = problem(
+        front::Answer a = front::problem(
             400, "No idempotency key",
             "hook " + native_.path + " takes its key from a value this delivery does not carry");
         a.outcome = "no_key";
@@ -316,22 +320,22 @@ class WebhookRoute final : public Route {
       std::string why;
       key = core::Key::parse(*text, why);
       if (!key) {
-        Answer a = problem(400, "Bad idempotency key", why);
+        front::Answer a = front::problem(400, "Bad idempotency key", why);
         a.outcome = "no_key";
         return a;
       }
     }
     auto run = prepare(request);
     d.body = std::move(request.body);
-    DeliveryPolicy policy;
-    policy.effect = [run](const std::string& k) -> std::unique_ptr<DeliveryEffect> {
+    hooks::DeliveryPolicy policy;
+    policy.effect = [run](const std::string& k) -> std::unique_ptr<hooks::DeliveryEffect> {
       return std::make_unique<WebhookEffect>(run, k);
     };
     policy.early_answer = [run](const std::string& k, const std::string& outcome) {
       return early_answer(*run, k, outcome);
     };
-    if (!key) return deliver_unkeyed(native_, *slots_, services_.delivery, policy);
-    return deliver_keyed(native_, *slots_, d, services_.delivery, *key, policy);
+    if (!key) return hooks::deliver_unkeyed(native_, *slots_, services_.delivery, policy);
+    return hooks::deliver_keyed(native_, *slots_, d, services_.delivery, *key, policy);
   }
 
   std::shared_ptr<const PreparedRun> prepare(const Request& request) const {
@@ -353,16 +357,16 @@ class WebhookRoute final : public Route {
   }
 
   const WebhookHook hook_;
-  Hook native_;  // the hook's native side, async when it answers before running
+  hooks::Hook native_;  // the hook's native side, async when it answers before running
   const std::vector<std::string> methods_;  // empty: every method
   const bool servable_;                     // its served path is clean
   const std::vector<std::pair<std::string, std::string>> global_headers_;
-  const std::shared_ptr<HookSlots> slots_;
-  const RouteServices services_;
+  const std::shared_ptr<hooks::HookSlots> slots_;
+  const hooks::RouteServices services_;
 };
 
 // What webhook's router answers without a hook (see not_found_route).
-class NotFoundRoute final : public Route {
+class NotFoundRoute final : public front::Route {
  public:
   explicit NotFoundRoute(const std::string& urlprefix)
       : base_(urlprefix.empty() ? "/" : "/" + urlprefix + "/") {}
@@ -374,12 +378,14 @@ class NotFoundRoute final : public Route {
     return (path.starts_with('/') && cleaned_path(*decoded) != *decoded) ||
            decoded->starts_with(base_);
   }
-  Admission admit(const RequestHead& head) const override { return Admission{answer(head), 0}; }
-  Response handle(http::Request& req) const override { return answer(req.head); }
+  net::Admission admit(const net::RequestHead& head) const override {
+    return net::Admission{answer(head), 0};
+  }
+  net::Response handle(net::Request& req) const override { return answer(req.head); }
 
  private:
-  static Response plain(int status, std::string body, std::string outcome) {
-    Response r;
+  static net::Response plain(int status, std::string body, std::string outcome) {
+    net::Response r;
     r.status = status;
     r.content_type = sniffed_content_type(body);
     r.body = std::move(body);
@@ -389,17 +395,17 @@ class NotFoundRoute final : public Route {
 
   // In the order of webhook's: Go's server refuses a bad escape before anything else, then
   // gorilla/mux redirects, then its routes "/" and /{urlprefix}/{id} answer.
-  Response answer(const RequestHead& head) const {
+  net::Response answer(const net::RequestHead& head) const {
     if (head.path == "/") return plain(200, "OK", "root");  // no --response-header, as webhook
     auto decoded = decoded_path(head.path);
     if (!decoded) {
-      Response r = plain(400, "400 Bad Request", "bad_path");
+      net::Response r = plain(400, "400 Bad Request", "bad_path");
       r.close = true;
       return r;
     }
     if (std::string clean = cleaned_path(*decoded); clean != *decoded) {
       const size_t question = head.target.find('?');
-      Response r = plain(301, "", "redirect");
+      net::Response r = plain(301, "", "redirect");
       r.headers.emplace_back(
           "Location",
           go_escaped_path(clean) +
@@ -526,7 +532,7 @@ HooksFiles load_hooks_files(const ServeOptions& options) {
   std::vector<HooksFileText> texts;
   for (const auto& file : options.files) {
     auto text = read(file);
-    if (!text) throw ConfigError(file + ": cannot read the hooks file");
+    if (!text) throw front::ConfigError(file + ": cannot read the hooks file");
     texts.push_back(HooksFileText{file, std::move(*text)});
   }
   return parse_hooks_files(
@@ -538,14 +544,15 @@ HooksFiles load_hooks_files(const ServeOptions& options) {
       read);
 }
 
-std::shared_ptr<const Route> hook_route(WebhookHook hook, const ServeOptions& options,
-                                        std::shared_ptr<HookSlots> slots, RouteServices services) {
+std::shared_ptr<const front::Route> hook_route(WebhookHook hook, const ServeOptions& options,
+                                               std::shared_ptr<hooks::HookSlots> slots,
+                                               hooks::RouteServices services) {
   return std::make_shared<WebhookRoute>(std::move(hook), options, std::move(slots),
                                         std::move(services));
 }
 
-std::shared_ptr<const Route> not_found_route(const std::string& urlprefix) {
+std::shared_ptr<const front::Route> not_found_route(const std::string& urlprefix) {
   return std::make_shared<NotFoundRoute>(urlprefix);
 }
 
-}  // namespace idem::http::webhook
+}  // namespace idem::webhook

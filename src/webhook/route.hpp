@@ -16,7 +16,7 @@
 #include "hooks/route.hpp"
 #include "webhook/file.hpp"
 
-namespace idem::http::webhook {
+namespace idem::webhook {
 
 // What the command line says about serving hooks files.
 struct ServeOptions {
@@ -42,8 +42,9 @@ HooksFiles load_hooks_files(const ServeOptions& options);
 // The route of one hook: requests whose path, percent-decoded, is hook.served_path (never, when
 // that path is not clean: webhook redirects it). The hook's native.withheld_env is what its
 // command never inherits (the daemon sets every secret of every hook there).
-std::shared_ptr<const Route> hook_route(WebhookHook hook, const ServeOptions& options,
-                                        std::shared_ptr<HookSlots> slots, RouteServices services);
+std::shared_ptr<const front::Route> hook_route(WebhookHook hook, const ServeOptions& options,
+                                               std::shared_ptr<hooks::HookSlots> slots,
+                                               hooks::RouteServices services);
 
 // What webhook's router answers itself, for the paths no hook's route took: "/" (200 "OK", any
 // method), a path with a bad escape (400 "400 Bad Request", connection closed), a path that is
@@ -51,7 +52,7 @@ std::shared_ptr<const Route> hook_route(WebhookHook hook, const ServeOptions& op
 // and every other path under /{urlprefix}/ (every path with an empty prefix) once decoded: 404
 // "Hook not found.", as webhook answers an id it has not loaded. Put last, when no proxy takes
 // those paths; other paths are left to the daemon's 404.
-std::shared_ptr<const Route> not_found_route(const std::string& urlprefix);
+std::shared_ptr<const front::Route> not_found_route(const std::string& urlprefix);
 
 // The Content-Type Go's net/http gives a body written without one (http.DetectContentType, what
 // webhook's answers carry): text/html, text/xml, a few binary formats by their magic numbers,
@@ -69,4 +70,4 @@ std::string command_output_type(std::string_view output);
 // PATH), else the directory joined with it, made absolute, since the command starts inside it.
 std::string executable(const std::string& command, const std::string& directory);
 
-}  // namespace idem::http::webhook
+}  // namespace idem::webhook

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace idem::http::webhook {
+namespace idem::webhook {
 
 namespace {
 
@@ -189,7 +189,7 @@ std::string query_escape(std::string_view text) {
 // a command is passed to the next as its last argument, as in Go.
 class Action {
  public:
-  Action(std::string_view body, int line, const EnvLookup& env, const FileLookup& read_file,
+  Action(std::string_view body, int line, const front::EnvLookup& env, const FileLookup& read_file,
          TemplateOutput& out)
       : body_(body), line_(line), env_(env), read_file_(read_file), out_(out) {}
 
@@ -204,7 +204,7 @@ class Action {
   std::string_view body_;
   size_t pos_ = 0;
   int line_;
-  const EnvLookup& env_;
+  const front::EnvLookup& env_;
   const FileLookup& read_file_;
   TemplateOutput& out_;
 
@@ -441,7 +441,7 @@ Delimited delimit(std::string_view text, size_t start, int line) {
 
 }  // namespace
 
-TemplateOutput expand_template(std::string_view text, const EnvLookup& env,
+TemplateOutput expand_template(std::string_view text, const front::EnvLookup& env,
                                const FileLookup& read_file) {
   TemplateOutput out;
   size_t pos = 0;
@@ -471,4 +471,4 @@ TemplateOutput expand_template(std::string_view text, const EnvLookup& env,
   return out;
 }
 
-}  // namespace idem::http::webhook
+}  // namespace idem::webhook

@@ -18,7 +18,7 @@
 
 #include "webhook/file.hpp"
 
-namespace idem::http::webhook {
+namespace idem::webhook {
 
 struct TemplateOutput {
   std::string text;
@@ -37,7 +37,7 @@ class TemplateError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-TemplateOutput expand_template(std::string_view text, const EnvLookup& env,
+TemplateOutput expand_template(std::string_view text, const front::EnvLookup& env,
                                const FileLookup& read_file);
 
-}  // namespace idem::http::webhook
+}  // namespace idem::webhook

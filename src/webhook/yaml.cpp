@@ -11,14 +11,14 @@
 #include <string_view>
 #include <vector>
 
-namespace idem::http::webhook {
+namespace idem::webhook {
 
 namespace {
 
-using config_fields::fail;
-using config_fields::Json;
-using config_fields::printable;
-using config_fields::quote;
+using front::config_fields::fail;
+using front::config_fields::Json;
+using front::config_fields::printable;
+using front::config_fields::quote;
 
 // Aliases share nodes, so a small file can stand for an exponential document ("billion laughs").
 constexpr size_t k_max_values = 200'000;
@@ -226,4 +226,4 @@ Json parse_yaml(const std::string& text) {
   return Converter().convert(root, 0);
 }
 
-}  // namespace idem::http::webhook
+}  // namespace idem::webhook

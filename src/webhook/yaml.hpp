@@ -8,11 +8,11 @@
 
 #include "front/config_fields.hpp"
 
-namespace idem::http::webhook {
+namespace idem::webhook {
 
-// The first document of `text` (null when there is none). Throws config_fields::Problem for a
-// text that is not YAML (with its line and column), a key given twice in one mapping, a key that
+// The first document of `text` (null when there is none). Throws front::config_fields::Problem for
+// a text that is not YAML (with its line and column), a key given twice in one mapping, a key that
 // is not a scalar, or aliases that expand to more values than a hooks file can sensibly hold.
-config_fields::Json parse_yaml(const std::string& text);
+front::config_fields::Json parse_yaml(const std::string& text);
 
-}  // namespace idem::http::webhook
+}  // namespace idem::webhook

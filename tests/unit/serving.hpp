@@ -1,5 +1,5 @@
 #pragma once
-// An http::Server on 127.0.0.1 (a free port) run by a thread of its own for the test's scope,
+// A net::Server on 127.0.0.1 (a free port) run by a thread of its own for the test's scope,
 // with the handler it serves; stopped and joined at the end of the scope. And its clients:
 // connections to it, and what it answers on one.
 #include <arpa/inet.h>
@@ -48,10 +48,10 @@ inline std::string read_until_closed(int fd) {
 template <class H>
 struct Serving {
   H handler;
-  http::Server server;
+  net::Server server;
   int port;
   std::thread thread;
-  explicit Serving(http::ServerOptions options = {})
+  explicit Serving(net::ServerOptions options = {})
       : server(options, handler), port(server.listen("127.0.0.1", 0, "127.0.0.1:0")) {
     thread = std::thread([this] { server.run(); });
   }

@@ -37,7 +37,7 @@ TEST_CASE("background: what background work throws is logged as background_faile
   CerrCapture err;
   int ran = 0;
   {
-    idem::http::Background background;
+    idem::serve::Background background;
     background.spawn([] { throw std::runtime_error("store idem.db: disk I/O error"); });
     background.spawn([&] { ++ran; });
     background.wait();
@@ -55,7 +55,7 @@ TEST_CASE("background: what background work throws is logged as background_faile
 
 // A thread that finished its job takes the next one: no thread is made and torn down per job.
 TEST_CASE("background: a thread that finished a job takes the next one", "[serve]") {
-  idem::http::Background background;
+  idem::serve::Background background;
   std::promise<std::thread::id> first;
   background.spawn([&] { first.set_value(std::this_thread::get_id()); });
   const std::thread::id ran_first = first.get_future().get();

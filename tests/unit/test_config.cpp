@@ -13,15 +13,15 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_config {
 
-using idem::http::Config;
-using idem::http::ConfigError;
-using idem::http::EnvLookup;
-using idem::http::Hook;
-using idem::http::KeySource;
-using idem::http::NoKey;
-using idem::http::parse_config;
-using idem::http::Scheme;
-using idem::http::SignatureConfig;
+using idem::front::ConfigError;
+using idem::front::EnvLookup;
+using idem::hooks::Hook;
+using idem::hooks::KeySource;
+using idem::hooks::NoKey;
+using idem::hooks::Scheme;
+using idem::hooks::SignatureConfig;
+using idem::serve::Config;
+using idem::serve::parse_config;
 
 namespace {
 
@@ -90,7 +90,7 @@ Hook parse_hook(const std::string& fields) {
 // A quoted value in a message is valid UTF-8 whatever it held: a hooks file's template is read
 // before it is parsed, so an environment variable's name may hold any byte.
 TEST_CASE("config: a quoted value escapes what is not valid UTF-8", "[config]") {
-  using idem::http::config_fields::quote;
+  using idem::front::config_fields::quote;
   CHECK(quote("UNSET\xdf"
               "ID") == "'UNSET\\xdfID'");
   CHECK(quote("caf\xc3\xa9") == "'caf\xc3\xa9'");                       // é, kept
@@ -597,11 +597,11 @@ TEST_CASE("config: a hook's allow-list", "[config]") {
   CHECK(parse_hook("").allow.empty());
   Hook hook = parse_hook(R"("allow": ["10.0.0.0/8", "::1", "192.168.1.5"])");
   REQUIRE(hook.allow.size() == 3);
-  CHECK(idem::http::allows(hook.allow, "10.1.2.3"));
-  CHECK(idem::http::allows(hook.allow, "::1"));
-  CHECK(idem::http::allows(hook.allow, "192.168.1.5"));
-  CHECK_FALSE(idem::http::allows(hook.allow, "192.168.1.6"));
-  CHECK_FALSE(idem::http::allows(hook.allow, "unix"));
+  CHECK(idem::net::allows(hook.allow, "10.1.2.3"));
+  CHECK(idem::net::allows(hook.allow, "::1"));
+  CHECK(idem::net::allows(hook.allow, "192.168.1.5"));
+  CHECK_FALSE(idem::net::allows(hook.allow, "192.168.1.6"));
+  CHECK_FALSE(idem::net::allows(hook.allow, "unix"));
   CHECK(hook_error(R"("allow": ["10.0.0.0/8", "10.0.0.0/33"])") ==
         "serve.json: hooks[0].allow[1]: '10.0.0.0/33' is not an address or a CIDR range (e.g. "
         "10.0.0.0/8, ::1)");
@@ -622,8 +622,8 @@ TEST_CASE("config: the proxy's allow-list", "[config]") {
       k_env);
   REQUIRE(config.proxy);
   REQUIRE(config.proxy->allow.size() == 1);
-  CHECK(idem::http::allows(config.proxy->allow, "fd00::1"));
-  CHECK_FALSE(idem::http::allows(config.proxy->allow, "127.0.0.1"));
+  CHECK(idem::net::allows(config.proxy->allow, "fd00::1"));
+  CHECK_FALSE(idem::net::allows(config.proxy->allow, "127.0.0.1"));
   CHECK(
       error_of(R"({"proxy": {"upstream": "http://127.0.0.1:1", "allow": ["10.0.0.0/8", "x"]}})") ==
       "serve.json: proxy.allow[1]: 'x' is not an address or a CIDR range (e.g. 10.0.0.0/8, ::1)");

@@ -10,10 +10,10 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_config_proxy {
 
-using idem::http::Config;
-using idem::http::ConfigError;
-using idem::http::parse_config;
-using idem::http::ProxyConfig;
+using idem::front::ConfigError;
+using idem::proxy::ProxyConfig;
+using idem::serve::Config;
+using idem::serve::parse_config;
 
 namespace {
 

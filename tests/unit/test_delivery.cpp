@@ -14,16 +14,16 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_delivery {
 
-using idem::http::Delivery;
-using idem::http::form_values;
-using idem::http::header_environment;
-using idem::http::header_variable;
-using idem::http::Hook;
-using idem::http::is_credential_header;
-using idem::http::k_redacted;
-using idem::http::Scheme;
-using idem::http::SignatureConfig;
-using idem::http::stored_request;
+using idem::hooks::Delivery;
+using idem::hooks::form_values;
+using idem::hooks::header_environment;
+using idem::hooks::header_variable;
+using idem::hooks::Hook;
+using idem::hooks::is_credential_header;
+using idem::hooks::k_redacted;
+using idem::hooks::Scheme;
+using idem::hooks::SignatureConfig;
+using idem::hooks::stored_request;
 
 namespace {
 

@@ -62,12 +62,12 @@ TEST_CASE("fuzz_response_parser: an answer with the most fields allowed, written
   // target now parses its rewrite with room for the field it adds.
   std::string head = "HTTP/1.1 200 OK\r\n";
   for (int i = 0; i < 100; ++i) head += "X-F" + std::to_string(i) + ": v\r\n";
-  idem::http::ResponseParser at_limit(false);
+  idem::net::ResponseParser at_limit(false);
   at_limit.feed(head + "\r\n");
-  CHECK(at_limit.state() == idem::http::ResponseParser::State::body);
-  idem::http::ResponseParser over(false);
+  CHECK(at_limit.state() == idem::net::ResponseParser::State::body);
+  idem::net::ResponseParser over(false);
   over.feed(head + "Content-Length: 0\r\n\r\n");
-  CHECK(over.state() == idem::http::ResponseParser::State::failed);
+  CHECK(over.state() == idem::net::ResponseParser::State::failed);
 }
 
 }  // namespace unit_fuzz_regressions

@@ -5,7 +5,7 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_ip_range {
 
-using namespace idem::http;
+using namespace idem::net;
 
 namespace {
 bool in(const char* ranges, const char* peer) {
@@ -59,8 +59,8 @@ TEST_CASE("ip_range: bad ranges are named", "[ip_range]") {
 
 TEST_CASE("is_loopback_host: the Host header of a loopback listener", "[ip_range]") {
   for (const char* ok : {"127.0.0.1:8787", "127.1.2.3", "localhost:1", "[::1]:8787", "localhost"})
-    CHECK(idem::http::is_loopback_host(ok));
+    CHECK(idem::net::is_loopback_host(ok));
   for (const char* bad :
        {"evil.com", "127.0.0.1.evil.com:80", "[::2]:1", "128.0.0.1", "", "127.x.0.1"})
-    CHECK_FALSE(idem::http::is_loopback_host(bad));
+    CHECK_FALSE(idem::net::is_loopback_host(bad));
 }

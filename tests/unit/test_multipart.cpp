@@ -13,13 +13,13 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_multipart {
 
-using idem::http::multipart::Form;
-using idem::http::multipart::form_boundary;
-using idem::http::multipart::k_max_parts;
-using idem::http::multipart::MediaType;
-using idem::http::multipart::parse_form;
-using idem::http::multipart::parse_media_type;
-using idem::http::multipart::Part;
+using idem::webhook::multipart::Form;
+using idem::webhook::multipart::form_boundary;
+using idem::webhook::multipart::k_max_parts;
+using idem::webhook::multipart::MediaType;
+using idem::webhook::multipart::parse_form;
+using idem::webhook::multipart::parse_media_type;
+using idem::webhook::multipart::Part;
 
 namespace {
 
@@ -216,9 +216,9 @@ TEST_CASE("multipart: at most 1000 parts", "[multipart]") {
 
 namespace {
 
-using idem::http::webhook::Argument;
-using idem::http::webhook::Request;
-using idem::http::webhook::WebhookHook;
+using idem::webhook::Argument;
+using idem::webhook::Request;
+using idem::webhook::WebhookHook;
 
 Argument payload_arg(std::string name) {
   Argument a;
@@ -234,13 +234,13 @@ Request form_post(const WebhookHook& hook, std::string body, std::string_view qu
 }
 
 std::string payload_of(const Request& request) {
-  return request.form_error.empty() ? idem::http::webhook::go_json(request.payload) : "500";
+  return request.form_error.empty() ? idem::webhook::go_json(request.payload) : "500";
 }
 
 std::string value(const Request& request, Argument::Source source, std::string name = "") {
   Argument a = payload_arg(std::move(name));
   a.source = source;
-  return idem::http::webhook::value_of(a, request).value_or("(none)");
+  return idem::webhook::value_of(a, request).value_or("(none)");
 }
 
 const std::string k_file_head =

@@ -494,9 +494,9 @@ TEST_CASE("notify: a failure given up instead of recorded (the proxy's 5xx) is t
 }
 
 TEST_CASE("notify: the config's notify object", "[notify][config]") {
-  using idem::http::config_fields::Json;
-  using idem::http::config_fields::Problem;
-  using idem::http::config_fields::read_notify;
+  using idem::front::config_fields::Json;
+  using idem::front::config_fields::Problem;
+  using idem::front::config_fields::read_notify;
   auto spec = read_notify(Json::parse(R"({"command": "mail -s x root", "on": "change",
                                           "timeout": "5s"})"),
                           "hooks[0].notify");

@@ -15,8 +15,8 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_pidfile {
 
-using idem::http::parse_pid;
-using idem::http::PidFile;
+using idem::serve::parse_pid;
+using idem::serve::PidFile;
 
 namespace {
 

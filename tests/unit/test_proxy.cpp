@@ -10,7 +10,8 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_proxy {
 
-using namespace idem::http;
+using namespace idem::net;
+using namespace idem::proxy;
 
 namespace {
 

@@ -9,8 +9,8 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_request_parser {
 
-using idem::http::ParserLimits;
-using idem::http::RequestParser;
+using idem::net::ParserLimits;
+using idem::net::RequestParser;
 using State = RequestParser::State;
 
 namespace {
@@ -19,7 +19,7 @@ struct Parsed {
   State state = State::head;
   int status = 0;  // the error's status when failed
   std::string reason;
-  idem::http::RequestHead head;
+  idem::net::RequestHead head;
   std::string body;
   size_t used = 0;  // bytes consumed in all
 };

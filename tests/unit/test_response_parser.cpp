@@ -9,9 +9,9 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_response_parser {
 
-using idem::http::ResponseHead;
-using idem::http::ResponseLimits;
-using idem::http::ResponseParser;
+using idem::net::ResponseHead;
+using idem::net::ResponseLimits;
+using idem::net::ResponseParser;
 using State = ResponseParser::State;
 using Body = ResponseHead::Body;
 

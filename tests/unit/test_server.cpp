@@ -20,7 +20,7 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_server {
 
-using namespace idem::http;
+using namespace idem::net;
 using idem::test::read_until_closed;
 using idem::util::Fd;
 

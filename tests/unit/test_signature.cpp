@@ -23,17 +23,17 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_signature {
 
-using idem::http::default_key;
-using idem::http::DefaultKey;
-using idem::http::HeaderLookup;
-using idem::http::Scheme;
-using idem::http::scheme_from_string;
-using idem::http::secret_problem;
-using idem::http::signature_header_names;
-using idem::http::SignatureConfig;
-using idem::http::standard_webhooks_headers;
-using idem::http::to_string;
-using idem::http::verify;
+using idem::hooks::default_key;
+using idem::hooks::DefaultKey;
+using idem::hooks::HeaderLookup;
+using idem::hooks::Scheme;
+using idem::hooks::scheme_from_string;
+using idem::hooks::secret_problem;
+using idem::hooks::signature_header_names;
+using idem::hooks::SignatureConfig;
+using idem::hooks::standard_webhooks_headers;
+using idem::hooks::to_string;
+using idem::hooks::verify;
 using idem::util::hmac_sha256;
 using idem::util::to_hex;
 

@@ -24,10 +24,10 @@ namespace unit_store_delivery {
 
 using idem::StoreError;
 using idem::StoreFailure;
-using idem::http::Delivery;
-using idem::http::DeliveryServices;
-using idem::http::Hook;
-using idem::http::HookSlots;
+using idem::hooks::Delivery;
+using idem::hooks::DeliveryServices;
+using idem::hooks::Hook;
+using idem::hooks::HookSlots;
 using idem::store::StoreProvider;
 
 namespace {
@@ -36,7 +36,7 @@ Hook keyed_hook() {
   Hook hook;
   hook.path = "/h";
   hook.command = {"true"};
-  hook.key = idem::http::KeySource{idem::http::KeySource::header, "X-Key"};
+  hook.key = idem::hooks::KeySource{idem::hooks::KeySource::header, "X-Key"};
   return hook;
 }
 
@@ -57,7 +57,7 @@ DeliveryServices services(std::shared_ptr<StoreProvider> stores) {
   return s;
 }
 
-std::string header(const idem::http::Answer& a, const std::string& name) {
+std::string header(const idem::front::Answer& a, const std::string& name) {
   for (const auto& [n, v] : a.headers)
     if (n == name) return v;
   return "";
@@ -76,7 +76,7 @@ TEST_CASE("store delivery: transient store errors are 503 with Retry-After, perm
       2);
   Hook hook = keyed_hook();
   HookSlots slots(hook.max_concurrency, hook.max_queue);
-  auto a = idem::http::deliver(hook, slots, delivery("k"), services(stores));
+  auto a = idem::hooks::deliver(hook, slots, delivery("k"), services(stores));
   CHECK(a.outcome == "store_error");
   CHECK(a.error.find("/x") != std::string::npos);
   CHECK(a.body.find("/x") == std::string::npos);  // the client never sees the store's path
@@ -98,10 +98,10 @@ TEST_CASE("store delivery: deliveries reuse the provider's connection", "[store]
   HookSlots slots(hook.max_concurrency, hook.max_queue);
   for (int i = 0; i < 20; ++i) {
     auto first =
-        idem::http::deliver(hook, slots, delivery("k" + std::to_string(i)), services(stores));
+        idem::hooks::deliver(hook, slots, delivery("k" + std::to_string(i)), services(stores));
     CHECK(first.status == 200);
     auto again =
-        idem::http::deliver(hook, slots, delivery("k" + std::to_string(i)), services(stores));
+        idem::hooks::deliver(hook, slots, delivery("k" + std::to_string(i)), services(stores));
     CHECK(again.outcome == "replayed");
   }
   CHECK(stores->opened() == 1);
@@ -119,7 +119,7 @@ TEST_CASE("store delivery: the answer is stored as a response and a duplicate ge
   hook.command = {"sh", "-c", "printf '{\"id\": 7}'"};
   HookSlots slots(hook.max_concurrency, hook.max_queue);
 
-  auto first = idem::http::deliver(hook, slots, delivery("k"), services(stores));
+  auto first = idem::hooks::deliver(hook, slots, delivery("k"), services(stores));
   REQUIRE(first.status == 200);
   CHECK(first.content_type == "application/json");
   {
@@ -129,7 +129,7 @@ TEST_CASE("store delivery: the answer is stored as a response and a duplicate ge
     // The status and Content-Type; the body is the stored stdout, not kept twice.
     CHECK(r->response == Response{200, {{"Content-Type", "application/json"}}});
   }
-  auto again = idem::http::deliver(hook, slots, delivery("k"), services(stores));
+  auto again = idem::hooks::deliver(hook, slots, delivery("k"), services(stores));
   CHECK(again.outcome == "replayed");
   CHECK(again.status == 200);
   CHECK(again.content_type == "application/json");
@@ -164,7 +164,7 @@ TEST_CASE("store delivery: the answer is stored as a response and a duplicate ge
         Response{201, {{"Location", "/orders/7"}, {"content-type", "text/csv"}, {"ETag", "\"7\""}}};
     REQUIRE(store->finish(req.key, c.attempt, o));
   }
-  auto made = idem::http::deliver(hook, slots, delivery("made"), services(stores));
+  auto made = idem::hooks::deliver(hook, slots, delivery("made"), services(stores));
   CHECK(made.outcome == "replayed");
   CHECK(made.status == 201);
   CHECK(made.content_type == "text/csv");
@@ -182,7 +182,7 @@ TEST_CASE("store delivery: a failed handler's answer is stored as its status and
   Hook hook = keyed_hook();
   hook.command = {"false"};
   HookSlots slots(hook.max_concurrency, hook.max_queue);
-  auto a = idem::http::deliver(hook, slots, delivery("k"), services(stores));
+  auto a = idem::hooks::deliver(hook, slots, delivery("k"), services(stores));
   CHECK(a.status == 500);
   auto store = stores->lease();
   auto r = store->get("/h#k");
@@ -217,7 +217,7 @@ TEST_CASE("store delivery: a background run that fails is handed to the runner, 
       logged.emplace_back(e.what());
     }
   };
-  auto a = idem::http::deliver(hook, slots, delivery("k"), s);
+  auto a = idem::hooks::deliver(hook, slots, delivery("k"), s);
   CHECK(a.status == 202);
   REQUIRE(logged.size() == 1);
   CHECK(logged[0] == "key 'k': store /x: unreachable; it is left to be judged abandoned");

@@ -11,7 +11,7 @@ namespace unit_store_failure {
 
 using idem::StoreError;
 using idem::StoreFailure;
-using idem::http::store_failure_answer;
+using idem::front::store_failure_answer;
 
 TEST_CASE("store failure answer: lasting 500, transient or unknown 503 with Retry-After",
           "[store_failure]") {

@@ -67,8 +67,8 @@ TEST_CASE("hosts_addresses: every line naming the host, in order, without case",
 }
 
 TEST_CASE("resolve: numeric addresses and localhost without a resolver", "[system_files]") {
-  using idem::http::names_only_loopback;
-  using idem::http::resolve_host;
+  using idem::net::names_only_loopback;
+  using idem::net::resolve_host;
   CHECK(names_only_loopback("127.0.0.1"));
   CHECK(names_only_loopback("127.8.9.10"));
   CHECK(names_only_loopback("::1"));
@@ -77,12 +77,12 @@ TEST_CASE("resolve: numeric addresses and localhost without a resolver", "[syste
   CHECK_FALSE(names_only_loopback("0.0.0.0"));
   CHECK_FALSE(names_only_loopback("127.0.0.1.example"));
   CHECK_FALSE(names_only_loopback("::"));
-  const idem::http::Resolved v6 = resolve_host("::1", 8787);
+  const idem::net::Resolved v6 = resolve_host("::1", 8787);
   REQUIRE(v6.addresses.size() == 1);
   CHECK(v6.addresses[0].storage.ss_family == AF_INET6);
-  CHECK(idem::http::host_port("::1", 8787) == "[::1]:8787");
-  CHECK(idem::http::host_port("127.0.0.1", 8787) == "127.0.0.1:8787");
-  CHECK(idem::http::host_port("vm", 0) == "vm:0");
+  CHECK(idem::net::host_port("::1", 8787) == "[::1]:8787");
+  CHECK(idem::net::host_port("127.0.0.1", 8787) == "127.0.0.1:8787");
+  CHECK(idem::net::host_port("vm", 0) == "vm:0");
 }
 
 }  // namespace unit_system_files

@@ -11,7 +11,7 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_systemd {
 
-using idem::http::passed_fd_names;
+using idem::serve::passed_fd_names;
 using Names = std::vector<std::string>;
 
 TEST_CASE("systemd: passed descriptors are counted and named", "[systemd]") {
@@ -39,7 +39,7 @@ TEST_CASE("systemd: values that cannot be read are refused", "[systemd]") {
 }
 
 TEST_CASE("systemd: the reload notification carries the monotonic time", "[systemd]") {
-  CHECK(idem::http::reloading_state(1234567) == "RELOADING=1\nMONOTONIC_USEC=1234567");
+  CHECK(idem::serve::reloading_state(1234567) == "RELOADING=1\nMONOTONIC_USEC=1234567");
 }
 
 }  // namespace unit_systemd

@@ -23,11 +23,11 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_tls {
 
-using idem::http::Stream;
-using idem::http::TlsContext;
-using idem::http::TlsError;
-using idem::http::TlsFiles;
-using idem::http::TlsVersion;
+using idem::net::Stream;
+using idem::net::TlsContext;
+using idem::net::TlsError;
+using idem::net::TlsFiles;
+using idem::net::TlsVersion;
 
 namespace {
 
@@ -89,10 +89,10 @@ std::string client(int fd, const std::string& message) {
 }  // namespace
 
 TEST_CASE("tls: versions", "[tls]") {
-  CHECK(idem::http::parse_tls_version("1.2") == TlsVersion::v1_2);
-  CHECK(idem::http::parse_tls_version("1.3") == TlsVersion::v1_3);
-  CHECK_FALSE(idem::http::parse_tls_version("1.1"));
-  CHECK_FALSE(idem::http::parse_tls_version("tls1.3"));
+  CHECK(idem::net::parse_tls_version("1.2") == TlsVersion::v1_2);
+  CHECK(idem::net::parse_tls_version("1.3") == TlsVersion::v1_3);
+  CHECK_FALSE(idem::net::parse_tls_version("1.1"));
+  CHECK_FALSE(idem::net::parse_tls_version("tls1.3"));
 }
 
 TEST_CASE("tls: unusable files are refused with one line", "[tls]") {

@@ -13,7 +13,9 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_ui {
 
-using namespace idem::http;  // NOLINT: the names under test
+using namespace idem::front;
+using namespace idem::net;
+using namespace idem::ui;  // NOLINT: the names under test
 using idem::core::Record;
 using idem::core::Status;
 

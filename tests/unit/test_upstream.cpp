@@ -1,5 +1,5 @@
 // The upstream client (net/upstream.hpp) against real servers on 127.0.0.1: the project's own
-// http::Server with a small handler for well-behaved answers, and a raw socket server whose
+// net::Server with a small handler for well-behaved answers, and a raw socket server whose
 // connections follow a script for the misbehaviours (a close mid-body, a bad status line, no
 // answer before the deadline, a kept-alive connection closed under a request).
 #include <arpa/inet.h>
@@ -30,7 +30,7 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_upstream {
 
-using namespace idem::http;
+using namespace idem::net;
 using idem::util::Fd;
 
 namespace {

@@ -12,16 +12,16 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_webhook_file {
 
-using idem::http::ConfigError;
-using idem::http::Scheme;
-using idem::http::webhook::Argument;
-using idem::http::webhook::HooksFileOptions;
-using idem::http::webhook::HooksFiles;
-using idem::http::webhook::HooksFileText;
-using idem::http::webhook::MatchRule;
-using idem::http::webhook::parse_hooks_files;
-using idem::http::webhook::Rule;
-using idem::http::webhook::WebhookHook;
+using idem::front::ConfigError;
+using idem::hooks::Scheme;
+using idem::webhook::Argument;
+using idem::webhook::HooksFileOptions;
+using idem::webhook::HooksFiles;
+using idem::webhook::HooksFileText;
+using idem::webhook::MatchRule;
+using idem::webhook::parse_hooks_files;
+using idem::webhook::Rule;
+using idem::webhook::WebhookHook;
 
 namespace {
 

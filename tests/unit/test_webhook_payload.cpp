@@ -11,8 +11,8 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_webhook_payload {
 
-using namespace idem::http;
-using namespace idem::http::webhook;
+using namespace idem::net;
+using namespace idem::webhook;
 
 namespace {
 

@@ -11,8 +11,8 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_webhook_regex {
 
-using idem::http::webhook::compile_regex;
-using idem::http::webhook::Regex;
+using idem::webhook::compile_regex;
+using idem::webhook::Regex;
 
 namespace {
 

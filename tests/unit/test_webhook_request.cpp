@@ -12,7 +12,7 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_webhook_request {
 
-using namespace idem::http::webhook;
+using namespace idem::webhook;
 using Source = Argument::Source;
 using Headers = std::vector<std::pair<std::string, std::string>>;
 

@@ -12,14 +12,14 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_webhook_route {
 
-using idem::http::webhook::cleaned_path;
-using idem::http::webhook::decoded_path;
-using idem::http::webhook::executable;
-using idem::http::webhook::go_escaped_path;
-using idem::http::webhook::known_status;
-using idem::http::webhook::parse_http_methods;
-using idem::http::webhook::parse_response_header;
-using idem::http::webhook::sniffed_content_type;
+using idem::webhook::cleaned_path;
+using idem::webhook::decoded_path;
+using idem::webhook::executable;
+using idem::webhook::go_escaped_path;
+using idem::webhook::known_status;
+using idem::webhook::parse_http_methods;
+using idem::webhook::parse_response_header;
+using idem::webhook::sniffed_content_type;
 
 TEST_CASE("webhook route: answers carry the Content-Type Go sniffs", "[webhook_route]") {
   CHECK(sniffed_content_type("").empty());

@@ -11,9 +11,9 @@
 // The cases and helpers of this file, apart from every other unit file's (unity builds).
 namespace unit_webhook_template {
 
-using idem::http::webhook::expand_template;
-using idem::http::webhook::TemplateError;
-using idem::http::webhook::TemplateOutput;
+using idem::webhook::expand_template;
+using idem::webhook::TemplateError;
+using idem::webhook::TemplateOutput;
 
 namespace {
 
