@@ -11,7 +11,7 @@
 _idem_flags() {
   local global="--store --db -h --help"
   case $1 in
-    run) echo "-k --key --ttl --wait --timeout --kill-after --drain --lease --replay-failures --retry-abandoned --kill-stale" \
+    run) echo "-k --key --ttl --wait --serial --serial-wait --timeout --kill-after --drain --lease --replay-failures --retry-abandoned --kill-stale" \
       "--hash-stdin --max-output --on-failure --on-change --notify-timeout --quiet-replay -q --quiet -v --verbose $global" ;;
     ls) echo "--status --prefix --front --since --until --limit --all --json --keys $global" ;;
     show) echo "--json --stdout --stderr --request --attempts $global" ;;
@@ -40,7 +40,7 @@ _idem_flags() {
 _idem_takes_value() {
   case $1:$2 in
     *:--db | *:--store | \
-      run:-k | run:--key | run:--ttl | run:--wait | run:--timeout | run:--kill-after | run:--lease | \
+      run:-k | run:--key | run:--ttl | run:--wait | run:--serial | run:--serial-wait | run:--timeout | run:--kill-after | run:--lease | \
       run:--drain | run:--max-output | run:--on-failure | run:--on-change | run:--notify-timeout | \
       ls:--status | ls:--prefix | ls:--front | ls:--since | ls:--until | ls:--limit | export:--status | export:--prefix | export:--limit | \
       gc:--older-than | doctor:--config | doctor:--hooks | \
@@ -216,7 +216,7 @@ _idem() {
         _idem_add_files ;;
       serve:--tls-min-version) _idem_add 1.2 1.3 ;;
       run:-k | run:--key | begin:-k | begin:--key | end:-k | end:--key) _idem_add_keys ;;
-      ls:--status | export:--status) _idem_add running succeeded failed abandoned expired ;;
+      ls:--status | export:--status) _idem_add running succeeded failed abandoned queued superseded expired ;;
       serve:--listen) _idem_add 127.0.0.1:8787 127.0.0.1:0 ;;
       begin:--owner-pid | end:--owner-pid)
         local -a pids=()

@@ -35,7 +35,7 @@ function __idem_command_at
             case --
                 math $i + 1
                 return 0
-            case -k --key --ttl --wait --timeout --kill-after --lease --max-output --key-field --jobs --db --store --on-failure --on-change --notify-timeout
+            case -k --key --ttl --wait --serial --serial-wait --timeout --kill-after --lease --max-output --key-field --jobs --db --store --on-failure --on-change --notify-timeout
                 set i (math $i + 1)
             case '-*'
             case '*'
@@ -145,6 +145,8 @@ complete -c idem -n "__idem_using run" -s k -l key -x -a '(__idem_keys)' -d 'Ide
 complete -c idem -n "__idem_using run" -l ttl -x -d 'How long a finished outcome is replayed (24h)'
 complete -c idem -n "__idem_using run" -l lease -x -d 'PostgreSQL: how long the claim holds the key unrenewed (30s)'
 complete -c idem -n "__idem_using run" -l wait -x -d 'Wait up to DURATION for a running key'
+complete -c idem -n "__idem_using run" -l serial -x -d 'Run one at a time with the other runs of GROUP, in arrival order'
+complete -c idem -n "__idem_using run" -l serial-wait -x -d 'With --serial, wait at most DURATION for the turn; exit 75'
 complete -c idem -n "__idem_using run" -l timeout -x -d 'Stop the command after DURATION; exit 124'
 complete -c idem -n "__idem_using run" -l kill-after -x -d 'Grace between TERM and KILL (10s)'
 complete -c idem -n "__idem_using run" -l drain -x -d 'After the command exits, read late output this long at most (5s)'
@@ -163,7 +165,7 @@ complete -c idem -n "__idem_using run each" -a -- -d 'The command follows'
 complete -c idem -n "__idem_after_dashdash" -x -a '(__idem_complete_command)'
 
 # ls
-complete -c idem -n "__idem_using ls" -l status -x -a 'running succeeded failed abandoned expired' -d 'Only records in this status'
+complete -c idem -n "__idem_using ls" -l status -x -a 'running succeeded failed abandoned queued superseded expired' -d 'Only records in this status'
 complete -c idem -n "__idem_using ls" -l prefix -x -d 'Only keys starting with PREFIX'
 complete -c idem -n "__idem_using ls" -l front -x -a 'run each begin hook proxy ledger' -d 'Only records made by this front'
 complete -c idem -n "__idem_using ls" -l since -x -d 'Only records started at or after WHEN (1h, RFC 3339)'
@@ -189,7 +191,7 @@ complete -c idem -n "__idem_using gc" -l dry-run -d 'Count what would be deleted
 complete -c idem -n "__idem_using gc" -l older-than -x -d 'Also delete records older than DURATION'
 
 # export, import
-complete -c idem -n "__idem_using export" -l status -x -a 'running succeeded failed abandoned expired' -d 'Only records in STATUS'
+complete -c idem -n "__idem_using export" -l status -x -a 'running succeeded failed abandoned queued superseded expired' -d 'Only records in STATUS'
 complete -c idem -n "__idem_using export" -l prefix -x -d 'Only keys starting with PREFIX'
 complete -c idem -n "__idem_using export" -l limit -x -d 'At most N records'
 complete -c idem -n "__idem_using export" -l all -d 'Include expired records'

@@ -160,6 +160,12 @@ int answer_without_claim(const engine::Claimed& claimed, const BeginOptions& o,
     case engine::ClaimVerdict::running:
       throw Error(k_exit_running, shown + " is running in pid " + std::to_string(r.owner.pid) +
                                       " on " + r.owner.host);
+    case engine::ClaimVerdict::queued:
+    case engine::ClaimVerdict::full:
+      throw Error(k_exit_running, shown + " waits its turn in a serial group (pid " +
+                                      std::to_string(r.owner.pid) + " on " + r.owner.host + ")");
+    case engine::ClaimVerdict::superseded:
+      throw Error(k_exit_conflict, shown + " was superseded in its serial group before it ran");
     case engine::ClaimVerdict::claimed:
     case engine::ClaimVerdict::declined:
       break;

@@ -92,6 +92,13 @@ class Consumer {
                             : ": an earlier attempt was abandoned mid-run; not run (see "
                               "--retry-abandoned)"));
         return;
+      case engine::ClaimVerdict::superseded:
+        refuse(where + ": superseded in its serial group before it ran; not run");
+        return;
+      case engine::ClaimVerdict::queued:
+      case engine::ClaimVerdict::full:
+        refuse(where + ": waits its turn in a serial group in another process; not run");
+        return;
       case engine::ClaimVerdict::running:
         if (claimed.existing && claimed.existing->status == core::Status::failed) {
           refuse(where +

@@ -19,7 +19,8 @@ std::string relative(int64_t when_ms, int64_t now_ms) {
 }
 
 std::string expires_text(const core::Record& r, int64_t now_ms) {
-  if (r.expires_ms == 0) return r.status == core::Status::running ? "-" : "never";
+  if (r.expires_ms == 0)
+    return r.status == core::Status::running || r.status == core::Status::queued ? "-" : "never";
   return relative(r.expires_ms, now_ms);
 }
 
@@ -28,8 +29,8 @@ std::string expires_text(const core::Record& r, int64_t now_ms) {
 CLI::App* register_ls(CLI::App& app, LsOptions& o) {
   auto* ls = app.add_subcommand("ls", "List records, newest first");
   ls->add_option("--status", o.statuses,
-                 "Only records in this status: running, succeeded, failed, abandoned, expired "
-                 "(repeatable)")
+                 "Only records in this status: running, succeeded, failed, abandoned, queued, "
+                 "superseded, expired (repeatable)")
       ->type_name("STATUS")
       ->allow_extra_args(false);
   ls->add_option("--prefix", o.prefix, "Only keys starting with PREFIX")->type_name("PREFIX");
@@ -67,7 +68,8 @@ void check_statuses(const std::vector<std::string>& statuses) {
   for (const auto& s : statuses)
     if (!core::status_from_string(s) && s != "expired")
       throw UsageError("bad --status '" + s +
-                       "': use running, succeeded, failed, abandoned or expired");
+                       "': use running, succeeded, failed, abandoned, queued, superseded or "
+                       "expired");
 }
 
 namespace {
@@ -143,7 +145,7 @@ store::ListQuery list_query(const LsOptions& o, int64_t limit, int64_t now, bool
   } else {
     q.include_expired = wanted("expired");
     for (auto status : {core::Status::succeeded, core::Status::failed, core::Status::abandoned,
-                        core::Status::running})
+                        core::Status::running, core::Status::queued, core::Status::superseded})
       if (wanted(core::to_string(status))) q.statuses.push_back(status);
     if (wanted("abandoned") || wanted("running")) {
       check_here = true;

@@ -34,7 +34,13 @@ struct Settings {
   int64_t kill_after_ms;
   int64_t drain_ms;
   int64_t max_output;
+  std::optional<core::Key> serial;  // the group's name (--serial), a key's syntax
+  int64_t serial_wait_ms;           // -1: no limit
 };
+
+// The serial group `idem run --serial NAME` waits in, as the store names it: run's own, apart
+// from a daemon's groups of the same name.
+std::string run_group(const core::Key& name) { return "run:" + name.str(); }
 
 Settings parse_settings(const RunOptions& o) {
   Settings s{};
@@ -44,6 +50,15 @@ Settings parse_settings(const RunOptions& o) {
   s.kill_after_ms = core::duration_arg("--kill-after", o.kill_after);
   s.drain_ms = core::duration_arg("--drain", o.drain);
   s.max_output = core::output_cap_arg("--max-output", o.max_output);
+  if (!o.serial_wait.empty() && o.serial.empty())
+    throw UsageError("--serial-wait needs --serial GROUP");
+  s.serial_wait_ms =
+      o.serial_wait.empty() ? -1 : core::duration_arg("--serial-wait", o.serial_wait);
+  if (!o.serial.empty()) {
+    std::string why;
+    s.serial = core::Key::parse(o.serial, why);
+    if (!s.serial) throw UsageError("bad --serial group: " + why);
+  }
   return s;
 }
 
@@ -156,6 +171,15 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
                   "If the key is running elsewhere, wait up to DURATION for it, then act as a new "
                   "attempt would (default: refuse at once with 75)")
       ->type_name("DURATION");
+  run->add_option("--serial", o.serial,
+                  "Run one at a time with every other `idem run --serial` of GROUP, in the order "
+                  "they arrived, across processes (and hosts, on PostgreSQL); wait for the turn "
+                  "(shown as queued)")
+      ->type_name("GROUP");
+  run->add_option("--serial-wait", o.serial_wait,
+                  "With --serial: wait at most DURATION for the turn, then leave the line and "
+                  "exit 75 (default: no limit)")
+      ->type_name("DURATION");
   run->add_option("--timeout", o.timeout,
                   "Stop the command after DURATION: TERM to its process group, KILL after "
                   "--kill-after; exit 124 (default: none)")
@@ -209,6 +233,12 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
 
 namespace {
 
+// A serial group's name as its front gave it (the store's, without run's prefix).
+std::string serial_name(const core::Record& r) {
+  const std::string& g = r.serial_group;
+  return g.rfind("run:", 0) == 0 ? g.substr(4) : g;
+}
+
 std::string running_refusal(const core::Record& holder, const RunOptions& o, const Settings& s,
                             const std::string& shown, int64_t now_ms) {
   std::string message = held_by_leftovers(holder)
@@ -248,6 +278,22 @@ int answer_without_running(const engine::Claimed& claimed, const RunOptions& o, 
                       ", started " + ago(r.started_ms, now_ms) +
                       ") died mid-run and its outcome is unknown" + live_group_text(r) +
                       "; nothing ran. Use --retry-abandoned or 'idem rm' once you have checked");
+    case engine::ClaimVerdict::queued:
+      if (claimed.waited)
+        throw Error(k_exit_running, shown + " waited " + o.serial_wait +
+                                        " for its turn in serial group '" + o.serial + "' (place " +
+                                        std::to_string(claimed.position) +
+                                        " when it left the line); nothing ran");
+      throw Error(k_exit_running, shown + " waits its turn in serial group '" +
+                                      core::display_key(serial_name(r)) + "' in " +
+                                      owner_text(r.owner) + "; nothing ran");
+    case engine::ClaimVerdict::full:
+      throw Error(k_exit_running,
+                  "serial group '" + o.serial + "' holds as many waiting as it may; nothing ran");
+    case engine::ClaimVerdict::superseded:
+      throw Error(k_exit_conflict, shown + " was superseded by '" +
+                                       core::display_key(r.superseded_by) +
+                                       "' in its serial group before it ran; nothing ran");
     case engine::ClaimVerdict::claimed:
     case engine::ClaimVerdict::declined:
       break;
@@ -268,6 +314,16 @@ engine::AttemptRequest attempt_request(const core::Key& key, const RunOptions& o
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
   req.claim.policy = core::Policy{o.replay_failures, o.retry_abandoned};
   req.wait.wait_ms = s.wait_ms;
+  if (s.serial) {
+    req.claim.serial = store::SerialClaim{run_group(*s.serial)};
+    req.wait_turn = true;
+    req.turn_wait_ms = s.serial_wait_ms;
+    if (o.verbose)
+      req.on_queued = [&o, shown](int64_t position) {
+        std::cerr << "idem: " << shown << " waits its turn in serial group '" << o.serial
+                  << "' (place " << position << ")\n";
+      };
+  }
   // A retry must never overlap what is left of the abandoned attempt: it holds the key as a
   // failed attempt's leftovers do (75, or --wait waits for it).
   req.clear_abandoned = [&o, &s, shown](const core::Record& r) {
@@ -278,12 +334,14 @@ engine::AttemptRequest attempt_request(const core::Key& key, const RunOptions& o
   req.clear_failed = [&o, &s, shown](const core::Record& r) {
     return clear_previous(r, o, s, shown);
   };
-  // A signal while waiting ends the wait.
-  req.before_pause = [shown](const core::Record&) {
+  // A signal while waiting ends the wait (a wait in line leaves the line).
+  req.before_pause = [shown](const core::Record& holder) {
     if (int sig = proc::pending_signal())
-      throw Error(ExitCode(k_exit_signal_base + sig), "interrupted by " + proc::signal_name(sig) +
-                                                          " while waiting for " + shown +
-                                                          "; nothing ran");
+      throw Error(ExitCode(k_exit_signal_base + sig),
+                  "interrupted by " + proc::signal_name(sig) + " while " +
+                      (holder.status == core::Status::queued ? shown + " waited its turn"
+                                                             : "waiting for " + shown) +
+                      "; nothing ran");
   };
   if (o.verbose)
     req.on_wait = [&o, shown](const core::Record& holder) {

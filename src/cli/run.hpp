@@ -14,7 +14,9 @@ struct RunOptions {
   std::string timeout;
   std::string kill_after = "10s";
   std::string drain = "5s";
-  std::string lease;  // empty: $IDEM_LEASE, else 30s (stores shared by hosts only)
+  std::string lease;        // empty: $IDEM_LEASE, else 30s (stores shared by hosts only)
+  std::string serial;       // --serial GROUP: empty, none
+  std::string serial_wait;  // empty: wait for the turn without a limit
   bool replay_failures = false;
   bool retry_abandoned = false;
   bool kill_stale = false;

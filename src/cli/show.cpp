@@ -77,6 +77,10 @@ void print_record(const core::Record& r, const nlohmann::json& j, const Chunks& 
   line("duration", r.finished_ms ? util::human_duration(r.finished_ms - r.started_ms) : "-");
   line("expires", or_dash(j["expires_at"]));
   line("owner", "pid " + std::to_string(r.owner.pid) + " on " + r.owner.host);
+  // Serial groups: the group as the store names it ("run:" + --serial's, a hook's PATH#GROUP).
+  if (!r.serial_group.empty()) line("serial group", r.serial_group);
+  if (!r.superseded_by.empty())
+    line("superseded", "by '" + core::display_key(r.superseded_by) + "' before it ran");
   if (r.lease_expires_ms) line("lease", j["lease_expires_at"].get<std::string>());
   if (group_alive && (j["status"] == "abandoned" || j["status"] == "failed" ||
                       (j["status"] == "expired" && r.status == core::Status::failed)))

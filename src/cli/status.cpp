@@ -12,7 +12,9 @@ namespace idem::cli {
 
 CLI::App* register_status(CLI::App& app, StatusOptions& o) {
   auto* status = app.add_subcommand(
-      "status", "Print one word: none, running, succeeded, failed, abandoned or expired");
+      "status",
+      "Print one word: none, running, succeeded, failed, abandoned, queued, superseded or "
+      "expired");
   status->add_option("key", o.key, "The record's key (or its name PATH#KEY, as idem ls prints it)")
       ->required()
       ->type_name("KEY");

@@ -17,7 +17,8 @@ namespace idem::cli {
 CLI::App* register_export(CLI::App& app, ExportOptions& o) {
   auto* ex = app.add_subcommand("export", "Write records as JSON Lines, outputs included");
   ex->add_option("--status", o.filter.statuses,
-                 "Only records in this status: running, succeeded, failed, abandoned, expired "
+                 "Only records in this status: running, succeeded, failed, abandoned, queued, "
+                 "superseded, expired "
                  "(repeatable)")
       ->type_name("STATUS")
       ->allow_extra_args(false);

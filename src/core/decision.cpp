@@ -16,8 +16,20 @@ std::string_view to_string(Verdict verdict) {
       return "abandoned";
     case Verdict::leftovers:
       return "leftovers";
+    case Verdict::queued:
+      return "queued";
+    case Verdict::superseded:
+      return "superseded";
+    case Verdict::full:
+      return "full";
   }
   return "unknown";
+}
+
+SerialStep decide_serial(const GroupState& group, bool latest, int64_t max_pending) {
+  if (!group.running && group.queued == 0) return SerialStep::run;
+  if (latest) return group.queued > 0 ? SerialStep::replace_pending : SerialStep::queue;
+  return group.queued >= max_pending ? SerialStep::full : SerialStep::queue;
 }
 
 namespace {
@@ -68,6 +80,13 @@ Decision decide(const Record* existing, std::string_view fingerprint, int64_t no
       // What it left running must be looked at first, as for an abandoned attempt.
       if (leftovers_to_check(*existing, policy)) return {Verdict::leftovers, false, next};
       return {Verdict::claim, false, next};
+    case Status::queued:
+      // Its number is the one it will run as. A waiter that died in line left its place: the
+      // key is free again (the claim replaces the queued record).
+      if (owner_gone && held_by_owner(*existing)) return {Verdict::claim, false, existing->attempt};
+      return {Verdict::queued, false, existing->attempt};
+    case Status::superseded:
+      return {Verdict::superseded, false, next};
   }
   return {Verdict::running, false, next};
 }

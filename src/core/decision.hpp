@@ -32,9 +32,31 @@ enum class Verdict {
   running,    // another live owner holds the key
   abandoned,  // the previous owner died mid-run; refused without --retry-abandoned
   leftovers,  // a failed attempt whose group the caller has not checked yet (see Policy)
+  // Serial groups (SPEC §9):
+  queued,      // the key waits its turn in its group (this claim queued it, or an earlier one)
+  superseded,  // the key was queued, and a newer key of its `latest` group replaced it
+  full,        // the group has as many pending as it may hold: nothing was queued
 };
 
 std::string_view to_string(Verdict verdict);
+
+// A serial group as a claim finds it: whether an attempt of it runs (a live one), and how many
+// wait their turn.
+struct GroupState {
+  bool running = false;
+  int64_t queued = 0;
+};
+
+// What a claim whose key would run does in its serial group.
+enum class SerialStep {
+  run,              // nothing runs and nothing waits: run now
+  queue,            // wait in line, behind the ones already waiting
+  replace_pending,  // `latest`: the ones waiting are superseded, this one waits instead
+  full,             // the line holds max_pending already: refused (an HTTP front answers 503)
+};
+
+// `latest`: while one runs, only the newest waits. max_pending bounds a fifo group's line.
+SerialStep decide_serial(const GroupState& group, bool latest, int64_t max_pending);
 
 struct Decision {
   Verdict verdict;

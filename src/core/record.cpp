@@ -15,6 +15,10 @@ std::string_view to_string(Status status) {
       return "failed";
     case Status::abandoned:
       return "abandoned";
+    case Status::queued:
+      return "queued";
+    case Status::superseded:
+      return "superseded";
   }
   return "unknown";
 }
@@ -45,6 +49,8 @@ std::optional<Status> status_from_string(std::string_view text) {
   if (text == "succeeded") return Status::succeeded;
   if (text == "failed") return Status::failed;
   if (text == "abandoned") return Status::abandoned;
+  if (text == "queued") return Status::queued;
+  if (text == "superseded") return Status::superseded;
   return std::nullopt;
 }
 
@@ -52,14 +58,22 @@ bool is_expired(const Record& record, int64_t now_ms) {
   return record.expires_ms != 0 && record.expires_ms <= now_ms;
 }
 
+bool has_run(const Record& record) {
+  return record.status != Status::queued && record.status != Status::superseded;
+}
+
+bool held_by_owner(const Record& record) {
+  return record.status == Status::running ||
+         (record.status == Status::queued && record.kind == "run");
+}
+
 bool lease_expired(const Record& record, int64_t now_ms) {
-  return record.status == Status::running && record.lease_expires_ms != 0 &&
-         record.lease_expires_ms <= now_ms;
+  return held_by_owner(record) && record.lease_expires_ms != 0 && record.lease_expires_ms <= now_ms;
 }
 
 bool owner_counts_gone(const Record& record, int64_t now_ms,
                        const std::function<bool(const Owner&)>& locally_gone) {
-  if (record.status != Status::running) return false;
+  if (!held_by_owner(record)) return false;
   if (record.lease_expires_ms != 0) return lease_expired(record, now_ms);
   return locally_gone(record.owner);
 }

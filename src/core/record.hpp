@@ -10,7 +10,9 @@
 
 namespace idem::core {
 
-enum class Status { running, succeeded, failed, abandoned };
+// queued: waiting its turn in a serial group (SPEC §9), nothing run yet; superseded: a queued
+// attempt a newer one of its `latest` group replaced before it ran (final, never run).
+enum class Status { running, succeeded, failed, abandoned, queued, superseded };
 
 std::string_view to_string(Status status);
 std::optional<Status> status_from_string(std::string_view text);
@@ -100,6 +102,12 @@ struct Record {
   // was (Unix ms; 0: none). Counted apart from the claim, without a sync (Store::count_replays).
   int64_t replays = 0;
   int64_t last_replay_ms = 0;
+  // The serial group the key's attempt runs in (a front's prefix, then the group's name: "run:"
+  // + --serial's value, a hook's path + "#" + its group), empty: none. At most one record of a
+  // group is running, store-wide; the queued ones wait in queue_seq order.
+  std::string serial_group;
+  int64_t queue_seq = 0;      // queued: its place in the group's line (lower runs first)
+  std::string superseded_by;  // superseded: the key that replaced it
 };
 
 // The notes of an attempt the store marked abandoned: its owner is gone, or its lease ran out.
@@ -129,12 +137,20 @@ struct Outcome {
 std::string attempt_mark(const Record& record);
 
 bool is_expired(const Record& record, int64_t now_ms);
-// A running record whose lease ran out: its owner is gone as far as any host can tell.
+// Whether an attempt of the record has started: false for a queued one (none yet) and a
+// superseded one (none ever), which have no history entry of their own.
+bool has_run(const Record& record);
+// Whether the record holds its owner's process: a running attempt, or a queued one waiting in
+// its owner's process (`idem run --serial`; a daemon's queued delivery is any daemon's to run).
+bool held_by_owner(const Record& record);
+// A record held by its owner (held_by_owner) whose lease ran out: its owner is gone as far as any
+// host can tell.
 bool lease_expired(const Record& record, int64_t now_ms);
-// Whether the owner of a running record counts as gone. A record with a lease is judged by its
-// lease alone: any host can tell, and what this host sees never overrules an unexpired lease
-// (its owner may be a process this host mistakes for one of its own). One without is judged by
-// `locally_gone`, called only then: proc::owner_gone, this host's look at its pid and boot.
+// Whether the owner of a record held by its owner (held_by_owner) counts as gone. A record with a
+// lease is judged by its lease alone: any host can tell, and what this host sees never overrules an
+// unexpired lease (its owner may be a process this host mistakes for one of its own). One without
+// is judged by `locally_gone`, called only then: proc::owner_gone, this host's look at its pid and
+// boot.
 bool owner_counts_gone(const Record& record, int64_t now_ms,
                        const std::function<bool(const Owner&)>& locally_gone);
 // The status a user sees: expired records show as "expired".

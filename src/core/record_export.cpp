@@ -105,6 +105,10 @@ json export_json(const Record& r, const std::vector<HistoryEntry>& history) {
   j["response"] = r.response ? json::parse(encode_response(*r.response)) : json(nullptr);
   j["replays"] = r.replays;
   j["last_replay_ms"] = r.last_replay_ms;
+  // Serial groups (SPEC §9): written only where the record has them.
+  if (!r.serial_group.empty()) j["serial_group"] = r.serial_group;
+  if (r.queue_seq != 0) j["queue_seq"] = r.queue_seq;
+  if (!r.superseded_by.empty()) j["superseded_by"] = r.superseded_by;
   if (!history.empty()) {
     json attempts = json::array();
     for (const HistoryEntry& e : history)
@@ -199,6 +203,9 @@ Record record_from_export(const json& line) {
   r.response = response_of(line);
   r.replays = line.contains("replays") ? integer(line, "replays") : 0;
   r.last_replay_ms = line.contains("last_replay_ms") ? integer(line, "last_replay_ms") : 0;
+  r.serial_group = line.contains("serial_group") ? text(line, "serial_group") : "";
+  r.queue_seq = line.contains("queue_seq") ? integer(line, "queue_seq") : 0;
+  r.superseded_by = line.contains("superseded_by") ? text(line, "superseded_by") : "";
   return r;
 }
 

@@ -36,7 +36,9 @@ std::string stream_bytes(const std::vector<ChunkView>& chunks, Stream stream) {
 }  // namespace
 
 std::string effective_status(const Record& record, int64_t now_ms, bool owner_gone) {
-  if (owner_counts_gone(record, now_ms, [owner_gone](const Owner&) { return owner_gone; }))
+  // A waiter that died in line never ran: it stays queued until its turn takes it out.
+  if (record.status == Status::running &&
+      owner_counts_gone(record, now_ms, [owner_gone](const Owner&) { return owner_gone; }))
     return "abandoned";
   return std::string(display_status(record, now_ms));
 }
@@ -94,6 +96,12 @@ nlohmann::json record_detail_json(const Record& r, int64_t now_ms, bool owner_go
   j["response"] = response_json(r.response);
   j["replays"] = r.replays;
   j["last_replay_at"] = time_or_null(r.last_replay_ms);
+  // Serial groups (SPEC §9): the group as the store names it (null: none), and for a superseded
+  // record the key that replaced it.
+  j["serial_group"] =
+      r.serial_group.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.serial_group);
+  j["superseded_by"] =
+      r.superseded_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.superseded_by);
   if (!with_streams) return j;
   j["stdout_b64"] = util::to_base64(stream_bytes(*output, Stream::out));
   j["stderr_b64"] = util::to_base64(stream_bytes(*output, Stream::err));

@@ -27,6 +27,12 @@ ClaimVerdict verdict_of(core::Verdict v) {
       return ClaimVerdict::abandoned;
     case core::Verdict::leftovers:
       return ClaimVerdict::running;  // Engine::claim checks them first
+    case core::Verdict::queued:
+      return ClaimVerdict::queued;
+    case core::Verdict::superseded:
+      return ClaimVerdict::superseded;
+    case core::Verdict::full:
+      return ClaimVerdict::full;
   }
   return ClaimVerdict::abandoned;
 }
@@ -48,6 +54,8 @@ Claimed claimed_from(const std::string& key, store::ClaimResult result, int64_t 
   c.existing = std::move(result.existing);
   c.replaced_status = result.replaced_status;
   c.now_ms = now_ms;
+  c.position = result.position;
+  c.superseded = std::move(result.superseded);
   return c;
 }
 
@@ -67,6 +75,12 @@ std::string_view to_string(ClaimVerdict verdict) {
       return "abandoned";
     case ClaimVerdict::declined:
       return "declined";
+    case ClaimVerdict::queued:
+      return "queued";
+    case ClaimVerdict::superseded:
+      return "superseded";
+    case ClaimVerdict::full:
+      return "full";
   }
   return "?";
 }
@@ -141,7 +155,8 @@ std::optional<store::ClaimResult> Engine::look(AttemptRequest& request, bool& wo
   const core::Decision d = core::decide(existing ? &*existing : nullptr, request.claim.fingerprint,
                                         request.claim.now_ms, gone, request.claim.policy);
   would_run = d.verdict == core::Verdict::claim;
-  if (would_run || d.mark_abandoned) return std::nullopt;
+  // A queued key's place in line is the claim's to count.
+  if (would_run || d.mark_abandoned || d.verdict == core::Verdict::queued) return std::nullopt;
   store::ClaimResult answer;
   answer.verdict = d.verdict;
   existing->attempt_token.clear();  // the holder's capability is never handed to another
@@ -211,6 +226,12 @@ Claimed Engine::claim(AttemptRequest& request) {
       result.verdict = core::Verdict::running;
     }
     if (result.verdict == core::Verdict::replay) count_replay(key, request.claim.now_ms);
+    // This claim queued the key (it holds its token): wait for its turn here, or tell the caller.
+    if (result.verdict == core::Verdict::queued && request.wait_turn &&
+        !result.attempt_token.empty()) {
+      if (std::optional<Claimed> turn = wait_turn(request, result)) return std::move(*turn);
+      continue;
+    }
     if (result.verdict != core::Verdict::running) {
       Claimed claimed = claimed_from(key, std::move(result), request.claim.now_ms,
                                      request.claim.lease_ms, sent_ms);
@@ -228,6 +249,86 @@ Claimed Engine::claim(AttemptRequest& request) {
     waiting = true;
     clock_.sleep_ms(unlimited ? pause_ms : std::clamp<int64_t>(left, 1, pause_ms));
     pause_ms = std::min(pause_ms * 2, request.wait.max_pause_ms);
+  }
+}
+
+std::optional<Claimed> Engine::wait_turn(AttemptRequest& request,
+                                         const store::ClaimResult& queued) {
+  const std::string& key = request.claim.key;
+  store::TurnRequest turn;
+  turn.group = request.claim.serial->group;
+  turn.key = key;
+  turn.token = queued.attempt_token;
+  turn.owner = request.claim.owner;
+  turn.lease_ms = request.claim.lease_ms;
+  // Stands for the key while it waits, for before_pause.
+  core::Record waiting;
+  waiting.key = key;
+  waiting.status = core::Status::queued;
+  waiting.attempt = queued.attempt;
+  waiting.serial_group = turn.group;
+  int64_t position = queued.position;
+  if (request.on_queued) request.on_queued(position);
+  const int64_t give_up =
+      request.turn_wait_ms < 0 ? INT64_MAX : clock_.monotonic_ms() + request.turn_wait_ms;
+  int64_t pause_ms = request.wait.first_pause_ms;
+  // A lease (a store shared by hosts) is renewed while the key waits, a third of it at a time.
+  int64_t renewed_ms = clock_.monotonic_ms();
+  try {
+    for (;;) {
+      if (request.before_pause) request.before_pause(waiting);
+      const int64_t left = give_up - clock_.monotonic_ms();
+      if (left <= 0) {
+        store_.withdraw(key, turn.token);
+        Claimed out;
+        out.verdict = ClaimVerdict::queued;
+        out.key = key;
+        out.waited = true;
+        out.position = position;
+        out.now_ms = clock_.now_ms();
+        return out;
+      }
+      clock_.sleep_ms(std::clamp<int64_t>(left, 1, pause_ms));
+      pause_ms = std::min(pause_ms * 2, request.wait.max_pause_ms);
+      const int64_t sent_ms = clock_.monotonic_ms();
+      turn.renew_lease = turn.lease_ms > 0 && sent_ms - renewed_ms >= turn.lease_ms / 3;
+      turn.now_ms = clock_.now_ms();
+      store::TurnResult t = store_.take_turn(turn, owner_gone_);
+      if (turn.renew_lease) renewed_ms = sent_ms;
+      if (t.marked_abandoned && notifies(core::NotifyEvent::abandoned))
+        notify(core::NotifyEvent::abandoned, *t.marked_abandoned);
+      switch (t.state) {
+        case store::TurnResult::State::started: {
+          Claimed c;
+          c.verdict = ClaimVerdict::claimed;
+          c.key = key;
+          c.attempt = t.record->attempt;
+          c.attempt_token = t.attempt_token;
+          c.mark = core::attempt_mark(key, c.attempt, request.claim.owner);
+          c.lease_expires_ms = t.lease_expires_ms;
+          if (c.lease_expires_ms != 0) {
+            c.lease_ms = request.claim.lease_ms;
+            c.lease_until_ms = sent_ms + c.lease_ms;
+          }
+          c.now_ms = turn.now_ms;
+          return c;
+        }
+        case store::TurnResult::State::waiting:
+          position = t.position;
+          break;
+        case store::TurnResult::State::empty:
+        case store::TurnResult::State::gone:
+          return std::nullopt;
+      }
+    }
+  } catch (...) {
+    // Out of the line, whatever ended the wait (a signal, a lost store): never left holding a
+    // place nobody will take. A store that cannot be reached now leaves it to be judged gone.
+    try {
+      store_.withdraw(key, turn.token);
+    } catch (const StoreError&) {
+    }
+    throw;
   }
 }
 

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/decision.hpp"
 #include "core/key.hpp"
@@ -74,6 +75,15 @@ struct AttemptRequest {
   // the claim (a dead owner's, marked abandoned by the claim) is claimed all the same: the claim,
   // not the look, decides.
   bool decline_run = false;
+  // In a serial group (claim.serial): whether a claim that queued the key waits its turn here
+  // (`idem run --serial`: looks at the line, Store::take_turn, until the attempt starts, up to
+  // turn_wait_ms; -1: without a limit), or returns at once with the verdict `queued` (a daemon
+  // answers and starts it later). A wait that runs out, or that before_pause ends by throwing,
+  // takes the key out of the line (Store::withdraw) first.
+  bool wait_turn = false;
+  int64_t turn_wait_ms = -1;
+  // Called once, with the key's place in line (1: next), when a wait for its turn begins.
+  std::function<void(int64_t position)> on_queued;
   // The effect the caller carries out once claimed, if it starts a command: a claim that would
   // run it prepares it first (Effect::prepare), so the claim records the command's group in its
   // own write, and undoes that if the claim goes another way. Null: the group is written when
@@ -88,6 +98,10 @@ enum class ClaimVerdict {
   running,    // a live owner holds it, or a failed attempt's processes (after any wait)
   abandoned,  // the previous owner died mid-run and no retry was allowed, or its processes live
   declined,   // decline_run: the attempt would have run
+  // Serial groups (store::SerialClaim):
+  queued,      // the key waits its turn (`position`); with wait_turn, the wait ran out (`waited`)
+  superseded,  // a newer key of its `latest` group replaced it before it ran (`existing`)
+  full,        // its group's line is full: nothing was queued
 };
 
 struct Claimed {
@@ -105,8 +119,11 @@ struct Claimed {
   // claimed: the status of the record the attempt replaced (nullopt: none), which tells a
   // success after a failure (a notification's `recovered`).
   std::optional<core::Status> replaced_status;
-  int64_t now_ms = 0;   // the time of the look that decided
-  bool waited = false;  // running: a wait began and ran out
+  int64_t now_ms = 0;    // the time of the look that decided
+  bool waited = false;   // running, queued: a wait began and ran out
+  int64_t position = 0;  // queued: the key's place in its group's line (1: next)
+  // Keys this claim superseded (a `latest` group's pending ones).
+  std::vector<std::string> superseded;
 };
 
 // The attempt an effect carries out.
@@ -225,6 +242,10 @@ class Engine {
 
  private:
   store::ClaimResult claim_once(AttemptRequest& request);
+  // Waits in line for the attempt `queued` put there (AttemptRequest::wait_turn): the attempt
+  // once started; the verdict `queued` when the wait ran out (the key withdrawn); nullopt when
+  // the key left the line otherwise (removed), so the claim decides again.
+  std::optional<Claimed> wait_turn(AttemptRequest& request, const store::ClaimResult& queued);
   // The claim of an attempt a read found would run (`would_run`), or one only a claim can decide:
   // with the group of request.effect's command, prepared first, when it would run.
   store::ClaimResult claim_with_effect(AttemptRequest& request, bool would_run);

@@ -374,6 +374,28 @@ front::Answer answer_without_running(const Hook& hook, const engine::Claimed& cl
       break;
     case engine::ClaimVerdict::declined:
       return overloaded(hook, key);
+    case engine::ClaimVerdict::queued:
+      // SPEC §9: it runs when its turn comes; a duplicate is told its place again.
+      a.status = 202;
+      a.content_type = "application/json";
+      a.body = nlohmann::json{{"status", "queued"}, {"position", claimed.position}}.dump() + "\n";
+      a.outcome = "queued";
+      break;
+    case engine::ClaimVerdict::superseded:
+      a.status = 200;
+      a.content_type = "application/json";
+      a.body = nlohmann::json{{"status", "superseded"},
+                              {"superseded_by", claimed.existing->superseded_by}}
+                   .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+               "\n";
+      a.outcome = "superseded";
+      break;
+    case engine::ClaimVerdict::full:
+      a = front::problem(503, "Serial group full",
+                         shown + " cannot wait: its serial group holds as many as it may");
+      a.headers.emplace_back("Retry-After", k_retry_after_running);
+      a.outcome = "full";
+      break;
     case engine::ClaimVerdict::claimed:
       break;
   }

@@ -135,6 +135,23 @@ front::Answer claim_answer(const ClaimCall& call, const engine::Claimed& c, int6
                          " ended without an outcome (its lease ran out, or its owner died); claim "
                          "with \"retry_abandoned\": true to run it again",
                      "abandoned", call.key.str());
+    case engine::ClaimVerdict::queued:
+    case engine::ClaimVerdict::full: {
+      // The key waits in a serial group of another front (`idem run --serial`): held, as a
+      // running one is.
+      front::Answer a =
+          refusal(409, "Key is queued",
+                  shown(call.key.str()) + " waits its turn in serial group '" +
+                      core::display_key(c.existing ? c.existing->serial_group : "") + "'",
+                  "queued", call.key.str());
+      a.headers.emplace_back("Retry-After", "1");
+      return a;
+    }
+    case engine::ClaimVerdict::superseded:
+      return refusal(409, "Key was superseded",
+                     shown(call.key.str()) + " was replaced in its serial group by " +
+                         shown(c.existing->superseded_by) + " before it ran",
+                     "superseded", call.key.str());
     case engine::ClaimVerdict::declined:
       break;
   }

@@ -22,12 +22,89 @@ ClaimResult claimed(const ClaimRequest& req, int64_t attempt, const std::string&
                    "' lost a race it should not have");
 }
 
+// The note of an attempt found with its owner gone.
+const char* gone_note(const core::Record& r, int64_t now_ms) {
+  return core::lease_expired(r, now_ms) ? k_lease_ran_out : k_owner_died;
+}
+
+// The group's running attempt, when its owner is gone: marked abandoned (returned as marked),
+// and with `requeue` (never for `idem run`'s: only its own process could run it) waiting again
+// at the head of the line. Whether a live attempt of the group runs.
+bool live_runner(RowOperations& rows, const std::string& group, int64_t now_ms,
+                 const OwnerGone& owner_gone, bool requeue, std::optional<core::Record>& marked) {
+  std::optional<core::Record> runner = rows.group_runner(group);
+  if (!runner) return false;
+  if (!core::owner_counts_gone(*runner, now_ms, owner_gone)) return true;
+  const char* note = gone_note(*runner, now_ms);
+  abandon_rows(rows, runner->key, runner->attempt, note);
+  runner->status = core::Status::abandoned;
+  runner->note = note;
+  runner->attempt_token.clear();
+  if (requeue && runner->kind != "run") {
+    const std::optional<core::Record> head = rows.group_head(group);
+    rows.requeue(runner->key, runner->attempt,
+                 head ? head->queue_seq - 1 : rows.next_queue_seq(group));
+  }
+  marked = std::move(runner);
+  return false;
+}
+
+// A claim whose key would run, in a serial group: nullopt when it may run now, else what it got
+// (queued, or the line full). `existing`: the key's record as the claim found it (a finished
+// attempt run again, an expired record, a dead waiter's place), which queueing replaces.
+std::optional<ClaimResult> serial_claim(RowOperations& rows, const ClaimRequest& req,
+                                        const OwnerGone& owner_gone, const std::string& token,
+                                        std::optional<core::Record>& existing, int64_t attempt,
+                                        std::optional<core::Record>& marked) {
+  const SerialClaim& serial = *req.serial;
+  std::optional<core::Record> runner_marked;
+  core::GroupState group;
+  group.running = live_runner(rows, serial.group, req.now_ms, owner_gone, serial.requeue_abandoned,
+                              runner_marked);
+  group.queued = rows.queued_in_group(serial.group, INT64_MAX);
+  if (!marked) marked = std::move(runner_marked);
+  ClaimResult result;
+  switch (core::decide_serial(group, serial.latest, serial.max_pending)) {
+    case core::SerialStep::run:
+      return std::nullopt;
+    case core::SerialStep::full:
+      result.verdict = core::Verdict::full;
+      result.marked_abandoned = std::move(marked);
+      return result;
+    case core::SerialStep::replace_pending:
+      result.superseded = rows.supersede_pending(serial.group, req.key, req.now_ms);
+      break;
+    case core::SerialStep::queue:
+      break;
+  }
+  // An expired record or a dead waiter's place is gone first: the queued one starts afresh.
+  if (existing &&
+      (core::is_expired(*existing, req.now_ms) || existing->status == core::Status::queued)) {
+    rows.delete_record(req.key);
+    existing.reset();
+  }
+  const int64_t seq = rows.next_queue_seq(serial.group);
+  const std::optional<int64_t> observed =
+      existing ? std::optional(existing->attempt) : std::nullopt;
+  if (!rows.enqueue(req, attempt, token, seq, observed)) lost_race(rows, req.key);
+  IDEM_CRASH_POINT("queue-before-commit");
+  result.verdict = core::Verdict::queued;
+  result.attempt = attempt;
+  result.attempt_token = token;
+  result.lease_expires_ms = lease_end(req.now_ms, req.lease_ms);
+  result.position = rows.queued_in_group(serial.group, seq);
+  result.marked_abandoned = std::move(marked);
+  return result;
+}
+
 }  // namespace
 
 ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const OwnerGone& owner_gone,
                        const std::string& token) {
   std::optional<core::Record> existing;
-  if (rows.inserts_first()) {
+  // A serial claim reads first: whether a new key runs is the group's to say, not its own row's.
+  if (req.serial) rows.lock_group(req.serial->group);
+  if (rows.inserts_first() && !req.serial) {
     // A new key: one statement decides and records it (the key's unique constraint decides
     // between concurrent claimers; a loser waits for the winner's commit, then inserts nothing).
     // Attempt 1 is what core::decide gives a key with no record.
@@ -46,7 +123,7 @@ ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const Owner
       core::decide(existing ? &*existing : nullptr, req.fingerprint, req.now_ms, gone, req.policy);
   std::optional<core::Record> marked;
   if (d.mark_abandoned) {
-    const char* note = core::lease_expired(*existing, req.now_ms) ? k_lease_ran_out : k_owner_died;
+    const char* note = gone_note(*existing, req.now_ms);
     abandon_rows(rows, req.key, existing->attempt, note);
     existing->status = core::Status::abandoned;
     existing->note = note;
@@ -56,9 +133,17 @@ ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const Owner
   if (d.verdict != core::Verdict::claim) {
     if (d.verdict == core::Verdict::replay) existing = rows.read_with_output(req.key);
     ClaimResult result{d.verdict, 0, "", 0, std::move(existing)};
+    if (d.verdict == core::Verdict::queued)
+      result.position =
+          rows.queued_in_group(result.existing->serial_group, result.existing->queue_seq);
     if (result.existing) result.existing->attempt_token.clear();  // another owner's capability
     result.marked_abandoned = std::move(marked);
     return result;
+  }
+  if (req.serial) {
+    std::optional<ClaimResult> waits =
+        serial_claim(rows, req, owner_gone, token, existing, d.next_attempt, marked);
+    if (waits) return std::move(*waits);
   }
   // Replaces the previous attempt; conditioned on it, so two retries cannot both win.
   const bool written = existing ? rows.replace(req, d.next_attempt, token, existing->attempt)
@@ -69,6 +154,70 @@ ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const Owner
   if (existing) result.replaced_status = existing->status;
   result.marked_abandoned = std::move(marked);
   return result;
+}
+
+TurnResult turn_rows(RowOperations& rows, const TurnRequest& req, const OwnerGone& owner_gone,
+                     const std::string& token) {
+  rows.lock_group(req.group);
+  TurnResult out;
+  const bool mine_only = !req.key.empty();
+  // The caller's own place, while it waits: its lease renewed, its position told.
+  auto still_waiting = [&]() {
+    const std::optional<core::Record> mine = rows.lock(req.key);
+    if (!mine || mine->status != core::Status::queued || mine->attempt_token != req.token ||
+        mine->serial_group != req.group) {
+      out.state = TurnResult::State::gone;
+      return;
+    }
+    if (req.renew_lease) rows.renew_queued(req.key, req.token, lease_end(req.now_ms, req.lease_ms));
+    out.state = TurnResult::State::waiting;
+    out.position = rows.queued_in_group(req.group, mine->queue_seq);
+  };
+  if (live_runner(rows, req.group, req.now_ms, owner_gone, req.requeue_abandoned,
+                  out.marked_abandoned)) {
+    if (mine_only)
+      still_waiting();
+    else
+      out.state = TurnResult::State::waiting;
+    return out;
+  }
+  for (;;) {
+    std::optional<core::Record> head = rows.group_head(req.group);
+    if (!head) {
+      out.state = mine_only ? TurnResult::State::gone : TurnResult::State::empty;
+      return out;
+    }
+    const bool own = mine_only && head->key == req.key && head->attempt_token == req.token;
+    // A waiter that died in line leaves it when its turn comes: nothing of it ever ran.
+    if (!own && core::owner_counts_gone(*head, req.now_ms, owner_gone)) {
+      rows.delete_record(head->key);
+      continue;
+    }
+    // Another's turn: a waiter of its own process (`idem run`), or the head of a line this
+    // caller waits in.
+    if (mine_only ? !own : core::held_by_owner(*head)) {
+      if (mine_only)
+        still_waiting();
+      else
+        out.state = TurnResult::State::waiting;
+      return out;
+    }
+    const std::string& its_token = mine_only ? req.token : token;
+    const int64_t lease = lease_end(req.now_ms, req.lease_ms);
+    ClaimRequest started;
+    started.key = head->key;
+    started.kind = head->kind;
+    started.owner = req.owner;
+    started.now_ms = req.now_ms;
+    if (!rows.start_queued(started, head->attempt, its_token, lease)) lost_race(rows, head->key);
+    rows.start_history(started, false);
+    IDEM_CRASH_POINT("turn-before-commit");
+    out.state = TurnResult::State::started;
+    out.record = rows.lock(head->key);
+    out.attempt_token = its_token;
+    out.lease_expires_ms = lease;
+    return out;
+  }
 }
 
 bool release_rows(RowOperations& rows, const std::string& key, const std::string& token) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/history.hpp"
 #include "core/record.hpp"
@@ -59,6 +60,37 @@ class RowOperations {
   // Ends the key's latest history entry, if it is still running, as abandoned for `reason`.
   virtual void abandon_history(const std::string& key, const char* reason) = 0;
 
+  // Serial groups (SPEC §9), within the same transaction. Holds `group` against other claimers and
+  // turn-takers until the transaction ends (SQLite: the writer lock does already; PostgreSQL: an
+  // advisory lock on its name), so one look at the group stays true until the commit.
+  virtual void lock_group(const std::string& group) = 0;
+  // The group's running record (at most one: a unique index), without output.
+  virtual std::optional<core::Record> group_runner(const std::string& group) = 0;
+  // The head of its line: the queued record with the lowest queue_seq.
+  virtual std::optional<core::Record> group_head(const std::string& group) = 0;
+  // How many of its records are queued with a queue_seq at most `up_to` (INT64_MAX: all).
+  virtual int64_t queued_in_group(const std::string& group, int64_t up_to) = 0;
+  // The queue_seq after the last in its line.
+  virtual int64_t next_queue_seq(const std::string& group) = 0;
+  // Writes the claim as a queued record (insert, or `observed` replaced as replace() does), its
+  // place `seq`, its lease the request's; whether it did.
+  virtual bool enqueue(const ClaimRequest& req, int64_t attempt, const std::string& token,
+                       int64_t seq, std::optional<int64_t> observed) = 0;
+  // Ends every queued record of the group as superseded by `by` (finished now, expiring after its
+  // TTL); their keys.
+  virtual std::vector<std::string> supersede_pending(const std::string& group,
+                                                     const std::string& by, int64_t now_ms) = 0;
+  // The abandoned attempt `attempt` of `key` waits again as attempt + 1 at place `seq`.
+  virtual bool requeue(const std::string& key, int64_t attempt, int64_t seq) = 0;
+  // The queued attempt `attempt` of `started.key` starts: running under started.owner from
+  // started.now_ms with `token` and the lease ending at `lease_expires_ms` (0: none). Its history
+  // entry is start_history(started)'s, called next.
+  virtual bool start_queued(const ClaimRequest& started, int64_t attempt, const std::string& token,
+                            int64_t lease_expires_ms) = 0;
+  // Renews the lease of the queued record holding `token`; whether it still waits.
+  virtual bool renew_queued(const std::string& key, const std::string& token,
+                            int64_t lease_expires_ms) = 0;
+
   // Whether a claim tries insert() before it reads: a backend whose lock() cannot hold a row that
   // is not there yet (PostgreSQL) lets the key's unique constraint decide between the claimers of
   // a new key instead. SQLite holds the whole store's writer lock, so reading first costs a
@@ -76,6 +108,12 @@ class RowOperations {
 // token a claim verdict hands out. The crash point "claim-before-commit" is in here.
 ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const OwnerGone& owner_gone,
                        const std::string& token);
+
+// Store::take_turn's look and change, in the caller's open transaction (commit it whatever the
+// answer: a dead runner may have been marked, dead waiters taken out). `token`: the new attempt
+// token a head started without req.key gets.
+TurnResult turn_rows(RowOperations& rows, const TurnRequest& req, const OwnerGone& owner_gone,
+                     const std::string& token);
 
 // Store::release's change, in the caller's open transaction (commit it whatever the answer).
 bool release_rows(RowOperations& rows, const std::string& key, const std::string& token);

@@ -7,7 +7,7 @@ namespace idem::store {
 bool lists_unfinished_only(const ListQuery& q) {
   if (!q.live || q.include_expired || q.statuses.empty()) return false;
   return std::all_of(q.statuses.begin(), q.statuses.end(), [](core::Status s) {
-    return s == core::Status::running || s == core::Status::abandoned;
+    return s == core::Status::running || s == core::Status::abandoned || s == core::Status::queued;
   });
 }
 
@@ -24,7 +24,8 @@ std::vector<ListDrive> list_drives(const ListQuery& q) {
   std::vector<ListDrive> drives;
   if (!q.result.empty()) drives.push_back(ListDrive::result);
   if (q.statuses.size() == 1 && q.live && !q.include_expired &&
-      (q.statuses[0] == core::Status::succeeded || q.statuses[0] == core::Status::failed))
+      (q.statuses[0] == core::Status::succeeded || q.statuses[0] == core::Status::failed ||
+       q.statuses[0] == core::Status::superseded))
     drives.push_back(ListDrive::status);
   if (!q.kind.empty()) drives.push_back(ListDrive::kind);
   return drives;

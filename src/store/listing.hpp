@@ -10,7 +10,8 @@
 
 namespace idem::store {
 
-// Whether the listing asks for unfinished records alone (running, abandoned; none expired), which
+// Whether the listing asks for unfinished records alone (running, abandoned, queued; none
+// expired), which
 // a backend then reads from its partial index of them.
 bool lists_unfinished_only(const ListQuery& query);
 
@@ -26,8 +27,8 @@ std::string listing_condition(const ListQuery& query, const std::string& live,
 enum class ListDrive { recent, status, kind, result, unfinished, key };
 
 // The conditions of `query` an index answers in the listing's order, in the order they are
-// tried: the result class, the status (one, succeeded or failed, of live records only: the
-// unfinished ones have their own index), the kind.
+// tried: the result class, the status (one, succeeded, failed or superseded, of live records only:
+// the unfinished ones have their own index), the kind.
 std::vector<ListDrive> list_drives(const ListQuery& query);
 
 // Which of list_drives(query) to walk (recent when there is none): the only one, else the one

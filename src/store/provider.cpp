@@ -89,6 +89,15 @@ std::unique_ptr<OutputReader> leased_output(StoreProvider::Lease lease, const st
 ClaimResult PerCallStore::claim(const ClaimRequest& request, const OwnerGone& owner_gone) {
   return stores_->lease()->claim(request, owner_gone);
 }
+TurnResult PerCallStore::take_turn(const TurnRequest& request, const OwnerGone& owner_gone) {
+  return stores_->lease()->take_turn(request, owner_gone);
+}
+bool PerCallStore::withdraw(const std::string& key, const std::string& token) {
+  return stores_->lease()->withdraw(key, token);
+}
+std::vector<QueuedGroup> PerCallStore::queued_groups(const std::string& prefix, int64_t limit) {
+  return stores_->lease()->queued_groups(prefix, limit);
+}
 bool PerCallStore::finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) {
   return stores_->lease()->finish(key, attempt, outcome);
 }

@@ -75,6 +75,9 @@ class PerCallStore final : public Store {
  public:
   explicit PerCallStore(std::shared_ptr<StoreProvider> stores) : stores_(std::move(stores)) {}
   ClaimResult claim(const ClaimRequest& request, const OwnerGone& owner_gone) override;
+  TurnResult take_turn(const TurnRequest& request, const OwnerGone& owner_gone) override;
+  bool withdraw(const std::string& key, const std::string& token) override;
+  std::vector<QueuedGroup> queued_groups(const std::string& prefix, int64_t limit) override;
   bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) override;
   bool set_process_group(const std::string& key, int64_t attempt,
                          const core::ProcessGroup& group) override;

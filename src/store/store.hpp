@@ -21,6 +21,21 @@ namespace idem::store {
 // (another host) must count as alive.
 using OwnerGone = std::function<bool(const core::Owner&)>;
 
+// How many may wait in a fifo serial group unless its front says otherwise (SPEC §9).
+inline constexpr int64_t k_default_max_pending = 10000;
+
+// A claim in a serial group (SPEC §9): at most one attempt of `group` runs, store-wide; a claim
+// that would run while one runs, or while others wait, waits its turn as a queued record.
+struct SerialClaim {
+  std::string group;  // as core::Record::serial_group holds it (the front's prefix included)
+  bool latest = false;
+  int64_t max_pending = k_default_max_pending;
+  // The group's running attempt found abandoned by this claim waits again, at the head of the
+  // line (a daemon's delivery whose hook retries abandoned attempts), instead of staying
+  // abandoned. Never for an attempt of `idem run` (only its own process could run it).
+  bool requeue_abandoned = false;
+};
+
 struct ClaimRequest {
   std::string key;
   std::string fingerprint;
@@ -59,6 +74,10 @@ struct ClaimRequest {
   // claim that would run (Engine::claim); a claim that does not go to this attempt writes nothing
   // of it. nullopt: none yet.
   std::optional<core::ProcessGroup> group;
+  // In a serial group: a claim that would run may be queued instead (verdict `queued`: the record
+  // waits with this request, its owner and the attempt token handed out; take_turn starts it), or
+  // refused (`full`). nullopt: none, the claim runs or not as the key alone decides.
+  std::optional<SerialClaim> serial;
 };
 
 struct ClaimResult {
@@ -73,6 +92,50 @@ struct ClaimResult {
   // The running record this claim found its owner gone for and marked abandoned, as marked (its
   // token cleared; without output), whatever the verdict; nullopt when it marked none.
   std::optional<core::Record> marked_abandoned = std::nullopt;
+  // queued: the key's place in its group's line (1: next to run), whoever queued it.
+  int64_t position = 0;
+  // The keys this claim superseded (a `latest` group's pending ones), for their front to tell.
+  std::vector<std::string> superseded = {};
+};
+
+// A look at a serial group's line by one who would run its next attempt (Store::take_turn).
+struct TurnRequest {
+  std::string group;
+  // The waiter's own queued key and the attempt token its claim handed out: only it is started,
+  // when it is the line's head (`idem run --serial`). Empty: the head, whoever queued it (a
+  // daemon runs the deliveries queued by any daemon of its hooks), with a new token.
+  std::string key;
+  std::string token;
+  core::Owner owner;  // the attempt's owner once started
+  // The started attempt's lease (0: none); with renew_lease, the waiting key's lease is renewed
+  // to now_ms + lease_ms too (a waiter renews it a third of the way through, not at every look).
+  int64_t lease_ms = 0;
+  bool renew_lease = false;
+  int64_t now_ms = 0;
+  bool requeue_abandoned = false;  // SerialClaim::requeue_abandoned, for a dead runner found
+};
+
+struct TurnResult {
+  enum class State {
+    started,  // the head is now running, the caller's (`record`, `attempt_token`)
+    waiting,  // an attempt of the group runs, or (key given) another waits ahead (`position`)
+    empty,    // nothing waits (key empty)
+    gone,     // key given: it no longer waits (removed, or another took it over)
+  };
+  State state = State::empty;
+  std::optional<core::Record> record;  // started: as it now stands, with its request
+  std::string attempt_token;           // started: its capability
+  int64_t lease_expires_ms = 0;        // started: its lease; 0: none
+  int64_t position = 0;                // waiting, key given: its place (1: next)
+  // The group's running attempt this look found its owner gone for and marked abandoned.
+  std::optional<core::Record> marked_abandoned = std::nullopt;
+};
+
+// A serial group with attempts waiting (Store::queued_groups).
+struct QueuedGroup {
+  std::string group;
+  int64_t queued = 0;
+  int64_t oldest_ms = 0;  // when the longest-waiting one was queued
 };
 
 // Which records `list` visits: live (unexpired) ones whose stored status is in `statuses` (empty:
@@ -189,6 +252,19 @@ class Store {
   // The claim is durable when this returns.
   virtual ClaimResult claim(const ClaimRequest& request, const OwnerGone& owner_gone) = 0;
 
+  // Serial groups (SPEC §9). Starts the line's head of `req.group` when nothing of the group
+  // runs (a running attempt whose owner is gone is marked abandoned first, and with
+  // requeue_abandoned waits again at the head); a waiter (req.key) whose owner is gone is taken
+  // out of the line when it reaches the head. With req.key: only that key is started, and its
+  // lease (when it has one) is renewed while it waits. Durable on return.
+  virtual TurnResult take_turn(const TurnRequest& req, const OwnerGone& owner_gone) = 0;
+  // Takes a queued key holding `token` out of its line (the record is deleted: nothing of it
+  // ran); false when it does not wait with that token.
+  virtual bool withdraw(const std::string& key, const std::string& token) = 0;
+  // The groups whose name starts with `prefix` that have queued attempts, at most `limit`, by
+  // name; read from the index of queued records.
+  virtual std::vector<QueuedGroup> queued_groups(const std::string& prefix, int64_t limit) = 0;
+
   // Records the outcome of `attempt`. Returns false (and changes nothing) when the key's current
   // attempt is another one, or is no longer running, or its lease ran out by the outcome's
   // finished_ms (from its expiry an attempt counts as abandoned, as for heartbeat()): a stale
@@ -262,8 +338,9 @@ class Store {
   // nothing is held but the current row, so the first page costs the same on any store size.
   virtual ListStop list(const ListQuery& query, const RecordVisitor& visit) = 0;
   // Running records are only removed with `force`, or when their owner is gone.
+  // A queued record is removed like a finished one: it leaves its line.
   virtual RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) = 0;
-  // Deletes in small batches, never running records.
+  // Deletes in small batches, never running or queued records.
   virtual GcResult gc(const GcQuery& query) = 0;
   // Writes each record exactly as given, as `idem import` does: its attempt, times, owner,
   // process group, outcome and output; no attempt token (an imported running attempt can only be

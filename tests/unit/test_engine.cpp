@@ -477,6 +477,16 @@ class FailingStore final : public idem::store::Store {
                                  const idem::store::OwnerGone& g) override {
     return real_.claim(r, g);
   }
+  idem::store::TurnResult take_turn(const idem::store::TurnRequest& r,
+                                    const idem::store::OwnerGone& g) override {
+    return real_.take_turn(r, g);
+  }
+  bool withdraw(const std::string& k, const std::string& t) override {
+    return real_.withdraw(k, t);
+  }
+  std::vector<idem::store::QueuedGroup> queued_groups(const std::string& p, int64_t n) override {
+    return real_.queued_groups(p, n);
+  }
   bool finish(const std::string& k, int64_t a, const idem::core::Outcome& o) override {
     ++finishes;
     if (fail_finish) throw idem::StoreError("disk full", idem::StoreFailure::transient);

@@ -158,12 +158,15 @@ TEST_CASE(
         std::to_string(idem::store::postgres_sql::k_schema_version) + "\n");
   CHECK(admin.query("SELECT key || ' ' || replay_failures FROM idem_records ORDER BY key") ==
         "done false\nfailed false\n");
-  // Version 3's partial index of unfinished records, which holds none of these finished ones.
-  CHECK(admin
-            .query("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()"
-                   " AND indexname = 'idem_records_unfinished'")
-            .find("WHERE (status = ANY (ARRAY['running'::text, 'abandoned'::text]))") !=
-        std::string::npos);
+  // The partial index of unfinished records (version 3's, queued ones too since version 8),
+  // which holds none of these finished ones.
+  CHECK(
+      admin
+          .query("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+                 " AND indexname = 'idem_records_unfinished'")
+          .find(
+              "WHERE (status = ANY (ARRAY['running'::text, 'abandoned'::text, 'queued'::text]))") !=
+      std::string::npos);
   // Version 4's owner columns: no machine id and no pid namespace for the records from before,
   // whose pids are then never judged (proc::owner_gone).
   CHECK(admin.query("SELECT key || ' ' || quote_literal(owner_machine_id) || ' ' || owner_pid_ns"

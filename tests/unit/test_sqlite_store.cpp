@@ -817,7 +817,8 @@ TEST_CASE("store: a version 2 store keeps its records when migrated to version 3
     CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
                    "type = 'index' AND name LIKE 'records%' ORDER BY name)") ==
           "records_by_end records_by_kind records_by_recent records_by_result "
-          "records_by_status records_expiring records_unfinished");
+          "records_by_status records_expiring records_group_runner records_queue "
+          "records_unfinished");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
   ListQuery q;
@@ -1063,7 +1064,8 @@ TEST_CASE("store: a version 5 store's outputs move to their own table", "[store]
                    "type IN ('index', 'trigger') AND tbl_name = 'records' ORDER BY name)") ==
           "attempts_of_deleted outputs_of_deleted outputs_of_replaced records_by_end "
           "records_by_kind records_by_recent records_by_result records_by_status "
-          "records_expiring records_unfinished sqlite_autoindex_records_1");
+          "records_expiring records_group_runner records_queue records_unfinished "
+          "sqlite_autoindex_records_1");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }
   // Every record reads as it did, byte for byte.
@@ -1219,7 +1221,8 @@ constexpr const char* k_version_7 = "schema/sqlite-v7.sql";
 
 constexpr const char* k_unfinished_keys =
     "SELECT coalesce(group_concat(key, ','), '') FROM (SELECT key FROM records INDEXED BY "
-    "records_unfinished WHERE status IN ('running', 'abandoned') ORDER BY started_at DESC, key)";
+    "records_unfinished WHERE status IN ('running', 'abandoned', 'queued') ORDER BY started_at "
+    "DESC, key)";
 
 }  // namespace
 

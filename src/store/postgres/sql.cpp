@@ -39,11 +39,11 @@ std::string list_page(const ListQuery& q, bool after, bool stop) {
                     " FROM idem_records WHERE true";
   // The partial index's own condition, spelled out: the planner then knows the index holds every
   // row wanted without proving it from `status = ANY ($2)`, whose value a generic plan lacks.
-  if (lists_unfinished_only(q)) sql += " AND status IN ('running', 'abandoned')";
+  if (lists_unfinished_only(q)) sql += " AND " IDEM_PG_UNFINISHED;
   // So too the finished records' (one status wanted: that index's entries are all of it).
   const std::vector<ListDrive> drives = list_drives(q);
   if (std::find(drives.begin(), drives.end(), ListDrive::status) != drives.end())
-    sql += " AND status IN ('succeeded', 'failed') AND status = '" +
+    sql += " AND " IDEM_PG_STATUS_INDEXED " AND status = '" +
            std::string(core::to_string(q.statuses.front())) + "'";
   if (!q.prefix.empty()) sql += " AND key LIKE $3";
   if (after) sql += " AND (started_at < $4 OR (started_at = $4 AND key > $5))";
@@ -66,9 +66,9 @@ namespace {
 // one from the key index).
 std::string drive_terms(const ListQuery& q, ListDrive drive) {
   std::string sql = " FROM idem_records WHERE true";
-  if (drive == ListDrive::unfinished) sql += " AND status IN ('running', 'abandoned')";
+  if (drive == ListDrive::unfinished) sql += " AND " IDEM_PG_UNFINISHED;
   if (drive == ListDrive::status)
-    sql += " AND status IN ('succeeded', 'failed') AND status = '" +
+    sql += " AND " IDEM_PG_STATUS_INDEXED " AND status = '" +
            std::string(core::to_string(q.statuses.front())) + "'";
   if (drive == ListDrive::kind) sql += " AND kind = $7";
   if (drive == ListDrive::result) sql += " AND " IDEM_PG_RESULT_CLASS " = $10";
@@ -91,22 +91,27 @@ std::string list_stop(const ListQuery& q, ListDrive drive) {
 }
 
 std::string gc_count(bool ended) {
-  return ended ? "SELECT count(*) FROM idem_records WHERE status <> 'running'"
+  return ended ? "SELECT count(*) FROM idem_records WHERE " IDEM_PG_COLLECTABLE
                  " AND coalesce(finished_at, started_at) <= $2"
                  " AND (expires_at IS NULL OR expires_at > $1)"
-               : "SELECT count(*) FROM idem_records WHERE status <> 'running'"
+               : "SELECT count(*) FROM idem_records WHERE " IDEM_PG_COLLECTABLE
                  " AND expires_at <= $1";
 }
 
 // The rows are picked through the partial index and locked with SKIP LOCKED: a row a claim holds
 // (a retry of an expired key) is left for the next gc rather than waited for.
 std::string gc_delete_batch(bool ended) {
-  const std::string picked = ended
-                                 ? "status <> 'running' AND coalesce(finished_at, started_at) <= $2"
-                                   " AND (expires_at IS NULL OR expires_at > $1)"
-                                 : "status <> 'running' AND expires_at <= $1";
+  const std::string picked = ended ? IDEM_PG_COLLECTABLE
+                                 " AND coalesce(finished_at, started_at) <= $2"
+                                 " AND (expires_at IS NULL OR expires_at > $1)"
+                                   : IDEM_PG_COLLECTABLE " AND expires_at <= $1";
   return "DELETE FROM idem_records WHERE key IN (SELECT key FROM idem_records WHERE " + picked +
-         " LIMIT $3 FOR UPDATE SKIP LOCKED) AND status <> 'running'";
+         " LIMIT $3 FOR UPDATE SKIP LOCKED) AND " IDEM_PG_COLLECTABLE;
+}
+
+std::string select_group_record(bool runner) {
+  return std::string("SELECT ") + k_record_columns + ", NULL::bytea" +
+         (runner ? k_group_runner_suffix : k_group_head_suffix);
 }
 
 }  // namespace idem::store::postgres_sql

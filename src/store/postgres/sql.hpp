@@ -14,7 +14,7 @@
 namespace idem::store::postgres_sql {
 
 // The schema version this build creates and understands.
-inline constexpr int k_schema_version = 7;
+inline constexpr int k_schema_version = 8;
 
 // Creates the version table if absent; run in the migration's transaction.
 inline constexpr const char* k_create_schema_table = R"sql(
@@ -37,6 +37,13 @@ inline constexpr const char* k_create_schema_table = R"sql(
   "(CASE WHEN response IS NOT NULL THEN ((response::json ->> 'status')::integer / 100)::text " \
   "|| 'xx' WHEN exit_code = 0 THEN 'exit0' "                                                   \
   "WHEN exit_code IS NOT NULL OR signal IS NOT NULL OR timed_out THEN 'exit_nonzero' END)"
+
+// The statuses of the partial indexes, spelled in the queries exactly as in the indexes: records
+// still to be decided (running, abandoned, queued), finished ones of a status with an index of
+// its own, and the ones gc may delete (never a running or a queued one).
+#define IDEM_PG_UNFINISHED "status IN ('running', 'abandoned', 'queued')"
+#define IDEM_PG_STATUS_INDEXED "status IN ('succeeded', 'failed', 'superseded')"
+#define IDEM_PG_COLLECTABLE "status NOT IN ('running', 'queued')"
 
 // Migrations from version i to i+1, applied in order in one transaction that holds the lock on
 // idem_schema's one row. Never edit a published step: add one and bump k_schema_version.
@@ -149,6 +156,37 @@ inline constexpr const char* k_migrations[] = {
     R"sql(
     ALTER TABLE idem_records ADD COLUMN cgroup text;
     )sql",
+    // 7 -> 8: serial groups (SPEC §9). Two statuses more, queued and superseded (the CHECK is
+    // made again: validating it reads the table once); the group, the place in its line (drawn
+    // from idem_queue_seq) and the key that superseded a queued one. The partial indexes tell
+    // queued records apart: unfinished ones include them, gc's leave them out (like running
+    // ones), the status index holds superseded ones too. idem_records_group_runner lets at most
+    // one record of a group run, and idem_records_queue is each group's line in order.
+    R"sql(
+    ALTER TABLE idem_records DROP CONSTRAINT idem_records_status_check;
+    ALTER TABLE idem_records ADD CONSTRAINT idem_records_status_check
+      CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned', 'queued', 'superseded'));
+    ALTER TABLE idem_records ADD COLUMN serial_group text COLLATE "C";
+    ALTER TABLE idem_records ADD COLUMN queue_seq bigint;
+    ALTER TABLE idem_records ADD COLUMN superseded_by text;
+    CREATE SEQUENCE idem_queue_seq;
+    DROP INDEX idem_records_expiring;
+    CREATE INDEX idem_records_expiring ON idem_records (expires_at)
+      WHERE )sql" IDEM_PG_COLLECTABLE R"sql(;
+    DROP INDEX idem_records_by_end;
+    CREATE INDEX idem_records_by_end ON idem_records (coalesce(finished_at, started_at), expires_at)
+      WHERE )sql" IDEM_PG_COLLECTABLE R"sql(;
+    DROP INDEX idem_records_unfinished;
+    CREATE INDEX idem_records_unfinished ON idem_records (started_at DESC, key)
+      WHERE )sql" IDEM_PG_UNFINISHED R"sql(;
+    DROP INDEX idem_records_by_status;
+    CREATE INDEX idem_records_by_status ON idem_records (status, started_at DESC, key)
+      WHERE )sql" IDEM_PG_STATUS_INDEXED R"sql(;
+    CREATE UNIQUE INDEX idem_records_group_runner ON idem_records (serial_group)
+      WHERE status = 'running' AND serial_group IS NOT NULL;
+    CREATE INDEX idem_records_queue ON idem_records (serial_group, queue_seq)
+      WHERE status = 'queued';
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -157,14 +195,16 @@ inline constexpr const char* k_record_columns =
     "key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, owner_start, "
     "started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, output_bytes, "
     "output_truncated, request, note, response, pgid, pgid_start, attempt_token, lease_expires, "
-    "replay_failures, owner_machine_id, owner_pid_ns, replays, last_replay_at, cgroup";
+    "replay_failures, owner_machine_id, owner_pid_ns, replays, last_replay_at, cgroup, "
+    "serial_group, queue_seq, superseded_by";
 // The same for ls: no request or token (never listed); the stored answer, a status and a few
 // headers, for its status.
 inline constexpr const char* k_list_columns =
     "key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid, owner_start, "
     "started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, output_bytes, "
     "output_truncated, '', note, response, pgid, pgid_start, '', lease_expires, replay_failures, "
-    "owner_machine_id, owner_pid_ns, replays, last_replay_at, cgroup, NULL::bytea";
+    "owner_machine_id, owner_pid_ns, replays, last_replay_at, cgroup, serial_group, queue_seq, "
+    "superseded_by, NULL::bytea";
 
 // The version table's one row, and the version set by a migration ($1).
 inline constexpr const char* k_insert_schema_row =
@@ -194,7 +234,8 @@ const char* select_record(bool with_output, bool for_update);
 // $16 the owner (host, boot id, pid, start; machine id, pid namespace), $9 now, $10 TTL, $11
 // request, $12 token, $13 lease end (NULL: none), $14 replay_failures (0 or 1); $17 the attempt
 // replaced, or for the insert the attempt's trigger; $18, $19, $20 the command's process group, its
-// leader's start and its cgroup when the claim records it (NULL: set_process_group does, later).
+// leader's start and its cgroup when the claim records it (NULL: set_process_group does, later);
+// $21 its serial group (NULL: none).
 // The insert
 // returns a row when it inserted,
 // and then has written the key's first history entry too (k_history_start's, in the same
@@ -206,9 +247,9 @@ inline constexpr const char* k_claim_insert = R"sql(
                                       owner_boot_id, owner_pid, owner_start, started_at, ttl_ms,
                                       request, attempt_token, lease_expires, replay_failures,
                                       owner_machine_id, owner_pid_ns, pgid, pgid_start,
-                                      cgroup)
+                                      cgroup, serial_group)
             VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0,
-                    $15, $16, $18, $19, $20)
+                    $15, $16, $18, $19, $20, $21)
             ON CONFLICT (key) DO NOTHING RETURNING attempt),
           h AS (
             INSERT INTO idem_attempts (key, number, started_by, owner_host, owner_pid, started_at,
@@ -223,12 +264,91 @@ inline constexpr const char* k_claim_replace = R"sql(
                  output = NULL, output_bytes = 0, output_truncated = false, note = '',
                  response = NULL, pgid = $18, pgid_start = $19, cgroup = $20, attempt_token = $12,
                  lease_expires = $13, replay_failures = $14 <> 0, owner_machine_id = $15,
-                 owner_pid_ns = $16
+                 owner_pid_ns = $16, serial_group = $21, queue_seq = NULL, superseded_by = NULL
           WHERE key = $1 AND attempt = $17)sql";
-// Whether a claim whose answer the connection lost had landed: $1 key, $2 its token.
+// A serial group's waiter (claim_flow's enqueue): k_claim_insert's $1..$16 without a history
+// entry (it has none until it starts), $17 its group, $18 its place in the group's line.
+inline constexpr const char* k_enqueue_insert = R"sql(
+          INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
+                                    owner_boot_id, owner_pid, owner_start, started_at, ttl_ms,
+                                    request, attempt_token, lease_expires, replay_failures,
+                                    owner_machine_id, owner_pid_ns, serial_group, queue_seq)
+          VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0,
+                  $15, $16, $17, $18)
+          ON CONFLICT (key) DO NOTHING)sql";
+// The same in place of attempt $19, whatever it holds.
+inline constexpr const char* k_enqueue_replace = R"sql(
+          UPDATE idem_records SET fingerprint = $2, kind = $3, status = 'queued', attempt = $4,
+                 owner_host = $5, owner_boot_id = $6, owner_pid = $7, owner_start = $8,
+                 started_at = $9, ttl_ms = $10, request = $11, finished_at = NULL,
+                 expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = false,
+                 output = NULL, output_bytes = 0, output_truncated = false, note = '',
+                 response = NULL, pgid = NULL, pgid_start = NULL, cgroup = NULL,
+                 attempt_token = $12, lease_expires = $13, replay_failures = $14 <> 0,
+                 owner_machine_id = $15, owner_pid_ns = $16, serial_group = $17, queue_seq = $18,
+                 superseded_by = NULL
+          WHERE key = $1 AND attempt = $19)sql";
+// Serial groups, $1 the group: held until the transaction ends (an advisory lock in a class of
+// idem's own), its running record, the head of its line, how many wait at places up to $2, a
+// new place.
+inline constexpr const char* k_lock_group =
+    "SELECT pg_advisory_xact_lock(1768189293, hashtext($1))";
+inline constexpr const char* k_group_runner_suffix =
+    " FROM idem_records WHERE serial_group = $1 AND status = 'running' AND serial_group IS NOT "
+    "NULL";
+inline constexpr const char* k_group_head_suffix =
+    " FROM idem_records WHERE serial_group = $1 AND status = 'queued' ORDER BY queue_seq LIMIT 1"
+    " FOR UPDATE";
+inline constexpr const char* k_queued_in_group = R"sql(
+      SELECT count(*) FROM idem_records
+      WHERE serial_group = $1 AND status = 'queued' AND queue_seq <= $2)sql";
+inline constexpr const char* k_next_queue_seq = "SELECT nextval('idem_queue_seq')";
+// Every queued record of group $1 superseded by $2 at $3: finished then, expiring after its TTL.
+inline constexpr const char* k_supersede_pending = R"sql(
+      UPDATE idem_records SET status = 'superseded', superseded_by = $2, finished_at = $3,
+             expires_at = $3 + ttl_ms, queue_seq = NULL, attempt_token = '',
+             lease_expires = NULL
+      WHERE serial_group = $1 AND status = 'queued'
+      RETURNING key)sql";
+// The abandoned attempt $2 of key $1 waits again, as the next attempt, at place $3.
+inline constexpr const char* k_requeue = R"sql(
+      UPDATE idem_records SET status = 'queued', attempt = attempt + 1, queue_seq = $3,
+             attempt_token = '', lease_expires = NULL
+      WHERE key = $1 AND attempt = $2 AND status = 'abandoned')sql";
+// The queued attempt $2 of key $1 starts: $3..$8 the owner (host, boot id, pid, start, machine
+// id, pid namespace), $9 token, $10 lease end (NULL: none), $11 now; with its history entry
+// (k_history_start's, $12 the trigger, $13 the entries kept), in one round trip.
+inline constexpr const char* k_start_queued = R"sql(
+      WITH s AS (
+        UPDATE idem_records SET status = 'running', owner_host = $3, owner_boot_id = $4,
+               owner_pid = $5, owner_start = $6, owner_machine_id = $7, owner_pid_ns = $8,
+               attempt_token = $9, lease_expires = $10, started_at = $11, queue_seq = NULL
+        WHERE key = $1 AND attempt = $2 AND status = 'queued'
+        RETURNING key),
+      n AS (SELECT coalesce(max(number), 0) + 1 AS next FROM idem_attempts WHERE key = $1),
+      d AS (DELETE FROM idem_attempts WHERE key = $1 AND number <= (SELECT next FROM n) - $13
+              AND EXISTS (SELECT 1 FROM s)),
+      h AS (INSERT INTO idem_attempts (key, number, started_by, owner_host, owner_pid, started_at,
+                                       outcome)
+            SELECT $1, next, $12, $3, $5, $11, 'running' FROM n WHERE EXISTS (SELECT 1 FROM s))
+      SELECT count(*) FROM s)sql";
+// $1 key, $2 token, $3 the new lease end (NULL: none).
+inline constexpr const char* k_renew_queued = R"sql(
+      UPDATE idem_records SET lease_expires = $3
+      WHERE key = $1 AND attempt_token = $2 AND status = 'queued')sql";
+// $1 key, $2 token (Store::withdraw).
+inline constexpr const char* k_withdraw = R"sql(
+      DELETE FROM idem_records WHERE key = $1 AND attempt_token = $2 AND status = 'queued')sql";
+// The groups that start with $1 (a LIKE pattern) with queued records, $2 at most, by name.
+inline constexpr const char* k_queued_groups = R"sql(
+      SELECT serial_group, count(*), min(started_at) FROM idem_records
+      WHERE status = 'queued' AND serial_group LIKE $1
+      GROUP BY serial_group ORDER BY serial_group LIMIT $2)sql";
+// Whether a claim whose answer the connection lost had landed: $1 key, $2 its token; a queued
+// one too.
 inline constexpr const char* k_claim_landed =
-    "SELECT attempt, lease_expires FROM idem_records WHERE key = $1 AND "
-    "attempt_token = $2 AND status = 'running'";
+    "SELECT attempt, lease_expires, status FROM idem_records WHERE key = $1 AND "
+    "attempt_token = $2 AND status IN ('running', 'queued')";
 // $1 key, $2 attempt, $3 the note.
 inline constexpr const char* k_set_abandoned = R"sql(
       UPDATE idem_records SET status = 'abandoned', note = $3, attempt_token = '',
@@ -275,16 +395,19 @@ inline constexpr const char* k_heartbeat = R"sql(
         UPDATE idem_records SET lease_expires = $4
         WHERE key = $1 AND attempt_token = $2 AND status = 'running'
           AND (lease_expires IS NULL OR lease_expires > $3))sql";
-// A record as given (put_all): its columns in order, $1..$31 (no token).
+// A record as given (put_all): its columns in order, $1..$34 (no token). A queued one without a
+// place waits at the end of its line.
 inline constexpr const char* k_put = R"sql(
       INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
                                 owner_boot_id, owner_pid, owner_start, started_at, finished_at,
                                 ttl_ms, expires_at, exit_code, signal, timed_out, output,
                                 output_bytes, output_truncated, request, note, response, pgid,
                                 pgid_start, attempt_token, lease_expires, replay_failures,
-                                owner_machine_id, owner_pid_ns, replays, last_replay_at, cgroup)
+                                owner_machine_id, owner_pid_ns, replays, last_replay_at, cgroup,
+                                serial_group, queue_seq, superseded_by)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16 <> 0, $17, $18, $19 <> 0, $20, $21, $22, $23,
-              $24, '', $25, $26 <> 0, $27, $28, $29, $30, $31)
+              $24, '', $25, $26 <> 0, $27, $28, $29, $30, $31, $32,
+              CASE WHEN $4 = 'queued' THEN coalesce($33, nextval('idem_queue_seq')) END, $34)
       ON CONFLICT (key) DO NOTHING RETURNING attempt)sql";
 // An imported history entry as given: IDEM_HISTORY_INSERT_COLUMNS' $1..$13.
 inline constexpr const char* k_history_put =
@@ -363,5 +486,9 @@ std::string list_stop(const ListQuery& query, ListDrive drive);
 // batch of them deleted, skipping rows a claim holds locked.
 std::string gc_count(bool ended);
 std::string gc_delete_batch(bool ended);
+
+// A serial group's ($1) running record (`runner`), or the head of its line, locked; without its
+// output.
+std::string select_group_record(bool runner);
 
 }  // namespace idem::store::postgres_sql

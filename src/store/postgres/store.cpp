@@ -93,7 +93,10 @@ Record read_record(const Result& r, int row) {
   rec.replay_failures = r.int_at(row, 25) != 0;
   rec.replays = r.int_at(row, 28);
   rec.last_replay_ms = r.int_at(row, 29);
-  rec.output = r.bytes_at(row, 31);
+  rec.serial_group = r.bytes_at(row, 31);
+  rec.queue_seq = r.int_at(row, 32);
+  rec.superseded_by = r.bytes_at(row, 33);
+  rec.output = r.bytes_at(row, 34);
   return rec;
 }
 
@@ -318,6 +321,42 @@ class PostgresStore final : public Store {
     return stop;
   }
 
+  TurnResult take_turn(const TurnRequest& request, const OwnerGone& owner_gone) override {
+    TurnRequest req = request;
+    req.now_ms = server_ms(req.now_ms);
+    const std::string token = new_attempt_token();
+    return guarded("take a turn", [&] {
+      Transaction tx(conn(), lock_timeout_ms_);
+      Rows rows(*this);
+      TurnResult result = turn_rows(rows, req, owner_gone, token);
+      tx.commit();
+      return result;
+    });
+  }
+
+  bool withdraw(const std::string& key, const std::string& token) override {
+    if (token.empty()) return false;
+    return guarded(
+        "withdraw",
+        [&] {
+          return conn().exec(postgres_sql::k_withdraw, Params().text(key).text(token)).changed() ==
+                 1;
+        },
+        OnLoss::repeat);
+  }
+
+  std::vector<QueuedGroup> queued_groups(const std::string& prefix, int64_t limit) override {
+    return guarded("list the queued groups", [&] {
+      Result r = conn().exec(postgres_sql::k_queued_groups,
+                             Params().text(postgres_sql::like_prefix(prefix)).integer(limit));
+      std::vector<QueuedGroup> groups;
+      for (int row = 0; row < r.rows(); ++row)
+        groups.push_back(
+            QueuedGroup{r.bytes_at(row, 0), r.int_at(row, 1), r.int_at(row, 2) - clock_offset_ms_});
+      return groups;
+    });
+  }
+
   RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) override {
     return guarded("remove", [&] {
       Transaction tx(conn(), lock_timeout_ms_);
@@ -388,9 +427,12 @@ class PostgresStore final : public Store {
     p.text(r.owner.machine_id).integer(r.owner.pid_ns);
     p.integer(r.replays).integer_or_null(r.last_replay_ms);
     p.optional_text(text_or_null(r.process_group.cgroup));
+    p.optional_text(text_or_null(r.serial_group)).integer_or_null(r.queue_seq);
+    p.optional_text(text_or_null(r.superseded_by));
     if (replace) conn().exec(postgres_sql::k_delete_record, Params().text(r.key));
     if (conn().exec(postgres_sql::k_put, p).rows() != 1) return false;
-    if (history.empty()) conn().exec(postgres_sql::k_history_of_record, Params().text(r.key));
+    if (history.empty() && core::has_run(r))
+      conn().exec(postgres_sql::k_history_of_record, Params().text(r.key));
     for (const core::HistoryEntry& e : history) {
       Params h;
       h.text(r.key).integer(e.number).text(e.trigger).text(e.host).integer(e.pid);
@@ -495,8 +537,9 @@ class PostgresStore final : public Store {
         return guarded("claim", [&]() -> std::optional<ClaimResult> {
           Result r = conn().exec(postgres_sql::k_claim_landed, Params().text(req.key).text(token));
           if (r.rows() == 0) return std::nullopt;
-          return ClaimResult{core::Verdict::claim, r.int_at(0, 0), token, r.int_at(0, 1),
-                             std::nullopt};
+          const bool queued = r.bytes_at(0, 2) == "queued";
+          return ClaimResult{queued ? core::Verdict::queued : core::Verdict::claim, r.int_at(0, 0),
+                             token, r.int_at(0, 1), std::nullopt};
         });
       } catch (const StoreError& e) {
         if (!e.transient() || std::chrono::steady_clock::now() >= give_up)
@@ -536,6 +579,7 @@ class PostgresStore final : public Store {
       Params p = claim_params(req, attempt, token);
       p.text(trigger_of(req));
       group_params(p, req);
+      p.optional_text(req.serial ? std::optional(req.serial->group) : std::nullopt);
       history_started_ = store_.conn().exec(postgres_sql::k_claim_insert, p).rows() == 1;
       return history_started_;
     }
@@ -544,6 +588,7 @@ class PostgresStore final : public Store {
       Params update = claim_params(req, attempt, token);
       update.integer(observed);
       group_params(update, req);
+      update.optional_text(req.serial ? std::optional(req.serial->group) : std::nullopt);
       return store_.conn().exec(postgres_sql::k_claim_replace, update).changed() == 1;
     }
     bool set_abandoned(const std::string& key, int64_t attempt, const char* note) override {
@@ -573,6 +618,63 @@ class PostgresStore final : public Store {
     void abandon_history(const std::string& key, const char* reason) override {
       store_.conn().exec(postgres_sql::k_history_abandon, Params().text(key).text(reason));
     }
+    void lock_group(const std::string& group) override {
+      store_.conn().exec(postgres_sql::k_lock_group, Params().text(group));
+    }
+    std::optional<Record> group_runner(const std::string& group) override {
+      return group_record(true, group);
+    }
+    std::optional<Record> group_head(const std::string& group) override {
+      return group_record(false, group);
+    }
+    int64_t queued_in_group(const std::string& group, int64_t up_to) override {
+      return store_.conn()
+          .exec(postgres_sql::k_queued_in_group, Params().text(group).integer(up_to))
+          .int_at(0, 0);
+    }
+    int64_t next_queue_seq(const std::string&) override {
+      return store_.conn().exec(postgres_sql::k_next_queue_seq).int_at(0, 0);
+    }
+    bool enqueue(const ClaimRequest& req, int64_t attempt, const std::string& token, int64_t seq,
+                 std::optional<int64_t> observed) override {
+      Params p = claim_params(req, attempt, token);
+      p.text(req.serial->group).integer(seq);
+      if (observed) p.integer(*observed);
+      const char* sql = observed ? postgres_sql::k_enqueue_replace : postgres_sql::k_enqueue_insert;
+      return store_.conn().exec(sql, p).changed() == 1;
+    }
+    std::vector<std::string> supersede_pending(const std::string& group, const std::string& by,
+                                               int64_t now_ms) override {
+      Result r = store_.conn().exec(postgres_sql::k_supersede_pending,
+                                    Params().text(group).text(by).integer(now_ms));
+      std::vector<std::string> keys;
+      for (int row = 0; row < r.rows(); ++row) keys.push_back(r.bytes_at(row, 0));
+      return keys;
+    }
+    bool requeue(const std::string& key, int64_t attempt, int64_t seq) override {
+      return store_.conn()
+                 .exec(postgres_sql::k_requeue, Params().text(key).integer(attempt).integer(seq))
+                 .changed() == 1;
+    }
+    // With its history entry (start_history then writes none): one round trip.
+    bool start_queued(const ClaimRequest& started, int64_t attempt, const std::string& token,
+                      int64_t lease_expires_ms) override {
+      const core::Owner& owner = started.owner;
+      Params p;
+      p.text(started.key).integer(attempt).text(owner.host).text(owner.boot_id);
+      p.integer(owner.pid).integer(owner.start_ticks).text(owner.machine_id);
+      p.integer(owner.pid_ns).text(token).integer_or_null(lease_expires_ms);
+      p.integer(started.now_ms).text(trigger_of(started)).integer(store_.keep_attempts_);
+      history_started_ = store_.conn().exec(postgres_sql::k_start_queued, p).int_at(0, 0) == 1;
+      return history_started_;
+    }
+    bool renew_queued(const std::string& key, const std::string& token,
+                      int64_t lease_expires_ms) override {
+      return store_.conn()
+                 .exec(postgres_sql::k_renew_queued,
+                       Params().text(key).text(token).integer_or_null(lease_expires_ms))
+                 .changed() == 1;
+    }
     bool inserts_first() const override { return true; }
     // Removed between the insert and the read: a serialization failure of our own making.
     [[noreturn]] void vanished(const std::string&) override {
@@ -581,6 +683,12 @@ class PostgresStore final : public Store {
     std::string where() const override { return store_.where_.display(); }
 
    private:
+    std::optional<Record> group_record(bool runner, const std::string& group) {
+      Result r =
+          store_.conn().exec(postgres_sql::select_group_record(runner), Params().text(group));
+      if (r.rows() == 0) return std::nullopt;
+      return read_record(r, 0);
+    }
     static std::string trigger_of(const ClaimRequest& req) {
       return req.trigger.empty() ? std::string(core::trigger_of_kind(req.kind)) : req.trigger;
     }

@@ -13,9 +13,11 @@ constexpr const char* k_record_columns =
     "owner_start, started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, "
     "output_bytes, output_truncated, request, note, response, pgid, pgid_start, "
     "attempt_token, lease_expires, replay_failures, owner_machine_id, owner_pid_ns, replays, "
-    "last_replay_at, cgroup";
+    "last_replay_at, cgroup, serial_group, queue_seq, superseded_by";
 
 }  // namespace
+
+const char* select_record_columns() { return k_record_columns; }
 
 const char* select_record(bool with_output) {
   // The rowid of the record's output in `outputs`, NULL when it has none (one index lookup).
@@ -34,17 +36,26 @@ std::string count_keys_with_prefix(bool bounded, int64_t max) {
   return sql + " LIMIT " + std::to_string(max) + ")";
 }
 
+std::string queued_groups(bool bounded) {
+  std::string sql =
+      "SELECT serial_group, count(*), min(started_at) FROM records"
+      " WHERE status = 'queued' AND serial_group >= ?1";
+  if (bounded) sql += " AND serial_group < ?2";
+  return sql + " GROUP BY serial_group ORDER BY serial_group LIMIT ?3";
+}
+
 std::string prefix_end(std::string prefix) {
   while (!prefix.empty() && uint8_t(prefix.back()) == 0xff) prefix.pop_back();
   if (!prefix.empty()) prefix.back() = char(uint8_t(prefix.back()) + 1);
   return prefix;
 }
 
-// Both gc queries read one partial index of non-running records: running ones are never seen.
+// Both gc queries read one partial index of the records gc may delete: running and queued ones
+// are never seen.
 std::string gc_expired(const char* what) {
   return std::string("SELECT ") + what +
          " FROM records INDEXED BY records_expiring"
-         " WHERE status <> 'running' AND expires_at <= ?1";
+         " WHERE " IDEM_SQLITE_COLLECTABLE " AND expires_at <= ?1";
 }
 
 // Finished records whose attempt ended before the cutoff ?2 (abandoned ones: began), the expired
@@ -52,7 +63,8 @@ std::string gc_expired(const char* what) {
 std::string gc_ended(const char* what) {
   return std::string("SELECT ") + what +
          " FROM records INDEXED BY records_by_end"
-         " WHERE status <> 'running' AND coalesce(finished_at, started_at) <= ?2"
+         " WHERE " IDEM_SQLITE_COLLECTABLE
+         " AND coalesce(finished_at, started_at) <= ?2"
          " AND (expires_at IS NULL OR expires_at > ?1)";
 }
 
@@ -81,9 +93,9 @@ const char* index_of(ListDrive drive) {
 // the cursor (first as a range of the index, then its tie-break).
 std::string drive_terms(const ListQuery& q, ListDrive drive) {
   std::string sql = std::string(" FROM records INDEXED BY ") + index_of(drive) + " WHERE 1";
-  if (drive == ListDrive::unfinished) sql += " AND status IN ('running', 'abandoned')";
+  if (drive == ListDrive::unfinished) sql += " AND " IDEM_SQLITE_UNFINISHED;
   if (drive == ListDrive::status)
-    sql += " AND status IN ('succeeded', 'failed') AND status = '" +
+    sql += " AND " IDEM_SQLITE_STATUS_INDEXED " AND status = '" +
            std::string(core::to_string(q.statuses.front())) + "'";
   if (drive == ListDrive::kind) sql += " AND kind = ?4";
   if (drive == ListDrive::result) sql += " AND " IDEM_SQLITE_RESULT_CLASS " = ?9";
@@ -112,7 +124,7 @@ std::string list(const ListQuery& q, ListDrive drive, bool stop) {
                     "expires_at, exit_code, signal, timed_out, output_bytes, "
                     "output_truncated, '', note, response, pgid, pgid_start, '', "
                     "lease_expires, replay_failures, owner_machine_id, owner_pid_ns, replays, "
-                    "last_replay_at, cgroup, NULL";
+                    "last_replay_at, cgroup, serial_group, queue_seq, superseded_by, NULL";
   // Newest first straight from an index whose order is the listing's (records_by_recent, or the
   // index of one condition: records_by_status, _by_kind, _by_result, records_unfinished),
   // stopping at the limit; or a rare prefix's range of the key index, then sorted.

@@ -16,7 +16,7 @@
 namespace idem::store::sqlite_sql {
 
 // The schema version this build creates and understands (PRAGMA user_version).
-inline constexpr int k_schema_version = 12;
+inline constexpr int k_schema_version = 13;
 
 // A key's history entry made from its record as it stands (the migration to version 10, and
 // import): see store/history_sql.hpp.
@@ -35,6 +35,14 @@ inline constexpr int k_schema_version = 12;
   "(CASE WHEN substr(response, 1, 10) = '{\"status\":' "                  \
   "THEN substr(response, 11, 1) || 'xx' WHEN exit_code = 0 THEN 'exit0' " \
   "WHEN exit_code IS NOT NULL OR signal IS NOT NULL OR timed_out <> 0 THEN 'exit_nonzero' END)"
+
+// The statuses of the partial indexes, spelled in the queries exactly as in the indexes (or SQLite
+// does not use them): records still to be decided (running, abandoned, queued: ls --status of
+// them, doctor), finished ones of a status that has an index of its own, and the ones gc may
+// delete (never a running or a queued one).
+#define IDEM_SQLITE_UNFINISHED "status IN ('running', 'abandoned', 'queued')"
+#define IDEM_SQLITE_STATUS_INDEXED "status IN ('succeeded', 'failed', 'superseded')"
+#define IDEM_SQLITE_COLLECTABLE "status NOT IN ('running', 'queued')"
 
 // Migrations from version i to i+1, applied in order inside one BEGIN IMMEDIATE transaction.
 // Never edit a published step: add a new one and bump k_schema_version.
@@ -204,6 +212,89 @@ inline constexpr const char* k_migrations[] = {
     R"sql(
     ALTER TABLE records ADD COLUMN cgroup TEXT;
     )sql",
+    // 12 -> 13: serial groups (SPEC §9). Two statuses more, queued and superseded, which the
+    // status column's CHECK must allow: SQLite changes a CHECK only by making the table anew, so
+    // the records are copied into a new table, columns in the same order and three more (the
+    // group, the place in its line, the key that superseded a queued one), and the indexes and
+    // triggers made again. The partial indexes now tell queued records apart: unfinished ones
+    // include them, gc's leave them out (like running ones), and the status index holds
+    // superseded ones too. records_group_runner lets at most one record of a group run, and
+    // records_queue is each group's line in order.
+    R"sql(
+    CREATE TABLE records_13 (
+      key              TEXT    NOT NULL PRIMARY KEY,
+      fingerprint      TEXT    NOT NULL,
+      kind             TEXT    NOT NULL,
+      status           TEXT    NOT NULL
+                       CHECK (status IN ('running', 'succeeded', 'failed', 'abandoned', 'queued',
+                                         'superseded')),
+      attempt          INTEGER NOT NULL,
+      owner_host       TEXT    NOT NULL,
+      owner_boot_id    TEXT    NOT NULL,
+      owner_pid        INTEGER NOT NULL,
+      owner_start      INTEGER NOT NULL,
+      started_at       INTEGER NOT NULL,
+      finished_at      INTEGER,
+      ttl_ms           INTEGER NOT NULL,
+      expires_at       INTEGER,
+      exit_code        INTEGER,
+      signal           INTEGER,
+      timed_out        INTEGER NOT NULL DEFAULT 0,
+      output_bytes     INTEGER NOT NULL DEFAULT 0,
+      output_truncated INTEGER NOT NULL DEFAULT 0,
+      request          TEXT    NOT NULL DEFAULT '{}',
+      note             TEXT    NOT NULL DEFAULT '',
+      pgid             INTEGER,
+      pgid_start       INTEGER,
+      attempt_token    TEXT    NOT NULL DEFAULT '',
+      lease_expires    INTEGER,
+      response         TEXT,
+      replay_failures  INTEGER NOT NULL DEFAULT 0,
+      owner_machine_id TEXT    NOT NULL DEFAULT '',
+      owner_pid_ns     INTEGER NOT NULL DEFAULT 0,
+      replays          INTEGER NOT NULL DEFAULT 0,
+      last_replay_at   INTEGER,
+      cgroup           TEXT,
+      serial_group     TEXT,
+      queue_seq        INTEGER,
+      superseded_by    TEXT
+    );
+    INSERT INTO records_13 (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
+                            owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
+                            exit_code, signal, timed_out, output_bytes, output_truncated, request,
+                            note, pgid, pgid_start, attempt_token, lease_expires, response,
+                            replay_failures, owner_machine_id, owner_pid_ns, replays,
+                            last_replay_at, cgroup)
+      SELECT key, fingerprint, kind, status, attempt, owner_host, owner_boot_id, owner_pid,
+             owner_start, started_at, finished_at, ttl_ms, expires_at, exit_code, signal,
+             timed_out, output_bytes, output_truncated, request, note, pgid, pgid_start,
+             attempt_token, lease_expires, response, replay_failures, owner_machine_id,
+             owner_pid_ns, replays, last_replay_at, cgroup
+      FROM records;
+    DROP TABLE records;
+    ALTER TABLE records_13 RENAME TO records;
+    CREATE INDEX records_expiring ON records (expires_at) WHERE )sql" IDEM_SQLITE_COLLECTABLE
+    R"sql(;
+    CREATE INDEX records_by_end ON records (coalesce(finished_at, started_at), expires_at)
+      WHERE )sql" IDEM_SQLITE_COLLECTABLE R"sql(;
+    CREATE INDEX records_by_recent ON records (started_at DESC, key);
+    CREATE INDEX records_unfinished ON records (started_at DESC, key)
+      WHERE )sql" IDEM_SQLITE_UNFINISHED R"sql(;
+    CREATE INDEX records_by_status ON records (status, started_at DESC, key)
+      WHERE )sql" IDEM_SQLITE_STATUS_INDEXED R"sql(;
+    CREATE INDEX records_by_kind ON records (kind, started_at DESC, key);
+    CREATE INDEX records_by_result ON records ()sql" IDEM_SQLITE_RESULT_CLASS R"sql(,
+                                               started_at DESC, key);
+    CREATE UNIQUE INDEX records_group_runner ON records (serial_group)
+      WHERE status = 'running' AND serial_group IS NOT NULL;
+    CREATE INDEX records_queue ON records (serial_group, queue_seq) WHERE status = 'queued';
+    CREATE TRIGGER outputs_of_deleted AFTER DELETE ON records
+      BEGIN DELETE FROM outputs WHERE key = old.key; END;
+    CREATE TRIGGER outputs_of_replaced AFTER UPDATE OF status ON records
+      WHEN new.status = 'running' BEGIN DELETE FROM outputs WHERE key = old.key; END;
+    CREATE TRIGGER attempts_of_deleted AFTER DELETE ON records
+      BEGIN DELETE FROM attempts WHERE key = old.key; END;
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -225,24 +316,28 @@ inline constexpr const char* k_connection_settings =
 // The key's record (?1), all of its columns in the order the store reads them, then the rowid of
 // its output in `outputs` (k_output_column: NULL when it has none, or not `with_output`).
 const char* select_record(bool with_output);
-inline constexpr int k_output_column = 31;
+// Its SELECT and columns alone, for a query of records that finds them otherwise.
+const char* select_record_columns();
+inline constexpr int k_output_column = 34;
 
 // The claim (store/claim_flow.hpp): ?1 key, ?2 fingerprint, ?3 kind, ?4 attempt, ?5..?8 and ?16,
 // ?17 the owner (host, boot id, pid, start; machine id, pid namespace), ?9 now, ?10 TTL, ?11
 // request, ?12 token, ?13 lease end (NULL: none), ?14 replay_failures; ?15 the attempt replaced;
 // ?18, ?19, ?20 the command's process group, its leader's start and its cgroup when the claim
-// records it (NULL: set_process_group does, later).
+// records it (NULL: set_process_group does, later); ?21 the status (running, or queued: a
+// serial group's waiter), ?22 its serial group, ?23 its place in the group's line.
 inline constexpr const char* k_claim_insert = R"sql(
         INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
                              owner_pid, owner_start, started_at, ttl_ms, request, attempt_token,
                              lease_expires, replay_failures, owner_machine_id, owner_pid_ns, pgid,
-                             pgid_start, cgroup)
-        VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,
-                ?17, ?18, ?19, ?20)
+                             pgid_start, cgroup, serial_group, queue_seq)
+        VALUES (?1, ?2, ?3, ?21, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,
+                ?17, ?18, ?19, ?20, ?22, ?23)
         ON CONFLICT (key) DO NOTHING)sql";
-// Replaces attempt ?15, whatever it holds, by the new running attempt.
+// Replaces attempt ?15, whatever it holds, by the new running (or queued) attempt.
 inline constexpr const char* k_claim_replace = R"sql(
-        UPDATE records SET fingerprint = ?2, kind = ?3, status = 'running', attempt = ?4,
+        UPDATE records SET fingerprint = ?2, kind = ?3, status = ?21, attempt = ?4,
+               serial_group = ?22, queue_seq = ?23, superseded_by = NULL,
                owner_host = ?5, owner_boot_id = ?6, owner_pid = ?7, owner_start = ?8,
                started_at = ?9, ttl_ms = ?10, request = ?11, finished_at = NULL,
                expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0,
@@ -293,16 +388,17 @@ inline constexpr const char* k_heartbeat = R"sql(
       WHERE key = ?1 AND attempt_token = ?2 AND status = 'running'
         AND (lease_expires IS NULL OR lease_expires > ?3))sql";
 
-// A record as given (put_all): its columns in order, ?1..?30 (no token).
+// A record as given (put_all): its columns in order, ?1..?33 (no token).
 inline constexpr const char* k_put = R"sql(
       INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
                            owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
                            exit_code, signal, timed_out, output_bytes, output_truncated,
                            request, note, response, pgid, pgid_start, attempt_token,
                            lease_expires, replay_failures, owner_machine_id, owner_pid_ns,
-                           replays, last_replay_at, cgroup)
+                           replays, last_replay_at, cgroup, serial_group, queue_seq,
+                           superseded_by)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-              ?19, ?20, ?21, ?22, ?23, '', ?24, ?25, ?26, ?27, ?28, ?29, ?30)
+              ?19, ?20, ?21, ?22, ?23, '', ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)
       ON CONFLICT (key) DO NOTHING)sql";
 // An imported history entry as given: IDEM_HISTORY_INSERT_COLUMNS' ?1..?13.
 inline constexpr const char* k_history_put =
@@ -356,9 +452,50 @@ inline constexpr const char* k_count_replays = R"sql(
       UPDATE records SET replays = replays + ?2,
              last_replay_at = max(coalesce(last_replay_at, 0), ?3)
       WHERE key = ?1)sql";
-// One record of gc's batch, by the rowid picked (never a running one).
+// One record of gc's batch, by the rowid picked (never a running or queued one).
 inline constexpr const char* k_gc_delete_row =
-    "DELETE FROM records WHERE rowid = ?1 AND status <> 'running'";
+    "DELETE FROM records WHERE rowid = ?1 AND " IDEM_SQLITE_COLLECTABLE;
+
+// Serial groups (SPEC §9), ?1 the group. Its running record (records_group_runner), its line's
+// head (records_queue), how many wait at places up to ?2, the place after its last.
+inline constexpr const char* k_group_head_suffix =
+    " FROM records WHERE serial_group = ?1 AND status = 'queued' ORDER BY queue_seq LIMIT 1";
+inline constexpr const char* k_group_runner_suffix =
+    " FROM records WHERE serial_group = ?1 AND status = 'running' AND serial_group IS NOT NULL";
+inline constexpr const char* k_queued_in_group = R"sql(
+      SELECT count(*) FROM records
+      WHERE serial_group = ?1 AND status = 'queued' AND queue_seq <= ?2)sql";
+inline constexpr const char* k_next_queue_seq = R"sql(
+      SELECT coalesce(max(queue_seq), 0) + 1 FROM records
+      WHERE serial_group = ?1 AND status = 'queued')sql";
+// Every queued record of group ?1 superseded by ?2 at ?3: finished then, expiring after its TTL.
+inline constexpr const char* k_supersede_pending = R"sql(
+      UPDATE records SET status = 'superseded', superseded_by = ?2, finished_at = ?3,
+             expires_at = ?3 + ttl_ms, queue_seq = NULL, attempt_token = '',
+             lease_expires = NULL
+      WHERE serial_group = ?1 AND status = 'queued'
+      RETURNING key)sql";
+// The abandoned attempt ?2 of key ?1 waits again, as the next attempt, at place ?3.
+inline constexpr const char* k_requeue = R"sql(
+      UPDATE records SET status = 'queued', attempt = attempt + 1, queue_seq = ?3,
+             attempt_token = '', lease_expires = NULL
+      WHERE key = ?1 AND attempt = ?2 AND status = 'abandoned')sql";
+// The queued attempt ?2 of key ?1 starts: ?3..?8 the owner (host, boot id, pid, start, machine
+// id, pid namespace), ?9 token, ?10 lease end (NULL: none), ?11 now.
+inline constexpr const char* k_start_queued = R"sql(
+      UPDATE records SET status = 'running', owner_host = ?3, owner_boot_id = ?4, owner_pid = ?5,
+             owner_start = ?6, owner_machine_id = ?7, owner_pid_ns = ?8, attempt_token = ?9,
+             lease_expires = ?10, started_at = ?11, queue_seq = NULL
+      WHERE key = ?1 AND attempt = ?2 AND status = 'queued')sql";
+// ?1 key, ?2 token, ?3 the new lease end (NULL: none).
+inline constexpr const char* k_renew_queued = R"sql(
+      UPDATE records SET lease_expires = ?3
+      WHERE key = ?1 AND attempt_token = ?2 AND status = 'queued')sql";
+// ?1 key, ?2 token (Store::withdraw).
+inline constexpr const char* k_withdraw = R"sql(
+      DELETE FROM records WHERE key = ?1 AND attempt_token = ?2 AND status = 'queued')sql";
+// The groups from ?1 (and below ?2 when bounded) with queued records, ?3 at most.
+std::string queued_groups(bool bounded);
 
 // doctor's trial write (Store::check_writable), rolled back: a table of its own, ?1 bytes.
 inline constexpr const char* k_create_write_probe = "CREATE TABLE idem_write_probe (b BLOB)";

@@ -230,9 +230,13 @@ class SqliteStore final : public Store {
     insert.bind(26, r.owner.machine_id).bind(27, r.owner.pid_ns);
     insert.bind(28, r.replays).bind_null_if_zero(29, r.last_replay_ms);
     insert.bind_null_if_empty(30, r.process_group.cgroup);
+    insert.bind_null_if_empty(31, r.serial_group);
+    // A queued record without a place (an import of one from elsewhere) waits at the end.
+    insert.bind_null_if_zero(32, r.status == Status::queued && r.queue_seq == 0 ? 0 : r.queue_seq);
+    insert.bind_null_if_empty(33, r.superseded_by);
     insert.run();
     const bool changed = sqlite3_changes(db) == 1;
-    if (changed && history.empty())
+    if (changed && history.empty() && core::has_run(r))
       Statement(db, sqlite_sql::k_history_of_record, path_).bind(1, r.key).run();
     for (const core::HistoryEntry& e : changed ? history : k_no_history) {
       Statement put(db, sqlite_sql::k_history_put, path_);
@@ -296,6 +300,38 @@ class SqliteStore final : public Store {
     const bool changed = release_rows(rows, key, attempt_token);
     tx.commit();
     return changed;
+  }
+
+  TurnResult take_turn(const TurnRequest& req, const OwnerGone& owner_gone) override {
+    TurnResult result;
+    batched(true, [&](Connection db) {
+      Rows rows(*this, db);
+      result = turn_rows(rows, req, owner_gone, new_attempt_token());
+    });
+    return result;
+  }
+
+  bool withdraw(const std::string& key, const std::string& token) override {
+    if (token.empty()) return false;
+    bool changed = false;
+    batched(true, [&](Connection db) {
+      Statement del(db, sqlite_sql::k_withdraw, path_);
+      del.bind(1, key).bind(2, token).run();
+      changed = sqlite3_changes(db) == 1;
+    });
+    return changed;
+  }
+
+  std::vector<QueuedGroup> queued_groups(const std::string& prefix, int64_t limit) override {
+    const std::string end = sqlite_sql::prefix_end(prefix);
+    Statement select(db_, sqlite_sql::queued_groups(!end.empty()).c_str(), path_);
+    select.bind(1, prefix);
+    if (!end.empty()) select.bind(2, end);
+    select.bind(3, limit);
+    std::vector<QueuedGroup> groups;
+    while (select.step())
+      groups.push_back(QueuedGroup{select.text_at(0), select.int_at(1), select.int_at(2)});
+    return groups;
   }
 
   std::optional<Record> get(const std::string& key) override { return select_record(key, true); }
@@ -623,7 +659,28 @@ class SqliteStore final : public Store {
     s.bind_null_if_zero(18, req.group ? req.group->pgid : 0);
     s.bind_null_if_zero(19, req.group ? req.group->leader_start_ticks : 0);
     s.bind_null_if_empty(20, req.group ? req.group->cgroup : std::string());
+    s.bind(21, std::string("running"));
+    s.bind_null_if_empty(22, req.serial ? req.serial->group : std::string());
+    s.bind_null_if_zero(23, 0);
     return s;
+  }
+
+  // The running record of a serial group (`runner`), or the head of its line; without output.
+  std::optional<Record> select_group_record(Connection db, bool runner, const std::string& group) {
+    static const std::string runner_sql = std::string(sqlite_sql::select_record_columns()) +
+                                          ", NULL" + sqlite_sql::k_group_runner_suffix;
+    static const std::string head_sql = std::string(sqlite_sql::select_record_columns()) +
+                                        ", NULL" + sqlite_sql::k_group_head_suffix;
+    Statement select(db, (runner ? runner_sql : head_sql).c_str(), path_);
+    select.bind(1, group);
+    if (!select.step()) return std::nullopt;
+    return read_record(select);
+  }
+
+  int64_t queued_in_group(Connection db, const std::string& group, int64_t up_to) {
+    Statement count(db, sqlite_sql::k_queued_in_group, path_);
+    count.bind(1, group).bind(2, up_to).step();
+    return count.int_at(0);
   }
 
   bool set_abandoned(Connection db, const std::string& key, int64_t attempt, const char* note) {
@@ -687,6 +744,61 @@ class SqliteStore final : public Store {
       Statement update(db_, sqlite_sql::k_history_abandon, store_.path_);
       update.bind(1, key).bind(2, std::string(reason)).run();
     }
+    void lock_group(const std::string&) override {}  // the writer lock holds the whole store
+    std::optional<Record> group_runner(const std::string& group) override {
+      return store_.select_group_record(db_, true, group);
+    }
+    std::optional<Record> group_head(const std::string& group) override {
+      return store_.select_group_record(db_, false, group);
+    }
+    int64_t queued_in_group(const std::string& group, int64_t up_to) override {
+      return store_.queued_in_group(db_, group, up_to);
+    }
+    int64_t next_queue_seq(const std::string& group) override {
+      Statement next(db_, sqlite_sql::k_next_queue_seq, store_.path_);
+      next.bind(1, group).step();
+      return next.int_at(0);
+    }
+    bool enqueue(const ClaimRequest& req, int64_t attempt, const std::string& token, int64_t seq,
+                 std::optional<int64_t> observed) override {
+      Statement write(db_, observed ? sqlite_sql::k_claim_replace : sqlite_sql::k_claim_insert,
+                      store_.path_);
+      store_.bind_claim(write, req, attempt, token);
+      write.bind(21, std::string("queued")).bind(23, seq);
+      write.bind_null_if_zero(18, 0).bind_null_if_zero(19, 0).bind_null_if_empty(20, "");
+      if (observed) write.bind(15, *observed);
+      write.run();
+      return sqlite3_changes(db_) == 1;
+    }
+    std::vector<std::string> supersede_pending(const std::string& group, const std::string& by,
+                                               int64_t now_ms) override {
+      Statement update(db_, sqlite_sql::k_supersede_pending, store_.path_);
+      update.bind(1, group).bind(2, by).bind(3, now_ms);
+      std::vector<std::string> keys;
+      while (update.step()) keys.push_back(update.text_at(0));
+      return keys;
+    }
+    bool requeue(const std::string& key, int64_t attempt, int64_t seq) override {
+      Statement update(db_, sqlite_sql::k_requeue, store_.path_);
+      update.bind(1, key).bind(2, attempt).bind(3, seq).run();
+      return sqlite3_changes(db_) == 1;
+    }
+    bool start_queued(const ClaimRequest& started, int64_t attempt, const std::string& token,
+                      int64_t lease_expires_ms) override {
+      const core::Owner& owner = started.owner;
+      Statement update(db_, sqlite_sql::k_start_queued, store_.path_);
+      update.bind(1, started.key).bind(2, attempt).bind(3, owner.host).bind(4, owner.boot_id);
+      update.bind(5, owner.pid).bind(6, owner.start_ticks).bind(7, owner.machine_id);
+      update.bind(8, owner.pid_ns).bind(9, token).bind_null_if_zero(10, lease_expires_ms);
+      update.bind(11, started.now_ms).run();
+      return sqlite3_changes(db_) == 1;
+    }
+    bool renew_queued(const std::string& key, const std::string& token,
+                      int64_t lease_expires_ms) override {
+      Statement update(db_, sqlite_sql::k_renew_queued, store_.path_);
+      update.bind(1, key).bind(2, token).bind_null_if_zero(3, lease_expires_ms).run();
+      return sqlite3_changes(db_) == 1;
+    }
     bool inserts_first() const override { return false; }
     [[noreturn]] void vanished(const std::string& key) override {
       throw StoreError("store " + store_.path_ + ": '" + core::display_key(key) +
@@ -746,6 +858,9 @@ class SqliteStore final : public Store {
     r.replay_failures = s.int_at(25) != 0;
     r.replays = s.int_at(28);
     r.last_replay_ms = s.int_at(29);
+    r.serial_group = s.text_at(31);
+    r.queue_seq = s.int_at(32);
+    r.superseded_by = s.text_at(33);
     return r;
   }
 
