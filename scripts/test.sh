@@ -55,8 +55,6 @@ case "${IDEM_SANITIZE:-}" in
   *) echo "IDEM_SANITIZE must be address (or 1) or thread" >&2; exit 64 ;;
 esac
 if [[ $build != build ]]; then
-  # One process for every unit case: an instrumented process's start is most of a case's time.
-  flags+=(-DIDEM_UNIT_TESTS_WHOLE=ON)
   # A sanitizer build at -O1 with line tables only (what its reports need) compiles in half the
   # time of -O2 -g, and -O1 is what the sanitizers' own docs advise.
   flags+=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
