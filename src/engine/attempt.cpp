@@ -252,20 +252,48 @@ Claimed Engine::claim(AttemptRequest& request) {
   }
 }
 
+namespace {
+
+// The attempt a turn started (Store::take_turn), as a claim would have handed it out; `sent_ms`
+// (this host's monotonic time before the look was sent) places its lease on this host's clock.
+Claimed claimed_from_turn(const store::TurnResult& t, const store::TurnRequest& turn,
+                          int64_t sent_ms) {
+  Claimed c;
+  c.verdict = ClaimVerdict::claimed;
+  c.key = t.record->key;
+  c.attempt = t.record->attempt;
+  c.attempt_token = t.attempt_token;
+  c.mark = core::attempt_mark(c.key, c.attempt, turn.owner);
+  c.lease_expires_ms = t.lease_expires_ms;
+  if (c.lease_expires_ms != 0) {
+    c.lease_ms = turn.lease_ms;
+    c.lease_until_ms = sent_ms + c.lease_ms;
+  }
+  c.now_ms = turn.now_ms;
+  return c;
+}
+
+// A wait in line that ran out: the key is out of the line, nothing ran.
+Claimed turn_given_up(const std::string& key, int64_t position, int64_t now_ms) {
+  Claimed out;
+  out.verdict = ClaimVerdict::queued;
+  out.key = key;
+  out.waited = true;
+  out.position = position;
+  out.now_ms = now_ms;
+  return out;
+}
+
+}  // namespace
+
 std::optional<Claimed> Engine::wait_turn(AttemptRequest& request,
                                          const store::ClaimResult& queued) {
-  const std::string& key = request.claim.key;
-  store::TurnRequest turn;
-  turn.group = request.claim.serial->group;
-  turn.key = key;
-  turn.token = queued.attempt_token;
-  turn.owner = request.claim.owner;
-  turn.lease_ms = request.claim.lease_ms;
+  store::TurnRequest turn{request.claim.serial->group, request.claim.key, queued.attempt_token,
+                          request.claim.owner, request.claim.lease_ms};
   // Stands for the key while it waits, for before_pause.
   core::Record waiting;
-  waiting.key = key;
+  waiting.key = turn.key;
   waiting.status = core::Status::queued;
-  waiting.attempt = queued.attempt;
   waiting.serial_group = turn.group;
   int64_t position = queued.position;
   if (request.on_queued) request.on_queued(position);
@@ -279,53 +307,27 @@ std::optional<Claimed> Engine::wait_turn(AttemptRequest& request,
       if (request.before_pause) request.before_pause(waiting);
       const int64_t left = give_up - clock_.monotonic_ms();
       if (left <= 0) {
-        store_.withdraw(key, turn.token);
-        Claimed out;
-        out.verdict = ClaimVerdict::queued;
-        out.key = key;
-        out.waited = true;
-        out.position = position;
-        out.now_ms = clock_.now_ms();
-        return out;
+        store_.withdraw(turn.key, turn.token);
+        return turn_given_up(turn.key, position, clock_.now_ms());
       }
       clock_.sleep_ms(std::clamp<int64_t>(left, 1, pause_ms));
       pause_ms = std::min(pause_ms * 2, request.wait.max_pause_ms);
       const int64_t sent_ms = clock_.monotonic_ms();
       turn.renew_lease = turn.lease_ms > 0 && sent_ms - renewed_ms >= turn.lease_ms / 3;
       turn.now_ms = clock_.now_ms();
-      store::TurnResult t = store_.take_turn(turn, owner_gone_);
+      const store::TurnResult t = store_.take_turn(turn, owner_gone_);
       if (turn.renew_lease) renewed_ms = sent_ms;
       if (t.marked_abandoned && notifies(core::NotifyEvent::abandoned))
         notify(core::NotifyEvent::abandoned, *t.marked_abandoned);
-      switch (t.state) {
-        case store::TurnResult::State::started: {
-          Claimed c;
-          c.verdict = ClaimVerdict::claimed;
-          c.key = key;
-          c.attempt = t.record->attempt;
-          c.attempt_token = t.attempt_token;
-          c.mark = core::attempt_mark(key, c.attempt, request.claim.owner);
-          c.lease_expires_ms = t.lease_expires_ms;
-          if (c.lease_expires_ms != 0) {
-            c.lease_ms = request.claim.lease_ms;
-            c.lease_until_ms = sent_ms + c.lease_ms;
-          }
-          c.now_ms = turn.now_ms;
-          return c;
-        }
-        case store::TurnResult::State::waiting:
-          position = t.position;
-          break;
-        case store::TurnResult::State::empty:
-        case store::TurnResult::State::gone:
-          return std::nullopt;
-      }
+      if (t.state == store::TurnResult::State::started) return claimed_from_turn(t, turn, sent_ms);
+      if (t.state != store::TurnResult::State::waiting) return std::nullopt;  // left the line
+      position = t.position;
     }
   } catch (...) {
     // Out of the line, whatever ended the wait (a signal, a lost store): never left holding a
     // place nobody will take. A store that cannot be reached now leaves it to be judged gone.
     try {
-      store_.withdraw(key, turn.token);
+      store_.withdraw(turn.key, turn.token);
     } catch (const StoreError&) {
     }
     throw;

@@ -22,6 +22,15 @@ ClaimResult claimed(const ClaimRequest& req, int64_t attempt, const std::string&
                    "' lost a race it should not have");
 }
 
+// A claim's write found the key's row changed. A new key another claimer inserted meanwhile, on
+// a backend whose lock() cannot hold a row that is not there yet (a serial claim reads first, and
+// claimers of one key in different groups hold different group locks): the claim is tried again.
+[[noreturn]] void write_lost(RowOperations& rows, const std::string& key,
+                             std::optional<int64_t> observed) {
+  if (!observed && rows.inserts_first()) rows.vanished(key);
+  lost_race(rows, key);
+}
+
 // The note of an attempt found with its owner gone.
 const char* gone_note(const core::Record& r, int64_t now_ms) {
   return core::lease_expired(r, now_ms) ? k_lease_ran_out : k_owner_died;
@@ -86,7 +95,7 @@ std::optional<ClaimResult> serial_claim(RowOperations& rows, const ClaimRequest&
   const int64_t seq = rows.next_queue_seq(serial.group);
   const std::optional<int64_t> observed =
       existing ? std::optional(existing->attempt) : std::nullopt;
-  if (!rows.enqueue(req, attempt, token, seq, observed)) lost_race(rows, req.key);
+  if (!rows.enqueue(req, attempt, token, seq, observed)) write_lost(rows, req.key, observed);
   IDEM_CRASH_POINT("queue-before-commit");
   result.verdict = core::Verdict::queued;
   result.attempt = attempt;
@@ -148,7 +157,8 @@ ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const Owner
   // Replaces the previous attempt; conditioned on it, so two retries cannot both win.
   const bool written = existing ? rows.replace(req, d.next_attempt, token, existing->attempt)
                                 : rows.insert(req, d.next_attempt, token);
-  if (!written) lost_race(rows, req.key);
+  if (!written)
+    write_lost(rows, req.key, existing ? std::optional(existing->attempt) : std::nullopt);
   rows.start_history(req, existing && core::is_expired(*existing, req.now_ms));
   ClaimResult result = claimed(req, d.next_attempt, token);
   if (existing) result.replaced_status = existing->status;
@@ -156,33 +166,55 @@ ClaimResult claim_rows(RowOperations& rows, const ClaimRequest& req, const Owner
   return result;
 }
 
+namespace {
+
+// The caller's own place while it waits (TurnRequest::key): its lease renewed when asked, its
+// position told; or gone, when it no longer waits with its token.
+void tell_waiting(RowOperations& rows, const TurnRequest& req, TurnResult& out) {
+  out.state = TurnResult::State::waiting;
+  if (req.key.empty()) return;
+  const std::optional<core::Record> mine = rows.lock(req.key);
+  if (!mine || mine->status != core::Status::queued || mine->attempt_token != req.token ||
+      mine->serial_group != req.group) {
+    out.state = TurnResult::State::gone;
+    return;
+  }
+  if (req.renew_lease) rows.renew_queued(req.key, req.token, lease_end(req.now_ms, req.lease_ms));
+  out.position = rows.queued_in_group(req.group, mine->queue_seq);
+}
+
+// Starts the line's head `head` for the caller: running under its owner, with its history entry.
+void start_head(RowOperations& rows, const TurnRequest& req, const core::Record& head,
+                const std::string& token, TurnResult& out) {
+  const int64_t lease = lease_end(req.now_ms, req.lease_ms);
+  ClaimRequest started;
+  started.key = head.key;
+  started.kind = head.kind;
+  started.owner = req.owner;
+  started.now_ms = req.now_ms;
+  if (!rows.start_queued(started, head.attempt, token, lease)) lost_race(rows, head.key);
+  rows.start_history(started, false);
+  IDEM_CRASH_POINT("turn-before-commit");
+  out.state = TurnResult::State::started;
+  out.record = rows.lock(head.key);
+  out.attempt_token = token;
+  out.lease_expires_ms = lease;
+}
+
+}  // namespace
+
 TurnResult turn_rows(RowOperations& rows, const TurnRequest& req, const OwnerGone& owner_gone,
                      const std::string& token) {
   rows.lock_group(req.group);
   TurnResult out;
   const bool mine_only = !req.key.empty();
-  // The caller's own place, while it waits: its lease renewed, its position told.
-  auto still_waiting = [&]() {
-    const std::optional<core::Record> mine = rows.lock(req.key);
-    if (!mine || mine->status != core::Status::queued || mine->attempt_token != req.token ||
-        mine->serial_group != req.group) {
-      out.state = TurnResult::State::gone;
-      return;
-    }
-    if (req.renew_lease) rows.renew_queued(req.key, req.token, lease_end(req.now_ms, req.lease_ms));
-    out.state = TurnResult::State::waiting;
-    out.position = rows.queued_in_group(req.group, mine->queue_seq);
-  };
   if (live_runner(rows, req.group, req.now_ms, owner_gone, req.requeue_abandoned,
                   out.marked_abandoned)) {
-    if (mine_only)
-      still_waiting();
-    else
-      out.state = TurnResult::State::waiting;
+    tell_waiting(rows, req, out);
     return out;
   }
   for (;;) {
-    std::optional<core::Record> head = rows.group_head(req.group);
+    const std::optional<core::Record> head = rows.group_head(req.group);
     if (!head) {
       out.state = mine_only ? TurnResult::State::gone : TurnResult::State::empty;
       return out;
@@ -193,29 +225,13 @@ TurnResult turn_rows(RowOperations& rows, const TurnRequest& req, const OwnerGon
       rows.delete_record(head->key);
       continue;
     }
-    // Another's turn: a waiter of its own process (`idem run`), or the head of a line this
-    // caller waits in.
+    // Another's turn: the head of a line this caller waits in, or a waiter of its own process
+    // (`idem run`), which only that process starts.
     if (mine_only ? !own : core::held_by_owner(*head)) {
-      if (mine_only)
-        still_waiting();
-      else
-        out.state = TurnResult::State::waiting;
+      tell_waiting(rows, req, out);
       return out;
     }
-    const std::string& its_token = mine_only ? req.token : token;
-    const int64_t lease = lease_end(req.now_ms, req.lease_ms);
-    ClaimRequest started;
-    started.key = head->key;
-    started.kind = head->kind;
-    started.owner = req.owner;
-    started.now_ms = req.now_ms;
-    if (!rows.start_queued(started, head->attempt, its_token, lease)) lost_race(rows, head->key);
-    rows.start_history(started, false);
-    IDEM_CRASH_POINT("turn-before-commit");
-    out.state = TurnResult::State::started;
-    out.record = rows.lock(head->key);
-    out.attempt_token = its_token;
-    out.lease_expires_ms = lease;
+    start_head(rows, req, *head, mine_only ? req.token : token, out);
     return out;
   }
 }

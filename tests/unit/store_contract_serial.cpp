@@ -312,7 +312,8 @@ TEMPLATE_TEST_CASE("serial contract: claims racing into one group: one runs, the
     const auto& r = results.results[size_t(i)];
     if (!r || r->verdict != Verdict::queued) continue;
     places.insert(r->position);
-    if (r->position >= 1 && r->position < n) line[size_t(r->position - 1)] = "k" + std::to_string(i);
+    if (r->position >= 1 && r->position < n)
+      line[size_t(r->position - 1)] = "k" + std::to_string(i);
   }
   CHECK(places.size() == size_t(n - 1));  // each its own place
   CHECK(*places.rbegin() == n - 1);
@@ -328,9 +329,8 @@ TEMPLATE_TEST_CASE("serial contract: claims racing into one group: one runs, the
       return s->take_turn(t, k_alive);
     });
     INFO(turns.errors);
-    const auto started = turns.which([](const TurnResult& t) {
-      return t.state == TurnResult::State::started;
-    });
+    const auto started =
+        turns.which([](const TurnResult& t) { return t.state == TurnResult::State::started; });
     if (round == 0) {
       // The first claimer still runs: nothing starts.
       CHECK(started.empty());
