@@ -18,9 +18,7 @@ exited_count() {
 # Round 0: many processes open a store that does not exist yet (cron jobs starting together).
 # Creating it must not show anyone a "database is locked": busy locks are waited out. 20 stores,
 # each a race of its own (640 processes, two thirds of this script's); IDEM_TEST_FRESH_ROUNDS=N
-# makes it N. The ASan lane of .ci/run takes 4: they run the same code (busy waits, the schema
-# created once) under the sanitizers, where a process's start costs several times more, and the
-# plain lane keeps the 20 races.
+# makes it N (`pg: concurrency` takes 6: every claim there is a round trip to the server).
 for ((round = 0; round < ${IDEM_TEST_FRESH_ROUNDS:-20}; round++)); do
   fresh_store "fresh-$round"
   for ((i = 0; i < N; i++)); do
