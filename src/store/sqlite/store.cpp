@@ -232,7 +232,10 @@ class SqliteStore final : public Store {
     insert.bind_null_if_empty(30, r.process_group.cgroup);
     insert.bind_null_if_empty(31, r.serial_group);
     // A queued record without a place (an import of one from elsewhere) waits at the end.
-    insert.bind_null_if_zero(32, r.status == Status::queued && r.queue_seq == 0 ? 0 : r.queue_seq);
+    const int64_t place = r.status == Status::queued && r.queue_seq == 0
+                              ? Rows(*this, db).next_queue_seq(r.serial_group)
+                              : r.queue_seq;
+    insert.bind_null_if_zero(32, place);
     insert.bind_null_if_empty(33, r.superseded_by);
     insert.run();
     const bool changed = sqlite3_changes(db) == 1;
@@ -677,12 +680,6 @@ class SqliteStore final : public Store {
     return read_record(select);
   }
 
-  int64_t queued_in_group(Connection db, const std::string& group, int64_t up_to) {
-    Statement count(db, sqlite_sql::k_queued_in_group, path_);
-    count.bind(1, group).bind(2, up_to).step();
-    return count.int_at(0);
-  }
-
   bool set_abandoned(Connection db, const std::string& key, int64_t attempt, const char* note) {
     Statement update(db, sqlite_sql::k_set_abandoned, path_);
     update.bind(1, key).bind(2, attempt).bind(3, std::string(note)).run();
@@ -752,7 +749,9 @@ class SqliteStore final : public Store {
       return store_.select_group_record(db_, false, group);
     }
     int64_t queued_in_group(const std::string& group, int64_t up_to) override {
-      return store_.queued_in_group(db_, group, up_to);
+      Statement count(db_, sqlite_sql::k_queued_in_group, store_.path_);
+      count.bind(1, group).bind(2, up_to).step();
+      return count.int_at(0);
     }
     int64_t next_queue_seq(const std::string& group) override {
       Statement next(db_, sqlite_sql::k_next_queue_seq, store_.path_);
