@@ -316,6 +316,10 @@ engine::AttemptRequest attempt_request(const core::Key& key, const RunOptions& o
   req.wait.wait_ms = s.wait_ms;
   if (s.serial) {
     req.claim.serial = store::SerialClaim{run_group(*s.serial)};
+    // A run killed -9 leaves its command running: the group waits until it has ended.
+    req.claim.serial->left_behind = [](const core::Record& r) {
+      return engine::clear_leftovers(r, false, 0) == engine::Leftovers::alive;
+    };
     req.wait_turn = true;
     req.turn_wait_ms = s.serial_wait_ms;
     if (o.verbose)

@@ -288,8 +288,13 @@ Claimed turn_given_up(const std::string& key, int64_t position, int64_t now_ms) 
 
 std::optional<Claimed> Engine::wait_turn(AttemptRequest& request,
                                          const store::ClaimResult& queued) {
-  store::TurnRequest turn{request.claim.serial->group, request.claim.key, queued.attempt_token,
-                          request.claim.owner, request.claim.lease_ms};
+  store::TurnRequest turn;
+  turn.group = request.claim.serial->group;
+  turn.key = request.claim.key;
+  turn.token = queued.attempt_token;
+  turn.owner = request.claim.owner;
+  turn.lease_ms = request.claim.lease_ms;
+  turn.left_behind = request.claim.serial->left_behind;
   // Stands for the key while it waits, for before_pause.
   core::Record waiting;
   waiting.key = turn.key;
@@ -332,6 +337,26 @@ std::optional<Claimed> Engine::wait_turn(AttemptRequest& request,
     }
     throw;
   }
+}
+
+std::optional<Claimed> Engine::take_turn(const std::string& group, const core::Owner& owner,
+                                         bool requeue_abandoned,
+                                         store::RunnerLeftovers left_behind) {
+  store::TurnRequest turn;
+  turn.group = group;
+  turn.owner = owner;
+  turn.lease_ms = lease_ms_;
+  turn.requeue_abandoned = requeue_abandoned;
+  turn.left_behind = std::move(left_behind);
+  const int64_t sent_ms = clock_.monotonic_ms();
+  turn.now_ms = clock_.now_ms();
+  store::TurnResult t = store_.take_turn(turn, owner_gone_);
+  if (t.marked_abandoned && notifies(core::NotifyEvent::abandoned))
+    notify(core::NotifyEvent::abandoned, *t.marked_abandoned);
+  if (t.state != store::TurnResult::State::started) return std::nullopt;
+  Claimed claimed = claimed_from_turn(t, turn, sent_ms);
+  claimed.existing = std::move(t.record);
+  return claimed;
 }
 
 Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {

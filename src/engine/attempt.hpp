@@ -238,6 +238,16 @@ class Engine {
   // says so where it reports the first failure.
   bool record_failure(const Claimed& claimed, core::Outcome failed);
 
+  // Starts the head of serial group `group`'s line, whoever queued it (a daemon runs the
+  // deliveries queued by any daemon of its hooks), as `owner`'s attempt with this front's lease:
+  // the attempt to carry out now, its record (with the stored request) in `existing`; nullopt
+  // when an attempt of the group runs or nothing waits. A running attempt of the group whose
+  // owner is gone is marked abandoned first (and notified), or with `requeue_abandoned` waits
+  // again at the head of the line.
+  // `left_behind`: store::SerialClaim's.
+  std::optional<Claimed> take_turn(const std::string& group, const core::Owner& owner,
+                                   bool requeue_abandoned, store::RunnerLeftovers left_behind);
+
   const util::Clock& clock() const { return clock_; }
 
  private:

@@ -96,6 +96,32 @@ KeySource read_key(const Json& value, const std::string& at) {
   return key;
 }
 
+SerialConfig read_serial(const Json& value, const std::string& at) {
+  expect_object(value, at);
+  check_fields(value, at, {"group", "mode", "max_pending"});
+  SerialConfig serial;
+  if (const Json* group = optional_field(value, "group")) {
+    const std::string where = member(at, "group");
+    if (group->is_string()) {
+      serial.literal = group->get<std::string>();
+      std::string why;
+      if (!core::Key::parse(serial.literal, why)) fail(where, "not a usable group name: " + why);
+    } else {
+      serial.source = read_key(*group, where);
+    }
+  }
+  if (const Json* mode = optional_field(value, "mode")) {
+    const std::string where = member(at, "mode");
+    const std::string text = read_string(*mode, where);
+    if (text != "fifo" && text != "latest")
+      fail(where, "unknown mode " + quote(text) + " (use fifo or latest)");
+    serial.latest = text == "latest";
+  }
+  if (const Json* v = optional_field(value, "max_pending"))
+    serial.max_pending = read_int(*v, member(at, "max_pending"), 1, 1000000);
+  return serial;
+}
+
 NoKey read_no_key(const Json& value, const std::string& at) {
   std::string text = read_string(value, at);
   if (text == "refuse") return NoKey::refuse;
@@ -219,10 +245,10 @@ using PathOwners = std::map<std::string, size_t>;
 Hook read_hook(const Json& value, size_t index, PathOwners& owners, const front::EnvLookup& env) {
   std::string at = element("hooks", index);
   expect_object(value, at);
-  check_fields(
-      value, at,
-      {"path", "command", "signature", "key", "ttl", "timeout", "max_body", "async",
-       "max_concurrency", "max_queue", "retry_abandoned", "methods", "no_key", "allow", "notify"});
+  check_fields(value, at,
+               {"path", "command", "signature", "key", "ttl", "timeout", "max_body", "async",
+                "max_concurrency", "max_queue", "retry_abandoned", "methods", "no_key", "allow",
+                "notify", "serial"});
   Hook hook;
   hook.path = read_path(value, at);
   if (auto [it, fresh] = owners.emplace(hook.path, index); !fresh)
@@ -239,6 +265,11 @@ Hook read_hook(const Json& value, size_t index, PathOwners& owners, const front:
   read_limits(value, at, hook);
   if (const Json* v = optional_field(value, "notify"))
     hook.notify = read_notify(*v, member(at, "notify"));
+  if (const Json* v = optional_field(value, "serial"))
+    hook.serial = read_serial(*v, member(at, "serial"));
+  // A delivery without a key is stored nowhere, so it could not wait in a line.
+  if (hook.serial && hook.no_key == NoKey::run)
+    fail(member(at, "serial"), "needs every delivery to carry a key; \"no_key\": \"run\" cannot");
   if (const Json* v = optional_field(value, "signature"))
     hook.signature = read_signature(*v, member(at, "signature"), env, hook.path, hook.secret_env);
   return hook;

@@ -27,6 +27,17 @@ struct KeySource {
 // that is there but unusable (too long, control characters) is refused either way.
 enum class NoKey { refuse, run };
 
+// A hook's serial groups (contract §9): deliveries of one group run one at a time, in the order
+// they were accepted; the others wait in the store as `queued`.
+struct SerialConfig {
+  // Where a delivery's group comes from (a key source), or `literal`: the same group for every
+  // delivery. Neither: the hook is one group (its path).
+  std::optional<KeySource> source;
+  std::string literal;
+  bool latest = false;          // mode "latest": a newer delivery replaces the pending one
+  int64_t max_pending = 10000;  // 1..1000000 waiting per group; over it: 503
+};
+
 struct Hook {
   std::string path;                  // starts with '/', unique across hooks
   std::vector<std::string> command;  // argv, never empty
@@ -51,6 +62,7 @@ struct Hook {
   // "notify": run when a delivery fails, is found abandoned or (on "change") recovers; null:
   // none. Its withheld_env is the daemon's (serve/state.cpp).
   std::shared_ptr<core::NotifySpec> notify;
+  std::optional<SerialConfig> serial;  // "serial"; none: deliveries of different keys overlap
 };
 
 // The "hooks" array, in the file's order; each hook's withheld_env holds the secret_env of all.
@@ -73,6 +85,10 @@ SignatureConfig read_signature(const front::config_fields::Json& value, const st
 // The optional settings of a native hook's object, those present in `hook`: ttl, timeout,
 // max_body, async, max_concurrency, max_queue, retry_abandoned; absent ones keep `out`'s values.
 void read_limits(const front::config_fields::Json& hook, const std::string& at, Hook& out);
+
+// A hook's "serial" object: {"group": SOURCE or "literal", "mode": "fifo" | "latest",
+// "max_pending": N}, every member optional.
+SerialConfig read_serial(const front::config_fields::Json& value, const std::string& at);
 
 }  // namespace config_fields
 

@@ -38,8 +38,49 @@ struct NoKeyFound {
   front::Answer refusal;
 };
 
-NoKeyFound no_key_found(const std::string& detail) {
-  return NoKeyFound{front::problem(400, "No idempotency key", detail)};
+NoKeyFound no_key_found(const std::string& detail, const std::string& what = "idempotency key") {
+  return NoKeyFound{front::problem(400, "No " + what, detail)};
+}
+
+// The value `source` finds in the delivery (not yet checked as a key); NoKeyFound when it finds
+// none; or the 400 answer for one that is there but cannot be used (refused whatever the hook's
+// no_key says). `what` names the value in messages ("idempotency key", "serial group").
+std::variant<std::string, NoKeyFound, front::Answer> read_source(const KeySource& source,
+                                                                 const Delivery& d,
+                                                                 const std::string& what) {
+  const std::string bad = "Bad " + what;
+  if (source.kind == KeySource::header) {
+    auto value = d.header(source.name);
+    if (!value || value->empty())
+      return no_key_found("header " + source.name + " is missing", what);
+    return *value;
+  }
+  if (source.kind == KeySource::form) {
+    std::vector<std::string> values = form_values(d.body, source.name);
+    if (values.empty())
+      return no_key_found("the form-encoded body has no field " + source.name, what);
+    // Which of two would be meant is anyone's guess: refuse rather than pick.
+    if (values.size() > 1)
+      return front::problem(400, bad,
+                            "form field " + source.name + " appears " +
+                                std::to_string(values.size()) + " times in the body");
+    if (values[0].empty()) return no_key_found("form field " + source.name + " is empty", what);
+    return values[0];
+  }
+  nlohmann::json doc = nlohmann::json::parse(d.body, nullptr, false);
+  if (doc.is_discarded())
+    return no_key_found("the body is not JSON, so " + source.name + " cannot be read from it",
+                        what);
+  std::string why;
+  auto value = core::key_from_json(doc, source.name, &why);
+  if (value) return *value;
+  bool there = false;
+  try {
+    there = doc.contains(nlohmann::json::json_pointer(source.name));
+  } catch (const nlohmann::json::exception&) {
+  }
+  if (!there) return no_key_found(why, what);
+  return front::problem(400, bad, why);
 }
 
 // The delivery's key; NoKeyFound when it carries none; or the 400 answer for a key that is there
@@ -54,40 +95,11 @@ std::variant<core::Key, NoKeyFound, front::Answer> find_key(const Hook& hook, co
   }
   if (!source)
     return no_key_found("hook " + hook.path + " names no key source and its scheme has no default");
-  std::string key;
-  if (source->kind == KeySource::header) {
-    auto value = d.header(source->name);
-    if (!value || value->empty()) return no_key_found("header " + source->name + " is missing");
-    key = *value;
-  } else if (source->kind == KeySource::form) {
-    std::vector<std::string> values = form_values(d.body, source->name);
-    if (values.empty()) return no_key_found("the form-encoded body has no field " + source->name);
-    // Which of two would be the key is anyone's guess: refuse rather than pick.
-    if (values.size() > 1)
-      return front::problem(400, "Bad idempotency key",
-                            "form field " + source->name + " appears " +
-                                std::to_string(values.size()) + " times in the body");
-    key = values[0];
-    if (key.empty()) return no_key_found("form field " + source->name + " is empty");
-  } else {
-    nlohmann::json doc = nlohmann::json::parse(d.body, nullptr, false);
-    if (doc.is_discarded())
-      return no_key_found("the body is not JSON, so " + source->name + " cannot be read from it");
-    std::string why;
-    auto value = core::key_from_json(doc, source->name, &why);
-    if (!value) {
-      bool there = false;
-      try {
-        there = doc.contains(nlohmann::json::json_pointer(source->name));
-      } catch (const nlohmann::json::exception&) {
-      }
-      if (!there) return no_key_found(why);
-      return front::problem(400, "Bad idempotency key", why);
-    }
-    key = *value;
-  }
+  auto found = read_source(*source, d, "idempotency key");
+  if (auto* none = std::get_if<NoKeyFound>(&found)) return std::move(*none);
+  if (auto* refusal = std::get_if<front::Answer>(&found)) return std::move(*refusal);
   std::string why;
-  if (auto usable = core::Key::parse(key, why)) return std::move(*usable);
+  if (auto usable = core::Key::parse(std::get<std::string>(found), why)) return std::move(*usable);
   return front::problem(400, "Bad idempotency key", why);
 }
 
@@ -148,8 +160,10 @@ front::Answer accepted(const std::string& key, const std::string& outcome) {
 // the answer follows from how the command ended (contract §6).
 class HookEffect final : public CommandDelivery {
  public:
-  HookEffect(const Hook& hook, const Delivery& d, const std::string& key)
-      : hook_(hook), delivery_(d), key_(key) {}
+  // `kept`: what keeps `hook` and `d` alive for as long as the effect, when the caller does not.
+  HookEffect(const Hook& hook, const Delivery& d, const std::string& key,
+             std::shared_ptr<const void> kept = nullptr)
+      : kept_(std::move(kept)), hook_(hook), delivery_(d), key_(key) {}
 
   core::Outcome perform(const engine::Attempt& attempt) override {
     core::Outcome o = command().perform(attempt);
@@ -215,6 +229,7 @@ class HookEffect final : public CommandDelivery {
     return a;
   }
 
+  const std::shared_ptr<const void> kept_;
   const Hook& hook_;
   const Delivery& delivery_;
   const std::string key_;
@@ -263,6 +278,27 @@ front::Answer deliver_unkeyed(const Hook& hook, HookSlots& slots, const Delivery
   return a;
 }
 
+std::variant<std::string, front::Answer> serial_group(const Hook& hook, const Delivery& d) {
+  const SerialConfig& serial = *hook.serial;
+  if (!serial.source) return hook.path + "#" + serial.literal;
+  auto found = read_source(*serial.source, d, "serial group");
+  if (auto* none = std::get_if<NoKeyFound>(&found)) {
+    none->refusal.outcome = "no_group";
+    return std::move(none->refusal);
+  }
+  if (auto* refusal = std::get_if<front::Answer>(&found)) {
+    refusal->outcome = "no_group";
+    return std::move(*refusal);
+  }
+  std::string why;
+  if (!core::Key::parse(std::get<std::string>(found), why)) {
+    front::Answer a = front::problem(400, "Bad serial group", why);
+    a.outcome = "no_group";
+    return a;
+  }
+  return hook.path + "#" + std::get<std::string>(found);
+}
+
 namespace {
 
 // The failure recorded for a claimed delivery the daemon could not carry out, so that a retry
@@ -307,9 +343,17 @@ class Reservation {
   bool held_;
 };
 
+// Whether a handler cut off by the daemon's death (its record running, its owner gone) lives on:
+// its group then waits for it (store::SerialClaim::left_behind). Processes in a group of the
+// recorded number that cannot be proven its are not waited for.
+bool handler_left_behind(const core::Record& r) {
+  return engine::clear_leftovers(r, false, 0) == engine::Leftovers::alive;
+}
+
 // An attempt at `key` in the hook's scope: its record is named "{hook.path}#{key}".
+// `group`: the delivery's serial group as stored (serial_group); empty: none.
 engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d, const core::Key& key,
-                                       const core::Owner& owner) {
+                                       const core::Owner& owner, const std::string& group) {
   engine::AttemptRequest req(key, hook.path);
   core::Fingerprinter f;
   f.add_field("kind", "http");
@@ -320,6 +364,12 @@ engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d, cons
   req.claim.ttl_ms = hook.ttl_ms;
   req.claim.request = stored_request(hook, d);
   req.claim.policy = core::Policy{false, hook.retry_abandoned};
+  // A delivery that must wait its turn is stored as queued, answered 202, and started later by
+  // the daemon's turns (serve/turns.hpp); an attempt of its group cut by a crash waits again at
+  // the head of the line when the hook retries abandoned attempts.
+  if (!group.empty())
+    req.claim.serial = store::SerialClaim{group, hook.serial->latest, hook.serial->max_pending,
+                                          hook.retry_abandoned, handler_left_behind};
   // A synchronous hook's claim is made durable by the synced write of its handler's process
   // group, before the handler starts (ClaimRequest::sync); an async hook answers on the claim.
   req.claim.sync = hook.async;
@@ -381,15 +431,18 @@ front::Answer answer_without_running(const Hook& hook, const engine::Claimed& cl
       a.body = nlohmann::json{{"status", "queued"}, {"position", claimed.position}}.dump() + "\n";
       a.outcome = "queued";
       break;
-    case engine::ClaimVerdict::superseded:
+    case engine::ClaimVerdict::superseded: {
+      // The delivery's key as its sender knows it, without the hook's path.
+      std::string by = claimed.existing->superseded_by;
+      if (by.starts_with(hook.path + "#")) by.erase(0, hook.path.size() + 1);
       a.status = 200;
       a.content_type = "application/json";
-      a.body = nlohmann::json{{"status", "superseded"},
-                              {"superseded_by", claimed.existing->superseded_by}}
-                   .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+      a.body = nlohmann::json{{"status", "superseded"}, {"superseded_by", by}}.dump(
+                   -1, ' ', false, nlohmann::json::error_handler_t::replace) +
                "\n";
       a.outcome = "superseded";
       break;
+    }
     case engine::ClaimVerdict::full:
       a = front::problem(503, "Serial group full",
                          shown + " cannot wait: its serial group holds as many as it may");
@@ -403,12 +456,31 @@ front::Answer answer_without_running(const Hook& hook, const engine::Claimed& cl
   return a;
 }
 
+// Tells the daemon's turns, when it goes, that an attempt of serial group `group` ended (nothing
+// when the delivery has no group), so that the next one in line starts.
+class TurnOver {
+ public:
+  TurnOver(std::function<void(const std::string&)> turn_over, std::string group)
+      : turn_over_(group.empty() ? nullptr : std::move(turn_over)), group_(std::move(group)) {}
+  ~TurnOver() {
+    if (turn_over_) turn_over_(group_);
+  }
+  TurnOver(const TurnOver&) = delete;
+  TurnOver& operator=(const TurnOver&) = delete;
+
+ private:
+  std::function<void(const std::string&)> turn_over_;
+  std::string group_;
+};
+
 // Runs a claimed delivery in the background, on a store connection of its own, and records its
 // outcome; the answer (202) has gone already.
 void run_in_background(const std::string& key, const engine::Claimed& claimed, HookSlots& slots,
-                       const DeliveryServices& services, const DeliveryPolicy& policy) {
-  services.spawn([make = policy.effect, key, claimed, &slots, stores = services.stores,
-                  front = services.front] {
+                       const DeliveryServices& services, const DeliveryPolicy& policy,
+                       const std::string& group) {
+  services.spawn([make = policy.effect, key, claimed, &slots, turn_over = services.turn_over, group,
+                  stores = services.stores, front = services.front] {
+    TurnOver over(turn_over, group);
     // What it throws is logged by the daemon's background runner (DeliveryServices::spawn).
     HookSlots::Running running(slots);
     auto store = [&] {
@@ -431,7 +503,8 @@ void run_in_background(const std::string& key, const engine::Claimed& claimed, H
 
 // Runs a claimed delivery now, with the effect the claim prepared, and answers with its outcome.
 front::Answer run_now(const std::string& key, const engine::Claimed& claimed, HookSlots& slots,
-                      engine::Engine& engine, std::unique_ptr<DeliveryEffect> effect) {
+                      engine::Engine& engine, std::unique_ptr<DeliveryEffect> effect,
+                      const TurnOver&) {
   try {
     HookSlots::Running running(slots);
     engine.carry_out(claimed, *effect);
@@ -449,6 +522,60 @@ front::Answer run_now(const std::string& key, const engine::Claimed& claimed, Ho
 
 }  // namespace
 
+bool start_turn(const SerialLine& line, const std::string& group) {
+  if (!line.slots->reserve()) return false;
+  std::optional<engine::Claimed> claimed;
+  try {
+    auto store = line.services.stores->lease();
+    engine::Engine engine(*store, line.services.front);
+    claimed =
+        engine.take_turn(group, line.services.owner, line.requeue_abandoned, handler_left_behind);
+  } catch (...) {
+    line.slots->cancel_reservation();
+    throw;
+  }
+  if (!claimed) {
+    line.slots->cancel_reservation();
+    return false;
+  }
+  line.services.spawn([line, group, claimed = std::move(*claimed)] {
+    TurnOver over(line.services.turn_over, group);
+    // What it throws is logged by the daemon's background runner (DeliveryServices::spawn).
+    HookSlots::Running running(*line.slots);
+    const std::string key = claimed.key.substr(line.path.size() + 1);
+    auto store = [&] {
+      try {
+        return line.services.stores->lease();
+      } catch (const std::exception& e) {
+        throw std::runtime_error("key '" + core::display_key(key) + "': " + e.what() +
+                                 "; it is left to be judged abandoned");
+      }
+    }();
+    engine::Engine engine(*store, line.services.front);
+    try {
+      auto effect = line.effect(*claimed.existing, key);
+      if (!effect) throw std::runtime_error("its stored request is not a delivery of this hook");
+      engine.carry_out(claimed, *effect);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(failed_in_background(key, e, engine, claimed));
+    }
+  });
+  return true;
+}
+
+std::function<std::unique_ptr<DeliveryEffect>(const core::Record&, const std::string&)>
+stored_hook_effect(const Hook& hook) {
+  auto kept_hook = std::make_shared<const Hook>(hook);
+  return [kept_hook](const core::Record& r,
+                     const std::string& key) -> std::unique_ptr<DeliveryEffect> {
+    std::optional<Delivery> d = stored_delivery(r.request);
+    if (!d) return nullptr;
+    auto kept = std::make_shared<const std::pair<std::shared_ptr<const Hook>, Delivery>>(
+        kept_hook, std::move(*d));
+    return std::make_unique<HookEffect>(*kept->first, kept->second, key, kept);
+  };
+}
+
 front::Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& d,
                             const DeliveryServices& services, const core::Key& usable_key,
                             const DeliveryPolicy& policy) {
@@ -456,11 +583,20 @@ front::Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& 
   // would not run (a duplicate, a conflict) is still answered as the table says; only one that
   // would run gets 503.
   const std::string& key = usable_key.str();
+  std::string group;
+  if (hook.serial) {
+    auto found = serial_group(hook, d);
+    if (auto* refusal = std::get_if<front::Answer>(&found)) {
+      refusal->key = key;
+      return std::move(*refusal);
+    }
+    group = std::move(std::get<std::string>(found));
+  }
   Reservation reservation(slots);
   try {
     auto store = services.stores->lease();  // reused: no connection is opened per delivery
     engine::Engine engine(*store, services.front);
-    engine::AttemptRequest req = attempt_request(hook, d, usable_key, services.owner);
+    engine::AttemptRequest req = attempt_request(hook, d, usable_key, services.owner, group);
     req.claim.trigger = policy.trigger;
     req.decline_run = !reservation.held();
     // A synchronous hook's command is prepared by the claim that would run it, on this thread,
@@ -473,9 +609,11 @@ front::Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& 
       return answer_without_running(hook, claimed, key, policy);
     }
     reservation.hand_to_run();
-    if (!hook.async) return run_now(key, claimed, slots, engine, std::move(effect));
+    if (!hook.async)
+      return run_now(key, claimed, slots, engine, std::move(effect),
+                     TurnOver(services.turn_over, group));
     // The claim is durable: answer now, run in the background.
-    run_in_background(key, claimed, slots, services, policy);
+    run_in_background(key, claimed, slots, services, policy, group);
     return policy.early_answer(key, "accepted");
   } catch (const std::exception& e) {
     reservation.cancel();

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "core/key.hpp"
@@ -31,7 +32,14 @@ struct DeliveryServices {
   // Runs `fn` in the background and counts it as in flight (for the SIGTERM drain); logs what
   // it throws.
   std::function<void(std::function<void()>)> spawn;
+  // Told that an attempt of a serial group (its stored name) has ended, so the next in line may
+  // start (serve/turns.hpp); null: nothing is told.
+  std::function<void(const std::string& group)> turn_over;
 };
+
+// The serial group of a delivery to a hook with "serial", as the store names it
+// ("{hook.path}#{value}"), or the 400 for a delivery that carries none usable.
+std::variant<std::string, front::Answer> serial_group(const Hook& hook, const Delivery& delivery);
 
 // Decides and answers one delivery for `hook` (path and method already matched, body within the
 // hook's limit). May block while the handler runs, unless the hook is async.
@@ -44,6 +52,33 @@ front::Answer deliver(const Hook& hook, HookSlots& slots, const Delivery& delive
 // or running one is answered as a duplicate (nothing runs).
 front::Answer rerun_delivery(const Hook& hook, HookSlots& slots, const Delivery& delivery,
                              const DeliveryServices& services, const core::Key& key);
+
+class DeliveryEffect;
+
+// What the daemon's turns (serve/turns.hpp) need of a hook with "serial" to start the deliveries
+// that wait in its groups' lines, made when the hook is loaded.
+struct SerialLine {
+  std::string path;                // the hook's: its groups are named "{path}#..."
+  bool requeue_abandoned = false;  // the hook's retry_abandoned
+  std::shared_ptr<HookSlots> slots;
+  DeliveryServices services;
+  // The effect that carries out a stored delivery of the hook: `record`'s request run as the
+  // attempt at `key` (without the hook's path); nullptr when the request is not one the hook can
+  // run (a record edited or imported by hand).
+  std::function<std::unique_ptr<DeliveryEffect>(const core::Record& record, const std::string& key)>
+      effect;
+};
+
+// Starts the delivery at the head of `group`'s line when no attempt of the group runs and the
+// hook has a place for one more handler, and carries it out in the background (its outcome
+// recorded as a delivery's; the group's turn handed on when it ends). False when none started.
+// Throws what the store throws.
+bool start_turn(const SerialLine& line, const std::string& group);
+
+// The effect of a native hook's stored delivery (SerialLine::effect): its command, run as
+// deliver() runs it, with the stored request; credential headers read "[redacted]".
+std::function<std::unique_ptr<DeliveryEffect>(const core::Record&, const std::string&)>
+stored_hook_effect(const Hook& hook);
 
 // What an attempt at a delivery carries out, and the answer it makes of it.
 class DeliveryEffect : public engine::Effect {

@@ -17,6 +17,8 @@ Delivery delivery_of(const net::RequestHead& head, std::string body) {
   d.path = head.path;
   d.headers = head.headers.fields();
   d.body = std::move(body);
+  const size_t question = head.target.find('?');
+  if (question != std::string::npos) d.query = head.target.substr(question + 1);
   return d;
 }
 
@@ -82,11 +84,35 @@ std::string stored_request(const Hook& hook, const Delivery& d) {
     else
       value = value.get<std::string>() + ", " + v;
   }
-  return nlohmann::json{{"method", d.method},
+  nlohmann::json stored{{"method", d.method},
                         {"path", d.path},
                         {"headers", headers},
-                        {"body_b64", util::to_base64(d.body)}}
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+                        {"body_b64", util::to_base64(d.body)}};
+  if (!d.query.empty()) stored["query"] = d.query;
+  if (!d.remote.empty()) stored["remote"] = d.remote;
+  return stored.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::optional<Delivery> stored_delivery(const std::string& stored) {
+  nlohmann::json request = nlohmann::json::parse(stored, nullptr, false);
+  if (!request.is_object() || !request.contains("body_b64") || !request["body_b64"].is_string())
+    return std::nullopt;
+  auto text = [&](const char* name) {
+    auto it = request.find(name);
+    return it != request.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  Delivery d;
+  d.method = request.contains("method") ? text("method") : "POST";
+  d.path = text("path");
+  d.query = text("query");
+  d.remote = text("remote");
+  if (request.contains("headers") && request["headers"].is_object())
+    for (const auto& [name, value] : request["headers"].items())
+      if (value.is_string()) d.headers.emplace_back(name, value.get<std::string>());
+  auto body = util::from_base64(request["body_b64"].get<std::string>());
+  if (!body) return std::nullopt;
+  d.body = std::move(*body);
+  return d;
 }
 
 std::vector<std::string> form_values(std::string_view body, std::string_view name) {

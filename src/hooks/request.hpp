@@ -18,6 +18,8 @@ struct Delivery {
   std::string path;
   std::vector<std::pair<std::string, std::string>> headers;  // as received, in order
   std::string body;
+  std::string query;   // the request target's query, without '?' (a hooks file's rules read it)
+  std::string remote;  // the sender's address as a hooks file's "request remote-addr" reads it
   // The value of the header `name` as the handler sees it in IDEM_HEADER_<NAME>, and as
   // signatures and keys read it: every header whose name maps to the same variable
   // (header_variable: X-A, x-a, X_A and X.A all do), their values joined with ", " in the order
@@ -47,6 +49,10 @@ bool is_credential_header(const Hook& hook, std::string_view name);
 // values joined with ", " in order); credential headers keep their name with the value
 // k_redacted.
 std::string stored_request(const Hook& hook, const Delivery& delivery);
+
+// The delivery a stored request describes (stored_request's JSON), or nullopt when it is not one.
+// Credential headers read k_redacted: their values were never kept.
+std::optional<Delivery> stored_delivery(const std::string& stored);
 
 // The values of the field `name` of an application/x-www-form-urlencoded body, in order: split on
 // '&', name and value split at the first '=', '+' read as a space and %XX as the byte XX (a '%'

@@ -9,6 +9,11 @@ bool HookSlots::reserve() {
   return true;
 }
 
+bool HookSlots::has_room() {
+  std::lock_guard lock(mutex_);
+  return reserved_ < max_running_ + max_waiting_;
+}
+
 void HookSlots::force_reserve() {
   std::lock_guard lock(mutex_);
   ++reserved_;

@@ -13,6 +13,7 @@ class HookSlots {
   // Reserves a place (running or waiting); false when both are full (answer 503).
   bool reserve();
   void force_reserve();  // a reservation past the limits, for a claim that must run
+  bool has_room();       // whether reserve() would succeed now
   // The limits it was made with (a reload keeps slots whose limits did not change).
   int max_running() const { return max_running_; }
   int max_waiting() const { return max_waiting_; }

@@ -32,6 +32,7 @@
 #include "serve/signals.hpp"
 #include "serve/state.hpp"
 #include "serve/systemd.hpp"
+#include "serve/turns.hpp"
 #include "util/clock.hpp"
 
 namespace idem::serve {
@@ -54,6 +55,7 @@ class Daemon {
     services_.front = engine::make_front(*services_.stores->lease(), options.lease_ms);
     services_.front.notifier = daemon_notifier(services_.background);
     services_.front.replays = std::make_shared<store::ReplayTally>();
+    services_.turn_over = [this](const std::string& group) { turns_.turn_over(group); };
     state_ = build_state(std::move(loaded), nullptr, services_, options);
     log_warnings(*state_);
   }
@@ -95,6 +97,7 @@ class Daemon {
     std::optional<PidFile> pidfile;
     if (!options_.pidfile.empty()) pidfile.emplace(options_.pidfile).write();
     notifier_.ready();
+    turns_.start();
 
     std::thread signals([&] { watch_signals(handled, server); });
     std::thread replays([&] { flush_replays_until_stopped(); });
@@ -108,6 +111,7 @@ class Daemon {
     // run ended without a signal (a socket error): stop the signal thread too.
     if (!stopping_) pthread_kill(signals.native_handle(), SIGTERM);
     signals.join();
+    turns_.stop();  // no queued delivery starts once the drain has begun; they wait in the store
     services_.background.wait();
     {
       std::lock_guard lock(flush_mutex_);
@@ -297,6 +301,7 @@ class Daemon {
   std::mutex state_mutex_;
   std::shared_ptr<const State> state_;
   std::atomic<bool> stopping_{false};
+  Turns turns_{[this] { return current(); }, services_.metrics};
   std::mutex flush_mutex_;
   std::condition_variable flush_wake_;
   bool flushing_ = true;  // the replay flusher runs until the daemon stops serving

@@ -1,6 +1,9 @@
 #include "serve/metrics.hpp"
 
+#include <algorithm>
 #include <sstream>
+
+#include "util/clock.hpp"
 
 namespace idem::serve {
 
@@ -24,6 +27,16 @@ std::string Metrics::render(int64_t shed) {
   out << "# HELP idem_in_flight Deliveries being handled now.\n# TYPE idem_in_flight gauge\n";
   for (const auto& [hook, n] : in_flight_)
     out << "idem_in_flight{hook=\"" << hook << "\"} " << n << "\n";
+  out << "# HELP idem_queued Deliveries waiting their turn in the hook's serial groups.\n"
+         "# TYPE idem_queued gauge\n";
+  for (const auto& [hook, q] : queued_)
+    out << "idem_queued{hook=\"" << hook << "\"} " << q.first << "\n";
+  out << "# HELP idem_queued_oldest_seconds How long the hook's longest-waiting queued delivery "
+         "has waited.\n# TYPE idem_queued_oldest_seconds gauge\n";
+  const int64_t now_ms = util::process_clock().now_ms();
+  for (const auto& [hook, q] : queued_)
+    out << "idem_queued_oldest_seconds{hook=\"" << hook << "\"} "
+        << (q.second == 0 ? 0.0 : double(std::max<int64_t>(0, now_ms - q.second)) / 1000) << "\n";
   out << "# HELP idem_delivery_duration_seconds Time to answer a delivery.\n"
          "# TYPE idem_delivery_duration_seconds summary\n";
   for (const auto& [hook, d] : durations_) {

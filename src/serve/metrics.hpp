@@ -28,6 +28,12 @@ class Metrics {
     std::lock_guard lock(mutex_);
     in_flight_[hook] += delta;
   }
+  // A hook's serial groups as the last look found them: deliveries queued, and when the oldest
+  // was queued (0: none).
+  void queued(const std::string& hook, int64_t count, int64_t oldest_ms) {
+    std::lock_guard lock(mutex_);
+    queued_[hook] = {count, oldest_ms};
+  }
   // The metrics in Prometheus' text format; `shed`: the connections closed over the cap.
   std::string render(int64_t shed);
 
@@ -35,6 +41,7 @@ class Metrics {
   std::mutex mutex_;
   std::map<std::pair<std::string, std::string>, int64_t> deliveries_;
   std::map<std::string, int64_t> in_flight_;
+  std::map<std::string, std::pair<int64_t, int64_t>> queued_;  // (count, oldest_ms)
   std::map<std::string, std::pair<int64_t, int64_t>> durations_;
   std::map<std::pair<std::string, std::string>, int64_t> families_;  // (family, outcome)
 };

@@ -24,6 +24,9 @@ hooks::DeliveryServices delivery_services(Services& all, const std::string& path
       all.metrics.in_flight(path, -1);
     });
   };
+  services.turn_over = [&all](const std::string& group) {
+    if (all.turn_over) all.turn_over(group);
+  };
   return services;
 }
 

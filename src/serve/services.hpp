@@ -71,6 +71,8 @@ struct Services {
   std::shared_ptr<ui::UiCredentials> ui;
   // With --ui: the page's re-run of several failed deliveries, across reloads.
   std::shared_ptr<ui::UiBulkRerun> ui_bulk = std::make_shared<ui::UiBulkRerun>();
+  // Told when an attempt of a serial group ends (serve/turns.hpp); set before the daemon serves.
+  std::function<void(const std::string& group)> turn_over;
 };
 
 // What a hook's deliveries use of the daemon. Background work counts as in flight for its hook,

@@ -58,6 +58,20 @@ void join_hooks(State& state, bool ledger) {
   }
 }
 
+// What the daemon's turns need of a hook with "serial".
+hooks::SerialLine serial_line(
+    Services& services, const hooks::Hook& hook, std::shared_ptr<hooks::HookSlots> slots,
+    std::function<std::unique_ptr<hooks::DeliveryEffect>(const core::Record&, const std::string&)>
+        effect) {
+  hooks::SerialLine line;
+  line.path = hook.path;
+  line.requeue_abandoned = hook.retry_abandoned;
+  line.services = delivery_services(services, hook.path, slots, hook.notify);
+  line.slots = std::move(slots);
+  line.effect = std::move(effect);
+  return line;
+}
+
 }  // namespace
 
 std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, Services& services,
@@ -86,15 +100,22 @@ std::shared_ptr<const State> build_state(Loaded loaded, const State* previous, S
   // The page on its own listener: it re-runs the hooks' deliveries with the slots they run in.
   if (options.ui)
     state->ui_routes.add(make_ui_route(state->config.hooks, state->slots, services, options));
-  for (const hooks::Hook& hook : state->config.hooks)
+  for (const hooks::Hook& hook : state->config.hooks) {
     state->routes.add(hooks::hook_route(
         hook, state->slots[hook.path],
         serve::route_services(services, hook.path, state->slots[hook.path], hook.notify)));
+    if (hook.serial)
+      state->serial_lines[hook.path] =
+          serial_line(services, hook, state->slots[hook.path], hooks::stored_hook_effect(hook));
+  }
   for (const webhook::WebhookHook& hook : state->webhooks.hooks) {
     const std::string& path = hook.native.path;
     auto slots = slots_for(hook.native, previous);
     state->slots[path] = slots;
     hooks::RouteServices hook_services = serve::route_services(services, path, slots);
+    if (hook.native.serial)
+      state->serial_lines[path] =
+          serial_line(services, hook.native, slots, webhook::stored_effect(hook));
     state->routes.add(
         webhook::hook_route(hook, options.hooks, std::move(slots), std::move(hook_services)));
   }

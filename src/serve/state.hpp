@@ -20,6 +20,8 @@ struct State {
   Config config;
   webhook::HooksFiles webhooks;
   std::map<std::string, std::shared_ptr<hooks::HookSlots>> slots;  // by hook path
+  // The hooks with "serial", native and hooks files', by path: what serve/turns.hpp starts.
+  std::map<std::string, hooks::SerialLine> serial_lines;
   front::RouteTable routes;
   front::RouteTable socket_routes;  // the Unix socket's: the built-ins and the ledger
   front::RouteTable ui_routes;      // the delivery-log page's listener (--ui): the page alone

@@ -17,24 +17,6 @@ namespace idem::serve {
 
 namespace {
 
-// The delivery a stored hook request describes (method, path, headers by name, body_b64), or
-// nullopt when it is not one.
-std::optional<hooks::Delivery> stored_delivery(const std::string& stored) {
-  nlohmann::json request = nlohmann::json::parse(stored, nullptr, false);
-  if (!request.is_object() || !request.contains("body_b64") || !request["body_b64"].is_string())
-    return std::nullopt;
-  hooks::Delivery d;
-  d.method = request.value("method", "POST");
-  d.path = request.value("path", "");
-  if (request.contains("headers") && request["headers"].is_object())
-    for (const auto& [name, value] : request["headers"].items())
-      if (value.is_string()) d.headers.emplace_back(name, value.get<std::string>());
-  auto body = util::from_base64(request["body_b64"].get<std::string>());
-  if (!body) return std::nullopt;
-  d.body = std::move(*body);
-  return d;
-}
-
 struct UiHooks {
   std::vector<hooks::Hook> hooks;
   std::map<std::string, std::shared_ptr<hooks::HookSlots>> slots;
@@ -130,7 +112,7 @@ std::shared_ptr<const front::Route> make_ui_route(
   b.rerun = [known, &services](const core::Record& r) {
     ui::UiRerun done;
     const hooks::Hook* hook = known->hook_of(r);
-    auto delivery = hook ? stored_delivery(r.request) : std::nullopt;
+    auto delivery = hook ? hooks::stored_delivery(r.request) : std::nullopt;
     auto held = hook ? known->slots.find(hook->path) : known->slots.end();
     if (!delivery || held == known->slots.end()) {
       done.why = "not a stored delivery of a configured hook";

@@ -36,20 +36,26 @@ const char* gone_note(const core::Record& r, int64_t now_ms) {
   return core::lease_expired(r, now_ms) ? k_lease_ran_out : k_owner_died;
 }
 
-// The group's running attempt, when its owner is gone: marked abandoned (returned as marked),
-// and with `requeue` (never for `idem run`'s: only its own process could run it) waiting again
-// at the head of the line. Whether a live attempt of the group runs.
+// The group's running attempt, when its owner is gone and nothing it started lives on
+// (`left_behind`): marked abandoned (returned as marked), and with `requeue` (never for `idem
+// run`'s: only its own process could run it) waiting again at the head of the line. Whether a
+// live attempt of the group runs (one whose processes outlived its owner counts). One of a
+// daemon's that never started its command waits again whatever `requeue` says.
 bool live_runner(RowOperations& rows, const std::string& group, int64_t now_ms,
-                 const OwnerGone& owner_gone, bool requeue, std::optional<core::Record>& marked) {
+                 const OwnerGone& owner_gone, bool requeue, const RunnerLeftovers& left_behind,
+                 std::optional<core::Record>& marked) {
   std::optional<core::Record> runner = rows.group_runner(group);
   if (!runner) return false;
   if (!core::owner_counts_gone(*runner, now_ms, owner_gone)) return true;
+  if (left_behind && left_behind(*runner)) return true;
   const char* note = gone_note(*runner, now_ms);
   abandon_rows(rows, runner->key, runner->attempt, note);
   runner->status = core::Status::abandoned;
   runner->note = note;
   runner->attempt_token.clear();
-  if (requeue && runner->kind != "run") {
+  // A delivery whose command never started (no group recorded: the daemon died between the turn
+  // and the spawn) waits again too: nothing of it ran, so nothing is lost or run twice.
+  if ((requeue || runner->process_group.pgid == 0) && runner->kind != "run") {
     const std::optional<core::Record> head = rows.group_head(group);
     rows.requeue(runner->key, runner->attempt,
                  head ? head->queue_seq - 1 : rows.next_queue_seq(group));
@@ -69,7 +75,7 @@ std::optional<ClaimResult> serial_claim(RowOperations& rows, const ClaimRequest&
   std::optional<core::Record> runner_marked;
   core::GroupState group;
   group.running = live_runner(rows, serial.group, req.now_ms, owner_gone, serial.requeue_abandoned,
-                              runner_marked);
+                              serial.left_behind, runner_marked);
   group.queued = rows.queued_in_group(serial.group, INT64_MAX);
   if (!marked) marked = std::move(runner_marked);
   ClaimResult result;
@@ -208,7 +214,7 @@ TurnResult turn_rows(RowOperations& rows, const TurnRequest& req, const OwnerGon
   rows.lock_group(req.group);
   TurnResult out;
   const bool mine_only = !req.key.empty();
-  if (live_runner(rows, req.group, req.now_ms, owner_gone, req.requeue_abandoned,
+  if (live_runner(rows, req.group, req.now_ms, owner_gone, req.requeue_abandoned, req.left_behind,
                   out.marked_abandoned)) {
     tell_waiting(rows, req, out);
     return out;

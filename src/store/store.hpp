@@ -21,6 +21,9 @@ namespace idem::store {
 // (another host) must count as alive.
 using OwnerGone = std::function<bool(const core::Owner&)>;
 
+// Whether what a record's attempt started is still alive (SerialClaim::left_behind).
+using RunnerLeftovers = std::function<bool(const core::Record&)>;
+
 // How many may wait in a fifo serial group unless its front says otherwise (SPEC §9).
 inline constexpr int64_t k_default_max_pending = 10000;
 
@@ -34,6 +37,11 @@ struct SerialClaim {
   // line (a daemon's delivery whose hook retries abandoned attempts), instead of staying
   // abandoned. Never for an attempt of `idem run` (only its own process could run it).
   bool requeue_abandoned = false;
+  // Whether processes the group's running attempt started live on after its owner is gone (a
+  // daemon's kill -9 leaves its handler running): while they do, the attempt still holds the
+  // group, nothing else of it starts, and it is not marked abandoned yet. Null: the owner alone
+  // decides.
+  RunnerLeftovers left_behind = nullptr;
 };
 
 struct ClaimRequest {
@@ -112,7 +120,8 @@ struct TurnRequest {
   int64_t lease_ms = 0;
   bool renew_lease = false;
   int64_t now_ms = 0;
-  bool requeue_abandoned = false;  // SerialClaim::requeue_abandoned, for a dead runner found
+  bool requeue_abandoned = false;         // SerialClaim::requeue_abandoned, for a dead runner found
+  RunnerLeftovers left_behind = nullptr;  // SerialClaim::left_behind
 };
 
 struct TurnResult {

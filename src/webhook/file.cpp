@@ -392,7 +392,7 @@ void read_idem(const Json& value, const Reader& reader, WebhookHook& hook) {
   expect_object(value, at);
   check_fields(value, at,
                {"key", "ttl", "timeout", "max_body", "max_concurrency", "max_queue",
-                "retry_abandoned", "signature"});
+                "retry_abandoned", "signature", "serial"});
   if (const Json* key = present(value, "key")) {
     hook.key = read_argument(*key, member(at, "key"), reader, true);
     // A constant would make every delivery after the first a replay of it.
@@ -402,6 +402,11 @@ void read_idem(const Json& value, const Reader& reader, WebhookHook& hook) {
            "the query or the payload");
   }
   hooks::config_fields::read_limits(value, at, hook.native);
+  if (const Json* serial = present(value, "serial")) {
+    // A delivery without a key is stored nowhere, so it could not wait in a line.
+    if (!hook.key) fail(member(at, "serial"), "needs a key: add \"key\" to the idem object");
+    hook.native.serial = hooks::config_fields::read_serial(*serial, member(at, "serial"));
+  }
   if (const Json* signature = present(value, "signature"))
     hook.native.signature = hooks::config_fields::read_signature(
         *signature, member(at, "signature"), reader.env, hook.native.path, hook.native.secret_env);

@@ -207,6 +207,26 @@ class WebhookEffect final : public hooks::CommandDelivery {
   front::Answer answer_;
 };
 
+// The command a delivery of `hook` runs, from its request: webhook's argv, environment and files.
+std::shared_ptr<const PreparedRun> prepared_run(const WebhookHook& hook, const Request& request) {
+  const hooks::Hook& native = hook.native;
+  Command command = command_for(hook, request);
+  auto run = std::make_shared<PreparedRun>();
+  run->hook = native.path;
+  run->argv = std::move(command.argv);
+  if (!run->argv.empty()) run->argv[0] = executable(run->argv[0], hook.working_directory);
+  run->cwd = hook.working_directory;
+  run->env = std::move(command.env);
+  run->files = std::move(command.files);
+  run->withheld_env = native.withheld_env;
+  run->timeout_ms = native.timeout_ms;
+  run->capture = hook.capture_output;
+  run->capture_on_error = hook.capture_output_on_error;
+  run->success_code = known_status(hook.success_code) ? hook.success_code : 200;
+  run->response_message = hook.response_message;
+  return run;
+}
+
 // The peer as Go's RemoteAddr shows it, as webhook passes it: host and port, an IPv6 host in
 // brackets.
 std::string remote_address(const std::string& remote, int port) {
@@ -274,11 +294,12 @@ class WebhookRoute final : public front::Route {
   // webhook's hook handler from its method check on, with idem's steps where they belong.
   front::Answer answer(net::Request& req) const {
     hooks::Delivery d = hooks::delivery_of(req.head);  // its body once make_request has read it
+    d.remote = remote_address(req.remote, req.remote_port);
     if (auto refusal = hooks::signature_refusal(native_, d, req.body)) return std::move(*refusal);
     const std::string& target = req.head.target;
     const size_t question = target.find('?');
     Request request =
-        make_request(hook_, req.head.method, remote_address(req.remote, req.remote_port), d.headers,
+        make_request(hook_, req.head.method, d.remote, d.headers,
                      question == std::string::npos ? std::string_view()
                                                    : std::string_view(target).substr(question + 1),
                      std::move(req.body), util::process_clock().now_ms() / 1000);
@@ -325,7 +346,7 @@ class WebhookRoute final : public front::Route {
         return a;
       }
     }
-    auto run = prepare(request);
+    auto run = prepared_run(hook_, request);
     d.body = std::move(request.body);
     hooks::DeliveryPolicy policy;
     policy.effect = [run](const std::string& k) -> std::unique_ptr<hooks::DeliveryEffect> {
@@ -336,24 +357,6 @@ class WebhookRoute final : public front::Route {
     };
     if (!key) return hooks::deliver_unkeyed(native_, *slots_, services_.delivery, policy);
     return hooks::deliver_keyed(native_, *slots_, d, services_.delivery, *key, policy);
-  }
-
-  std::shared_ptr<const PreparedRun> prepare(const Request& request) const {
-    Command command = command_for(hook_, request);
-    auto run = std::make_shared<PreparedRun>();
-    run->hook = native_.path;
-    run->argv = std::move(command.argv);
-    if (!run->argv.empty()) run->argv[0] = executable(run->argv[0], hook_.working_directory);
-    run->cwd = hook_.working_directory;
-    run->env = std::move(command.env);
-    run->files = std::move(command.files);
-    run->withheld_env = native_.withheld_env;
-    run->timeout_ms = native_.timeout_ms;
-    run->capture = hook_.capture_output;
-    run->capture_on_error = hook_.capture_output_on_error;
-    run->success_code = known_status(hook_.success_code) ? hook_.success_code : 200;
-    run->response_message = hook_.response_message;
-    return run;
   }
 
   const WebhookHook hook_;
@@ -553,6 +556,20 @@ std::shared_ptr<const front::Route> hook_route(WebhookHook hook, const ServeOpti
 
 std::shared_ptr<const front::Route> not_found_route(const std::string& urlprefix) {
   return std::make_shared<NotFoundRoute>(urlprefix);
+}
+
+std::function<std::unique_ptr<hooks::DeliveryEffect>(const core::Record&, const std::string&)>
+stored_effect(const WebhookHook& hook) {
+  auto kept = std::make_shared<const WebhookHook>(hook);
+  return [kept](const core::Record& r,
+                const std::string& key) -> std::unique_ptr<hooks::DeliveryEffect> {
+    std::optional<hooks::Delivery> d = hooks::stored_delivery(r.request);
+    if (!d) return nullptr;
+    Request request = make_request(*kept, d->method, d->remote, d->headers, d->query,
+                                   std::move(d->body), util::process_clock().now_ms() / 1000);
+    if (!request.form_error.empty()) return nullptr;
+    return std::make_unique<WebhookEffect>(prepared_run(*kept, request), key);
+  };
 }
 
 }  // namespace idem::webhook

@@ -46,6 +46,12 @@ std::shared_ptr<const front::Route> hook_route(WebhookHook hook, const ServeOpti
                                                std::shared_ptr<hooks::HookSlots> slots,
                                                hooks::RouteServices services);
 
+// The effect of a stored delivery of `hook` (hooks::SerialLine::effect): its request rebuilt
+// (headers, query, body, the sender's address) and its command run as a delivery's; its rules
+// passed when it was accepted. Credential headers read "[redacted]".
+std::function<std::unique_ptr<hooks::DeliveryEffect>(const core::Record&, const std::string&)>
+stored_effect(const WebhookHook& hook);
+
 // What webhook's router answers itself, for the paths no hook's route took: "/" (200 "OK", any
 // method), a path with a bad escape (400 "400 Bad Request", connection closed), a path that is
 // not clean once decoded (301 to its cleaned form, the query kept: "//hooks/x" to "/hooks/x"),
