@@ -11,7 +11,9 @@ namespace idem::serve {
 Turns::Turns(std::function<std::shared_ptr<const State>()> current, Metrics& metrics)
     : current_(std::move(current)), metrics_(metrics) {}
 
-void Turns::start() { thread_ = std::thread([this] { loop(); }); }
+void Turns::start() {
+  thread_ = std::thread([this] { loop(); });
+}
 
 void Turns::turn_over(const std::string& group) {
   {
@@ -62,7 +64,8 @@ bool Turns::start_group(const State& state, const std::string& group) {
     if (hooks::start_turn(line->second, group)) return true;
   } catch (const std::exception& e) {
     // Looked at again by the next sweep.
-    log_line({{"time", now_iso()}, {"event", "turn_failed"}, {"group", group}, {"error", e.what()}});
+    log_line(
+        {{"time", now_iso()}, {"event", "turn_failed"}, {"group", group}, {"error", e.what()}});
     return false;
   }
   if (!line->second.slots->has_room()) {
@@ -79,7 +82,8 @@ bool Turns::sweep(const State& state) {
     try {
       groups = line.services.stores->lease()->queued_groups(path + "#", k_groups_per_look);
     } catch (const std::exception& e) {
-      log_line({{"time", now_iso()}, {"event", "turn_failed"}, {"hook", path}, {"error", e.what()}});
+      log_line(
+          {{"time", now_iso()}, {"event", "turn_failed"}, {"hook", path}, {"error", e.what()}});
       continue;
     }
     int64_t queued = 0;

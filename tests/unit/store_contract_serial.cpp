@@ -217,6 +217,54 @@ TEMPLATE_TEST_CASE("serial contract: a dead runner is abandoned first, a dead wa
     CHECK(store->history("a").size() == 2);
     CHECK(store->history("a").front().outcome == Status::abandoned);
   }
+  SECTION("a delivery's dead runner that never started its command waits again, retry or not") {
+    ClaimRequest a = serial("a", "g", k_t0, 100);
+    a.kind = "hook";
+    REQUIRE(store->claim(a, k_alive).verdict == Verdict::claim);
+    TurnResult t = store->take_turn(turn("g"), first_gone);  // requeue_abandoned false
+    REQUIRE(t.state == TurnResult::State::started);
+    CHECK(t.record->key == "a");
+    CHECK(t.record->attempt == 2);
+    CHECK(store->history("a").front().outcome == Status::abandoned);
+  }
+  SECTION("a delivery's dead runner whose command started stays abandoned without retries") {
+    ClaimRequest a = serial("a", "g", k_t0, 100);
+    a.kind = "hook";
+    REQUIRE(store->claim(a, k_alive).verdict == Verdict::claim);
+    idem::core::ProcessGroup group;
+    group.pgid = 4242;
+    REQUIRE(store->set_process_group("a", 1, group));
+    ClaimRequest b = serial("b", "g", k_t0 + 1, 200);
+    b.kind = "hook";
+    REQUIRE(store->claim(b, k_alive).verdict == Verdict::queued);
+    TurnResult t = store->take_turn(turn("g"), first_gone);
+    REQUIRE(t.state == TurnResult::State::started);
+    CHECK(t.record->key == "b");
+    CHECK(store->get("a")->status == Status::abandoned);
+  }
+  SECTION("a dead runner whose processes live on holds its group until they end") {
+    REQUIRE(store->claim(serial("a", "g", k_t0, 100), k_alive).verdict == Verdict::claim);
+    ClaimResult b = store->claim(serial("b", "g", k_t0 + 1, 200), k_alive);
+    bool alive = true;
+    TurnRequest look = turn("g", "b", b.attempt_token);
+    look.left_behind = [&](const idem::core::Record& r) {
+      CHECK(r.key == "a");
+      return alive;
+    };
+    TurnResult t = store->take_turn(look, first_gone);
+    CHECK(t.state == TurnResult::State::waiting);
+    CHECK_FALSE(t.marked_abandoned);
+    CHECK(store->get("a")->status == Status::running);
+    // A claim of the group sees it held too.
+    ClaimRequest c = serial("c", "g", k_t0 + 2, 300);
+    c.serial->left_behind = look.left_behind;
+    CHECK(store->claim(c, first_gone).verdict == Verdict::queued);
+    alive = false;
+    t = store->take_turn(look, first_gone);
+    CHECK(t.state == TurnResult::State::started);
+    REQUIRE(t.marked_abandoned);
+    CHECK(store->get("a")->status == Status::abandoned);
+  }
   SECTION("a new claim finds the dead runner: abandoned, and the claim runs") {
     REQUIRE(store->claim(serial("a", "g", k_t0, 100), k_alive).verdict == Verdict::claim);
     ClaimResult b = store->claim(serial("b", "g", k_t0 + 1, 200), first_gone);

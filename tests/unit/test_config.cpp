@@ -629,4 +629,38 @@ TEST_CASE("config: the proxy's allow-list", "[config]") {
       "serve.json: proxy.allow[1]: 'x' is not an address or a CIDR range (e.g. 10.0.0.0/8, ::1)");
 }
 
+TEST_CASE("config: a hook's serial groups", "[config][serial]") {
+  CHECK_FALSE(parse_hook("").serial.has_value());
+  Hook whole = parse_hook(R"("serial": {})");
+  REQUIRE(whole.serial.has_value());
+  CHECK_FALSE(whole.serial->source.has_value());
+  CHECK(whole.serial->literal.empty());
+  CHECK_FALSE(whole.serial->latest);
+  CHECK(whole.serial->max_pending == 10000);
+
+  Hook by_repo = parse_hook(
+      R"("serial": {"group": {"json": "/repository/full_name"}, "mode": "latest", "max_pending": 5})");
+  REQUIRE(by_repo.serial->source.has_value());
+  CHECK(by_repo.serial->source->kind == idem::hooks::KeySource::json);
+  CHECK(by_repo.serial->source->name == "/repository/full_name");
+  CHECK(by_repo.serial->latest);
+  CHECK(by_repo.serial->max_pending == 5);
+  CHECK(parse_hook(R"("serial": {"group": "deploys"})").serial->literal == "deploys");
+  CHECK(parse_hook(R"("serial": {"group": {"header": "X-Repo"}, "mode": "fifo"})")
+            .serial->source->kind == idem::hooks::KeySource::header);
+
+  CHECK(hook_error(R"("serial": {"mode": "newest"})") ==
+        "serve.json: hooks[0].serial.mode: unknown mode 'newest' (use fifo or latest)");
+  CHECK(hook_error(R"("serial": {"max_pending": 0})").find("hooks[0].serial.max_pending") !=
+        std::string::npos);
+  CHECK(hook_error(R"("serial": {"group": ""})").find("hooks[0].serial.group") !=
+        std::string::npos);
+  CHECK(hook_error(R"("serial": {"group": {"json": "x"}})").find("bad JSON pointer") !=
+        std::string::npos);
+  CHECK(hook_error(R"("serial": {"groups": "x"})").find("groups") != std::string::npos);
+  CHECK(hook_error(R"("serial": "deploys")").find("hooks[0].serial") != std::string::npos);
+  // A delivery without a key is stored nowhere: it could not wait in a line.
+  CHECK(hook_error(R"("no_key": "run", "serial": {})").find("no_key") != std::string::npos);
+}
+
 }  // namespace unit_config

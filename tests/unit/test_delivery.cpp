@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "hooks/config.hpp"
@@ -180,6 +181,56 @@ TEST_CASE("form_values: WHATWG form decoding of one field", "[delivery]") {
   CHECK(form_values("id=%00%ff", "id") == std::vector<std::string>{std::string("\0\xff", 2)});
   // A JSON body is not a form with that field.
   CHECK(form_values(R"({"trigger_id":"x"})", "trigger_id").empty());
+}
+
+TEST_CASE("serial_group: the hook's path and the value its source finds", "[delivery][serial]") {
+  Hook hook = plain_hook();
+  hook.serial = idem::hooks::SerialConfig{};
+  Delivery d = delivery_with({{"X-Repo", "acme/web"}}, R"({"repo": {"name": "acme/api"}})");
+  // No group: the whole hook is one line.
+  CHECK(std::get<std::string>(idem::hooks::serial_group(hook, d)) == "/h#");
+  hook.serial->literal = "deploys";
+  CHECK(std::get<std::string>(idem::hooks::serial_group(hook, d)) == "/h#deploys");
+  hook.serial->source = idem::hooks::KeySource{idem::hooks::KeySource::header, "X-Repo"};
+  CHECK(std::get<std::string>(idem::hooks::serial_group(hook, d)) == "/h#acme/web");
+  hook.serial->source = idem::hooks::KeySource{idem::hooks::KeySource::json, "/repo/name"};
+  CHECK(std::get<std::string>(idem::hooks::serial_group(hook, d)) == "/h#acme/api");
+
+  // A delivery without its group, or with one that is no usable name: 400, said so.
+  hook.serial->source = idem::hooks::KeySource{idem::hooks::KeySource::header, "X-Missing"};
+  auto none = idem::hooks::serial_group(hook, d);
+  REQUIRE(std::holds_alternative<idem::front::Answer>(none));
+  CHECK(std::get<idem::front::Answer>(none).status == 400);
+  CHECK(std::get<idem::front::Answer>(none).outcome == "no_group");
+  CHECK(std::get<idem::front::Answer>(none).body.find("No serial group") != std::string::npos);
+  CHECK(std::get<idem::front::Answer>(none).body.find("X-Missing") != std::string::npos);
+  hook.serial->source = idem::hooks::KeySource{idem::hooks::KeySource::header, "X-Repo"};
+  auto bad = idem::hooks::serial_group(hook, delivery_with({{"X-Repo", "a\nb"}}));
+  REQUIRE(std::holds_alternative<idem::front::Answer>(bad));
+  CHECK(std::get<idem::front::Answer>(bad).body.find("Bad serial group") != std::string::npos);
+}
+
+TEST_CASE("stored_delivery: what stored_request kept, read back", "[delivery][serial]") {
+  Delivery d =
+      delivery_with({{"X-Repo", "acme"}, {"Authorization", "Bearer t"}}, std::string("b\0dy", 4));
+  d.query = "who=w1&x=%20";
+  d.remote = "127.0.0.1:5555";
+  std::optional<Delivery> back = idem::hooks::stored_delivery(stored_request(plain_hook(), d));
+  REQUIRE(back.has_value());
+  CHECK(back->method == d.method);
+  CHECK(back->path == d.path);
+  CHECK(back->body == d.body);
+  CHECK(back->query == d.query);
+  CHECK(back->remote == d.remote);
+  CHECK(back->header("X-Repo") == "acme");
+  CHECK(back->header("Authorization") == std::string(k_redacted));
+  // A request stored before the query and the sender were kept has neither.
+  nlohmann::json old = nlohmann::json::parse(stored_request(plain_hook(), delivery_with({})));
+  CHECK_FALSE(old.contains("query"));
+  CHECK_FALSE(old.contains("remote"));
+  CHECK(idem::hooks::stored_delivery(old.dump())->query.empty());
+  CHECK_FALSE(idem::hooks::stored_delivery("not json").has_value());
+  CHECK_FALSE(idem::hooks::stored_delivery(R"({"body_b64": "!!"})").has_value());
 }
 
 }  // namespace unit_delivery

@@ -884,4 +884,19 @@ TEST_CASE("webhook file: YAML's aliases cannot blow up", "[webhook_file]") {
   CHECK(error_of("hooks.yaml", text) == "hooks.yaml: aliases expand to more than 200000 values");
 }
 
+TEST_CASE("webhook file: a serial object in the idem object", "[webhook_file][serial]") {
+  HooksFiles files = parse_one("hooks.json", R"([{"id": "q", "execute-command": "/bin/true",
+      "idem": {"key": {"source": "header", "name": "X-Key"},
+               "serial": {"group": {"header": "X-Repo"}, "mode": "latest"}}}])");
+  const auto& serial = files.hooks[0].native.serial;
+  REQUIRE(serial.has_value());
+  REQUIRE(serial->source.has_value());
+  CHECK(serial->source->name == "X-Repo");
+  CHECK(serial->latest);
+  // Without a key every delivery runs unstored: none could wait in a line.
+  CHECK(error_of("hooks.json",
+                 R"([{"id": "q", "execute-command": "/bin/true", "idem": {"serial": {}}}])")
+            .find("idem.serial") != std::string::npos);
+}
+
 }  // namespace unit_webhook_file
