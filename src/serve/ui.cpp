@@ -59,6 +59,14 @@ std::shared_ptr<const front::Route> make_ui_route(
     return stores->lease()->list(q, visit);
   };
   b.get = [stores](const std::string& key) { return stores->lease()->get_without_output(key); };
+  b.queues = [stores] {
+    auto store = stores->lease();
+    std::vector<ui::UiQueue> queues;
+    for (const store::QueuedGroup& g : store->queued_groups("", ui::k_ui_queue_groups))
+      queues.push_back(ui::UiQueue{g.group, g.queued, g.oldest_ms,
+                                   store->group_line(g.group, ui::k_ui_queue_rows)});
+    return queues;
+  };
   b.open_output = [stores](const core::Record& r) -> core::EncodedReader {
     // The provider outlives the lease the reader holds (a download may end after a reload).
     struct Held {

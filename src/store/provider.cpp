@@ -98,6 +98,9 @@ bool PerCallStore::withdraw(const std::string& key, const std::string& token) {
 std::vector<QueuedGroup> PerCallStore::queued_groups(const std::string& prefix, int64_t limit) {
   return stores_->lease()->queued_groups(prefix, limit);
 }
+std::vector<core::Record> PerCallStore::group_line(const std::string& group, int64_t limit) {
+  return stores_->lease()->group_line(group, limit);
+}
 bool PerCallStore::finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) {
   return stores_->lease()->finish(key, attempt, outcome);
 }

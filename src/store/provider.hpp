@@ -78,6 +78,7 @@ class PerCallStore final : public Store {
   TurnResult take_turn(const TurnRequest& request, const OwnerGone& owner_gone) override;
   bool withdraw(const std::string& key, const std::string& token) override;
   std::vector<QueuedGroup> queued_groups(const std::string& prefix, int64_t limit) override;
+  std::vector<core::Record> group_line(const std::string& group, int64_t limit) override;
   bool finish(const std::string& key, int64_t attempt, const core::Outcome& outcome) override;
   bool set_process_group(const std::string& key, int64_t attempt,
                          const core::ProcessGroup& group) override;

@@ -273,6 +273,9 @@ class Store {
   // The groups whose name starts with `prefix` that have queued attempts, at most `limit`, by
   // name; read from the index of queued records.
   virtual std::vector<QueuedGroup> queued_groups(const std::string& prefix, int64_t limit) = 0;
+  // A serial group's line as it stands, without output: its running attempt first (if any), then
+  // at most `limit` of its queued ones in their order; read from the index of queued records.
+  virtual std::vector<core::Record> group_line(const std::string& group, int64_t limit) = 0;
 
   // Records the outcome of `attempt`. Returns false (and changes nothing) when the key's current
   // attempt is another one, or is no longer running, or its lease ran out by the outcome's

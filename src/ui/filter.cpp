@@ -70,7 +70,9 @@ std::variant<UiFilter, std::string> parse_ui_filter(
     if (name == "status") {
       f.status = core::status_from_string(value);
       if (!f.status)
-        return "bad status '" + value + "': use running, succeeded, failed or abandoned";
+        return "bad status '" + value +
+               "': use running, succeeded, failed, abandoned, queued or "
+               "superseded";
     } else if (name == "front") {
       if (!core::kind_of_front(value))
         return "bad front '" + value + "': use " + std::string(core::known_fronts());

@@ -23,7 +23,8 @@ std::string ui_head(const std::string& title) {
          " · idem</title><link rel=\"stylesheet\" href=\"/ui/app.css\">"
          "<link rel=\"icon\" href=\"/ui/icon.svg\">"
          "<script src=\"/ui/app.js\" defer></script></head><body>"
-         "<header><a class=\"brand\" href=\"/ui\">idem</a> <span>delivery log</span></header>"
+         "<header><a class=\"brand\" href=\"/ui\">idem</a> <span>delivery log</span> "
+         "<nav><a href=\"/ui\">Records</a> <a href=\"/ui/queues\">Queues</a></nav></header>"
          "<main>";
 }
 
@@ -125,6 +126,39 @@ std::string render_ui_rows(const UiPage& page, int64_t now_ms) {
   return out;
 }
 
+std::string render_ui_queues(const std::vector<UiQueue>& queues, int64_t now_ms, size_t shown) {
+  std::string out = ui_head("Queues") + "<h1>Queues</h1>";
+  if (queues.empty())
+    out +=
+        "<p class=\"muted\" id=\"no-queues\">No serial group has deliveries or runs waiting.</p>";
+  for (const UiQueue& q : queues) {
+    out += "<section class=\"queue\"><h2>" + html_escape(q.group) + "</h2><p class=\"muted\">" +
+           std::to_string(q.queued) + " waiting";
+    if (q.oldest_ms > 0)
+      out += ", the oldest for " + ui_duration(q.oldest_ms, std::max(now_ms, q.oldest_ms));
+    out +=
+        "</p><table><thead><tr><th>Place</th><th>Key</th><th>Status</th><th>Since</th>"
+        "</tr></thead><tbody>";
+    size_t place = 0;
+    for (const core::Record& r : q.line) {
+      const bool waiting = r.status == core::Status::queued;
+      if (waiting) ++place;
+      const std::string status(core::display_status(r, now_ms));
+      out += "<tr class=\"st-" + html_escape(status) + "\"><td>" +
+             (waiting ? std::to_string(place) : std::string("running")) +
+             "</td><td><a href=\"/ui/record?key=" + html_escape(url_component(r.key)) + "\">" +
+             html_escape(r.key) + "</a></td><td><span class=\"badge\">" + html_escape(status) +
+             "</span></td><td>" + ui_time(r.started_ms) + "</td></tr>\n";
+    }
+    out += "</tbody></table>";
+    if (int64_t(place) < q.queued)
+      out += "<p class=\"muted\">and " + std::to_string(q.queued - int64_t(place)) +
+             " more after the first " + std::to_string(shown) + "</p>";
+    out += "</section>";
+  }
+  return out + std::string(k_ui_foot);
+}
+
 std::string render_ui_list(const UiPage& page, int64_t now_ms, const std::string& csrf,
                            const std::string& notice, const std::string& error) {
   const UiFilter& f = page.filter;
@@ -137,7 +171,8 @@ std::string render_ui_list(const UiPage& page, int64_t now_ms, const std::string
       "name=\"status\">" +
       option("", "any", status) + option("running", "running", status) +
       option("succeeded", "succeeded", status) + option("failed", "failed", status) +
-      option("abandoned", "abandoned", status) + "</select></label>";
+      option("abandoned", "abandoned", status) + option("queued", "queued", status) +
+      option("superseded", "superseded", status) + "</select></label>";
   // The fronts as `idem ls --front` names them.
   out += "<label>Front <select name=\"front\">" + option("", "any", f.front);
   for (std::string_view front : core::front_names())
@@ -404,7 +439,7 @@ std::string_view ui_icon_svg() {
 
 std::string_view ui_app_css() {
   return R"CSS(body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2430;background:#f7f8fa}
-header{background:#1d2430;color:#fff;padding:8px 16px}header a{color:#fff;font-weight:bold;text-decoration:none}
+header{background:#1d2430;color:#fff;padding:8px 16px}header a{color:#fff;font-weight:bold;text-decoration:none}header nav{display:inline;margin-left:16px}header nav a{font-weight:normal;margin-right:12px}
 main{padding:12px 16px}a{color:#1a56c4}
 form.filters{display:flex;flex-wrap:wrap;gap:8px;align-items:end;margin-bottom:8px}
 form.filters label{display:flex;flex-direction:column;font-size:12px}
@@ -414,7 +449,7 @@ table.records th,table.records td{border-bottom:1px solid #e3e6ea;padding:4px 8p
 table.kv th{text-align:left;padding-right:12px;vertical-align:top;font-weight:600}
 .badge{border-radius:8px;padding:1px 8px;background:#e3e6ea}
 .st-failed .badge,.badge.st-failed{background:#fbd5d5}.st-succeeded .badge,.badge.st-succeeded{background:#d3f2dc}
-.st-running .badge,.badge.st-running{background:#dbe7fb}.st-abandoned .badge,.badge.st-abandoned{background:#fde9c8}
+.st-running .badge,.badge.st-running{background:#dbe7fb}.st-queued .badge{background:#ece4fb}.st-abandoned .badge,.badge.st-abandoned{background:#fde9c8}
 pre{background:#fff;border:1px solid #e3e6ea;padding:8px;white-space:pre-wrap;word-break:break-all;max-height:24em;overflow:auto}
 .muted{color:#6b7380}.notice{background:#d3f2dc;padding:6px 10px}.error{background:#fbd5d5;padding:6px 10px}
 .danger{color:#a11}.pages{margin-top:8px}.actions{margin:8px 0}

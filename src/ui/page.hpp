@@ -89,6 +89,18 @@ std::string render_ui_detail(const core::Record& record, const UiOutput& output,
                              const UiAttempts& attempts, int64_t now_ms, const std::string& csrf,
                              bool rerunnable, const std::string& notice);
 
+// One serial group's line as the queue view shows it (contract §9).
+struct UiQueue {
+  std::string group;  // as the store names it ("{hook path}#{value}", "run:NAME")
+  int64_t queued = 0;
+  int64_t oldest_ms = 0;           // when its longest-waiting attempt was queued
+  std::vector<core::Record> line;  // its running attempt first, if any, then waiters in order
+};
+
+// The queue view (/ui/queues): each group with waiters, its running attempt and the first of
+// its waiters in order (each a link to its detail); `shown`: how many of a line are listed.
+std::string render_ui_queues(const std::vector<UiQueue>& queues, int64_t now_ms, size_t shown);
+
 // A page saying one thing (a 404, a refusal, the token's form).
 std::string render_ui_message(int status, const std::string& title, const std::string& text);
 std::string render_ui_login(const std::string& error);

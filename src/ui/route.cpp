@@ -54,7 +54,7 @@ bool ui_get_path(std::string_view path) {
   return path == "/" || path == "/ui" || path == "/ui/" || path == "/ui/rows" ||
          path == "/ui/record" || path == "/ui/output" || path == "/ui/progress" ||
          path == "/ui/app.js" || path == "/ui/app.css" || path == "/ui/icon.svg" ||
-         path == "/ui/login";
+         path == "/ui/login" || path == "/ui/queues";
 }
 
 // What answers without a login: the login itself, and what its page is drawn with.
@@ -284,6 +284,10 @@ class UiRoute final : public front::Route {
                                 csrf, backend_.rerunnable(r), notice));
     }
     if (path == "/ui/output") return download(query);
+    if (path == "/ui/queues")
+      return ui_html(
+          200, render_ui_queues(backend_.queues ? backend_.queues() : std::vector<UiQueue>{}, now,
+                                size_t(k_ui_queue_rows)));
     auto parsed = parse_ui_filter(query);
     if (auto* error = std::get_if<std::string>(&parsed)) {
       UiPage empty;

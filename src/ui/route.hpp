@@ -62,6 +62,9 @@ struct UiBackend {
   // Whether `record` can be re-run (a failed delivery of a native hook the config has now).
   std::function<bool(const core::Record&)> rerunnable;
   std::function<UiRerun(const core::Record&)> rerun;
+  // The serial groups with waiters (at most k_ui_queue_groups), each with its line's first
+  // k_ui_queue_rows waiters (Store::queued_groups, Store::group_line).
+  std::function<std::vector<UiQueue>()> queues;
   std::function<int64_t()> now_ms;
   // Runs work after the answer (a re-run of several deliveries); the daemon's drain waits for
   // it. Unset: on the calling thread.
@@ -120,6 +123,8 @@ struct UiOptions {
 inline constexpr int64_t k_ui_scan_budget = 5000;
 inline constexpr size_t k_ui_page_rows = 50;
 inline constexpr size_t k_ui_bulk_rerun_max = k_ui_page_rows;  // the rows a page shows
+inline constexpr int64_t k_ui_queue_groups = 50;               // groups the queue view lists
+inline constexpr int64_t k_ui_queue_rows = 20;                 // waiters it lists of each
 
 // What the store is asked for `filter`'s page (its budget of entries included).
 UiListing ui_listing(const UiFilter& filter, int64_t now_ms);

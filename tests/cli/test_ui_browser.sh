@@ -17,7 +17,25 @@ mkdir -p "$artifacts"
 artifacts=$(cd "$artifacts" && pwd)
 
 failing_hook_config
+# Beside it, a serial hook whose first delivery holds its group: the queue view shows its line.
+mkfifo "$T/q-hold"
+cat >"$T/q.sh" <<'EOF2'
+#!/bin/sh
+[ "$IDEM_HEADER_X_KEY" = held ] && read x < "$(dirname "$0")/q-hold"
+echo "ran $IDEM_HEADER_X_KEY"
+EOF2
+chmod +x "$T/q.sh"
+cat >"$T/serve.json" <<EOF2
+{"hooks": [{"path": "/hooks/x", "command": ["$T/handler.sh"], "key": {"header": "X-Key"}},
+           {"path": "/hooks/q", "command": ["$T/q.sh"], "key": {"header": "X-Key"}, "serial": {}}]}
+EOF2
 ui_start "$T/serve.json"
+RESP=held bg held post /hooks/q 'held' 'X-Key: held'
+wait_until "the serial hook's first delivery runs" status_is '/hooks/q#held' running
+for key in '<i>q1</i>' q2; do
+  post /hooks/q "$key" "X-Key: $key"
+  expect_http 202
+done
 post /hooks/x '<b>body-1</b>' 'X-Key: k1'
 expect_http 500
 touch "$T/ok"
@@ -32,7 +50,10 @@ cat "$T/browser.out"
 expect_rc 0
 assert_status '/hooks/x#k4' failed
 [[ -z $(idem ls --json | grep -F '"/hooks/x#k1"') ]] || fail "k1 is still stored"
-for shot in login list filtered detail rerun forged removed long-key; do
+release_fifo "$T/q-hold"
+bg_wait held
+wait_until "the serial hook's line drains" status_is '/hooks/q#q2' succeeded
+for shot in login list filtered detail rerun forged removed queues long-key; do
   [[ -s $artifacts/$shot.png ]] || fail "no screenshot $shot.png in $artifacts"
 done
 echo "screenshots: $artifacts"

@@ -20,8 +20,10 @@ function check(cond, what) {
   if (!cond) throw new Error('check failed: ' + what);
 }
 
+// The failing hook's records the list shows (the serial hook's, for the queue view, aside).
 async function rowKeys(page) {
-  return page.$$eval('#rows a', (as) => as.map((a) => a.textContent));
+  const keys = await page.$$eval('#rows a', (as) => as.map((a) => a.textContent));
+  return keys.filter((k) => k.startsWith('/hooks/x#'));
 }
 
 async function main() {
@@ -157,6 +159,18 @@ async function main() {
     keys = await rowKeys(page);
     check(!keys.includes('/hooks/x#k1') && keys.includes('/hooks/x#k4'), 'k1 removed: ' + keys);
     await shot('removed');
+
+    // The queue view: a serial group's running delivery, then its waiters in order, keys as text.
+    answer = await page.goto(base + '/ui/queues', {waitUntil: 'load'});
+    check(answer.status() === 200, 'the queue view answers ' + answer.status());
+    const line = await page.$$eval('section.queue tbody tr',
+        (rows) => rows.map((r) => [r.cells[0].textContent, r.cells[1].textContent]));
+    check(JSON.stringify(line) === JSON.stringify(
+        [['running', '/hooks/q#held'], ['1', '/hooks/q#<i>q1</i>'], ['2', '/hooks/q#q2']]),
+    'the queue view lists the line in order: ' + JSON.stringify(line));
+    check((await page.$$('section.queue i')).length === 0, 'a key in the queue view is text');
+    await shot('queues');
+    await page.goto(base + '/ui', {waitUntil: 'load'});
 
     // A key of 246 bytes without a break point wraps: the Status column stays on screen.
     const long = 'L'.repeat(246);

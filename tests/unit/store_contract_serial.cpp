@@ -143,6 +143,18 @@ TEMPLATE_TEST_CASE("serial contract: one runs, the others wait in order with the
     CHECK(store->get("b"));
     CHECK(store->get("c"));
   }
+  SECTION("a group's line: its runner, then its waiters in order, as many as asked") {
+    auto names = [](const std::vector<idem::core::Record>& line) {
+      std::vector<std::string> keys;
+      for (const auto& r : line) keys.push_back(r.key + ":" + std::string(to_string(r.status)));
+      return keys;
+    };
+    CHECK(names(store->group_line("g", 10)) ==
+          std::vector<std::string>{"a:running", "b:queued", "c:queued"});
+    CHECK(names(store->group_line("g", 1)) == std::vector<std::string>{"a:running", "b:queued"});
+    CHECK(store->group_line("nothing", 10).empty());
+    CHECK(store->group_line("g", 10)[1].output.empty());
+  }
   SECTION("the groups that have waiters, with their counts and oldest") {
     auto groups = store->queued_groups("", 10);
     REQUIRE(groups.size() == 1);

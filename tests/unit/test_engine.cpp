@@ -487,6 +487,9 @@ class FailingStore final : public idem::store::Store {
   std::vector<idem::store::QueuedGroup> queued_groups(const std::string& p, int64_t n) override {
     return real_.queued_groups(p, n);
   }
+  std::vector<idem::core::Record> group_line(const std::string& g, int64_t n) override {
+    return real_.group_line(g, n);
+  }
   bool finish(const std::string& k, int64_t a, const idem::core::Outcome& o) override {
     ++finishes;
     if (fail_finish) throw idem::StoreError("disk full", idem::StoreFailure::transient);

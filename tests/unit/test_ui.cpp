@@ -188,6 +188,15 @@ TEST_CASE("ui pages: hostile keys, headers, bodies and notes are escaped", "[ui]
     CHECK(html.find(" style=") == std::string::npos);
     CHECK(html.find(" onclick") == std::string::npos);
   }
+  Record waiting = r;
+  waiting.status = idem::core::Status::queued;
+  const std::string queues = render_ui_queues(
+      {idem::ui::UiQueue{"<b>group</b>", 30, r.started_ms, {r, waiting}}}, r.started_ms + 5000, 20);
+  CHECK(queues.find("<b>") == std::string::npos);
+  CHECK(queues.find("&lt;b&gt;group&lt;/b&gt;") != std::string::npos);
+  CHECK(queues.find("<script>alert") == std::string::npos);
+  CHECK(queues.find("and 29 more after the first 20") != std::string::npos);
+  CHECK(render_ui_queues({}, r.started_ms, 20).find("id=\"no-queues\"") != std::string::npos);
   const std::string detail = render_ui_detail(r, {}, {}, r.started_ms, now_csrf, true, "");
   CHECK(detail.find("&lt;svg/onload=alert(1)&gt;") != std::string::npos);  // the body, decoded
   CHECK(detail.find("[redacted]") != std::string::npos);

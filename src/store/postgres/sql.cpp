@@ -109,6 +109,10 @@ std::string gc_delete_batch(bool ended) {
          " LIMIT $3 FOR UPDATE SKIP LOCKED) AND " IDEM_PG_COLLECTABLE;
 }
 
+std::string select_group_line() {
+  return std::string("SELECT ") + k_record_columns + ", NULL::bytea" + k_group_line_suffix;
+}
+
 std::string select_group_record(bool runner) {
   return std::string("SELECT ") + k_record_columns + ", NULL::bytea" +
          (runner ? k_group_runner_suffix : k_group_head_suffix);

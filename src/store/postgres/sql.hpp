@@ -296,6 +296,8 @@ inline constexpr const char* k_lock_group =
 inline constexpr const char* k_group_runner_suffix =
     " FROM idem_records WHERE serial_group = $1 AND status = 'running' AND serial_group IS NOT "
     "NULL";
+inline constexpr const char* k_group_line_suffix =
+    " FROM idem_records WHERE serial_group = $1 AND status = 'queued' ORDER BY queue_seq LIMIT $2";
 inline constexpr const char* k_group_head_suffix =
     " FROM idem_records WHERE serial_group = $1 AND status = 'queued' ORDER BY queue_seq LIMIT 1"
     " FOR UPDATE";
@@ -490,5 +492,7 @@ std::string gc_delete_batch(bool ended);
 // A serial group's ($1) running record (`runner`), or the head of its line, locked; without its
 // output.
 std::string select_group_record(bool runner);
+// A serial group's ($1) queued records in their order, at most $2; without output.
+std::string select_group_line();
 
 }  // namespace idem::store::postgres_sql

@@ -357,6 +357,18 @@ class PostgresStore final : public Store {
     });
   }
 
+  std::vector<Record> group_line(const std::string& group, int64_t limit) override {
+    return guarded("read a serial group's line", [&] {
+      std::vector<Record> line;
+      Result runner = conn().exec(postgres_sql::select_group_record(true), Params().text(group));
+      if (runner.rows() > 0) line.push_back(read_record(runner, 0));
+      Result r =
+          conn().exec(postgres_sql::select_group_line(), Params().text(group).integer(limit));
+      for (int row = 0; row < r.rows(); ++row) line.push_back(read_record(r, row));
+      return line;
+    });
+  }
+
   RemoveResult remove(const std::string& key, bool force, const OwnerGone& owner_gone) override {
     return guarded("remove", [&] {
       Transaction tx(conn(), lock_timeout_ms_);

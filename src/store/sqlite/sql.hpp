@@ -460,6 +460,8 @@ inline constexpr const char* k_gc_delete_row =
 // head (records_queue), how many wait at places up to ?2, the place after its last.
 inline constexpr const char* k_group_head_suffix =
     " FROM records WHERE serial_group = ?1 AND status = 'queued' ORDER BY queue_seq LIMIT 1";
+inline constexpr const char* k_group_line_suffix =
+    " FROM records WHERE serial_group = ?1 AND status = 'queued' ORDER BY queue_seq LIMIT ?2";
 inline constexpr const char* k_group_runner_suffix =
     " FROM records WHERE serial_group = ?1 AND status = 'running' AND serial_group IS NOT NULL";
 inline constexpr const char* k_queued_in_group = R"sql(

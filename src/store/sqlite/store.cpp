@@ -337,6 +337,21 @@ class SqliteStore final : public Store {
     return groups;
   }
 
+  std::vector<Record> group_line(const std::string& group, int64_t limit) override {
+    static const std::string runner_sql = std::string(sqlite_sql::select_record_columns()) +
+                                          ", NULL" + sqlite_sql::k_group_runner_suffix;
+    static const std::string line_sql = std::string(sqlite_sql::select_record_columns()) +
+                                        ", NULL" + sqlite_sql::k_group_line_suffix;
+    std::vector<Record> line;
+    Statement runner(db_, runner_sql.c_str(), path_);
+    runner.bind(1, group);
+    if (runner.step()) line.push_back(read_record(runner));
+    Statement queued(db_, line_sql.c_str(), path_);
+    queued.bind(1, group).bind(2, limit);
+    while (queued.step()) line.push_back(read_record(queued));
+    return line;
+  }
+
   std::optional<Record> get(const std::string& key) override { return select_record(key, true); }
   std::optional<Record> get_without_output(const std::string& key) override {
     return select_record(key, false);
