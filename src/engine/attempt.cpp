@@ -340,14 +340,15 @@ std::optional<Claimed> Engine::wait_turn(AttemptRequest& request,
 }
 
 std::optional<Claimed> Engine::take_turn(const std::string& group, const core::Owner& owner,
-                                         bool requeue_abandoned,
-                                         store::RunnerLeftovers left_behind) {
+                                         bool requeue_abandoned, store::RunnerLeftovers left_behind,
+                                         bool sync) {
   store::TurnRequest turn;
   turn.group = group;
   turn.owner = owner;
   turn.lease_ms = lease_ms_;
   turn.requeue_abandoned = requeue_abandoned;
   turn.left_behind = std::move(left_behind);
+  turn.sync = sync;
   const int64_t sent_ms = clock_.monotonic_ms();
   turn.now_ms = clock_.now_ms();
   store::TurnResult t = store_.take_turn(turn, owner_gone_);

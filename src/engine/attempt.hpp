@@ -244,9 +244,10 @@ class Engine {
   // when an attempt of the group runs or nothing waits. A running attempt of the group whose
   // owner is gone is marked abandoned first (and notified), or with `requeue_abandoned` waits
   // again at the head of the line.
-  // `left_behind`: store::SerialClaim's.
+  // `left_behind`: store::SerialClaim's; `sync`: store::TurnRequest's.
   std::optional<Claimed> take_turn(const std::string& group, const core::Owner& owner,
-                                   bool requeue_abandoned, store::RunnerLeftovers left_behind);
+                                   bool requeue_abandoned, store::RunnerLeftovers left_behind,
+                                   bool sync = true);
 
   const util::Clock& clock() const { return clock_; }
 

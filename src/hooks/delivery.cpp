@@ -371,8 +371,9 @@ engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d, cons
     req.claim.serial = store::SerialClaim{group, hook.serial->latest, hook.serial->max_pending,
                                           hook.retry_abandoned, handler_left_behind};
   // A synchronous hook's claim is made durable by the synced write of its handler's process
-  // group, before the handler starts (ClaimRequest::sync); an async hook answers on the claim.
-  req.claim.sync = hook.async;
+  // group, before the handler starts (ClaimRequest::sync); an async hook answers on the claim,
+  // and so does a serial one that queues the delivery (202).
+  req.claim.sync = hook.async || !group.empty();
   // With retry_abandoned, an abandoned delivery runs again once nothing it started is left.
   // Processes in a group of the recorded number that cannot be proven its are no leftovers.
   req.clear_abandoned = [](const core::Record& r) {
@@ -522,6 +523,22 @@ front::Answer run_now(const std::string& key, const engine::Claimed& claimed, Ho
 
 }  // namespace
 
+namespace {
+
+// Carries out an attempt of `line`'s hook a turn started, on `engine`'s connection.
+void run_turn(const SerialLine& line, engine::Engine& engine, const engine::Claimed& claimed) {
+  const std::string key = claimed.key.substr(line.path.size() + 1);
+  try {
+    auto effect = line.effect(*claimed.existing, key);
+    if (!effect) throw std::runtime_error("its stored request is not a delivery of this hook");
+    engine.carry_out(claimed, *effect);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(failed_in_background(key, e, engine, claimed));
+  }
+}
+
+}  // namespace
+
 bool start_turn(const SerialLine& line, const std::string& group) {
   if (!line.slots->reserve()) return false;
   std::optional<engine::Claimed> claimed;
@@ -538,26 +555,28 @@ bool start_turn(const SerialLine& line, const std::string& group) {
     line.slots->cancel_reservation();
     return false;
   }
-  line.services.spawn([line, group, claimed = std::move(*claimed)] {
+  line.services.spawn([line, group, first = std::move(*claimed)] {
+    // Should the line stop here for another reason than its end, the daemon's turns look again.
     TurnOver over(line.services.turn_over, group);
     // What it throws is logged by the daemon's background runner (DeliveryServices::spawn).
     HookSlots::Running running(*line.slots);
-    const std::string key = claimed.key.substr(line.path.size() + 1);
     auto store = [&] {
       try {
         return line.services.stores->lease();
       } catch (const std::exception& e) {
-        throw std::runtime_error("key '" + core::display_key(key) + "': " + e.what() +
+        throw std::runtime_error("key '" + core::display_key(first.key) + "': " + e.what() +
                                  "; it is left to be judged abandoned");
       }
     }();
     engine::Engine engine(*store, line.services.front);
-    try {
-      auto effect = line.effect(*claimed.existing, key);
-      if (!effect) throw std::runtime_error("its stored request is not a delivery of this hook");
-      engine.carry_out(claimed, *effect);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(failed_in_background(key, e, engine, claimed));
+    // The group's next deliveries on this thread and connection, one after another, while the
+    // daemon serves: each start unsynced, made durable by the synced record of its command's
+    // group before the command starts (store::TurnRequest::sync).
+    for (std::optional<engine::Claimed> turn = first; turn;) {
+      run_turn(line, engine, *turn);
+      if (line.stopping && line.stopping()) break;
+      turn = engine.take_turn(group, line.services.owner, line.requeue_abandoned,
+                              handler_left_behind, false);
     }
   });
   return true;
@@ -600,9 +619,11 @@ front::Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& 
     req.claim.trigger = policy.trigger;
     req.decline_run = !reservation.held();
     // A synchronous hook's command is prepared by the claim that would run it, on this thread,
-    // and records its group in the claim's write. An async one runs on another thread.
+    // and records its group in the claim's write. An async one runs on another thread. A serial
+    // one's claim mostly queues its delivery: no child is made for it (the command records its
+    // group itself when it runs now).
     std::unique_ptr<DeliveryEffect> effect = hook.async ? nullptr : policy.effect(key);
-    req.effect = effect.get();
+    if (group.empty()) req.effect = effect.get();
     const engine::Claimed claimed = engine.claim(req);
     if (claimed.verdict != engine::ClaimVerdict::claimed) {
       reservation.cancel();

@@ -67,6 +67,8 @@ struct SerialLine {
   // run (a record edited or imported by hand).
   std::function<std::unique_ptr<DeliveryEffect>(const core::Record& record, const std::string& key)>
       effect;
+  // Whether the daemon drains: a line's run then starts none after it. Null: never.
+  std::function<bool()> stopping;
 };
 
 // Starts the delivery at the head of `group`'s line when no attempt of the group runs and the

@@ -111,7 +111,9 @@ class Daemon {
     // run ended without a signal (a socket error): stop the signal thread too.
     if (!stopping_) pthread_kill(signals.native_handle(), SIGTERM);
     signals.join();
-    turns_.stop();  // no queued delivery starts once the drain has begun; they wait in the store
+    // No queued delivery starts once the drain has begun: they wait in the store.
+    services_.turns_stopped = true;
+    turns_.stop();
     services_.background.wait();
     {
       std::lock_guard lock(flush_mutex_);

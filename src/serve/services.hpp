@@ -73,6 +73,8 @@ struct Services {
   std::shared_ptr<ui::UiBulkRerun> ui_bulk = std::make_shared<ui::UiBulkRerun>();
   // Told when an attempt of a serial group ends (serve/turns.hpp); set before the daemon serves.
   std::function<void(const std::string& group)> turn_over;
+  // Set by the drain: a serial line's run starts no further delivery.
+  std::atomic<bool> turns_stopped{false};
 };
 
 // What a hook's deliveries use of the daemon. Background work counts as in flight for its hook,

@@ -69,6 +69,7 @@ hooks::SerialLine serial_line(
   line.services = delivery_services(services, hook.path, slots, hook.notify);
   line.slots = std::move(slots);
   line.effect = std::move(effect);
+  line.stopping = [&services] { return services.turns_stopped.load(); };
   return line;
 }
 

@@ -122,6 +122,10 @@ struct TurnRequest {
   int64_t now_ms = 0;
   bool requeue_abandoned = false;         // SerialClaim::requeue_abandoned, for a dead runner found
   RunnerLeftovers left_behind = nullptr;  // SerialClaim::left_behind
+  // false: a start's commit is not synced by itself (ClaimRequest::sync): only for a caller whose
+  // next write on this connection records the started attempt's process group, synced, before
+  // its command starts. A crash before then loses a start whose command never began.
+  bool sync = true;
 };
 
 struct TurnResult {

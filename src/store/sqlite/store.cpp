@@ -307,10 +307,12 @@ class SqliteStore final : public Store {
 
   TurnResult take_turn(const TurnRequest& req, const OwnerGone& owner_gone) override {
     TurnResult result;
-    batched(true, [&](Connection db) {
+    batched(req.sync, [&](Connection db) {
       Rows rows(*this, db);
       result = turn_rows(rows, req, owner_gone, new_attempt_token());
     });
+    if (!req.sync && result.state == TurnResult::State::started)
+      unsynced_claim_.emplace(result.record->key, result.record->attempt);
     return result;
   }
 
