@@ -63,6 +63,7 @@ rows=()  # Markdown rows of the final table
 source "$root/bench/compare_lib.sh"
 source "$root/bench/compare_cli.sh"
 source "$root/bench/compare_serve.sh"
+source "$root/bench/store_fill.sh"
 source "$root/bench/compare_load.sh"
 source "$root/bench/compare_pg.sh"
 source "$root/bench/compare_proxy.sh"

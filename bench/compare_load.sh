@@ -69,44 +69,6 @@ bench_contention() {
     "0 busy errors" "$( ((idem_busy == 0)) && echo yes || echo '**no**')"
 }
 
-# outputs_sql DB: the SQL that gives the filled records their stored output ("hello\n"): a row of
-# `outputs` each from schema 6, the record's own column before (an older idem being measured).
-outputs_sql() {
-  if [[ $(sqlite3 "$1" "SELECT count(*) FROM sqlite_master WHERE name = 'outputs'") == 1 ]]; then
-    echo "INSERT INTO outputs (key, attempt, output)"
-    echo "  SELECT key, attempt, x'01010600000068656c6c6f0a' FROM records;"
-  else
-    echo "UPDATE records SET output = x'01010600000068656c6c6f0a';"
-  fi
-}
-
-# fill: a store of N records (the layout of bench/gc_scale.sh: odd ones expired, even ones live,
-# one in a thousand running under an owner on another host).
-fill() {
-  "$idem" --db "$1" ls >/dev/null
-  sqlite3 "$1" >/dev/null <<SQL
-PRAGMA journal_mode = WAL;
-PRAGMA synchronous = OFF;
-WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < $2)
-INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
-                     owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
-                     exit_code, output_bytes, request)
-SELECT printf('bench-%07d', i), printf('%064d', i), 'run',
-       CASE WHEN i % 1000 = 998 THEN 'running' ELSE 'succeeded' END, 1, 'elsewhere', 'boot', 1, 1,
-       1700000000000 + i * 1000,
-       CASE WHEN i % 1000 = 998 THEN NULL ELSE 1700000000000 + i * 1000 + 5 END, 86400000,
-       CASE WHEN i % 1000 = 998 THEN NULL
-            WHEN i % 2 = 1 THEN 1700000000000 + i * 1000 + 5 + 3600000
-            ELSE 4000000000000 END,
-       CASE WHEN i % 1000 = 998 THEN NULL ELSE 0 END,
-       6, '{"argv":["true"],"cwd":"/"}'
-FROM n;
-$(outputs_sql "$1")
-PRAGMA wal_checkpoint(TRUNCATE);
-SQL
-  "$idem" --db "$1" ls --limit 1 >/dev/null
-}
-
 # scale_loop ID: runs of new keys on the big store until scale/gc.done exists.
 scale_loop() {
   local i=0 t0 rc
@@ -126,8 +88,8 @@ bench_scale() {
   mkdir -p "$dir/scale"
   local t0 i
   t0=$(now_us)
-  fill "$dir/scale/big.db" "$records"
-  fill "$dir/scale/small.db" 1000
+  idem_bin=$idem make_store "$dir/scale/big.db" "$records"
+  idem_bin=$idem make_store "$dir/scale/small.db" 1000
   echo "  stores filled in $((($(now_us) - t0) / 1000)) ms"
   hf_rounds ls "$idem --db $dir/scale/big.db ls --limit 20" "$idem --db $dir/scale/small.db ls --limit 20"
   row "\`ls\` first page (\`--limit 20\`), $(commas "$records") records" "$HF_IDEM ms" "1,000 records $HF_PEER ms" \

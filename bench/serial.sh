@@ -16,6 +16,7 @@ idem_bin=$(realpath "${1:-$bench/../build/idem}")
 idem=$idem_bin
 source "$bench/compare_lib.sh"
 source "$bench/store_fill.sh"
+source "$bench/compare_serve.sh"
 queued=${QUEUED:-10000}
 wrk_s=${WRK_SECONDS:-10}
 records=${RECORDS:-1000000}
@@ -34,6 +35,7 @@ trap cleanup EXIT
 cd "$dir"
 export IDEM_DB=$dir/idem.db
 
+serve_files  # wrk's new.lua: every request a new X-Delivery (its serve.json replaced below)
 cat >handler.sh <<EOF
 #!/bin/sh
 [ "\$IDEM_HEADER_X_DELIVERY" = hold ] && read x < "$dir/hold"
@@ -46,17 +48,6 @@ cat >serve.json <<EOF
    "serial": {"max_pending": 1000000}},
   {"path": "/plain", "command": ["$dir/handler.sh"], "key": {"header": "X-Delivery"}}
 ]}
-EOF
-cat >new.lua <<'EOF'
-wrk.method = "POST"
-wrk.body = "{}"
-local threads = 0
-function setup(thread) thread:set("tid", threads); threads = threads + 1 end
-function init(args) prefix = args[1] or "d"; n = 0 end
-function request()
-  n = n + 1
-  return wrk.format(nil, nil, {["X-Delivery"] = prefix .. "-" .. tid .. "-" .. n})
-end
 EOF
 "$idem_bin" serve --config serve.json --listen 127.0.0.1:0 --port-file port 2>serve.log &
 pid=$!

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# The million-record store of bench/gc_scale.sh and bench/serial.sh, filled by the sqlite3 CLI in
+# The million-record store of bench/gc_scale.sh, compare.sh (its scale rows) and serial.sh, filled by the sqlite3 CLI in
 # the schema of the idem under test ($idem_bin).
 
 # outputs_sql DB: the SQL that gives the filled records their stored output ("hello\n"): a row of

@@ -48,12 +48,21 @@ cat >"$T/serve.json" <<EOF2
    "serial": {"group": {"header": "X-Repo"}}}
 ]}
 EOF2
+# hold G HOOK: a delivery of key hold-G in group G of HOOK that holds the group (its handler waits
+# for the fifo hold-G), running once this returns; release G lets it end.
+hold() {
+  mkfifo "$T/hold-$1"
+  RESP=held-$1 bg "held-$1" post "$2" x "X-Key: hold-$1" "X-Repo: $1"
+  wait_until "hold-$1 runs" status_is "$2#hold-$1" running
+}
+release() {
+  release_fifo "$T/hold-$1"
+  bg_wait "held-$1"
+}
 start_daemon "$T/serve.json"
 
 # --- fifo: a held run, 30 waiting in order, duplicates, other groups, the line's limit ---------
-mkfifo "$T/hold-a"
-RESP=held bg held post /deploy x 'X-Key: hold-a' 'X-Repo: a'
-wait_until "hold-a runs" status_is '/deploy#hold-a' running
+hold a /deploy
 for ((i = 1; i <= 30; i++)); do
   post /deploy "body $i" "X-Key: k$i" 'X-Repo: a'
   expect_http 202
@@ -91,8 +100,7 @@ wait_until "/metrics shows 30 queued" metrics_show_30
 grep -q '^idem_queued_oldest_seconds{hook="/deploy"} [0-9.]*$' "$T/metrics.body" ||
   fail "no oldest age in /metrics: $(grep queued "$T/metrics.body")"
 
-release_fifo "$T/hold-a"
-bg_wait held
+release a
 all_done() { [[ $(idem ls --status queued --json | wc -l) == 0 ]] && ! idem ls --status running --json | grep -q .; }
 wait_until "the line drains" all_done
 want=$(echo hold-a; for ((i = 1; i <= 30; i++)); do echo "k$i"; done)
@@ -127,16 +135,13 @@ assert_eq 10 "$(wc -l <"$T/order-c")" "runs of group c (each key once)"
 for ((k = 0; k < 10; k++)); do assert_status "/deploy#c$k" succeeded; done
 
 # --- latest: 49 arrive while one runs: the last of them runs, 48 are superseded, each by the next -
-mkfifo "$T/hold-l"
-RESP=lheld bg lheld post /latest x 'X-Key: hold-l' 'X-Repo: l'
-wait_until "hold-l runs" status_is '/latest#hold-l' running
+hold l /latest
 for ((i = 1; i <= 49; i++)); do
   post /latest "l $i" "X-Key: l$i" 'X-Repo: l'
   expect_http 202
   assert_body '{"position":1,"status":"queued"}\n'
 done
-release_fifo "$T/hold-l"
-bg_wait lheld
+release l
 wait_until "the latest line drains" all_done
 assert_eq "$(printf 'hold-l\nl49')" "$(cat "$T/order-l")" "what ran in the latest group"
 assert_eq 48 "$(idem ls --status superseded --json | wc -l)" "superseded deliveries"
@@ -146,17 +151,14 @@ assert_body '{"status":"superseded","superseded_by":"l8"}\n'
 stop_daemon
 
 # --- kill -9 during the drain, 20 times: nothing lost, nothing run twice, never two at once ------
-mkfifo "$T/hold-z"
 start_daemon "$T/serve.json"
-RESP=zheld bg zheld post /drain x 'X-Key: hold-z' 'X-Repo: z'
-wait_until "hold-z runs" status_is '/drain#hold-z' running
+hold z /drain
 n=45
 for ((i = 1; i <= n; i++)); do
   post /drain "z $i" "X-Key: z$i" 'X-Repo: z'
   expect_http 202
 done
-release_fifo "$T/hold-z"
-bg_wait zheld
+release z
 ran() { [[ -e $T/order-z ]] && wc -l <"$T/order-z" || echo 0; }
 ran_at_least() { (($(ran) >= $1)); }
 for ((round = 1; round <= 20; round++)); do
@@ -194,9 +196,7 @@ if [[ ${IDEM_TEST_BACKEND:-} == postgres ]]; then
   url_one=$URL
   DAEMON=two start_daemon "$T/serve.json"
   url_two=$URL
-  mkfifo "$T/hold-p"
-  URL=$url_one RESP=pheld bg pheld post /drain x 'X-Key: hold-p' 'X-Repo: p'
-  wait_until "hold-p runs" status_is '/drain#hold-p' running
+  URL=$url_one hold p /drain
   # Alternately to each daemon: one line, whoever accepted them.
   for ((i = 1; i <= 20; i++)); do
     if ((i % 2)); then URL=$url_two; else URL=$url_one; fi
@@ -204,8 +204,7 @@ if [[ ${IDEM_TEST_BACKEND:-} == postgres ]]; then
     expect_http 202
     assert_body '{"position":%d,"status":"queued"}\n' "$i"
   done
-  release_fifo "$T/hold-p"
-  bg_wait pheld
+  release p
   wait_until "group p drains on two daemons" settled
   assert_eq "$(echo hold-p; for ((i = 1; i <= 20; i++)); do echo "p$i"; done)" "$(cat "$T/order-p")" \
     "the order group p ran in across two daemons"
@@ -223,14 +222,11 @@ cat >"$T/hooks.json" <<EOF2
   "idem": {"key": {"source": "header", "name": "X-Key"}, "serial": {"group": {"header": "X-Repo"}}}}]
 EOF2
 start_serve --hooks "$T/hooks.json"
-mkfifo "$T/hold-w"
-RESP=wheld bg wheld post /hooks/q x 'X-Key: hold-w' 'X-Repo: w'
-wait_until "hold-w runs" status_is '/hooks/q#hold-w' running
+hold w /hooks/q
 post '/hooks/q?who=w1' 'w' 'X-Key: w1' 'X-Repo: w'
 expect_http 202
 assert_body '{"position":1,"status":"queued"}\n'
-release_fifo "$T/hold-w"
-bg_wait wheld
+release w
 wait_until "w1 runs in its turn" status_is '/hooks/q#w1' succeeded
 assert_eq "$(printf 'hold-w\nw1 w1')" "$(cat "$T/order-w")" "the hooks file's group (w1 with its query)"
 capture req idem show '/hooks/q#w1' --request
