@@ -77,7 +77,7 @@ std::optional<ClaimResult> serial_claim(RowOperations& rows, const ClaimRequest&
   core::GroupState group;
   group.running = live_runner(rows, serial.group, req.now_ms, owner_gone, serial.requeue_abandoned,
                               serial.left_behind, runner_marked);
-  group.queued = rows.queued_in_group(serial.group, INT64_MAX);
+  group.queued = rows.queue_length(serial.group);
   if (!marked) marked = std::move(runner_marked);
   ClaimResult result;
   switch (core::decide_serial(group, serial.latest, serial.max_pending)) {

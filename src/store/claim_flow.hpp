@@ -70,6 +70,8 @@ class RowOperations {
   virtual std::optional<core::Record> group_head(const std::string& group) = 0;
   // How many of its records are queued with a queue_seq at most `up_to` (INT64_MAX: all).
   virtual int64_t queued_in_group(const std::string& group, int64_t up_to) = 0;
+  // How many wait in the group's line, read from the count the store keeps (not counted).
+  virtual int64_t queue_length(const std::string& group) = 0;
   // The queue_seq after the last in its line.
   virtual int64_t next_queue_seq(const std::string& group) = 0;
   // Writes the claim as a queued record (insert, or `observed` replaced as replace() does), its

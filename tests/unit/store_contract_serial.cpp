@@ -350,6 +350,31 @@ TEMPLATE_TEST_CASE("serial contract: latest supersedes the pending one, max_pend
     ClaimResult d = store->claim(bounded("d", k_t0 + 3), k_alive);
     CHECK(d.verdict == Verdict::full);
     CHECK_FALSE(store->get("d"));
+
+    // The line's length follows every way out of it and into it (the store keeps it as a count):
+    // a waiter withdrawn, one removed, one started, one imported.
+    REQUIRE(store->withdraw("c", store->get("c")->attempt_token));
+    ClaimResult e = store->claim(bounded("e", k_t0 + 4), k_alive);
+    CHECK(e.verdict == Verdict::queued);
+    CHECK(e.position == 2);
+    CHECK(store->claim(bounded("f", k_t0 + 5), k_alive).verdict == Verdict::full);
+    REQUIRE(store->remove("b", false, k_alive) == idem::store::RemoveResult::removed);
+    CHECK(store->claim(bounded("f", k_t0 + 6), k_alive).position == 2);
+    CHECK(store->claim(bounded("h", k_t0 + 7), k_alive).verdict == Verdict::full);
+    REQUIRE(store->finish("a", 1, outcome(Status::succeeded, 0, k_t0 + 8)));
+    REQUIRE(store->take_turn(turn("g", "e", e.attempt_token, k_t0 + 9), k_alive).state ==
+            TurnResult::State::started);  // e runs; f waits alone
+    ClaimResult h = store->claim(bounded("h", k_t0 + 10), k_alive);
+    CHECK(h.verdict == Verdict::queued);
+    CHECK(h.position == 2);
+    // A store that took a line whole (import) counts it too.
+    TestType other;
+    auto copy = other.open();
+    std::vector<idem::core::Record> line;
+    for (const auto& r : store->group_line("g", 10)) line.push_back(*store->get(r.key));
+    REQUIRE(line.size() == 3);
+    CHECK(copy->put_all(line, false) == std::vector<bool>{true, true, true});
+    CHECK(copy->claim(bounded("z", k_t0 + 11), k_alive).verdict == Verdict::full);
   }
 }
 

@@ -1065,6 +1065,7 @@ TEST_CASE("store: a version 5 store's outputs move to their own table", "[store]
           "attempts_of_deleted outputs_of_deleted outputs_of_replaced records_by_end "
           "records_by_kind records_by_recent records_by_result records_by_status "
           "records_expiring records_group_runner records_queue records_unfinished "
+          "serial_lines_delete serial_lines_insert serial_lines_update "
           "sqlite_autoindex_records_1");
     CHECK(raw.text("PRAGMA integrity_check") == "ok");
   }

@@ -14,7 +14,7 @@
 namespace idem::store::postgres_sql {
 
 // The schema version this build creates and understands.
-inline constexpr int k_schema_version = 8;
+inline constexpr int k_schema_version = 9;
 
 // Creates the version table if absent; run in the migration's transaction.
 inline constexpr const char* k_create_schema_table = R"sql(
@@ -187,6 +187,43 @@ inline constexpr const char* k_migrations[] = {
     CREATE INDEX idem_records_queue ON idem_records (serial_group, queue_seq)
       WHERE status = 'queued';
     )sql",
+    // 8 -> 9: each serial group's line length, kept by triggers whatever writes the records (a
+    // claim, a turn, withdraw, rm, import), so that a claim reads it instead of counting the line
+    // (k_queue_length). Each trigger fires only for a row entering or leaving a line (its WHEN),
+    // so gc and the other writes pay nothing for it. A line that empties leaves no row.
+    R"sql(
+    CREATE TABLE idem_serial_lines (
+      serial_group text COLLATE "C" PRIMARY KEY,
+      queued       bigint NOT NULL
+    );
+    INSERT INTO idem_serial_lines (serial_group, queued)
+      SELECT serial_group, count(*) FROM idem_records
+      WHERE status = 'queued' AND serial_group IS NOT NULL GROUP BY serial_group;
+    CREATE FUNCTION idem_serial_lines_count() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+      IF TG_OP <> 'INSERT' AND OLD.status = 'queued' AND OLD.serial_group IS NOT NULL THEN
+        UPDATE idem_serial_lines SET queued = queued - 1 WHERE serial_group = OLD.serial_group;
+        DELETE FROM idem_serial_lines WHERE serial_group = OLD.serial_group AND queued <= 0;
+      END IF;
+      IF TG_OP <> 'DELETE' AND NEW.status = 'queued' AND NEW.serial_group IS NOT NULL THEN
+        INSERT INTO idem_serial_lines (serial_group, queued) VALUES (NEW.serial_group, 1)
+          ON CONFLICT (serial_group) DO UPDATE SET queued = idem_serial_lines.queued + 1;
+      END IF;
+      RETURN NULL;
+    END
+    $fn$;
+    CREATE TRIGGER idem_serial_lines_insert AFTER INSERT ON idem_records FOR EACH ROW
+      WHEN (NEW.status = 'queued' AND NEW.serial_group IS NOT NULL)
+      EXECUTE FUNCTION idem_serial_lines_count();
+    CREATE TRIGGER idem_serial_lines_delete AFTER DELETE ON idem_records FOR EACH ROW
+      WHEN (OLD.status = 'queued' AND OLD.serial_group IS NOT NULL)
+      EXECUTE FUNCTION idem_serial_lines_count();
+    CREATE TRIGGER idem_serial_lines_update AFTER UPDATE OF status, serial_group ON idem_records
+      FOR EACH ROW
+      WHEN ((OLD.status = 'queued' AND OLD.serial_group IS NOT NULL)
+            OR (NEW.status = 'queued' AND NEW.serial_group IS NOT NULL))
+      EXECUTE FUNCTION idem_serial_lines_count();
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -304,6 +341,9 @@ inline constexpr const char* k_group_head_suffix =
 inline constexpr const char* k_queued_in_group = R"sql(
       SELECT count(*) FROM idem_records
       WHERE serial_group = $1 AND status = 'queued' AND queue_seq <= $2)sql";
+// How many wait in group $1's line (the triggers' count: idem_serial_lines).
+inline constexpr const char* k_queue_length =
+    "SELECT coalesce((SELECT queued FROM idem_serial_lines WHERE serial_group = $1), 0)";
 inline constexpr const char* k_next_queue_seq = "SELECT nextval('idem_queue_seq')";
 // Every queued record of group $1 superseded by $2 at $3: finished then, expiring after its TTL.
 inline constexpr const char* k_supersede_pending = R"sql(
@@ -342,10 +382,16 @@ inline constexpr const char* k_renew_queued = R"sql(
 inline constexpr const char* k_withdraw = R"sql(
       DELETE FROM idem_records WHERE key = $1 AND attempt_token = $2 AND status = 'queued')sql";
 // The groups that start with $1 (a LIKE pattern) with queued records, $2 at most, by name.
+// The lines' lengths are the triggers' counts; the oldest is the head's, read from the line's
+// index.
 inline constexpr const char* k_queued_groups = R"sql(
-      SELECT serial_group, count(*), min(started_at) FROM idem_records
-      WHERE status = 'queued' AND serial_group LIKE $1
-      GROUP BY serial_group ORDER BY serial_group LIMIT $2)sql";
+      SELECT l.serial_group, l.queued,
+             (SELECT r.started_at FROM idem_records r
+              WHERE r.serial_group = l.serial_group AND r.status = 'queued'
+              ORDER BY r.queue_seq LIMIT 1)
+      FROM idem_serial_lines l
+      WHERE l.serial_group LIKE $1 AND l.queued > 0
+      ORDER BY l.serial_group LIMIT $2)sql";
 // Whether a claim whose answer the connection lost had landed: $1 key, $2 its token; a queued
 // one too.
 inline constexpr const char* k_claim_landed =

@@ -639,6 +639,9 @@ class PostgresStore final : public Store {
     std::optional<Record> group_head(const std::string& group) override {
       return group_record(false, group);
     }
+    int64_t queue_length(const std::string& group) override {
+      return store_.conn().exec(postgres_sql::k_queue_length, Params().text(group)).int_at(0, 0);
+    }
     int64_t queued_in_group(const std::string& group, int64_t up_to) override {
       return store_.conn()
           .exec(postgres_sql::k_queued_in_group, Params().text(group).integer(up_to))

@@ -37,11 +37,15 @@ std::string count_keys_with_prefix(bool bounded, int64_t max) {
 }
 
 std::string queued_groups(bool bounded) {
+  // The lines' lengths are the triggers' counts; the oldest is the head's, read from the line's
+  // index.
   std::string sql =
-      "SELECT serial_group, count(*), min(started_at) FROM records"
-      " WHERE status = 'queued' AND serial_group >= ?1";
-  if (bounded) sql += " AND serial_group < ?2";
-  return sql + " GROUP BY serial_group ORDER BY serial_group LIMIT ?3";
+      "SELECT l.serial_group, l.queued,"
+      " (SELECT r.started_at FROM records r WHERE r.serial_group = l.serial_group"
+      "  AND r.status = 'queued' ORDER BY r.queue_seq LIMIT 1)"
+      " FROM serial_lines l WHERE l.queued > 0 AND l.serial_group >= ?1";
+  if (bounded) sql += " AND l.serial_group < ?2";
+  return sql + " ORDER BY l.serial_group LIMIT ?3";
 }
 
 std::string prefix_end(std::string prefix) {

@@ -16,7 +16,7 @@
 namespace idem::store::sqlite_sql {
 
 // The schema version this build creates and understands (PRAGMA user_version).
-inline constexpr int k_schema_version = 13;
+inline constexpr int k_schema_version = 14;
 
 // A key's history entry made from its record as it stands (the migration to version 10, and
 // import): see store/history_sql.hpp.
@@ -295,6 +295,41 @@ inline constexpr const char* k_migrations[] = {
     CREATE TRIGGER attempts_of_deleted AFTER DELETE ON records
       BEGIN DELETE FROM attempts WHERE key = old.key; END;
     )sql",
+    // 13 -> 14: each serial group's line length, kept by triggers whatever writes the records
+    // (a claim, a turn, withdraw, rm, import), so that a claim reads it instead of counting the
+    // line (k_queue_length). A line that empties leaves no row.
+    R"sql(
+    CREATE TABLE serial_lines (
+      serial_group TEXT PRIMARY KEY,
+      queued       INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    INSERT INTO serial_lines (serial_group, queued)
+      SELECT serial_group, count(*) FROM records
+      WHERE status = 'queued' AND serial_group IS NOT NULL GROUP BY serial_group;
+    CREATE TRIGGER serial_lines_insert AFTER INSERT ON records
+      WHEN new.status = 'queued' AND new.serial_group IS NOT NULL
+    BEGIN
+      INSERT INTO serial_lines (serial_group, queued) VALUES (new.serial_group, 1)
+        ON CONFLICT (serial_group) DO UPDATE SET queued = queued + 1;
+    END;
+    CREATE TRIGGER serial_lines_delete AFTER DELETE ON records
+      WHEN old.status = 'queued' AND old.serial_group IS NOT NULL
+    BEGIN
+      UPDATE serial_lines SET queued = queued - 1 WHERE serial_group = old.serial_group;
+      DELETE FROM serial_lines WHERE serial_group = old.serial_group AND queued <= 0;
+    END;
+    CREATE TRIGGER serial_lines_update AFTER UPDATE OF status, serial_group ON records
+      WHEN (old.status = 'queued' AND old.serial_group IS NOT NULL)
+        OR (new.status = 'queued' AND new.serial_group IS NOT NULL)
+    BEGIN
+      UPDATE serial_lines SET queued = queued - 1
+        WHERE old.status = 'queued' AND serial_group = old.serial_group;
+      DELETE FROM serial_lines WHERE serial_group = old.serial_group AND queued <= 0;
+      INSERT INTO serial_lines (serial_group, queued)
+        SELECT new.serial_group, 1 WHERE new.status = 'queued' AND new.serial_group IS NOT NULL
+        ON CONFLICT (serial_group) DO UPDATE SET queued = queued + 1;
+    END;
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -467,6 +502,9 @@ inline constexpr const char* k_group_runner_suffix =
 inline constexpr const char* k_queued_in_group = R"sql(
       SELECT count(*) FROM records
       WHERE serial_group = ?1 AND status = 'queued' AND queue_seq <= ?2)sql";
+// How many wait in group ?1's line (the triggers' count: serial_lines).
+inline constexpr const char* k_queue_length =
+    "SELECT coalesce((SELECT queued FROM serial_lines WHERE serial_group = ?1), 0)";
 inline constexpr const char* k_next_queue_seq = R"sql(
       SELECT coalesce(max(queue_seq), 0) + 1 FROM records
       WHERE serial_group = ?1 AND status = 'queued')sql";

@@ -765,6 +765,11 @@ class SqliteStore final : public Store {
     std::optional<Record> group_head(const std::string& group) override {
       return store_.select_group_record(db_, false, group);
     }
+    int64_t queue_length(const std::string& group) override {
+      Statement count(db_, sqlite_sql::k_queue_length, store_.path_);
+      count.bind(1, group).step();
+      return count.int_at(0);
+    }
     int64_t queued_in_group(const std::string& group, int64_t up_to) override {
       Statement count(db_, sqlite_sql::k_queued_in_group, store_.path_);
       count.bind(1, group).bind(2, up_to).step();
