@@ -91,6 +91,15 @@ int run_log(const GlobalOptions& global, const LogOptions& o) {
     return 0;
   }
   print_history_table(entries, "");
+  // An attempt that has not run (yet) has no history entry: say where it stands.
+  const std::string group = core::display_key(record->serial_group);
+  if (record->status == core::Status::queued)
+    std::cout << "queued since " << util::iso8601_utc(record->started_ms)
+              << ": waits its turn in serial group '" << group << "'\n";
+  else if (record->status == core::Status::superseded)
+    std::cout << "superseded at " << util::iso8601_utc(record->finished_ms) << " by '"
+              << core::display_key(record->superseded_by) << "' in serial group '" << group
+              << "' before it ran\n";
   return 0;
 }
 

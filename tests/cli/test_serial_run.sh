@@ -37,6 +37,9 @@ capture ls idem ls --status queued
 assert_lines $((n + 1)) "$T/ls.out"
 capture show idem show k5 --json
 assert_eq queued "$(jsonq /status <"$T/show.out")" "show's status of a waiting run"
+capture log idem log k5
+grep -q "^queued since .*: waits its turn in serial group 'run:g'$" "$T/log.out" ||
+  fail "log should say k5 waits: $(cat "$T/log.out")"
 
 # A waiter killed -9 in line, and one interrupted (SIGINT: it leaves the line at once).
 kill -KILL "$(bg_pid w7)"

@@ -145,6 +145,9 @@ release l
 wait_until "the latest line drains" all_done
 assert_eq "$(printf 'hold-l\nl49')" "$(cat "$T/order-l")" "what ran in the latest group"
 assert_eq 48 "$(idem ls --status superseded --json | wc -l)" "superseded deliveries"
+capture log idem log '/latest#l7'
+grep -q "^superseded at .* by '/latest#l8' in serial group '/latest#one' before it ran$" "$T/log.out" ||
+  fail "log should say l7 was superseded: $(cat "$T/log.out")"
 post /latest 'l 7' 'X-Key: l7' 'X-Repo: l'
 expect_http 200
 assert_body '{"status":"superseded","superseded_by":"l8"}\n'
