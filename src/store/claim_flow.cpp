@@ -55,7 +55,9 @@ bool live_runner(RowOperations& rows, const std::string& group, int64_t now_ms,
   runner->note = note;
   runner->attempt_token.clear();
   // A delivery whose command never started (no group recorded: the daemon died between the turn
-  // and the spawn) waits again too: nothing of it ran, so nothing is lost or run twice.
+  // and the spawn) waits again too: nothing of it ran, so nothing is lost or run twice. (A
+  // serial attempt's group is durable before its command starts: PostgreSQL commits are, and
+  // SQLite syncs it for a record of a group, SqliteStore::set_process_group.)
   if ((requeue || runner->process_group.pgid == 0) && runner->kind != "run") {
     const std::optional<core::Record> head = rows.group_head(group);
     rows.requeue(runner->key, runner->attempt,

@@ -502,6 +502,9 @@ inline constexpr const char* k_group_runner_suffix =
 inline constexpr const char* k_queued_in_group = R"sql(
       SELECT count(*) FROM records
       WHERE serial_group = ?1 AND status = 'queued' AND queue_seq <= ?2)sql";
+// Whether key ?1's record is in a serial group.
+inline constexpr const char* k_in_serial_group =
+    "SELECT serial_group IS NOT NULL FROM records WHERE key = ?1";
 // How many wait in group ?1's line (the triggers' count: serial_lines).
 inline constexpr const char* k_queue_length =
     "SELECT coalesce((SELECT queued FROM serial_lines WHERE serial_group = ?1), 0)";

@@ -259,12 +259,21 @@ class SqliteStore final : public Store {
     // attempt's claim durable (a claim committed unsynced, ClaimRequest::sync). Otherwise not: it
     // survives a crash of idem (the frames are in the file, for every other process to read),
     // and what a power cut could take (the group) it takes along with the group's processes; the
-    // outcome's sync after it covers it too. One fsync less per run.
+    // outcome's sync after it covers it too. One fsync less per run. Except in a serial group:
+    // there a running attempt without a group is one whose command never started, which waits
+    // again after a crash (claim_flow's live_runner), so the group must be durable before the
+    // command starts.
     const bool makes_claim_durable =
         unsynced_claim_ && unsynced_claim_->first == key && unsynced_claim_->second == attempt;
     unsynced_claim_.reset();
+    bool serial = false;
+    if (!makes_claim_durable) {
+      Statement look(db_, sqlite_sql::k_in_serial_group, path_);
+      look.bind(1, key);
+      serial = look.step() && look.int_at(0) != 0;
+    }
     bool changed = false;
-    batched(makes_claim_durable, [&](Connection db) {
+    batched(makes_claim_durable || serial, [&](Connection db) {
       Statement update(db, sqlite_sql::k_set_process_group, path_);
       update.bind(1, key).bind(2, attempt).bind(3, group.pgid).bind(4, group.leader_start_ticks);
       update.bind_null_if_empty(5, group.cgroup);
