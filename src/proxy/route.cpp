@@ -341,6 +341,9 @@ struct Forward {
                    ? proxy_store_failure(e, key)
                    : labelled(std::move(effect.answer()), effect.outcome(), key, e.what());
     }
+    // The forward is over: its slot is free before its client is answered, so a request that
+    // client's connection let in next never finds it taken.
+    slot.reset();
     // A failure whose answer reaches no client (a late answer) goes to the daemon's log through
     // its background runner (ProxyServices::spawn); one a client takes is in its request's line.
     if (!handover->answer(std::move(answer), effect.streamed_whole()) && !failure.empty())
