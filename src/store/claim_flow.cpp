@@ -1,6 +1,5 @@
 #include "store/claim_flow.hpp"
 
-#include <algorithm>
 #include <utility>
 
 #include "core/decision.hpp"
@@ -95,15 +94,9 @@ std::optional<ClaimResult> serial_claim(RowOperations& rows, const ClaimRequest&
     case core::SerialStep::queue:
       break;
   }
-  // Those waiting ahead of it once it is queued: the line less what this claim took out of it.
-  int64_t ahead = group.queued - int64_t(result.superseded.size());
   // An expired record or a dead waiter's place is gone first: the queued one starts afresh.
   if (existing &&
       (core::is_expired(*existing, req.now_ms) || existing->status == core::Status::queued)) {
-    const auto& gone = result.superseded;
-    if (existing->status == core::Status::queued && existing->serial_group == serial.group &&
-        std::find(gone.begin(), gone.end(), req.key) == gone.end())
-      --ahead;
     rows.delete_record(req.key);
     existing.reset();
   }
@@ -116,8 +109,8 @@ std::optional<ClaimResult> serial_claim(RowOperations& rows, const ClaimRequest&
   result.attempt = attempt;
   result.attempt_token = token;
   result.lease_expires_ms = lease_end(req.now_ms, req.lease_ms);
-  // The last place (its seq is the line's greatest), without counting the line again.
-  result.position = std::max<int64_t>(ahead, 0) + 1;
+  // The last place (its seq is the line's greatest): the line's length, this one included.
+  result.position = rows.queue_length(serial.group);
   result.marked_abandoned = std::move(marked);
   return result;
 }
