@@ -45,6 +45,7 @@ constexpr std::array k_subcommands = {
     Subcommand{"ls", bind<LsOptions, register_ls, run_ls>},
     Subcommand{"show", bind<ShowOptions, register_show, run_show>},
     Subcommand{"log", bind<LogOptions, register_log, run_log>},
+    Subcommand{"tail", bind<TailOptions, register_tail, run_tail>},
     Subcommand{"status", bind<StatusOptions, register_status, run_status>},
     Subcommand{"rm", bind<RmOptions, register_rm, run_rm>},
     Subcommand{"gc", bind<GcOptions, register_gc, run_gc>},

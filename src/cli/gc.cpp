@@ -4,6 +4,7 @@
 #include "cli/inspect.hpp"
 #include "core/duration.hpp"
 #include "core/errors.hpp"
+#include "proc/liveness.hpp"
 #include "util/clock.hpp"
 
 namespace idem::cli {
@@ -29,8 +30,14 @@ int run_gc(const GlobalOptions& global, const GcOptions& o) {
   auto store = open_store(global);
   const util::Clock& clock = util::process_clock();
   q.now_ms = clock.now_ms();
+  // What crashed attempts published for followers (SPEC §10) goes first, so that the closing
+  // checkpoint of gc takes it out of the WAL too.
+  const int64_t stale = o.dry_run ? 0 : store->drop_stale_live(proc::owner_gone, q.now_ms);
   const store::GcResult done = store->gc(q);
   std::cout << (o.dry_run ? "would remove " : "removed ") << done.removed << "\n";
+  if (stale > 0)
+    std::cout << "dropped the live output of " << stale << (stale == 1 ? " attempt" : " attempts")
+              << " whose owner is gone\n";
   if (const int64_t left = done.wal_bytes_left; left > 0) {
     const store::StoreLocation where = store_location(global);
     std::cerr << "idem: the WAL " << where.target << "-wal still holds " << core::format_size(left)

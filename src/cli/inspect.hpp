@@ -55,6 +55,13 @@ std::vector<core::HistoryEntry> shown_history(const core::Record& record,
                                               std::vector<core::HistoryEntry> entries,
                                               int64_t now_ms);
 
+struct TailOptions {
+  std::string key;
+  bool follow = false;
+};
+CLI::App* register_tail(CLI::App& app, TailOptions& options);
+int run_tail(const GlobalOptions& global, const TailOptions& options);
+
 struct StatusOptions {
   std::string key;
 };

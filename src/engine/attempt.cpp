@@ -5,6 +5,7 @@
 #include "core/errors.hpp"
 #include "core/key.hpp"
 #include "engine/lease_keeper.hpp"
+#include "engine/live_feed.hpp"
 #include "engine/notify.hpp"
 #include "proc/liveness.hpp"
 #include "util/crash_point.hpp"
@@ -365,16 +366,21 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
   // runs again.
   IDEM_CRASH_POINT("claim-after-commit");
   bool group_unrecorded = false;
-  Attempt attempt{claimed.key, claimed.attempt, claimed.attempt_token, claimed.mark,
-                  [&](const core::ProcessGroup& group) {
-                    try {
-                      std::lock_guard lock(store_mutex_);
-                      store_.set_process_group(claimed.key, claimed.attempt, group);
-                    } catch (const StoreError&) {
-                      group_unrecorded = true;
-                      throw;
-                    }
-                  }};
+  LiveFeed feed(store_, store_mutex_, clock_, claimed.key, claimed.attempt);
+  Attempt attempt{
+      claimed.key, claimed.attempt, claimed.attempt_token, claimed.mark,
+      [&](const core::ProcessGroup& group) {
+        try {
+          std::lock_guard lock(store_mutex_);
+          store_.set_process_group(claimed.key, claimed.attempt, group);
+        } catch (const StoreError&) {
+          group_unrecorded = true;
+          throw;
+        }
+      },
+      -1,
+      // Its output is published for followers as it comes (SPEC §10).
+      [&feed](core::Stream stream, std::string_view bytes) { feed.push(stream, bytes); }};
   std::optional<LeaseKeeper> keeper;
   if (claimed.lease_ms > 0) {
     keeper.emplace(
@@ -399,6 +405,8 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
     record_failure(claimed, std::move(not_run));
     throw StoreError(std::string(e.what()) + "; the command did not start", e.failure());
   }
+  // Nothing more is published once the effect is done: the outcome's output holds it all.
+  feed.stop();
   IDEM_CRASH_POINT("exited-before-finish");
   if (done.outcome.finished_ms == 0) done.outcome.finished_ms = clock_.now_ms();
   const auto lease_lost = [&](const std::string& why) {

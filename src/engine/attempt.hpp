@@ -139,6 +139,9 @@ struct Attempt {
   // Readable once the attempt's lease is lost (engine/lease_keeper.hpp): the effect stops what
   // it started. -1: the attempt has no lease.
   int lease_lost_fd = -1;
+  // Where an effect that captures output hands each piece it keeps, as it comes, for followers
+  // (engine/live_feed.hpp): the capture's bytes in order, up to what the outcome stores.
+  std::function<void(core::Stream, std::string_view)> live;
 };
 
 // What an attempt does once claimed: run a command now, forward a request to an upstream, ...

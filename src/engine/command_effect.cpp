@@ -32,6 +32,16 @@ core::Outcome CommandEffect::perform(const Attempt& attempt) {
   spec.extra_env.emplace_back("IDEM_ATTEMPT", std::to_string(attempt.number));
   if (!attempt.mark.empty()) spec.extra_env.emplace_back(core::k_attempt_mark_env, attempt.mark);
   spec.stop_fd = attempt.lease_lost_fd;
+  if (attempt.live) {
+    // Followers see what the outcome will store: the capture's first stored_cap_ bytes.
+    spec.on_output = [live = attempt.live, left = stored_cap_](core::Stream stream,
+                                                               std::string_view bytes) mutable {
+      if (left <= 0) return;
+      if (int64_t(bytes.size()) > left) bytes = bytes.substr(0, size_t(left));
+      left -= int64_t(bytes.size());
+      live(stream, bytes);
+    };
+  }
   if (prepared_) {
     // Its group is durable already, written with the claim.
     result_ = runner_.run_prepared(std::move(prepared_), spec);

@@ -254,7 +254,7 @@ front::Answer overloaded(const Hook& hook, const std::string& key) {
 front::Answer deliver_unkeyed(const Hook& hook, HookSlots& slots, const DeliveryServices& services,
                               const DeliveryPolicy& policy) {
   if (!slots.reserve()) return overloaded(hook, "");
-  const engine::Attempt unstored{"", 1, "", "", nullptr};
+  const engine::Attempt unstored{"", 1, "", "", nullptr, -1, nullptr};
   if (hook.async) {
     // What it throws is logged by the daemon's background runner (DeliveryServices::spawn).
     services.spawn([make = policy.effect, &slots, unstored] {

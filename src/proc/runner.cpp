@@ -579,7 +579,10 @@ class Watch {
       if (n > 0) {
         std::string_view bytes(buf_.data(), size_t(n));
         live.write(bytes);
+        const int64_t before = result_.output.stored_bytes();
         result_.output.append(stream, bytes);
+        const int64_t kept = result_.output.stored_bytes() - before;
+        if (kept > 0 && spec_.on_output) spec_.on_output(stream, bytes.substr(0, size_t(kept)));
         continue;
       }
       if (n == 0) {

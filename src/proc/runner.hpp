@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,7 +31,11 @@ struct RunSpec {
   int live_stdout_fd = 1;  // where live output goes; -1 to only capture
   int live_stderr_fd = 2;
   int64_t max_output = INT64_MAX;  // capture cap; live output always passes whole
-  int64_t timeout_ms = 0;          // 0: none
+  // Called on the running thread with each piece the capture kept, in order, as it is read: the
+  // capture's bytes, cut at its cap (a follower's feed, engine/live_feed.hpp). May block a while
+  // (the command then waits on its pipe, as for a slow terminal).
+  std::function<void(core::Stream, std::string_view)> on_output;
+  int64_t timeout_ms = 0;  // 0: none
   // After the TERM of a timeout, or after forwarding a first INT/TERM/HUP, KILL the group this
   // much later (a second such signal KILLs it at once).
   int64_t kill_after_ms = 10000;

@@ -105,6 +105,7 @@ class Daemon {
     if (ui_server_) ui = std::thread([&] { ui_server_->run(); });
     server.run();
     if (ui_server_) {
+      services_.streams_stopped = true;
       ui_server_->stop();  // run ended without a signal: the page's listener ends with it
       ui.join();
     }
@@ -282,6 +283,7 @@ class Daemon {
       if (!pidfile.empty()) remove_pid_file(pidfile);
       _exit(1);
     }).detach();
+    services_.streams_stopped = true;
     server.stop();  // stops accepting; run() returns once the requests being served are done
     if (ui_server_) ui_server_->stop();
   }

@@ -75,6 +75,8 @@ struct Services {
   std::function<void(const std::string& group)> turn_over;
   // Set by the drain: a serial line's run starts no further delivery.
   std::atomic<bool> turns_stopped{false};
+  // Set when the drain begins: the page's event streams end (their clients reconnect).
+  std::atomic<bool> streams_stopped{false};
 };
 
 // What a hook's deliveries use of the daemon. Background work counts as in flight for its hook,

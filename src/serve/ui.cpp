@@ -4,10 +4,12 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "core/exit_code.hpp"
 #include "core/history.hpp"
 #include "core/key.hpp"
 #include "core/record_json.hpp"
 #include "engine/attempt.hpp"
+#include "engine/follow.hpp"
 #include "proc/liveness.hpp"
 #include "ui/route.hpp"
 #include "util/clock.hpp"
@@ -31,6 +33,39 @@ struct UiHooks {
     return nullptr;
   }
 };
+
+// The data of an event stream's `end` event: how the attempt ended, as `idem tail -f` exits.
+nlohmann::json follow_end_json(const engine::FollowEnd& end) {
+  nlohmann::json j;
+  switch (end.kind) {
+    case engine::FollowEnd::Kind::ended: {
+      const core::Record& r = *end.record;
+      j["exit_code"] = core::replay_exit_code(r);
+      j["outcome"] = std::string(core::to_string(r.status));
+      if (r.response) j["http_status"] = r.response->status;
+      if (r.output_truncated) j["truncated"] = true;
+      break;
+    }
+    case engine::FollowEnd::Kind::abandoned:
+      j["exit_code"] = int(k_exit_abandoned);
+      j["outcome"] = "abandoned";
+      j["message"] = "attempt " + std::to_string(end.record->attempt) +
+                     " died mid-run and its outcome is unknown";
+      break;
+    case engine::FollowEnd::Kind::replaced:
+      j["exit_code"] = int(k_exit_abandoned);
+      j["outcome"] = "replaced";
+      j["message"] = "attempt " + std::to_string(end.record->attempt) +
+                     " began before the end of the one followed could be read";
+      break;
+    case engine::FollowEnd::Kind::missing:
+      j["exit_code"] = int(k_exit_already_done);
+      j["outcome"] = "removed";
+      j["message"] = "the record was removed";
+      break;
+  }
+  return j;
+}
 
 }  // namespace
 
@@ -78,6 +113,19 @@ std::shared_ptr<const front::Route> make_ui_route(
     if (!held->reader) return [](int64_t, int64_t) { return std::string(); };
     return [held](int64_t offset, int64_t length) { return held->reader->read(offset, length); };
   };
+  b.follow = [stores](const std::string& key, int64_t from) -> ui::UiFollowLook {
+    auto follower = std::make_shared<engine::Follower>(key, proc::owner_gone, from);
+    return [stores, follower](const ui::UiEmit& emit) -> std::optional<std::string> {
+      std::optional<engine::FollowEnd> end;
+      {
+        auto store = stores->lease();  // held for this look only
+        end = follower->look(*store, emit, util::process_clock().now_ms());
+      }
+      if (!end || follower->stopped()) return std::nullopt;
+      return follow_end_json(*end).dump();
+    };
+  };
+  b.stopping = [&services] { return services.streams_stopped.load(); };
   b.attempts = [stores](const core::Record& r, int64_t before) {
     const store::HistoryPage page =
         stores->lease()->history_page(r.key, store::HistoryQuery{ui::k_ui_attempts_page, before});

@@ -127,6 +127,17 @@ std::optional<core::Record> PerCallStore::get_without_output(const std::string& 
 std::unique_ptr<OutputReader> PerCallStore::open_output(const std::string& key, int64_t attempt) {
   return leased_output(stores_->lease(), key, attempt);
 }
+bool PerCallStore::append_live(const std::string& key, int64_t attempt,
+                               const core::LiveSegment& segment) {
+  return stores_->lease()->append_live(key, attempt, segment);
+}
+std::vector<core::LiveSegment> PerCallStore::read_live(const std::string& key, int64_t attempt,
+                                                       int64_t from, int64_t max_bytes) {
+  return stores_->lease()->read_live(key, attempt, from, max_bytes);
+}
+int64_t PerCallStore::drop_stale_live(const OwnerGone& owner_gone, int64_t now_ms) {
+  return stores_->lease()->drop_stale_live(owner_gone, now_ms);
+}
 HistoryPage PerCallStore::history_page(const std::string& key, const HistoryQuery& query) {
   return stores_->lease()->history_page(key, query);
 }

@@ -89,6 +89,11 @@ class PerCallStore final : public Store {
   std::optional<core::Record> get(const std::string& key) override;
   std::optional<core::Record> get_without_output(const std::string& key) override;
   std::unique_ptr<OutputReader> open_output(const std::string& key, int64_t attempt) override;
+  bool append_live(const std::string& key, int64_t attempt,
+                   const core::LiveSegment& segment) override;
+  std::vector<core::LiveSegment> read_live(const std::string& key, int64_t attempt, int64_t from,
+                                           int64_t max_bytes) override;
+  int64_t drop_stale_live(const OwnerGone& owner_gone, int64_t now_ms) override;
   HistoryPage history_page(const std::string& key, const HistoryQuery& query) override;
   void count_replays(std::span<const ReplayCount> counts) override;
   ListStop list(const ListQuery& query, const RecordVisitor& visit) override;

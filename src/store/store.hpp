@@ -13,6 +13,7 @@
 
 #include "core/decision.hpp"
 #include "core/history.hpp"
+#include "core/live.hpp"
 #include "core/record.hpp"
 
 namespace idem::store {
@@ -336,6 +337,22 @@ class Store {
     std::unique_ptr<OutputReader> reader = open_output(key, attempt);
     return reader ? reader->read(offset, length) : std::string();
   }
+  // Live output (SPEC §10, core/live.hpp). Adds `segment` to what attempt `attempt` of `key` has
+  // written so far, when that is the key's current running attempt (false: nothing written).
+  // Not synced: live bytes need not survive a crash (the outcome does). A key's segments go when
+  // its attempt stops running (finish, abandon, release), when it is claimed again, and with its
+  // record; those of an attempt whose owner died go at gc (drop_stale_live).
+  virtual bool append_live(const std::string& key, int64_t attempt,
+                           const core::LiveSegment& segment) = 0;
+  // The segments of attempt `attempt` of `key` that hold bytes from `from` on, in order: the one
+  // `from` falls in, then the next ones, up to about `max_bytes` of them (at least one, if any).
+  virtual std::vector<core::LiveSegment> read_live(const std::string& key, int64_t attempt,
+                                                   int64_t from, int64_t max_bytes) = 0;
+  // Deletes the segments of attempts that no longer run, or whose owner is gone (`owner_gone`,
+  // the lease by now_ms): the ones a crash left. Looks at up to 1,000 attempts; how many it
+  // dropped.
+  virtual int64_t drop_stale_live(const OwnerGone& owner_gone, int64_t now_ms) = 0;
+
   // Of the key's attempt history: the `query.limit` newest entries numbered below
   // `query.before`, oldest first, and the numbers of the oldest and newest entries kept. Each
   // read one index range of the history, written by the claim, finish, abandon and release of

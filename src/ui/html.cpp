@@ -92,24 +92,26 @@ std::string url_component(std::string_view bytes) {
   return out;
 }
 
-std::optional<std::vector<std::pair<std::string, std::string>>> parse_form(std::string_view text) {
-  auto decode = [](std::string_view s) -> std::optional<std::string> {
-    std::string out;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == '+') {
-        out += ' ';
-      } else if (s[i] == '%') {
-        if (i + 2 >= s.size()) return std::nullopt;
-        const int hi = util::hex_digit(s[i + 1]), lo = util::hex_digit(s[i + 2]);
-        if (hi < 0 || lo < 0) return std::nullopt;
-        out += char(hi * 16 + lo);
-        i += 2;
-      } else {
-        out += s[i];
-      }
+std::optional<std::string> percent_decode(std::string_view s, bool plus_is_space) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+' && plus_is_space) {
+      out += ' ';
+    } else if (s[i] == '%') {
+      if (i + 2 >= s.size()) return std::nullopt;
+      const int hi = util::hex_digit(s[i + 1]), lo = util::hex_digit(s[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += char(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += s[i];
     }
-    return out;
-  };
+  }
+  return out;
+}
+
+std::optional<std::vector<std::pair<std::string, std::string>>> parse_form(std::string_view text) {
+  const auto decode = [](std::string_view s) { return percent_decode(s, true); };
   std::vector<std::pair<std::string, std::string>> pairs;
   while (!text.empty()) {
     const size_t amp = text.find('&');

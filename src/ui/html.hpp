@@ -18,6 +18,10 @@ std::string html_escape(std::string_view text);
 // Every byte but A-Z a-z 0-9 - . _ ~ as %XX: a query value or path segment.
 std::string url_component(std::string_view bytes);
 
+// %XX as the byte (and with `plus_is_space`, '+' as a space); nullopt for a '%' not followed by
+// two hex digits.
+std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space);
+
 // The name/value pairs of an application/x-www-form-urlencoded text (a query or a form body):
 // '+' as a space, %XX as the byte; nullopt for a '%' not followed by two hex digits.
 std::optional<std::vector<std::pair<std::string, std::string>>> parse_form(std::string_view text);

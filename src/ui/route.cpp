@@ -7,6 +7,8 @@
 #include "front/store_failure.hpp"
 #include "net/ip_range.hpp"
 #include "ui/html.hpp"
+#include "util/clock.hpp"
+#include "util/hex.hpp"
 #include "util/random.hpp"
 #include "util/secret.hpp"
 
@@ -51,10 +53,10 @@ net::Response ui_redirect(const std::string& location) {
 }
 
 bool ui_get_path(std::string_view path) {
-  return path == "/" || path == "/ui" || path == "/ui/" || path == "/ui/rows" ||
-         path == "/ui/record" || path == "/ui/output" || path == "/ui/progress" ||
-         path == "/ui/app.js" || path == "/ui/app.css" || path == "/ui/icon.svg" ||
-         path == "/ui/login" || path == "/ui/queues";
+  return ui_stream_name(path).has_value() || path == "/" || path == "/ui" || path == "/ui/" ||
+         path == "/ui/rows" || path == "/ui/record" || path == "/ui/output" ||
+         path == "/ui/progress" || path == "/ui/app.js" || path == "/ui/app.css" ||
+         path == "/ui/icon.svg" || path == "/ui/login" || path == "/ui/queues";
 }
 
 // What answers without a login: the login itself, and what its page is drawn with.
@@ -147,6 +149,7 @@ class UiRoute final : public front::Route {
     try {
       if (path == "/ui/login") return login(req, *query);
       if (req.head.method == "POST") return post(req, path);
+      if (auto name = ui_stream_name(path)) return events(req.head, *name);
       return get(path, *query, csrf_for(session_of(req.head)));
     } catch (const std::exception& e) {
       front::StoreFailureAnswer s = front::store_failure_answer(e);
@@ -337,6 +340,72 @@ class UiRoute final : public front::Route {
     return r;
   }
 
+  // GET /ui/attempts/{name}/output: the output of the key's latest attempt as server-sent events
+  // (SPEC §10), from the first byte or from the offset of Last-Event-ID, live while it runs; an
+  // `end` event once it has ended. At most k_ui_max_streams at once.
+  net::Response events(const net::RequestHead& head, const std::string& name) const {
+    int64_t from = 0;
+    if (auto last = head.headers.get("Last-Event-ID")) {
+      const std::string_view id = *last;
+      if (id.empty() || id.size() > 18 ||
+          id.find_first_not_of("0123456789") != std::string_view::npos)
+        return ui_message(400, "Bad request", "Last-Event-ID must be a byte offset");
+      from = std::atoll(std::string(id).c_str());
+    }
+    if (!backend_.get(name))
+      return ui_message(404, "No such record", "there is no record for this key");
+    if (streams_->fetch_add(1) >= k_ui_max_streams) {
+      streams_->fetch_sub(1);
+      net::Response r = ui_message(503, "Busy", "too many output streams are open; try again");
+      r.headers.emplace_back("Retry-After", "1");
+      return r;
+    }
+    net::Response r = ui_response(200, "text/event-stream; charset=utf-8", "");
+    r.headers.emplace_back("Cache-Control", "no-store");
+    r.headers.emplace_back("X-Accel-Buffering", "no");  // a proxy in front passes events on
+    r.log_fields.emplace_back("outcome", "events");
+    struct Slot {
+      std::shared_ptr<std::atomic<int>> streams;
+      ~Slot() { streams->fetch_sub(1); }
+    };
+    auto slot = std::make_shared<Slot>(Slot{streams_});
+    r.stream = [slot, follow = backend_.follow(name, from), stopping = backend_.stopping,
+                now = backend_.now_ms](const std::function<bool(std::string_view)>& write) {
+      std::string event;
+      int64_t last_write = now();
+      bool emitted = false;
+      const UiEmit emit = [&](core::Stream stream, std::string_view bytes, int64_t after) {
+        emitted = true;
+        const int64_t first = after - int64_t(bytes.size());
+        for (size_t at = 0; at < bytes.size(); at += k_ui_event_bytes) {
+          const std::string_view piece = bytes.substr(at, k_ui_event_bytes);
+          event = "event: ";
+          event += core::stream_name(stream);
+          event += "\nid: " + std::to_string(first + int64_t(at + piece.size())) + "\ndata: ";
+          event += util::to_base64(piece);
+          event += "\n\n";
+          if (!write(event)) return false;
+        }
+        last_write = now();
+        return true;
+      };
+      // A comment first: the client sees the stream open before any output comes.
+      if (!write(": idem\n\n")) return false;
+      for (;;) {
+        emitted = false;
+        std::optional<std::string> end = follow(emit);
+        if (end) return write("event: end\ndata: " + *end + "\n\n");
+        if (stopping && stopping()) return true;  // the client reconnects with Last-Event-ID
+        if (now() - last_write >= k_ui_stream_keepalive_ms) {
+          if (!write(": keepalive\n\n")) return false;
+          last_write = now();
+        }
+        if (!emitted) util::process_clock().sleep_ms(k_ui_stream_pause_ms);
+      }
+    };
+    return r;
+  }
+
   net::Response post(net::Request& req, const std::string& path) const {
     auto form = parse_form(req.body);
     if (!form) return ui_message(400, "Bad request", "the form is not validly encoded");
@@ -400,6 +469,9 @@ class UiRoute final : public front::Route {
     r.log_fields.emplace_back("outcome", "rerun_failed");
     return r;
   }
+  // Event streams open now (k_ui_max_streams); shared with the streams, which end after the route
+  // may have been dropped by a reload.
+  const std::shared_ptr<std::atomic<int>> streams_ = std::make_shared<std::atomic<int>>(0);
 
   const UiBackend backend_;
   const UiOptions options_;
@@ -511,6 +583,17 @@ bool valid_ui_session(const std::string& secret, std::string_view value, int64_t
 
 std::shared_ptr<const front::Route> ui_route(UiBackend backend, UiOptions options) {
   return std::make_shared<UiRoute>(std::move(backend), std::move(options));
+}
+
+std::optional<std::string> ui_stream_name(std::string_view path) {
+  constexpr std::string_view prefix = "/ui/attempts/", suffix = "/output";
+  if (path.size() <= prefix.size() + suffix.size() || path.substr(0, prefix.size()) != prefix ||
+      path.substr(path.size() - suffix.size()) != suffix)
+    return std::nullopt;
+  auto name = percent_decode(
+      path.substr(prefix.size(), path.size() - prefix.size() - suffix.size()), false);
+  if (!name || name->empty()) return std::nullopt;
+  return name;
 }
 
 bool is_ui_path(std::string_view path) { return path == "/ui" || path.rfind("/ui/", 0) == 0; }

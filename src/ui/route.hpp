@@ -45,6 +45,14 @@ struct UiRerun {
   std::string why;  // when not ran: one line
 };
 
+// What the event stream of an attempt's output is handed, a chunk at a time: its bytes, of
+// stdout or stderr, and the offset after them; false: stop (the client is gone).
+using UiEmit = std::function<bool(core::Stream, std::string_view bytes, int64_t after)>;
+// One look at a followed attempt (UiBackend::follow): emits what there is, and returns the data
+// of the stream's `end` event once the attempt has ended and all its output was emitted
+// ({"exit_code":…,"outcome":…}); nullopt while it runs (look again).
+using UiFollowLook = std::function<std::optional<std::string>(const UiEmit&)>;
+
 struct UiBackend {
   // Lists; returns where a scan bounded by scan_limit stopped (nullopt: at the listing's end).
   std::function<std::optional<UiCursor>(const UiListing&,
@@ -65,6 +73,11 @@ struct UiBackend {
   // The serial groups with waiters (at most k_ui_queue_groups), each with its line's first
   // k_ui_queue_rows waiters (Store::queued_groups, Store::group_line).
   std::function<std::vector<UiQueue>()> queues;
+  // Follows `key`'s latest attempt from byte `from` on (SPEC §10): a look at a time, each on a
+  // store connection of its own (none is held between looks).
+  std::function<UiFollowLook(const std::string& key, int64_t from)> follow;
+  // Whether the daemon drains: an event stream then ends (a client reconnects elsewhere).
+  std::function<bool()> stopping;
   std::function<int64_t()> now_ms;
   // Runs work after the answer (a re-run of several deliveries); the daemon's drain waits for
   // it. Unset: on the calling thread.
@@ -125,6 +138,19 @@ inline constexpr size_t k_ui_page_rows = 50;
 inline constexpr size_t k_ui_bulk_rerun_max = k_ui_page_rows;  // the rows a page shows
 inline constexpr int64_t k_ui_queue_groups = 50;               // groups the queue view lists
 inline constexpr int64_t k_ui_queue_rows = 20;                 // waiters it lists of each
+// Event streams of attempts' output served at once (each holds a connection of the page's
+// listener); one more is answered 503.
+inline constexpr int k_ui_max_streams = 8;
+// Between two looks at an attempt that wrote nothing new; a comment line keeps the stream alive
+// (and finds a client that left) after this long without an event.
+inline constexpr int64_t k_ui_stream_pause_ms = 20;
+inline constexpr int64_t k_ui_stream_keepalive_ms = 15000;
+// Bytes of output in one event at most.
+inline constexpr size_t k_ui_event_bytes = 48 * 1024;
+
+// The record name of an event stream's path, /ui/attempts/{name}/output with {name}
+// percent-encoded; nullopt for any other path (or a bad escape).
+std::optional<std::string> ui_stream_name(std::string_view path);
 
 // What the store is asked for `filter`'s page (its budget of entries included).
 UiListing ui_listing(const UiFilter& filter, int64_t now_ms);

@@ -530,6 +530,16 @@ class FailingStore final : public idem::store::Store {
                                         const idem::store::HistoryQuery& q) override {
     return real_.history_page(k, q);
   }
+  bool append_live(const std::string& k, int64_t a, const idem::core::LiveSegment& s) override {
+    return real_.append_live(k, a, s);
+  }
+  std::vector<idem::core::LiveSegment> read_live(const std::string& k, int64_t a, int64_t from,
+                                                 int64_t max_bytes) override {
+    return real_.read_live(k, a, from, max_bytes);
+  }
+  int64_t drop_stale_live(const idem::store::OwnerGone& gone, int64_t now_ms) override {
+    return real_.drop_stale_live(gone, now_ms);
+  }
   bool fail_replay_count = false;  // as a read-only store does
   void count_replays(std::span<const idem::store::ReplayCount> c) override {
     if (fail_replay_count) throw idem::StoreError("attempt to write a readonly database");

@@ -14,7 +14,7 @@
 namespace idem::store::postgres_sql {
 
 // The schema version this build creates and understands.
-inline constexpr int k_schema_version = 9;
+inline constexpr int k_schema_version = 10;
 
 // Creates the version table if absent; run in the migration's transaction.
 inline constexpr const char* k_create_schema_table = R"sql(
@@ -223,6 +223,38 @@ inline constexpr const char* k_migrations[] = {
       WHEN ((OLD.status = 'queued' AND OLD.serial_group IS NOT NULL)
             OR (NEW.status = 'queued' AND NEW.serial_group IS NOT NULL))
       EXECUTE FUNCTION idem_serial_lines_count();
+    )sql",
+    // 9 -> 10: live output (SPEC §10, core/live.hpp): the segments a running attempt has written
+    // so far, by key, attempt and offset. They go when the attempt stops running or its record
+    // goes; each trigger fires only for a running record (its WHEN), so gc's deletes and a
+    // replay's writes pay nothing for it.
+    R"sql(
+    CREATE TABLE idem_live_output (
+      key     text COLLATE "C" NOT NULL,
+      attempt bigint NOT NULL,
+      at      bigint NOT NULL,
+      size    bigint NOT NULL,
+      frames  bytea  NOT NULL,
+      PRIMARY KEY (key, attempt, at)
+    );
+    CREATE FUNCTION idem_live_output_drop() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+      IF TG_OP = 'DELETE' THEN
+        DELETE FROM idem_live_output WHERE key = OLD.key;
+      ELSE
+        DELETE FROM idem_live_output
+          WHERE key = OLD.key AND (attempt <> NEW.attempt OR NEW.status <> 'running');
+      END IF;
+      RETURN NULL;
+    END
+    $fn$;
+    CREATE TRIGGER idem_live_output_of_deleted AFTER DELETE ON idem_records FOR EACH ROW
+      WHEN (OLD.status = 'running')
+      EXECUTE FUNCTION idem_live_output_drop();
+    CREATE TRIGGER idem_live_output_of_ended AFTER UPDATE OF status, attempt ON idem_records
+      FOR EACH ROW
+      WHEN (OLD.status = 'running' OR NEW.status = 'running')
+      EXECUTE FUNCTION idem_live_output_drop();
     )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
@@ -503,6 +535,26 @@ inline constexpr const char* k_count_replays = R"sql(
       UPDATE idem_records SET replays = replays + $2,
              last_replay_at = greatest(coalesce(last_replay_at, 0), $3)
       FROM unsynced WHERE key = $1)sql";
+
+// Live output (Store::append_live, read_live, drop_stale_live): not synced, as k_count_replays. A
+// segment is written only for the key's current running attempt.
+inline constexpr const char* k_append_live = R"sql(
+      WITH unsynced AS (SELECT set_config('synchronous_commit', 'off', true))
+      INSERT INTO idem_live_output (key, attempt, at, size, frames)
+      SELECT $1, $2, $3, $4, $5 FROM unsynced
+      WHERE EXISTS (SELECT 1 FROM idem_records
+                    WHERE key = $1 AND attempt = $2 AND status = 'running')
+      ON CONFLICT DO NOTHING)sql";
+inline constexpr const char* k_read_live = R"sql(
+      SELECT at, size, frames FROM idem_live_output
+      WHERE key = $1 AND attempt = $2
+        AND at >= coalesce((SELECT max(at) FROM idem_live_output
+                            WHERE key = $1 AND attempt = $2 AND at <= $3), 0)
+      ORDER BY at LIMIT $4)sql";
+inline constexpr const char* k_live_attempts =
+    "SELECT DISTINCT key, attempt FROM idem_live_output LIMIT 1000";
+inline constexpr const char* k_drop_live =
+    "DELETE FROM idem_live_output WHERE key = $1 AND attempt = $2";
 
 // doctor's trial write (Store::check_writable): each kind of write idem makes, on no row.
 inline constexpr const char* k_write_probe =

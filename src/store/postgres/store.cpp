@@ -60,6 +60,8 @@ constexpr int64_t k_clock_tolerance_ms = 1000;
 constexpr int64_t k_gc_batch = 500;
 // ls reads this many rows per page: nothing more is held in memory.
 constexpr int64_t k_list_page = 500;
+// Live segments read at once (Store::read_live).
+constexpr int64_t k_live_rows_read = 16;
 
 std::optional<std::string> text_or_null(const std::string& text) {
   return text.empty() ? std::nullopt : std::optional(text);
@@ -250,6 +252,60 @@ class PostgresStore final : public Store {
                              Params().text(key).integer(attempt).integer(offset).integer(length));
       return r.rows() == 1 ? r.bytes_at(0, 0) : std::string();
     });
+  }
+
+  bool append_live(const std::string& key, int64_t attempt,
+                   const core::LiveSegment& segment) override {
+    return guarded("write live output", [&] {
+      Params p;
+      p.text(key).integer(attempt).integer(segment.offset).integer(segment.size);
+      p.bytes(segment.frames);
+      return conn().exec(postgres_sql::k_append_live, p).changed() > 0;
+    });
+  }
+
+  // Rows of up to k_live_rows_read at a time: a segment is at most a feed's bound (engine/live).
+  std::vector<core::LiveSegment> read_live(const std::string& key, int64_t attempt, int64_t from,
+                                           int64_t max_bytes) override {
+    return guarded("read live output", [&] {
+      std::vector<core::LiveSegment> segments;
+      Result r =
+          conn().exec(postgres_sql::k_read_live,
+                      Params().text(key).integer(attempt).integer(from).integer(k_live_rows_read));
+      int64_t held = 0;
+      for (int row = 0; row < r.rows() && held < std::max<int64_t>(max_bytes, 1); ++row) {
+        core::LiveSegment& s = segments.emplace_back();
+        s.offset = r.int_at(row, 0);
+        s.size = r.int_at(row, 1);
+        s.frames = r.bytes_at(row, 2);
+        held += int64_t(s.frames.size());
+      }
+      return segments;
+    });
+  }
+
+  int64_t drop_stale_live(const OwnerGone& owner_gone, int64_t now_ms) override {
+    std::vector<std::pair<std::string, int64_t>> attempts = guarded("read live output", [&] {
+      std::vector<std::pair<std::string, int64_t>> found;
+      Result r = conn().exec(postgres_sql::k_live_attempts);
+      for (int row = 0; row < r.rows(); ++row)
+        found.emplace_back(r.bytes_at(row, 0), r.int_at(row, 1));
+      return found;
+    });
+    int64_t dropped = 0;
+    for (const auto& [key, attempt] : attempts) {
+      const std::optional<Record> r = get_without_output(key);
+      if (r && r->status == Status::running && r->attempt == attempt &&
+          !core::owner_counts_gone(*r, now_ms, owner_gone))
+        continue;
+      guarded("drop live output", [&] {
+        return conn()
+            .exec(postgres_sql::k_drop_live, Params().text(key).integer(attempt))
+            .changed();
+      });
+      ++dropped;
+    }
+    return dropped;
   }
 
   HistoryPage history_page(const std::string& key, const HistoryQuery& query) override {

@@ -123,6 +123,10 @@ class Statement {
     check(sqlite3_bind_text(stmt_, i, text.data(), int(text.size()), SQLITE_TRANSIENT));
     return *this;
   }
+  Statement& bind_blob(int i, const std::string& bytes) {
+    check(sqlite3_bind_blob64(stmt_, i, bytes.data(), bytes.size(), SQLITE_STATIC));
+    return *this;
+  }
   Statement& bind(int i, int64_t value) {
     check(sqlite3_bind_int64(stmt_, i, value));
     return *this;

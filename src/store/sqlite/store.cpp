@@ -390,6 +390,56 @@ class SqliteStore final : public Store {
     return std::make_unique<BlobReader>(db_, select.int_at(0), path_);
   }
 
+  // Unsynced, as count_replays: live bytes need not survive a crash.
+  bool append_live(const std::string& key, int64_t attempt,
+                   const core::LiveSegment& segment) override {
+    bool written = false;
+    batched(false, [&](Connection db) {
+      Statement insert(db, sqlite_sql::k_append_live, path_);
+      insert.bind(1, key).bind(2, attempt).bind(3, segment.offset).bind(4, segment.size);
+      insert.bind_blob(5, segment.frames).run();
+      written = sqlite3_changes(db.db) > 0;
+    });
+    return written;
+  }
+
+  std::vector<core::LiveSegment> read_live(const std::string& key, int64_t attempt, int64_t from,
+                                           int64_t max_bytes) override {
+    std::vector<core::LiveSegment> segments;
+    Statement select(db_, sqlite_sql::k_read_live, path_);
+    select.bind(1, key).bind(2, attempt).bind(3, from);
+    int64_t held = 0;
+    while (held < std::max<int64_t>(max_bytes, 1) && select.step()) {
+      core::LiveSegment& s = segments.emplace_back();
+      s.offset = select.int_at(0);
+      s.size = select.int_at(1);
+      s.frames = select.text_at(2);
+      held += int64_t(s.frames.size());
+    }
+    return segments;
+  }
+
+  int64_t drop_stale_live(const OwnerGone& owner_gone, int64_t now_ms) override {
+    std::vector<std::pair<std::string, int64_t>> attempts;
+    {
+      Statement select(db_, sqlite_sql::k_live_attempts, path_);
+      while (select.step()) attempts.emplace_back(select.text_at(0), select.int_at(1));
+    }
+    int64_t dropped = 0;
+    for (const auto& [key, attempt] : attempts) {
+      const std::optional<Record> r = select_record(key, false);
+      if (r && r->status == Status::running && r->attempt == attempt &&
+          !core::owner_counts_gone(*r, now_ms, owner_gone))
+        continue;
+      batched(false, [&](Connection db) {
+        Statement drop(db, sqlite_sql::k_drop_live, path_);
+        drop.bind(1, key).bind(2, attempt).run();
+      });
+      ++dropped;
+    }
+    return dropped;
+  }
+
   HistoryPage history_page(const std::string& key, const HistoryQuery& query) override {
     HistoryPage page;
     Statement bounds(db_, sqlite_sql::k_history_bounds, path_);
