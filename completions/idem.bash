@@ -1,10 +1,10 @@
 # bash completion for idem(1)                                      -*- shell-script -*-
 #
 # Completes subcommands (asked of the idem being completed, `idem --list-commands`), each
-# subcommand's flags, the values some flags take, and record keys (show, status, rm, and -k/--key
-# of run, begin and end) read from the store with `idem ls --all --keys`, honouring a --db given
-# on the command line. Works with or without the bash-completion package; uses its helpers for
-# file and command names when they are there.
+# subcommand's flags, the values some flags take, and record keys (show, status, log, tail, rm,
+# and -k/--key of run, begin and end) read from the store with `idem ls --all --keys`, honouring
+# a --db given on the command line. Works with or without the bash-completion package; uses its
+# helpers for file and command names when they are there.
 
 # _idem_flags SUBCOMMAND: the flags SUBCOMMAND accepts, global ones included ("": before one). A
 # subcommand without its line here gets the long flags its --help lists.
@@ -16,6 +16,7 @@ _idem_flags() {
     ls) echo "--status --prefix --front --since --until --limit --all --json --keys $global" ;;
     show) echo "--json --stdout --stderr --request --attempts $global" ;;
     log) echo "--json $global" ;;
+    tail) echo "-f --follow $global" ;;
     status) echo "$global" ;;
     rm) echo "--force $global" ;;
     gc) echo "--dry-run --older-than $global" ;;
@@ -241,7 +242,7 @@ _idem() {
     _idem_add "${subs[@]}"
   else
     case $sub in
-      show | status | log) ((npos == 0)) && _idem_add_keys ;;
+      show | status | log | tail) ((npos == 0)) && _idem_add_keys ;;
       rm) _idem_add_keys ;;
       run | each) _idem_add -- ;;  # the command comes after `--`
       import) ((npos == 0)) && _idem_add_files ;;

@@ -1,6 +1,6 @@
 # fish completion for idem(1): subcommands (from `idem --list-commands`), their flags and values,
-# and record keys (show, status, rm, and -k/--key of run, begin and end) read from the store with
-# `idem ls --all --keys`, honouring a --db given on the command line.
+# and record keys (show, status, log, tail, rm, and -k/--key of run, begin and end) read from the
+# store with `idem ls --all --keys`, honouring a --db given on the command line.
 
 # The subcommand of the command line being completed (the first word that is no option and no
 # value of --db), or nothing.
@@ -175,14 +175,15 @@ complete -c idem -n "__idem_using ls" -l all -d 'Include expired records'
 complete -c idem -n "__idem_using ls" -l json -d 'JSON Lines with ISO-8601 UTC times'
 complete -c idem -n "__idem_using ls" -l keys -d 'Only the keys, one per line'
 
-# show, status, rm
+# show, status, log, tail, rm
 complete -c idem -n "__idem_using show" -l json -d 'One JSON object, output as base64'
 complete -c idem -n "__idem_using show" -l stdout -d 'Write the captured stdout bytes raw'
 complete -c idem -n "__idem_using show" -l stderr -d 'Write the captured stderr bytes raw'
 complete -c idem -n "__idem_using show" -l request -d 'Print what was asked as JSON'
 complete -c idem -n "__idem_using show" -l attempts -x -a 'all' -d 'How many of the newest attempts to list (20)'
 complete -c idem -n "__idem_using log" -l json -d 'One JSON object: the key, its replays and its attempts'
-complete -c idem -n "__idem_using show status log; and test (__idem_positionals) -eq 0" -a '(__idem_keys)' -d 'Record key'
+complete -c idem -n "__idem_using tail" -s f -l follow -d 'Follow the attempt until it ends, then exit with its exit code'
+complete -c idem -n "__idem_using show status log tail; and test (__idem_positionals) -eq 0" -a '(__idem_keys)' -d 'Record key'
 complete -c idem -n "__idem_using rm" -l force -d 'Also delete a record whose owner still runs'
 complete -c idem -n "__idem_using rm" -a '(__idem_keys)' -d 'Record key'
 

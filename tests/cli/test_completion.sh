@@ -67,6 +67,7 @@ offers "--key-field${nl}--kill-after" "idem each --k" idem each --k
 offers "--max-output" "idem each --m" idem each --m
 offers "--owner-pid" "idem end --o" idem end --o
 offers "--fingerprint" "idem begin --f" idem begin --f
+offers "--follow" "idem tail --f" idem tail --f
 
 # The subcommands are asked of the binary: exactly those of `idem --list-commands`.
 offers "$(idem --list-commands | cut -f1 | LC_ALL=C sort)" "idem " idem ""
@@ -95,6 +96,8 @@ expect_rc 0
 offers "first-key${nl}second\\ key" "idem show " idem show ""
 offers "first-key" "idem show f" idem show f
 offers "second\\ key" "idem status s" idem status s
+offers "first-key" "idem tail -f f" idem tail -f f
+offers "" "idem tail first-key " idem tail first-key ""
 offers "" "idem status first-key " idem status first-key ""
 offers "first-key${nl}second\\ key" "idem rm first-key " idem rm first-key ""
 offers "first-key" "idem run -k f" idem run -k f
@@ -142,6 +145,7 @@ if command -v fish >/dev/null; then
   assert_eq "--timeout" "$(fish_complete "idem run --ti")" "fish: completions of 'idem run --ti'"
   assert_eq "$derived${nl}first-key${nl}second key" "$(fish_complete "idem show ")" \
     "fish: completions of 'idem show '"
+  assert_eq "first-key" "$(fish_complete "idem tail -f f")" "fish: completions of 'idem tail -f f'"
   assert_eq "other-key" "$(fish_complete "idem --db $T/other.db show ")" \
     "fish: completions of 'idem --db OTHER show '"
 else
