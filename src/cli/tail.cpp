@@ -50,8 +50,12 @@ int run_tail(const GlobalOptions& global, const TailOptions& o) {
     if (!end) {
       if (follower.emitted()) continue;  // more may be there already
       if (!o.follow) {
-        std::cerr << "idem: " << shown << " is still running (attempt " << follower.attempt()
-                  << "); 'idem tail -f' follows it\n";
+        if (follower.attempt() == 0)
+          std::cerr << "idem: " << shown
+                    << " waits its turn in its serial group; 'idem tail -f' follows it\n";
+        else
+          std::cerr << "idem: " << shown << " is still running (attempt " << follower.attempt()
+                    << "); 'idem tail -f' follows it\n";
         return k_exit_running;
       }
       clock.sleep_ms(k_tail_pause_ms);
@@ -60,20 +64,20 @@ int run_tail(const GlobalOptions& global, const TailOptions& o) {
     const std::optional<core::Record>& r = end->record;
     switch (end->kind) {
       case engine::FollowEnd::Kind::missing:
-        throw Error(k_exit_already_done,
-                    follower.attempt() == 0 ? "no record for " + shown
-                                            : shown + " was removed while it was followed");
+        throw Error(k_exit_already_done, follower.attempt() == 0
+                                             ? "no record for " + shown
+                                             : shown + " was removed while it was followed");
       case engine::FollowEnd::Kind::replaced:
         throw Error(k_exit_abandoned,
                     shown + ": attempt " + std::to_string(follower.attempt()) +
                         " ended and attempt " + std::to_string(r->attempt) +
                         " began before its end could be read; 'idem log' shows how it ended");
       case engine::FollowEnd::Kind::abandoned:
-        throw Error(k_exit_abandoned,
-                    shown + ": attempt " + std::to_string(r->attempt) + " (pid " +
-                        std::to_string(r->owner.pid) + " on " + r->owner.host + ", started " +
-                        util::human_duration(clock.now_ms() - r->started_ms) +
-                        " ago) died mid-run and its outcome is unknown");
+        throw Error(k_exit_abandoned, shown + ": attempt " + std::to_string(r->attempt) + " (pid " +
+                                          std::to_string(r->owner.pid) + " on " + r->owner.host +
+                                          ", started " +
+                                          util::human_duration(clock.now_ms() - r->started_ms) +
+                                          " ago) died mid-run and its outcome is unknown");
       case engine::FollowEnd::Kind::ended:
         break;
     }

@@ -10,8 +10,7 @@ namespace idem::engine {
 Follower::Follower(std::string key, store::OwnerGone owner_gone, int64_t from)
     : key_(std::move(key)), owner_gone_(std::move(owner_gone)), offset_(from) {}
 
-std::optional<FollowEnd> Follower::look(store::Store& store, const Emit& emit,
-                                         int64_t now_ms) {
+std::optional<FollowEnd> Follower::look(store::Store& store, const Emit& emit, int64_t now_ms) {
   emitted_ = false;
   std::optional<core::Record> r = store.get_without_output(key_);
   if (!r) return FollowEnd{FollowEnd::Kind::missing, std::nullopt};

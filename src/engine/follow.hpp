@@ -38,9 +38,10 @@ class Follower {
   // owner here (proc::owner_gone; a lease is judged by itself).
   Follower(std::string key, store::OwnerGone owner_gone, int64_t from = 0);
 
-  // One look through `store` (any connection: a daemon leases one per look) at `now_ms`: emits what there is past offset(); the end once the attempt has ended
-  // and every byte of it was emitted, or nullopt while it runs or waits its turn (look again).
-  // Throws StoreError when the store cannot be read, std::runtime_error for a corrupt output.
+  // One look through `store` (any connection: a daemon leases one per look) at `now_ms`: emits what
+  // there is past offset(); the end once the attempt has ended and every byte of it was emitted, or
+  // nullopt while it runs or waits its turn (look again). Throws StoreError when the store cannot
+  // be read, std::runtime_error for a corrupt output.
   std::optional<FollowEnd> look(store::Store& store, const Emit& emit, int64_t now_ms);
 
   int64_t offset() const { return offset_; }

@@ -48,7 +48,8 @@ void LiveFeed::loop() {
       clock_.wait_until(wake_, lock, clock_.monotonic_ms() + k_idle_wait_ms);
       continue;
     }
-    if (clock_.monotonic_ms() < next_write_ms) {
+    // A full segment goes at once: the command waits for room, not for the interval.
+    if (pending_.size < k_live_max_pending && clock_.monotonic_ms() < next_write_ms) {
       clock_.wait_until(wake_, lock, next_write_ms);
       continue;
     }

@@ -3,10 +3,11 @@
 // so that followers anywhere see it live. The runner hands it each piece its capture kept
 // (push, on the running thread); a thread of the feed's own, started by the first piece (a
 // command that writes nothing costs nothing), writes what has come as one segment, at most one
-// write every k_live_interval_ms. Bounded: push waits while k_live_max_pending bytes wait to be
-// written (the command then waits on its pipe, as for a slow terminal), and a store that fails
-// or stays busy past k_live_stall_ms ends the publishing: followers then get the rest from the
-// stored output once the attempt ends, at the same offsets.
+// write every k_live_interval_ms unless k_live_max_pending bytes wait (then at once). Bounded: push
+// waits while k_live_max_pending bytes wait to be written (the command then waits on its pipe, as
+// for a slow terminal), and a store that fails or stays busy past k_live_stall_ms ends the
+// publishing: followers then get the rest from the stored output once the attempt ends, at the same
+// offsets.
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -21,7 +22,7 @@
 namespace idem::engine {
 
 inline constexpr int64_t k_live_interval_ms = 20;
-inline constexpr int64_t k_live_max_pending = 1024 * 1024;
+inline constexpr int64_t k_live_max_pending = 256 * 1024;
 inline constexpr int64_t k_live_stall_ms = 5000;
 
 class LiveFeed {

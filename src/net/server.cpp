@@ -357,7 +357,14 @@ class Session {
     std::string out;
     auto write = [&](std::string_view piece) {
       if (gone) return false;
-      if (piece.empty() || drop) return true;  // an empty chunk would end the body
+      if (piece.empty()) {
+        // Sends nothing (an empty chunk would end the body): a look at whether the client has
+        // closed its end, for a stream that waits between writes.
+        pollfd p{stream_.fd(), POLLRDHUP, 0};
+        gone = ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+        return !gone;
+      }
+      if (drop) return true;
       out.clear();
       if (chunked) {
         char size[24];

@@ -43,11 +43,12 @@ struct Response {
   // When set, the body is produced after the head is written: the server sends the head
   // (Transfer-Encoding: chunked to HTTP/1.1 clients; close-delimited to HTTP/1.0 ones) and
   // calls stream with a writer; each call of the writer sends one piece (false: the client is
-  // gone, stop). stream returns false when the body could not be produced whole (the
-  // connection is then closed without the last chunk, so the client sees it cut off).
-  // `body` is ignored when `stream` is set. HEAD requests: head only, stream not called. An
-  // answer that has no body (1xx, 204, 304) gets no framing field; its stream is called and
-  // what it writes is dropped. Each write is bounded by the request timeout; access logging
+  // gone, stop); an empty piece sends nothing and says whether the client has closed its end
+  // (a stream that waits between writes looks with it). stream returns false when the body could
+  // not be produced whole (the connection is then closed without the last chunk, so the client sees
+  // it cut off). `body` is ignored when `stream` is set. HEAD requests: head only, stream not
+  // called. An answer that has no body (1xx, 204, 304) gets no framing field; its stream is called
+  // and what it writes is dropped. Each write is bounded by the request timeout; access logging
   // (Handler::answered) happens once the stream has ended.
   std::function<bool(const std::function<bool(std::string_view)>& write)> stream;
   // Members of the access-log line the handler wants there (never sent).

@@ -361,14 +361,20 @@ class UiRoute final : public front::Route {
       return r;
     }
     net::Response r = ui_response(200, "text/event-stream; charset=utf-8", "");
-    r.headers.emplace_back("Cache-Control", "no-store");
     r.headers.emplace_back("X-Accel-Buffering", "no");  // a proxy in front passes events on
     r.log_fields.emplace_back("outcome", "events");
-    struct Slot {
-      std::shared_ptr<std::atomic<int>> streams;
-      ~Slot() { streams->fetch_sub(1); }
+    // Taken above; given back when the stream (the last copy of its function) is gone.
+    class Slot {
+     public:
+      explicit Slot(std::shared_ptr<std::atomic<int>> streams) : streams_(std::move(streams)) {}
+      Slot(const Slot&) = delete;
+      Slot& operator=(const Slot&) = delete;
+      ~Slot() { streams_->fetch_sub(1); }
+
+     private:
+      std::shared_ptr<std::atomic<int>> streams_;
     };
-    auto slot = std::make_shared<Slot>(Slot{streams_});
+    auto slot = std::make_shared<Slot>(streams_);
     r.stream = [slot, follow = backend_.follow(name, from), stopping = backend_.stopping,
                 now = backend_.now_ms](const std::function<bool(std::string_view)>& write) {
       std::string event;
@@ -396,6 +402,7 @@ class UiRoute final : public front::Route {
         std::optional<std::string> end = follow(emit);
         if (end) return write("event: end\ndata: " + *end + "\n\n");
         if (stopping && stopping()) return true;  // the client reconnects with Last-Event-ID
+        if (!write({})) return false;             // the client left: its slot is free at once
         if (now() - last_write >= k_ui_stream_keepalive_ms) {
           if (!write(": keepalive\n\n")) return false;
           last_write = now();
