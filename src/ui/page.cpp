@@ -351,7 +351,12 @@ std::string render_ui_detail(const core::Record& r, const UiOutput& output,
     out += "</table>";
   }
   out += "<h2>Output</h2>";
-  if (!output.readable) {
+  if (r.status == core::Status::running) {
+    // Followed live by the page's script (SPEC §10); without it, a reload shows the end.
+    out += "<div id=\"live-output\" data-src=\"/ui/attempts/" + html_escape(url_component(r.key)) +
+           "/output\"><p class=\"muted\" id=\"live-state\">Running: its output so far, as it "
+           "comes.</p><pre id=\"live-text\"></pre></div>";
+  } else if (!output.readable) {
     out += "<p class=\"error\">The stored output cannot be read.</p>";
   } else {
     out += ui_stream_block(r, output.out, "stdout") + ui_stream_block(r, output.err, "stderr");
@@ -422,6 +427,48 @@ std::string_view ui_app_js() {
         .catch(function () {});
     }, 1000);
   }
+  // A running attempt's output as it comes (an event stream of base64 chunks, resumed by the
+  // browser after a cut where it left off); stderr marked. At most k bytes kept on the page.
+  var liveBox = document.getElementById('live-output');
+  if (liveBox && window.EventSource && window.TextDecoder) {
+    var text = document.getElementById('live-text');
+    var state = document.getElementById('live-state');
+    var decoders = {stdout: new TextDecoder(), stderr: new TextDecoder()};
+    var kept = 0, limit = 1 << 20;
+    var source = new EventSource(liveBox.getAttribute('data-src'));
+    var add = function (name, e) {
+      var raw = atob(e.data), bytes = new Uint8Array(raw.length);
+      for (var i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+      var piece = decoders[name].decode(bytes, {stream: true});
+      var node = document.createTextNode(piece);
+      if (name === 'stderr') {
+        var span = document.createElement('span');
+        span.className = 'stderr';
+        span.appendChild(node);
+        node = span;
+      }
+      text.appendChild(node);
+      kept += piece.length;
+      while (kept > limit && text.firstChild) {
+        kept -= text.firstChild.textContent.length;
+        text.removeChild(text.firstChild);
+      }
+      text.scrollTop = text.scrollHeight;
+    };
+    source.addEventListener('stdout', function (e) { add('stdout', e); });
+    source.addEventListener('stderr', function (e) { add('stderr', e); });
+    source.addEventListener('end', function (e) {
+      source.close();
+      var end = {};
+      try { end = JSON.parse(e.data); } catch (err) {}
+      state.textContent = 'Ended: ' + (end.outcome || 'unknown') +
+          (end.exit_code !== undefined ? ', exit ' + end.exit_code : '') + '. ';
+      var again = document.createElement('a');
+      again.href = window.location.href;
+      again.textContent = 'Reload for the record';
+      state.appendChild(again);
+    });
+  }
   document.querySelectorAll('form.confirm').forEach(function (form) {
     form.addEventListener('submit', function (e) {
       if (!window.confirm(form.getAttribute('data-confirm'))) e.preventDefault();
@@ -451,7 +498,7 @@ table.kv th{text-align:left;padding-right:12px;vertical-align:top;font-weight:60
 .st-failed .badge,.badge.st-failed{background:#fbd5d5}.st-succeeded .badge,.badge.st-succeeded{background:#d3f2dc}
 .st-running .badge,.badge.st-running{background:#dbe7fb}.st-queued .badge{background:#ece4fb}.st-abandoned .badge,.badge.st-abandoned{background:#fde9c8}
 pre{background:#fff;border:1px solid #e3e6ea;padding:8px;white-space:pre-wrap;word-break:break-all;max-height:24em;overflow:auto}
-.muted{color:#6b7380}.notice{background:#d3f2dc;padding:6px 10px}.error{background:#fbd5d5;padding:6px 10px}
+.stderr{color:#a11}.muted{color:#6b7380}.notice{background:#d3f2dc;padding:6px 10px}.error{background:#fbd5d5;padding:6px 10px}
 .danger{color:#a11}.pages{margin-top:8px}.actions{margin:8px 0}
 #rows td:nth-child(2),#key,table.kv td{overflow-wrap:anywhere;word-break:break-all}
 #rows td:nth-child(2){max-width:40vw}

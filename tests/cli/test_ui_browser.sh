@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The delivery-log page in a real browser (tests/node/ui_browser.js: chromium headless through
 # puppeteer-core) against `idem serve --ui` with a failing hook: the login (asked, by the one-time
-# link, which works once), list, filter, live update, detail, re-run, a form forged by a page of
+# link, which works once), list, filter, live update, detail, a running delivery's output as it
+# comes, re-run, a form forged by a page of
 # the hooks' origin refused, remove. The screenshots are kept in $IDEM_ARTIFACTS/ui (default:
 # build/artifacts/ui beside this build, or the test's folder), printed at the end.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
@@ -25,9 +26,24 @@ cat >"$T/q.sh" <<'EOF2'
 echo "ran $IDEM_HEADER_X_KEY"
 EOF2
 chmod +x "$T/q.sh"
+# And a hook whose handler writes a line, then one more at each of two gates the browser opens:
+# the detail of its running delivery shows them as they come.
+mkfifo "$T/live-1" "$T/live-2"
+cat >"$T/live.sh" <<'EOF2'
+#!/bin/sh
+d=$(dirname "$0")
+echo "live line 1"
+read x < "$d/live-1"
+echo "live line 2 <b>not bold</b>"
+echo "live warning" >&2
+read x < "$d/live-2"
+echo "live line 3"
+EOF2
+chmod +x "$T/live.sh"
 cat >"$T/serve.json" <<EOF2
 {"hooks": [{"path": "/hooks/x", "command": ["$T/handler.sh"], "key": {"header": "X-Key"}},
-           {"path": "/hooks/q", "command": ["$T/q.sh"], "key": {"header": "X-Key"}, "serial": {}}]}
+           {"path": "/hooks/q", "command": ["$T/q.sh"], "key": {"header": "X-Key"}, "serial": {}},
+           {"path": "/hooks/live", "command": ["$T/live.sh"], "key": {"header": "X-Key"}}]}
 EOF2
 ui_start "$T/serve.json"
 RESP=held bg held post /hooks/q 'held' 'X-Key: held'
@@ -36,6 +52,8 @@ for key in '<i>q1</i>' q2; do
   post /hooks/q "$key" "X-Key: $key"
   expect_http 202
 done
+RESP=live bg live post /hooks/live 'l' 'X-Key: l1'
+wait_until "the live hook's delivery runs" status_is '/hooks/live#l1' running
 post /hooks/x '<b>body-1</b>' 'X-Key: k1'
 expect_http 500
 touch "$T/ok"
@@ -48,12 +66,14 @@ expect_http 500
 capture browser timeout 60 node "$node_dir/ui_browser.js" "$URL" "$UI_LOGIN" "$artifacts" "$T/ok"
 cat "$T/browser.out"
 expect_rc 0
+bg_wait live
+assert_status '/hooks/live#l1' succeeded
 assert_status '/hooks/x#k4' failed
 [[ -z $(idem ls --json | grep -F '"/hooks/x#k1"') ]] || fail "k1 is still stored"
 release_fifo "$T/q-hold"
 bg_wait held
 wait_until "the serial hook's line drains" status_is '/hooks/q#q2' succeeded
-for shot in login list filtered detail rerun forged removed queues long-key; do
+for shot in login list filtered detail rerun forged removed queues long-key live-1 live-2 live-end; do
   [[ -s $artifacts/$shot.png ]] || fail "no screenshot $shot.png in $artifacts"
 done
 echo "screenshots: $artifacts"

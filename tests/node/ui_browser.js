@@ -172,6 +172,41 @@ async function main() {
     await shot('queues');
     await page.goto(base + '/ui', {waitUntil: 'load'});
 
+    // A running delivery's detail shows its output as it comes, without a reload: each line
+    // appears once its gate (a fifo the handler reads) is opened; stderr marked, text escaped.
+    const gates = path.dirname(okFile);
+    answer = await page.goto(base + '/ui/record?key=' + encodeURIComponent('/hooks/live#l1'),
+                             {waitUntil: 'load'});
+    check(answer.status() === 200, 'the running delivery\'s detail answers ' + answer.status());
+    const liveHas = (t) => page.waitForFunction(
+        (x) => document.getElementById('live-text').textContent.includes(x), {timeout: 8000}, t);
+    await liveHas('live line 1');
+    check(!(await page.$eval('#live-text', (e) => e.textContent)).includes('live line 2'),
+          'the second line is not there before its gate');
+    await page.$eval('#live-output', (e) => e.scrollIntoView());
+    await shot('live-1');
+    fs.writeFileSync(path.join(gates, 'live-1'), 'go\n');
+    await liveHas('live line 2 <b>not bold</b>');
+    await liveHas('live warning');
+    check((await page.$$('#live-text b')).length === 0, 'live output is text, not markup');
+    check((await page.$eval('#live-text .stderr', (e) => e.textContent)).includes('live warning'),
+          'stderr is marked');
+    check(!(await page.$eval('#live-state', (e) => e.textContent)).startsWith('Ended'),
+          'still running after the second line');
+    await page.$eval('#live-output', (e) => e.scrollIntoView());
+    await shot('live-2');
+    fs.writeFileSync(path.join(gates, 'live-2'), 'go\n');
+    await liveHas('live line 3');
+    await page.waitForFunction(
+        () => document.getElementById('live-state').textContent.startsWith('Ended: succeeded, exit 0'),
+        {timeout: 8000});
+    const seen = await page.$eval('#live-text', (e) => e.textContent);
+    check(seen === 'live line 1\nlive line 2 <b>not bold</b>\nlive warning\nlive line 3\n',
+          'every byte once, in order: ' + JSON.stringify(seen));
+    await page.$eval('#live-output', (e) => e.scrollIntoView());
+    await shot('live-end');
+    await page.goto(base + '/ui', {waitUntil: 'load'});
+
     // A key of 246 bytes without a break point wraps: the Status column stays on screen.
     const long = 'L'.repeat(246);
     const rl = await fetch(hooks + '/hooks/x', {method: 'POST', headers: {'X-Key': long}, body: 'b'});
