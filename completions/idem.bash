@@ -12,7 +12,7 @@ _idem_flags() {
   local global="--store --db -h --help"
   case $1 in
     run) echo "-k --key --ttl --wait --serial --serial-wait --timeout --kill-after --drain --lease --replay-failures --retry-abandoned --kill-stale" \
-      "--hash-stdin --max-output --on-failure --on-change --notify-timeout --quiet-replay -q --quiet -v --verbose $global" ;;
+      "--hash-stdin --max-output --pty --on-failure --on-change --notify-timeout --quiet-replay -q --quiet -v --verbose $global" ;;
     ls) echo "--status --prefix --front --since --until --limit --all --json --keys $global" ;;
     show) echo "--json --stdout --stderr --request --attempts $global" ;;
     log) echo "--json $global" ;;

@@ -155,6 +155,7 @@ complete -c idem -n "__idem_using run" -l retry-abandoned -d 'Run again after an
 complete -c idem -n "__idem_using run" -l kill-stale -d 'End what a failed attempt, or with --retry-abandoned an abandoned one, left running'
 complete -c idem -n "__idem_using run" -l hash-stdin -d 'Add stdin to the fingerprint'
 complete -c idem -n "__idem_using run" -l max-output -x -d 'Stored output cap per record (16MiB)'
+complete -c idem -n "__idem_using run" -l pty -d 'Give the command a pseudo-terminal for stdout and stderr'
 complete -c idem -n "__idem_using run" -l on-failure -x -d 'Shell command run when the attempt fails or is abandoned'
 complete -c idem -n "__idem_using run" -l on-change -x -d 'As --on-failure, and when the key recovers'
 complete -c idem -n "__idem_using run" -l notify-timeout -x -d 'Stop the notify command after DURATION (30s)'

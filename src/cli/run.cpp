@@ -211,6 +211,10 @@ CLI::App* register_run(CLI::App& app, RunOptions& o) {
                   "Stored output cap per record; live output always passes whole")
       ->type_name("SIZE")
       ->capture_default_str();
+  run->add_flag("--pty", o.pty,
+                "Give the command a pseudo-terminal for its stdout and stderr, so what buffers "
+                "when piped (Python's print) shows live; the stored output is what the terminal "
+                "received, all of it as stdout");
   add_notify_options(*run, o.notify);
   run->add_flag("--quiet-replay", o.quiet_replay,
                 "On replay write nothing, only return the stored exit code");
@@ -369,6 +373,7 @@ proc::RunSpec command_spec(const RunOptions& o, const Settings& s, int stdin_fd)
   spec.kill_after_ms = s.kill_after_ms;
   spec.drain_ms = s.drain_ms;
   spec.terminal = true;  // one command, in the terminal's foreground as without idem
+  spec.pty = o.pty;
   return spec;
 }
 

@@ -25,6 +25,7 @@ struct RunOptions {
   bool quiet_replay = false;
   bool quiet = false;
   bool verbose = false;
+  bool pty = false;
   NotifyOptions notify;
   std::vector<std::string> command;
   const CLI::Option* key_option = nullptr;  // tells `-k ""` (an error) from no -k (derived)

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "core/errors.hpp"
@@ -190,17 +192,33 @@ void move_above_std_fds(util::Fd& fd) {
   fd = util::Fd(moved);
 }
 
-// The pipes between idem and a starting command: its stdout and stderr, the exec status (the
-// errno of a failed exec; EOF at exec) and the go byte.
+// A pseudo-terminal as a pipe: its master to read (EIO, once every slave is closed, ends it as
+// EOF ends a pipe), its slave to write. The window size of `like`'s terminal, where it is one.
+Pipe make_pty(int like) {
+  util::Fd master(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (master.get() < 0 || ::grantpt(master.get()) != 0 || ::unlockpt(master.get()) != 0)
+    throw os_error("posix_openpt", errno);
+  char name[64];
+  if (::ptsname_r(master.get(), name, sizeof name) != 0) throw os_error("ptsname", errno);
+  util::Fd slave(::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (slave.get() < 0) throw os_error("open " + std::string(name), errno);
+  winsize size{};
+  if (like >= 0 && ::ioctl(like, TIOCGWINSZ, &size) == 0) ::ioctl(slave.get(), TIOCSWINSZ, &size);
+  return Pipe{std::move(master), std::move(slave)};
+}
+
+// The pipes between idem and a starting command: its stdout and stderr (or the one terminal of
+// RunSpec::pty), the exec status (the errno of a failed exec; EOF at exec) and the go byte.
 struct ChildPipes {
-  Pipe out = make_pipe();
+  Pipe out;
   Pipe err = make_pipe();
   Pipe status = make_pipe();
   Pipe go = make_pipe();
-  ChildPipes(const RunSpec& spec, ChildPlan& plan) {
+  ChildPipes(const RunSpec& spec, ChildPlan& plan)
+      : out(spec.pty ? make_pty(spec.live_stdout_fd) : make_pipe()) {
     for (util::Fd* fd : {&out.write, &err.write, &status.write, &go.read}) move_above_std_fds(*fd);
     plan.out_fd = out.write.get();
-    plan.err_fd = spec.stderr_to_stdout ? out.write.get() : err.write.get();
+    plan.err_fd = spec.stderr_to_stdout || spec.pty ? out.write.get() : err.write.get();
     plan.go_fd = go.read.get();
     plan.go_write_fd = go.write.get();
     plan.status_fd = status.write.get();

@@ -28,6 +28,11 @@ struct RunSpec {
   // Also done, whatever this says, when the two live fds are one open file that is not a
   // character device (`>log 2>&1`, `2>&1 | ...`): see run_command.
   bool stderr_to_stdout = false;
+  // The command's stdout and stderr are one pseudo-terminal, so that what buffers when piped
+  // (Python's print, stdio) writes as to a terminal; the capture is what the terminal received
+  // (its line discipline's "\r\n" included), all of it as stdout in the order written. Its
+  // window size is the terminal's of live_stdout_fd, where that is one. `idem run --pty`.
+  bool pty = false;
   int live_stdout_fd = 1;  // where live output goes; -1 to only capture
   int live_stderr_fd = 2;
   int64_t max_output = INT64_MAX;  // capture cap; live output always passes whole
