@@ -11,12 +11,14 @@
 #      run, medians; goal: wall within 10%, RSS unchanged and <= 32 MiB;
 #   3. `idem run` without followers against the build before the feature (BASE_COMMIT, 82e6d52):
 #      first run and replay of `true`, hyperfine -N as compare.sh's rows (ROUNDS rounds of RUNS
-#      runs, order swapped every round), each binary on a store of its own.
+#      runs, order swapped every round), each binary on a store of its own; and first runs of
+#      `head -c N MiB /dev/zero` for N in OUT_MIB (16 4), OUT_RUNS (30) runs a round, the same way
+#      (the feed writes the captured part of an output: the first --max-output, 16 MiB, bytes).
 # Usage: bench/follow.sh [IDEM_BIN [BASE_IDEM_BIN]]
 #   IDEM_BIN defaults to build/idem (idem-pg beside it for the PostgreSQL row). Without
 #   BASE_IDEM_BIN, BASE_COMMIT is built (Release, no tests) in a temporary worktree, removed at the
-#   end. env: LAT_LINES (1000), STREAM_BYTES, FOLLOWERS, ROUNDS, RUNS (200), PG=0 (no PostgreSQL row),
-#   BASE=0 (no row 3).
+#   end. env: LAT_LINES (1000), STREAM_BYTES, FOLLOWERS, ROUNDS, RUNS (200), OUT_MIB, OUT_RUNS,
+#   PG=0 (no PostgreSQL row), BASE=0 (no row 3).
 set -euo pipefail
 bench=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$bench/.." && pwd)
@@ -29,6 +31,8 @@ followers=${FOLLOWERS:-8}
 rounds=${ROUNDS:-3}
 runs=${RUNS:-200}
 base_commit=${BASE_COMMIT:-82e6d52}
+out_sizes=${OUT_MIB:-16 4}
+out_runs=${OUT_RUNS:-30}
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 for tool in hyperfine; do
   command -v "$tool" >/dev/null || { echo "follow.sh needs $tool (apt-get install $tool)"; exit 1; }
@@ -179,6 +183,17 @@ if [[ ${BASE:-1} != 0 ]]; then
   w1=$(median $(cut -d' ' -f1 stream-new)) w2=$(median $(cut -d' ' -f1 stream-base))
   m1=$(median $(cut -d' ' -f2 stream-new)) m2=$(median $(cut -d' ' -f2 stream-base))
   rows+=("| \`idem run\` of $size, no followers, against the base ($rounds runs each, medians) | wall $(ratio "$w1" 1000000) s vs base $(ratio "$w2" 1000000) s ($(ratio "$w1" "$w2")×); peak RSS $(mib "$m1") vs base $(mib "$m2") MiB | none (context) | — |")
+  # The captured part of a command's output (the default --max-output, 16 MiB) is what the feed
+  # writes: a first run of OUT_MIB MiB each (record deleted before each run).
+  for mib_out in $out_sizes; do
+    echo "-- first run of head -c ${mib_out}MiB /dev/zero (record deleted before each, $out_runs runs a round)"
+    bytes=$((mib_out << 20))
+    $new_env run -q -k "out$mib_out" -- true && $base_env run -q -k "out$mib_out" -- true
+    runs=$out_runs hf_rounds "out$mib_out" "$new_env run -q -k out$mib_out -- head -c $bytes /dev/zero" \
+      "$base_env run -q -k out$mib_out -- head -c $bytes /dev/zero" \
+      "$new_env rm out$mib_out" "$base_env rm out$mib_out"
+    rows+=("| first run of \`head -c ${mib_out}MiB /dev/zero\`, no followers | $HF_IDEM ms vs base $HF_PEER ms | ratio $HF_RATIO${HF_SPREAD:+ ($HF_SPREAD)} ≤ 1.10 | $(met "$HF_RATIO" '<=' 1.10) |")
+  done
   echo "-- first run of true (record deleted before each)"
   hf_rounds first "$new_env run -k fresh -- true" "$base_env run -k fresh -- true" \
     "$new_env rm fresh" "$base_env rm fresh"
