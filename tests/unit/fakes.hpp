@@ -60,6 +60,15 @@ class FakeClock final : public util::Clock {
                          [&](const Waiter& w) { return w.deadline_ms > after_ms; });
     });
   }
+  // As await_waiter, or until `done()` holds: whoever makes it hold calls advance(0) after, which
+  // wakes this look.
+  void await_waiter_or(int64_t after_ms, const std::function<bool()>& done) const {
+    std::unique_lock guard(mutex_);
+    moved_.wait(guard, [&] {
+      return done() || std::any_of(waiting_.begin(), waiting_.end(),
+                                   [&](const Waiter& w) { return w.deadline_ms > after_ms; });
+    });
+  }
   int64_t total_slept() const {
     int64_t total = 0;
     for (int64_t ms : slept) total += ms;

@@ -179,6 +179,12 @@ class SqliteStore final : public Store {
     const std::optional<std::string> response = stored_response(outcome);
     bool changed = false;
     batched(true, [&](Connection db) {
+      {
+        // The attempt's live segments, by a statement of their own: the trigger's delete, run
+        // inside the update, first copies every page it frees to the statement journal.
+        Statement drop(db, sqlite_sql::k_drop_live, path_);
+        drop.bind(1, key).bind(2, attempt).run();
+      }
       Statement update(db, sqlite_sql::k_finish, path_);
       update.bind(1, key).bind(2, attempt).bind(3, std::string(core::to_string(outcome.status)));
       update.bind(4, outcome.finished_ms).bind_optional(5, outcome.exit_code);
