@@ -13,11 +13,11 @@ if [[ -n ${_pg_schema:-} ]]; then
   host_new far
 fi
 
-live_rows() {  # what the store holds of live output, any attempt
+live_rows() {  # what the store holds of live output, any attempt: rows, or SQLite's files
   if [[ -n ${_pg_schema:-} ]]; then
     psql -qAtX "$IDEM_STORE" -c 'SELECT count(*) FROM idem_live_output'
   else
-    sqlite3 "$IDEM_DB" 'SELECT count(*) FROM live_output'
+    find "$IDEM_DB.live" -type f 2>/dev/null | wc -l
   fi
 }
 

@@ -1062,8 +1062,7 @@ TEST_CASE("store: a version 5 store's outputs move to their own table", "[store]
                    "(SELECT * FROM outputs ORDER BY key)") == "binary 1,both 2");
     CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
                    "type IN ('index', 'trigger') AND tbl_name = 'records' ORDER BY name)") ==
-          "attempts_of_deleted live_output_of_deleted live_output_of_ended outputs_of_deleted "
-          "outputs_of_replaced records_by_end "
+          "attempts_of_deleted outputs_of_deleted outputs_of_replaced records_by_end "
           "records_by_kind records_by_recent records_by_result records_by_status "
           "records_expiring records_group_runner records_queue records_unfinished "
           "serial_lines_delete serial_lines_insert serial_lines_update "

@@ -16,8 +16,7 @@ namespace idem::store::sqlite {
 namespace {
 
 // idem's own tables; any other (SQLite's internal sqlite_% aside) makes a file someone else's.
-constexpr const char* k_own_tables[] = {"records", "outputs", "attempts", "serial_lines",
-                                        "live_output"};
+constexpr const char* k_own_tables[] = {"records", "outputs", "attempts", "serial_lines"};
 
 // A name read from a file for a one-line message: control characters shown as '?', long names
 // cut.

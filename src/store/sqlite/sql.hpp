@@ -16,7 +16,7 @@
 namespace idem::store::sqlite_sql {
 
 // The schema version this build creates and understands (PRAGMA user_version).
-inline constexpr int k_schema_version = 15;
+inline constexpr int k_schema_version = 14;
 
 // A key's history entry made from its record as it stands (the migration to version 10, and
 // import): see store/history_sql.hpp.
@@ -330,27 +330,6 @@ inline constexpr const char* k_migrations[] = {
         ON CONFLICT (serial_group) DO UPDATE SET queued = queued + 1;
     END;
     )sql",
-    // 14 -> 15: live output (SPEC §10, core/live.hpp): the segments a running attempt has
-    // written so far, by key, attempt and offset. They go when the attempt stops running or its
-    // record goes; each trigger fires only for a running record (its WHEN), so gc's deletes and
-    // a replay's writes pay nothing for it.
-    R"sql(
-    CREATE TABLE live_output (
-      key     TEXT    NOT NULL,
-      attempt INTEGER NOT NULL,
-      at      INTEGER NOT NULL,
-      size    INTEGER NOT NULL,
-      frames  BLOB    NOT NULL,
-      PRIMARY KEY (key, attempt, at)
-    );
-    CREATE TRIGGER live_output_of_deleted AFTER DELETE ON records
-      WHEN old.status = 'running'
-      BEGIN DELETE FROM live_output WHERE key = old.key; END;
-    CREATE TRIGGER live_output_of_ended AFTER UPDATE OF status, attempt ON records
-      WHEN old.status = 'running' OR new.status = 'running'
-      BEGIN DELETE FROM live_output WHERE key = old.key AND attempt <> new.attempt
-                                       OR key = old.key AND new.status <> 'running'; END;
-    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -526,25 +505,9 @@ inline constexpr const char* k_queued_in_group = R"sql(
 // Whether key ?1's record is in a serial group.
 inline constexpr const char* k_in_serial_group =
     "SELECT serial_group IS NOT NULL FROM records WHERE key = ?1";
-// Live output (Store::append_live, read_live, drop_stale_live). A segment is written only for the
-// key's current running attempt.
-inline constexpr const char* k_append_live = R"sql(
-  INSERT INTO live_output (key, attempt, at, size, frames)
-  SELECT ?1, ?2, ?3, ?4, ?5
-  WHERE EXISTS (SELECT 1 FROM records WHERE key = ?1 AND attempt = ?2 AND status = 'running')
-  ON CONFLICT DO NOTHING)sql";
-// The segments holding bytes from ?3 on: the one it falls in, then the later ones.
-inline constexpr const char* k_read_live = R"sql(
-  SELECT at, size, frames FROM live_output
-  WHERE key = ?1 AND attempt = ?2
-    AND at >= coalesce((SELECT max(at) FROM live_output
-                        WHERE key = ?1 AND attempt = ?2 AND at <= ?3), 0)
-  ORDER BY at)sql";
-inline constexpr const char* k_live_attempts =
-    "SELECT DISTINCT key, attempt FROM live_output LIMIT 1000";
-inline constexpr const char* k_drop_live =
-    "DELETE FROM live_output WHERE key = ?1 AND attempt = ?2";
-
+// Whether ?2 is key ?1's running attempt (live output is kept and read for it alone).
+inline constexpr const char* k_running_attempt =
+    "SELECT 1 FROM records WHERE key = ?1 AND attempt = ?2 AND status = 'running'";
 // How many wait in group ?1's line (the triggers' count: serial_lines).
 inline constexpr const char* k_queue_length =
     "SELECT coalesce((SELECT queued FROM serial_lines WHERE serial_group = ?1), 0)";

@@ -48,6 +48,7 @@
 #include "store/claim_flow.hpp"
 #include "store/sqlite/connection.hpp"
 #include "store/sqlite/files.hpp"
+#include "store/sqlite/live_spool.hpp"
 #include "store/sqlite/schema.hpp"
 #include "store/sqlite/sql.hpp"
 #include "util/clock.hpp"
@@ -103,6 +104,7 @@ class SqliteStore final : public Store {
     try {
       const mode_t mode = prepare_db_file(path_, created);
       const std::string resolved = resolved_path(path_);
+      live_.emplace(resolved);
       writers_ = writer_queue_of(resolved);
       int rc = sqlite3_open_v2(resolved.c_str(), &db_,
                                SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
@@ -179,12 +181,6 @@ class SqliteStore final : public Store {
     const std::optional<std::string> response = stored_response(outcome);
     bool changed = false;
     batched(true, [&](Connection db) {
-      {
-        // The attempt's live segments, by a statement of their own: the trigger's delete, run
-        // inside the update, first copies every page it frees to the statement journal.
-        Statement drop(db, sqlite_sql::k_drop_live, path_);
-        drop.bind(1, key).bind(2, attempt).run();
-      }
       Statement update(db, sqlite_sql::k_finish, path_);
       update.bind(1, key).bind(2, attempt).bind(3, std::string(core::to_string(outcome.status)));
       update.bind(4, outcome.finished_ms).bind_optional(5, outcome.exit_code);
@@ -198,6 +194,7 @@ class SqliteStore final : public Store {
       if (changed && !outcome.output.empty()) write_output(db, key, attempt, outcome.output);
       IDEM_CRASH_POINT("finish-before-commit");
     });
+    live_->remove(key, attempt);  // what it published for followers, if anything
     checkpoint_if_wal_large();
     return changed;
   }
@@ -396,51 +393,35 @@ class SqliteStore final : public Store {
     return std::make_unique<BlobReader>(db_, select.int_at(0), path_);
   }
 
-  // Unsynced, as count_replays: live bytes need not survive a crash.
+  // Live output goes to files beside the store (sqlite/live_spool.hpp), for the key's running
+  // attempt alone: never synced, never through the WAL.
   bool append_live(const std::string& key, int64_t attempt,
                    const core::LiveSegment& segment) override {
-    bool written = false;
-    batched(false, [&](Connection db) {
-      Statement insert(db, sqlite_sql::k_append_live, path_);
-      insert.bind(1, key).bind(2, attempt).bind(3, segment.offset).bind(4, segment.size);
-      insert.bind_blob(5, segment.frames).run();
-      written = sqlite3_changes(db.db) > 0;
-    });
-    return written;
+    if (!running_attempt(key, attempt)) return false;
+    live_->append(key, attempt, segment);
+    return true;
   }
 
   std::vector<core::LiveSegment> read_live(const std::string& key, int64_t attempt, int64_t from,
                                            int64_t max_bytes) override {
-    std::vector<core::LiveSegment> segments;
-    Statement select(db_, sqlite_sql::k_read_live, path_);
-    select.bind(1, key).bind(2, attempt).bind(3, from);
-    int64_t held = 0;
-    while (held < std::max<int64_t>(max_bytes, 1) && select.step()) {
-      core::LiveSegment& s = segments.emplace_back();
-      s.offset = select.int_at(0);
-      s.size = select.int_at(1);
-      s.frames = select.text_at(2);
-      held += int64_t(s.frames.size());
-    }
-    return segments;
+    if (!running_attempt(key, attempt)) return {};
+    return live_->read(key, attempt, from, max_bytes);
+  }
+
+  bool running_attempt(const std::string& key, int64_t attempt) {
+    Statement select(db_, sqlite_sql::k_running_attempt, path_);
+    select.bind(1, key).bind(2, attempt);
+    return select.step();
   }
 
   int64_t drop_stale_live(const OwnerGone& owner_gone, int64_t now_ms) override {
-    std::vector<std::pair<std::string, int64_t>> attempts;
-    {
-      Statement select(db_, sqlite_sql::k_live_attempts, path_);
-      while (select.step()) attempts.emplace_back(select.text_at(0), select.int_at(1));
-    }
     int64_t dropped = 0;
-    for (const auto& [key, attempt] : attempts) {
-      const std::optional<Record> r = select_record(key, false);
-      if (r && r->status == Status::running && r->attempt == attempt &&
+    for (const LiveSpool::File& f : live_->files(1000)) {
+      const std::optional<Record> r = f.key.empty() ? std::nullopt : select_record(f.key, false);
+      if (r && r->status == Status::running && r->attempt == f.attempt &&
           !core::owner_counts_gone(*r, now_ms, owner_gone))
         continue;
-      batched(false, [&](Connection db) {
-        Statement drop(db, sqlite_sql::k_drop_live, path_);
-        drop.bind(1, key).bind(2, attempt).run();
-      });
+      LiveSpool::remove_file(f.path);
       ++dropped;
     }
     return dropped;
@@ -1000,6 +981,7 @@ class SqliteStore final : public Store {
   }
 
   std::string path_;
+  std::optional<LiveSpool> live_;  // beside the file itself (links resolved)
   sqlite3* db_ = nullptr;
   StatementCache statements_;  // db_'s, finalized before it closes
   int64_t busy_timeout_ms_;
