@@ -36,8 +36,8 @@ int run_gc(const GlobalOptions& global, const GcOptions& o) {
   const store::GcResult done = store->gc(q);
   std::cout << (o.dry_run ? "would remove " : "removed ") << done.removed << "\n";
   if (stale > 0)
-    std::cout << "dropped the live output of " << stale << (stale == 1 ? " attempt" : " attempts")
-              << " whose owner is gone\n";
+    std::cout << "dropped the live output left by " << stale
+              << (stale == 1 ? " attempt" : " attempts") << "\n";
   if (const int64_t left = done.wal_bytes_left; left > 0) {
     const store::StoreLocation where = store_location(global);
     std::cerr << "idem: the WAL " << where.target << "-wal still holds " << core::format_size(left)
