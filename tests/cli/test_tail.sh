@@ -96,7 +96,7 @@ assert_bytes "$T/follow2.out" 'started\n'
 [[ $(live_rows) -gt 0 ]] || fail "the killed attempt published nothing"
 capture gc idem gc
 expect_rc 0
-file_has "$T/gc.out" "dropped the live output of 1 attempt whose owner is gone" ||
+file_has "$T/gc.out" "dropped the live output left by 1 attempt" ||
   fail "gc says: $(cat "$T/gc.out")"
 assert_eq 0 "$(live_rows)" "live rows after gc"
 

@@ -3,8 +3,8 @@
 // once; what waits unwritten at stop() is dropped; a store that stays busy past the stall time
 // ends the publishing without a gap. (That the store takes no segment of an attempt that no
 // longer runs is the store contract's: store_contract_live.cpp.)
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <mutex>
 #include <string>
