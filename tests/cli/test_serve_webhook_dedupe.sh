@@ -116,12 +116,23 @@ post /hooks/later '{"id":"job-1","mode":"gate"}' 'Content-Type: application/json
 expect_http 201
 assert_body 'queued\n'
 wait_until "the background command starts" file_has "$T/runs" job-1
+# Followed while it runs (SPEC §10), as any front's attempt.
+later_shows() {
+  "$IDEM_BIN" tail '/hooks/later#job-1' >"$T/later.peek" 2>/dev/null || true
+  file_has "$T/later.peek" "key: job-1"
+}
+wait_until "the running command's output is followed" later_shows
+bg later_follow idem tail -f '/hooks/later#job-1'
 # Its duplicate while it runs, and after it finished: the same answer, nothing more runs.
 post /hooks/later '{"id":"job-1","mode":"gate"}' 'Content-Type: application/json'
 expect_http 201
 assert_body 'queued\n'
 release_fifo "$T/gate"
 wait_until "job-1 is recorded" sh -c "[ \"\$('$IDEM_BIN' status '/hooks/later#job-1')\" = succeeded ]"
+bg_wait later_follow
+expect_rc 0
+idem show '/hooks/later#job-1' --stdout >"$T/later.stored"
+assert_same "$T/later.stored" "$T/later_follow.out"
 post /hooks/later '{"id":"job-1","mode":"gate"}' 'Content-Type: application/json'
 expect_http 201
 assert_body 'queued\n'

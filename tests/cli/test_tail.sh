@@ -53,6 +53,20 @@ idem show f1 --stdout >"$T/stored.out"
 assert_same "$T/stored.out" "$T/follow.out"
 assert_eq 0 "$(live_rows)" "live rows once the attempt ended"
 
+# `idem each`'s handlers are followed the same way, by their records' keys.
+mkfifo "$T/each-gate"
+bg each sh -c 'printf "%s\n" "{\"id\":\"m1\"}" | "$1" each --key-field /id -- sh -c \
+  "echo handling; read x < \"\$1\"; echo handled" sh "$2"' sh "$IDEM_BIN" "$T/each-gate"
+wait_until "each's handler is live" shows m1 handling
+bg follow_each idem tail -f m1
+wait_until "the follower of each's handler printed its line" file_has "$T/follow_each.out" handling
+release_fifo "$T/each-gate"
+bg_wait follow_each
+expect_rc 0
+assert_bytes "$T/follow_each.out" 'handling\nhandled\n'
+bg_wait each
+expect_rc 0
+
 # --pty: a program that buffers its output when piped (Python's print) shows it live through
 # the terminal; the stored output is what the terminal received.
 mkfifo "$T/py-gate"
