@@ -69,7 +69,7 @@ assert_eq "$total" "$(jsonq /bytes <<<"$summary")" "the last id is the output's 
 
 # From an offset inside a chunk, once it has ended: the rest, from that byte on.
 curl -sS -H "Authorization: Bearer $UI_TOKEN" -H 'Last-Event-ID: 3' "$url" >"$T/resume.txt"
-first=$(grep -m1 '^data: ' "$T/resume.txt" | cut -c7- | base64 -d)
-assert_eq " 1" "$first" "the first bytes after offset 3 ('out 1\\n' from its 4th byte)"
+first=$(grep -m1 '^data: ' "$T/resume.txt" | cut -c7- | base64 -d | head -c 2)
+assert_eq " 1" "$first" "the first bytes after offset 3 ('out 1' from its 4th byte)"
 file_has "$T/resume.txt" 'event: end' || fail "no end event after the resume"
 stop_daemon
