@@ -11,6 +11,12 @@ Follower::Follower(std::string key, store::OwnerGone owner_gone, int64_t from)
     : key_(std::move(key)), owner_gone_(std::move(owner_gone)), offset_(from) {}
 
 std::optional<FollowEnd> Follower::look(store::Store& store, const Emit& emit, int64_t now_ms) {
+  // While bytes come, the next ones are read at once; the record is looked at again once a look
+  // finds none (the attempt's segments are read for it alone: an end shows as none).
+  if (emitted_ && attempt_ != 0) {
+    emitted_ = false;
+    if (emit_live(store, emit) || stopped_) return std::nullopt;
+  }
   emitted_ = false;
   std::optional<core::Record> r = store.get_without_output(key_);
   if (!r) return FollowEnd{FollowEnd::Kind::missing, std::nullopt};

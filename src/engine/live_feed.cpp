@@ -53,8 +53,12 @@ void LiveFeed::loop() {
       clock_.wait_until(wake_, lock, next_write_ms);
       continue;
     }
+    // The spare's buffer becomes the pending one: a segment's memory is reused, not mapped and
+    // faulted in anew each time (256 KiB is past malloc's mmap threshold).
     core::LiveSegment segment = std::move(pending_);
-    pending_ = core::LiveSegment{};
+    pending_ = std::move(spare_);
+    pending_.size = 0;
+    pending_.frames.clear();
     space_.notify_all();
     lock.unlock();
     bool failed = false;
@@ -73,6 +77,7 @@ void LiveFeed::loop() {
       return;
     }
     published_ = segment.end();
+    spare_ = std::move(segment);
     next_write_ms = clock_.monotonic_ms() + k_live_interval_ms;
   }
 }

@@ -54,8 +54,9 @@ class LiveFeed {
   std::condition_variable_any wake_;   // the thread: bytes came, or stop
   std::condition_variable_any space_;  // push: the pending segment was taken
   core::LiveSegment pending_;
-  int64_t offset_ = 0;     // bytes pushed
-  int64_t published_ = 0;  // bytes written
+  core::LiveSegment spare_;  // the last segment written, its buffer kept for the next one
+  int64_t offset_ = 0;       // bytes pushed
+  int64_t published_ = 0;    // bytes written
   bool stopping_ = false;
   bool broken_ = false;  // the store failed: push drops everything from now on
   std::thread thread_;

@@ -3,8 +3,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -85,18 +87,35 @@ void LiveSpool::append(const std::string& key, int64_t attempt, const core::Live
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0)
     throw StoreError("cannot read the live output file " + path + ": " + std::strerror(errno));
-  std::string out;
+  // The header (and for a new file its name) and the frames, in one write: never a copy of the
+  // frames.
+  std::string head;
   if (st.st_size == 0) {
-    out += k_magic;
-    put_le(out, key.size(), 4);
-    out += key;
+    head += k_magic;
+    put_le(head, key.size(), 4);
+    head += key;
   }
-  put_le(out, uint64_t(segment.offset), 8);
-  put_le(out, uint64_t(segment.size), 8);
-  put_le(out, segment.frames.size(), 4);
-  out += segment.frames;
-  if (!util::write_all(fd.get(), out))
-    throw StoreError("cannot write the live output file " + path + ": " + std::strerror(errno));
+  put_le(head, uint64_t(segment.offset), 8);
+  put_le(head, uint64_t(segment.size), 8);
+  put_le(head, segment.frames.size(), 4);
+  iovec parts[2] = {{head.data(), head.size()},
+                    {const_cast<char*>(segment.frames.data()), segment.frames.size()}};
+  size_t left = head.size() + segment.frames.size();
+  int first = 0;
+  while (left > 0) {
+    const ssize_t n = ::writev(fd.get(), parts + first, 2 - first);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw StoreError("cannot write the live output file " + path + ": " + std::strerror(errno));
+    left -= size_t(n);
+    for (auto done = size_t(n); done > 0 && first < 2;) {
+      const size_t take = std::min(done, parts[first].iov_len);
+      parts[first].iov_base = static_cast<char*>(parts[first].iov_base) + take;
+      parts[first].iov_len -= take;
+      done -= take;
+      if (parts[first].iov_len == 0) ++first;
+    }
+  }
 }
 
 std::vector<core::LiveSegment> LiveSpool::read(const std::string& key, int64_t attempt,
