@@ -8,7 +8,8 @@
 #   2. 8 followers: `idem run -k K -- sh -c 'head -c STREAM_BYTES /dev/zero'` (1 GiB, idem's
 #      stdout to /dev/null) alone and with FOLLOWERS (8) `idem tail -f K` started as soon as the
 #      key is running; A B A B, ROUNDS (3) of each; wall time and peak RSS (GNU time -f %M) of the
-#      run, medians; goal: wall within 10%, RSS unchanged and <= 32 MiB;
+#      run, medians; goal: wall within 10%, RSS unchanged and <= 32 MiB; beside it the CPU
+#      (user+sys, GNU time) of the run (idem, sh, head) and of the followers together, medians;
 #   3. `idem run` without followers against the build before the feature (BASE_COMMIT, 82e6d52):
 #      first run and replay of `true`, hyperfine -N as compare.sh's rows (ROUNDS rounds of RUNS
 #      runs, order swapped every round), each binary on a store of its own; and first runs of
@@ -112,24 +113,30 @@ if [[ ${PG:-1} != 0 ]]; then
   pg_dir=""
 fi
 
-# 2. One run of STREAM_BYTES with N followers: appends "wall_us rss_kib max_follower_rss_kib".
+# 2. One run of STREAM_BYTES with N followers: prints "wall_us rss_kib max_follower_rss_kib
+#    run_cpu_ms followers_cpu_ms" (CPU: user+sys of the process and its children, GNU time).
 stream_run() {
   local n=$1 i=$2 key=big-$2 fps=() t0 t1 f j
   t0=$(now_us)
-  /usr/bin/time -f %M -o "rss-$i" "$idem" run -q -k "$key" -- \
+  /usr/bin/time -f "%M %U %S" -o "rss-$i" "$idem" run -q -k "$key" -- \
     sh -c "head -c $stream_bytes /dev/zero" >/dev/null 2>"big-$i.err" &
   local rp=$!
   wait_running "$key" "$rp"
   for ((j = 0; j < n; j++)); do
-    /usr/bin/time -f %M -o "frss-$i-$j" "$idem" tail -f "$key" >/dev/null 2>"ftail-$i-$j.err" &
+    /usr/bin/time -f "%M %U %S" -o "frss-$i-$j" "$idem" tail -f "$key" >/dev/null 2>"ftail-$i-$j.err" &
     fps+=($!)
   done
   wait "$rp" || { cat "big-$i.err"; echo "FAIL: idem run ($key)"; exit 1; }
   t1=$(now_us)
   for f in "${fps[@]}"; do wait "$f" || { cat ftail-"$i"-*.err; echo "FAIL: a follower of $key"; exit 1; }; done
-  local fmax=0
-  for ((j = 0; j < n; j++)); do ((fmax >= $(tail -n 1 "frss-$i-$j"))) || fmax=$(tail -n 1 "frss-$i-$j"); done
-  echo "$((t1 - t0)) $(tail -n 1 "rss-$i") $fmax"
+  local fmax=0 fcpu=0 m u s
+  for ((j = 0; j < n; j++)); do
+    read -r m u s < <(tail -n 1 "frss-$i-$j")
+    ((fmax >= m)) || fmax=$m
+    fcpu=$(awk -v a="$fcpu" -v u="$u" -v s="$s" 'BEGIN {printf "%d", a + (u + s) * 1000}')
+  done
+  read -r m u s < <(tail -n 1 "rss-$i")
+  echo "$((t1 - t0)) $m $fmax $(awk -v u="$u" -v s="$s" 'BEGIN {printf "%d", (u + s) * 1000}') $fcpu"
 }
 size="$((stream_bytes >> 20)) MiB"
 ((stream_bytes != 1 << 30)) || size="1 GiB"
@@ -137,20 +144,21 @@ echo "== $size through idem run, 0 vs $followers followers, $rounds runs each (A
 for ((r = 0; r < rounds; r++)); do
   a=$(stream_run 0 "a$r")
   echo "$a" >>stream-0
-  echo "  0 followers: $(awk '{printf "%.2f s, RSS %.1f MiB", $1 / 1e6, $2 / 1024}' <<<"$a")"
+  echo "  0 followers: $(awk '{printf "%.2f s, RSS %.1f MiB, CPU %.2f s", $1 / 1e6, $2 / 1024, $4 / 1e3}' <<<"$a")"
   b=$(stream_run "$followers" "b$r")
   echo "$b" >>stream-n
-  echo "  $followers followers: $(awk '{printf "%.2f s, RSS %.1f MiB (followers up to %.1f MiB)", $1 / 1e6, $2 / 1024, $3 / 1024}' <<<"$b")"
+  echo "  $followers followers: $(awk '{printf "%.2f s, RSS %.1f MiB, CPU %.2f s (followers up to %.1f MiB, CPU %.2f s together)", $1 / 1e6, $2 / 1024, $4 / 1e3, $3 / 1024, $5 / 1e3}' <<<"$b")"
 done
 w0=$(median $(cut -d' ' -f1 stream-0)) wn=$(median $(cut -d' ' -f1 stream-n))
 m0=$(median $(cut -d' ' -f2 stream-0)) mn=$(median $(cut -d' ' -f2 stream-n))
 fm=$(median $(cut -d' ' -f3 stream-n))
+c0=$(median $(cut -d' ' -f4 stream-0)) cn=$(median $(cut -d' ' -f4 stream-n)) cf=$(median $(cut -d' ' -f5 stream-n))
 w_ratio=$(ratio "$wn" "$w0") m_ratio=$(ratio "$mn" "$m0")
 mib() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
-echo "  medians: wall $(ratio "$w0" 1000000) s vs $(ratio "$wn" 1000000) s ($w_ratio), RSS $(mib "$m0") vs $(mib "$mn") MiB ($m_ratio)"
+echo "  medians: wall $(ratio "$w0" 1000000) s vs $(ratio "$wn" 1000000) s ($w_ratio), RSS $(mib "$m0") vs $(mib "$mn") MiB ($m_ratio), CPU of the run $(ratio "$c0" 1000) s vs $(ratio "$cn" 1000) s, of the followers $(ratio "$cf" 1000) s"
 ok=$(met "$w_ratio" '<=' 1.10)
 [[ $ok == yes && $(met "$mn" '<=' $((32 * 1024))) == yes && $(met "$m_ratio" '<=' 1.05) == yes ]] || ok="**no**"
-rows+=("| \`idem run\` of $size, $followers followers \`tail -f\` vs none ($rounds runs each, medians) | wall $(ratio "$wn" 1000000) s vs $(ratio "$w0" 1000000) s ($w_ratio×); peak RSS $(mib "$mn") vs $(mib "$m0") MiB ($m_ratio×); each follower ≤ $(mib "$fm") MiB | wall ≤ 1.10×, RSS unchanged and ≤ 32 MiB | $ok |")
+rows+=("| \`idem run\` of $size, $followers followers \`tail -f\` vs none ($rounds runs each, medians) | wall $(ratio "$wn" 1000000) s vs $(ratio "$w0" 1000000) s ($w_ratio×); peak RSS $(mib "$mn") vs $(mib "$m0") MiB ($m_ratio×); each follower ≤ $(mib "$fm") MiB; CPU of the run $(ratio "$cn" 1000) vs $(ratio "$c0" 1000) s, of the $followers followers $(ratio "$cf" 1000) s | wall ≤ 1.10×, RSS unchanged and ≤ 32 MiB | $ok |")
 
 # 3. Against the build before the feature.
 if [[ ${BASE:-1} != 0 ]]; then
