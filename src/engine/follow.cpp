@@ -7,8 +7,8 @@
 
 namespace idem::engine {
 
-Follower::Follower(std::string key, store::OwnerGone owner_gone, int64_t from)
-    : key_(std::move(key)), owner_gone_(std::move(owner_gone)), offset_(from) {}
+Follower::Follower(std::string key, store::OwnerGone owner_gone, int64_t from, int64_t attempt)
+    : key_(std::move(key)), owner_gone_(std::move(owner_gone)), offset_(from), attempt_(attempt) {}
 
 std::optional<FollowEnd> Follower::look(store::Store& store, const Emit& emit, int64_t now_ms) {
   // While bytes come, the next ones are read at once; the record is looked at again once a look

@@ -36,7 +36,8 @@ class Follower {
 
   // Follows `key` (a record's name) from byte `from` on; `owner_gone` judges a running record's
   // owner here (proc::owner_gone; a lease is judged by itself).
-  Follower(std::string key, store::OwnerGone owner_gone, int64_t from = 0);
+  // With `attempt`, that attempt alone (another one found is `replaced`); 0: the latest.
+  Follower(std::string key, store::OwnerGone owner_gone, int64_t from = 0, int64_t attempt = 0);
 
   // One look through `store` (any connection: a daemon leases one per look) at `now_ms`: emits what
   // there is past offset(); the end once the attempt has ended and every byte of it was emitted, or

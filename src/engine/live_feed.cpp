@@ -33,10 +33,18 @@ void LiveFeed::push(core::Stream stream, std::string_view bytes) {
     clock_.wait_until(space_, lock, stall_end);
   }
   if (broken_ || stopping_) return;
-  if (pending_.size == 0) pending_.offset = offset_;
-  core::add_frame(pending_, stream, bytes);
-  offset_ += int64_t(bytes.size());
-  if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  try {
+    if (pending_.size == 0) pending_.offset = offset_;
+    core::add_frame(pending_, stream, bytes);
+    offset_ += int64_t(bytes.size());
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  } catch (const std::exception&) {
+    // No memory or no thread: the command runs on, unpublished (its outcome keeps its output).
+    broken_ = true;
+    pending_ = core::LiveSegment{};  // maybe a frame cut short: never written
+    space_.notify_all();
+    return;
+  }
   wake_.notify_one();
 }
 

@@ -40,7 +40,9 @@ nlohmann::json follow_end_json(const engine::FollowEnd& end) {
   switch (end.kind) {
     case engine::FollowEnd::Kind::ended: {
       const core::Record& r = *end.record;
-      j["exit_code"] = core::replay_exit_code(r);
+      // As `idem tail -f` exits: a superseded key ran nothing (65).
+      j["exit_code"] =
+          r.status == core::Status::superseded ? int(k_exit_conflict) : core::replay_exit_code(r);
       j["outcome"] = std::string(core::to_string(r.status));
       if (r.response) j["http_status"] = r.response->status;
       if (r.output_truncated) j["truncated"] = true;
@@ -113,8 +115,8 @@ std::shared_ptr<const front::Route> make_ui_route(
     if (!held->reader) return [](int64_t, int64_t) { return std::string(); };
     return [held](int64_t offset, int64_t length) { return held->reader->read(offset, length); };
   };
-  b.follow = [stores](const std::string& key, int64_t from) -> ui::UiFollowLook {
-    auto follower = std::make_shared<engine::Follower>(key, proc::owner_gone, from);
+  b.follow = [stores](const std::string& key, int64_t from, int64_t attempt) -> ui::UiFollowLook {
+    auto follower = std::make_shared<engine::Follower>(key, proc::owner_gone, from, attempt);
     return [stores, follower](const ui::UiEmit& emit) -> std::optional<std::string> {
       std::optional<engine::FollowEnd> end;
       {

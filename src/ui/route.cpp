@@ -149,7 +149,7 @@ class UiRoute final : public front::Route {
     try {
       if (path == "/ui/login") return login(req, *query);
       if (req.head.method == "POST") return post(req, path);
-      if (auto name = ui_stream_name(path)) return events(req.head, *name);
+      if (auto name = ui_stream_name(path)) return events(req.head, *name, *query);
       return get(path, *query, csrf_for(session_of(req.head)));
     } catch (const std::exception& e) {
       front::StoreFailureAnswer s = front::store_failure_answer(e);
@@ -343,7 +343,15 @@ class UiRoute final : public front::Route {
   // GET /ui/attempts/{name}/output: the output of the key's latest attempt as server-sent events
   // (SPEC §10), from the first byte or from the offset of Last-Event-ID, live while it runs; an
   // `end` event once it has ended. At most k_ui_max_streams at once.
-  net::Response events(const net::RequestHead& head, const std::string& name) const {
+  net::Response events(const net::RequestHead& head, const std::string& name,
+                       const std::vector<std::pair<std::string, std::string>>& query) const {
+    // ?attempt=N: that attempt alone, so a reconnect never resumes inside a later one.
+    int64_t attempt = 0;
+    if (const std::string a = first_value(query, "attempt"); !a.empty()) {
+      if (a.size() > 18 || a.find_first_not_of("0123456789") != std::string::npos)
+        return ui_message(400, "Bad request", "attempt must be an attempt's number");
+      attempt = std::atoll(a.c_str());
+    }
     int64_t from = 0;
     if (auto last = head.headers.get("Last-Event-ID")) {
       const std::string_view id = *last;
@@ -375,7 +383,7 @@ class UiRoute final : public front::Route {
       std::shared_ptr<std::atomic<int>> streams_;
     };
     auto slot = std::make_shared<Slot>(streams_);
-    r.stream = [slot, follow = backend_.follow(name, from), stopping = backend_.stopping,
+    r.stream = [slot, follow = backend_.follow(name, from, attempt), stopping = backend_.stopping,
                 now = backend_.now_ms](const std::function<bool(std::string_view)>& write) {
       std::string event;
       int64_t last_write = now();

@@ -73,9 +73,9 @@ struct UiBackend {
   // The serial groups with waiters (at most k_ui_queue_groups), each with its line's first
   // k_ui_queue_rows waiters (Store::queued_groups, Store::group_line).
   std::function<std::vector<UiQueue>()> queues;
-  // Follows `key`'s latest attempt from byte `from` on (SPEC §10): a look at a time, each on a
-  // store connection of its own (none is held between looks).
-  std::function<UiFollowLook(const std::string& key, int64_t from)> follow;
+  // Follows `key`'s attempt `attempt` (0: its latest) from byte `from` on (SPEC §10): a look at
+  // a time, each on a store connection of its own (none is held between looks).
+  std::function<UiFollowLook(const std::string& key, int64_t from, int64_t attempt)> follow;
   // Whether the daemon drains: an event stream then ends (a client reconnects elsewhere).
   std::function<bool()> stopping;
   std::function<int64_t()> now_ms;

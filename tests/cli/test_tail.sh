@@ -114,6 +114,30 @@ file_has "$T/gc.out" "dropped the live output left by 1 attempt" ||
   fail "gc says: $(cat "$T/gc.out")"
 assert_eq 0 "$(live_rows)" "live rows after gc"
 
+# SQLite: a live output folder planted beside the store (a link to another folder, or one others
+# can write) is neither written, read nor cleaned: the run is unaffected, a follower is told.
+if [[ -z ${_pg_schema:-} ]]; then
+  mkdir "$T/victim"
+  printf 'keep me\n' >"$T/victim/0123456789abcdef0123456789abcdef.1"
+  mv "$IDEM_DB.live" "$T/old.live" 2>/dev/null || true
+  ln -s "$T/victim" "$IDEM_DB.live"
+  capture planted idem run -k planted -- echo through
+  expect_rc 0
+  assert_bytes "$T/planted.out" 'through\n'
+  capture planted_gc idem gc
+  expect_rc 74
+  assert_bytes "$T/victim/0123456789abcdef0123456789abcdef.1" 'keep me\n'
+  file_has "$T/planted_gc.err" "is not a folder (no link) of this user's" ||
+    fail "gc on a planted folder says: $(cat "$T/planted_gc.err")"
+  rm "$IDEM_DB.live"
+  mkdir -m 0777 "$IDEM_DB.live"
+  chmod 0777 "$IDEM_DB.live"
+  capture open_folder idem run -k planted2 -- echo through
+  expect_rc 0
+  [[ -z $(ls -A "$IDEM_DB.live") ]] || fail "a file was written in a folder others can write"
+  rmdir "$IDEM_DB.live"
+fi
+
 # Eight followers join a 1 GiB run at random points: before one of the eight 2 MiB parts that
 # fill its 16 MiB capture, each behind a gate; then the rest of the GiB, and a last gate where
 # the run's peak RSS is read, once every byte has been written.

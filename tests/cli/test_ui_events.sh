@@ -35,6 +35,12 @@ assert_eq 400 "$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bear
 assert_eq 404 "$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $UI_TOKEN" \
   "$UI/ui/attempts/no-such-key/output")" "no record"
 
+assert_eq 400 "$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $UI_TOKEN" \
+  "$url?attempt=x")" "an attempt that is no number"
+# Another attempt than the key's: the stream ends at once as `replaced`.
+curl -sS -H "Authorization: Bearer $UI_TOKEN" "$url?attempt=2" >"$T/other.txt"
+grep -q '"outcome":"replaced"' "$T/other.txt" || fail "attempt 2 of ev: $(cat "$T/other.txt")"
+
 # Eight streams at once (held open by the running command), then a ninth: 503.
 for i in 1 2 3 4 5 6 7 8; do
   bg "held$i" curl -sSN -H "Authorization: Bearer $UI_TOKEN" "$url"
@@ -48,7 +54,7 @@ for i in 1 2 3 4 5 6 7 8; do kill "$(bg_pid "held$i")"; done
 for i in 1 2 3 4 5 6 7 8; do bg_wait "held$i"; done
 
 # Ten cuts while it runs, each followed by the next gate: no gap, no repeated byte.
-capture client node "$node_dir/sse_client.js" "$url" "$UI_TOKEN" 10 "$T/got.out" "$T/got.err" \
+capture client node "$node_dir/sse_client.js" "$url?attempt=1" "$UI_TOKEN" 10 "$T/got.out" "$T/got.err" \
   "${gates[@]}"
 expect_rc 0
 bg_wait run

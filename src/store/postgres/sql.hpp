@@ -537,13 +537,14 @@ inline constexpr const char* k_count_replays = R"sql(
       FROM unsynced WHERE key = $1)sql";
 
 // Live output (Store::append_live, read_live, drop_stale_live): not synced, as k_count_replays. A
-// segment is written only for the key's current running attempt.
+// segment is written only for the key's current running attempt, whose row it locks (FOR KEY
+// SHARE) so that a finish, rm or takeover committing meanwhile waits, and its trigger sees it.
 inline constexpr const char* k_append_live = R"sql(
       WITH unsynced AS (SELECT set_config('synchronous_commit', 'off', true))
       INSERT INTO idem_live_output (key, attempt, at, size, frames)
       SELECT $1, $2, $3, $4, $5 FROM unsynced
       WHERE EXISTS (SELECT 1 FROM idem_records
-                    WHERE key = $1 AND attempt = $2 AND status = 'running')
+                    WHERE key = $1 AND attempt = $2 AND status = 'running' FOR KEY SHARE)
       ON CONFLICT DO NOTHING)sql";
 inline constexpr const char* k_read_live = R"sql(
       SELECT at, size, frames FROM idem_live_output

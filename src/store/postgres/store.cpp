@@ -293,7 +293,9 @@ class PostgresStore final : public Store {
       return found;
     });
     int64_t dropped = 0;
-    for (const auto& [key, attempt] : attempts) {
+    for (const auto& found : attempts) {
+      const std::string& key = found.first;  // (not bindings: a lambda below captures them)
+      const int64_t attempt = found.second;
       const std::optional<Record> r = get_without_output(key);
       if (r && r->status == Status::running && r->attempt == attempt &&
           !core::owner_counts_gone(*r, now_ms, owner_gone))

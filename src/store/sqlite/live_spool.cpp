@@ -56,37 +56,59 @@ bool read_header(int fd, off_t size, std::string& key, off_t& records) {
   return true;
 }
 
-// The folder, made 0700 if absent; refused unless it is a folder of this user's that others
-// cannot write (never followed through a link).
-void ensure_folder(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    throw StoreError("cannot make the live output folder " + dir + ": " + std::strerror(errno));
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
-      (st.st_mode & 022) != 0)
-    throw StoreError("the live output folder " + dir +
-                     " is not a folder of this user's that only it can write; remove it");
+// A file of the folder as this user's own: a regular file (never a link: O_NOFOLLOW; never a
+// fifo: O_NONBLOCK), with one name, of this user's. Anything else was planted.
+void check_file(int fd, const std::string& what, struct stat& st) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || st.st_nlink != 1)
+    throw StoreError("the live output file " + what +
+                     " is not a file of this user's alone; remove it");
+}
+
+// A spool file's name: 32 hex digits, '.', the attempt.
+bool spool_name(std::string_view name) {
+  const size_t dot = name.find('.');
+  if (dot != 32 || name.size() == dot + 1) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool ok = i < dot ? (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')
+                            : i == dot || (c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
 }
 
 }  // namespace
 
-std::string LiveSpool::path_of(const std::string& key, int64_t attempt) const {
-  return dir_ + "/" + util::sha256_hex(key).substr(0, 32) + "." + std::to_string(attempt);
+std::string LiveSpool::name_of(const std::string& key, int64_t attempt) {
+  return util::sha256_hex(key).substr(0, 32) + "." + std::to_string(attempt);
+}
+
+util::Fd LiveSpool::folder(bool create) const {
+  if (create && ::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST)
+    throw StoreError("cannot make the live output folder " + dir_ + ": " + std::strerror(errno));
+  util::Fd fd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.get() < 0 && errno == ENOENT && !create) return fd;
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+      st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)
+    throw StoreError("the live output folder " + dir_ +
+                     " is not a folder (no link) of this user's that only it can use; remove it");
+  return fd;
 }
 
 void LiveSpool::append(const std::string& key, int64_t attempt, const core::LiveSegment& segment) {
-  const std::string path = path_of(key, attempt);
-  const int flags = O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
-  util::Fd fd(::open(path.c_str(), flags, 0600));
-  if (fd.get() < 0 && errno == ENOENT) {
-    ensure_folder(dir_);
-    fd = util::Fd(::open(path.c_str(), flags, 0600));
-  }
+  const util::Fd dir = folder(true);
+  const std::string name = name_of(key, attempt);
+  // An attempt's first segment starts its file anew: one an earlier attempt of the same number
+  // left (a crash, then rm) is never read as this one's.
+  const int flags = O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+                    (segment.offset == 0 ? O_TRUNC : 0);
+  const util::Fd fd(::openat(dir.get(), name.c_str(), flags, 0600));
+  const std::string path = dir_ + "/" + name;
   if (fd.get() < 0)
     throw StoreError("cannot open the live output file " + path + ": " + std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0)
-    throw StoreError("cannot read the live output file " + path + ": " + std::strerror(errno));
+  check_file(fd.get(), path, st);
   // The header (and for a new file its name) and the frames, in one write: never a copy of the
   // frames.
   std::string head;
@@ -121,13 +143,19 @@ void LiveSpool::append(const std::string& key, int64_t attempt, const core::Live
 std::vector<core::LiveSegment> LiveSpool::read(const std::string& key, int64_t attempt,
                                                int64_t from, int64_t max_bytes) const {
   std::vector<core::LiveSegment> segments;
-  const util::Fd fd(::open(path_of(key, attempt).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  const util::Fd dir = folder(false);
+  if (dir.get() < 0) return segments;
+  const std::string name = name_of(key, attempt);
+  const util::Fd fd(
+      ::openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) return segments;
   struct stat st {};
-  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) return segments;
+  check_file(fd.get(), dir_ + "/" + name, st);
   std::string named;
   off_t at = 0;
   if (!read_header(fd.get(), st.st_size, named, at) || named != key) return segments;
   int64_t held = 0;
+  int64_t next = 0;  // where the next record must begin, at least
   char head[k_record_head];
   while (held < std::max<int64_t>(max_bytes, 1) && at + off_t(k_record_head) <= st.st_size &&
          pread_all(fd.get(), head, sizeof head, at)) {
@@ -137,6 +165,8 @@ std::vector<core::LiveSegment> LiveSpool::read(const std::string& key, int64_t a
     const auto length = off_t(get_le(head + 16, 4));
     const off_t body = at + off_t(k_record_head);
     if (body + length > st.st_size) break;  // still being written
+    if (s.offset < next) break;             // not this attempt's order: never shown
+    next = s.end();
     at = body + length;
     if (s.end() <= from) continue;
     s.frames.resize(size_t(length));
@@ -148,33 +178,46 @@ std::vector<core::LiveSegment> LiveSpool::read(const std::string& key, int64_t a
 }
 
 void LiveSpool::remove(const std::string& key, int64_t attempt) const {
-  ::unlink(path_of(key, attempt).c_str());
+  try {
+    const util::Fd dir = folder(false);
+    if (dir.get() >= 0) ::unlinkat(dir.get(), name_of(key, attempt).c_str(), 0);
+  } catch (const StoreError&) {
+    // A folder that is not idem's: nothing of it is touched.
+  }
 }
 
-void LiveSpool::remove_file(const std::string& path) { ::unlink(path.c_str()); }
+void LiveSpool::remove_file(const std::string& name) const {
+  const util::Fd dir = folder(false);
+  if (dir.get() >= 0 && spool_name(name)) ::unlinkat(dir.get(), name.c_str(), 0);
+}
 
-std::vector<LiveSpool::File> LiveSpool::files(size_t limit) const {
+std::vector<LiveSpool::File> LiveSpool::files(size_t limit, int64_t now_s) const {
   std::vector<File> found;
-  DIR* dir = ::opendir(dir_.c_str());
-  if (dir == nullptr) return found;
+  util::Fd dir = folder(false);
+  if (dir.get() < 0) return found;
+  DIR* listing = ::fdopendir(::dup(dir.get()));
+  if (listing == nullptr) return found;
   while (found.size() < limit) {
-    const dirent* e = ::readdir(dir);
+    const dirent* e = ::readdir(listing);
     if (e == nullptr) break;
     const std::string name = e->d_name;
-    const size_t dot = name.find('.');
-    if (name == "." || name == ".." || dot == std::string::npos) continue;
+    if (!spool_name(name)) continue;  // only idem's names are ever looked at, or removed
     File f;
-    f.path = dir_ + "/" + name;
-    f.attempt = std::atoll(name.c_str() + dot + 1);
-    const util::Fd fd(::open(f.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    f.name = name;
+    f.attempt = std::atoll(name.c_str() + 33);
+    const util::Fd fd(
+        ::openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     struct stat st {};
+    if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     off_t records = 0;
-    if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 ||
-        !read_header(fd.get(), st.st_size, f.key, records))
+    if (!read_header(fd.get(), st.st_size, f.key, records)) {
+      // Being made (its first write comes right after), or torn: left a minute first.
+      if (now_s - int64_t(st.st_mtime) < 60) continue;
       f.key.clear();
+    }
     found.push_back(std::move(f));
   }
-  ::closedir(dir);
+  ::closedir(listing);
   return found;
 }
 

@@ -6,6 +6,10 @@
 // write of them to the WAL and, at its end, the freeing of every page they took (16 MiB of
 // output: 40 ms more); a file costs a write(2) per segment and an unlink.
 //
+// The folder must be this user's with no access for others, a file a regular one of this
+// user's with one name (never followed through a link, never a fifo): anything else beside a
+// store was planted, and is refused rather than written to, read or removed.
+//
 // A file: "IDEMLIVE1\n", the key's length (4 bytes little-endian) and the key, then one record
 // per segment: its offset and size (8 bytes little-endian each), the length of its frames (4
 // bytes) and the frames (core/live.hpp). Each record is appended by one write(2); a reader stops
@@ -15,6 +19,7 @@
 #include <vector>
 
 #include "core/live.hpp"
+#include "util/fd.hpp"
 
 namespace idem::store::sqlite {
 
@@ -34,17 +39,21 @@ class LiveSpool {
 
   // A file of the folder, as found (for gc: Store::drop_stale_live).
   struct File {
-    std::string path;
-    std::string key;
+    std::string name;
+    std::string key;  // empty: its header cannot be read (torn): removed by gc too
     int64_t attempt = 0;
   };
-  // Up to `limit` of the files; those that cannot be read as spool files are given with an
-  // empty key (a torn header: removed by gc too).
-  std::vector<File> files(size_t limit) const;
-  static void remove_file(const std::string& path);
+  // Up to `limit` of the files whose names are idem's (others are never looked at); one whose
+  // header is not yet written is left while younger than a minute (at `now_s`, Unix seconds).
+  std::vector<File> files(size_t limit, int64_t now_s) const;
+  void remove_file(const std::string& name) const;
 
  private:
-  std::string path_of(const std::string& key, int64_t attempt) const;
+  static std::string name_of(const std::string& key, int64_t attempt);
+  // The folder, opened (never through a link) and checked: this user's, no one else's access;
+  // made 0700 with `create`. Not there (without `create`): an fd of -1. StoreError for one that
+  // is not idem's.
+  util::Fd folder(bool create) const;
   const std::string dir_;
 };
 

@@ -416,12 +416,12 @@ class SqliteStore final : public Store {
 
   int64_t drop_stale_live(const OwnerGone& owner_gone, int64_t now_ms) override {
     int64_t dropped = 0;
-    for (const LiveSpool::File& f : live_->files(1000)) {
+    for (const LiveSpool::File& f : live_->files(1000, now_ms / 1000)) {
       const std::optional<Record> r = f.key.empty() ? std::nullopt : select_record(f.key, false);
       if (r && r->status == Status::running && r->attempt == f.attempt &&
           !core::owner_counts_gone(*r, now_ms, owner_gone))
         continue;
-      LiveSpool::remove_file(f.path);
+      live_->remove_file(f.name);
       ++dropped;
     }
     return dropped;
