@@ -354,7 +354,8 @@ std::string render_ui_detail(const core::Record& r, const UiOutput& output,
   if (r.status == core::Status::running) {
     // Followed live by the page's script (SPEC §10); without it, a reload shows the end.
     out += "<div id=\"live-output\" data-src=\"/ui/attempts/" + html_escape(url_component(r.key)) +
-           "/output\"><p class=\"muted\" id=\"live-state\">Running: its output so far, as it "
+           "/output?attempt=" + std::to_string(r.attempt) +
+           "\"><p class=\"muted\" id=\"live-state\">Running: its output so far, as it "
            "comes.</p><pre id=\"live-text\"></pre></div>";
   } else if (!output.readable) {
     out += "<p class=\"error\">The stored output cannot be read.</p>";
