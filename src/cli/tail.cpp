@@ -62,33 +62,34 @@ int run_tail(const GlobalOptions& global, const TailOptions& o) {
       continue;
     }
     const std::optional<core::Record>& r = end->record;
+    const int code = engine::follow_exit_code(*end);  // the page's end event says the same
     switch (end->kind) {
       case engine::FollowEnd::Kind::missing:
-        throw Error(k_exit_already_done, follower.attempt() == 0
-                                             ? "no record for " + shown
-                                             : shown + " was removed while it was followed");
+        throw Error(ExitCode(code), follower.attempt() == 0
+                                        ? "no record for " + shown
+                                        : shown + " was removed while it was followed");
       case engine::FollowEnd::Kind::replaced:
-        throw Error(k_exit_abandoned,
+        throw Error(ExitCode(code),
                     shown + ": attempt " + std::to_string(follower.attempt()) +
                         " ended and attempt " + std::to_string(r->attempt) +
                         " began before its end could be read; 'idem log' shows how it ended");
       case engine::FollowEnd::Kind::abandoned:
-        throw Error(k_exit_abandoned, shown + ": attempt " + std::to_string(r->attempt) + " (pid " +
-                                          std::to_string(r->owner.pid) + " on " + r->owner.host +
-                                          ", started " +
-                                          util::human_duration(clock.now_ms() - r->started_ms) +
-                                          " ago) died mid-run and its outcome is unknown");
+        throw Error(ExitCode(code), shown + ": attempt " + std::to_string(r->attempt) + " (pid " +
+                                        std::to_string(r->owner.pid) + " on " + r->owner.host +
+                                        ", started " +
+                                        util::human_duration(clock.now_ms() - r->started_ms) +
+                                        " ago) died mid-run and its outcome is unknown");
       case engine::FollowEnd::Kind::ended:
         break;
     }
     if (r->status == core::Status::superseded)
-      throw Error(k_exit_conflict, shown + " was superseded by '" +
-                                       core::display_key(r->superseded_by) +
-                                       "' in its serial group before it ran");
+      throw Error(ExitCode(code), shown + " was superseded by '" +
+                                      core::display_key(r->superseded_by) +
+                                      "' in its serial group before it ran");
     if (r->output_truncated)
       std::cerr << "idem: output of " << shown << " is truncated: only its first "
                 << r->output_bytes << " bytes were stored (--max-output)\n";
-    return core::replay_exit_code(*r);
+    return code;
   }
 }
 

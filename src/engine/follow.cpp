@@ -3,9 +3,24 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/exit_code.hpp"
 #include "core/key.hpp"
 
 namespace idem::engine {
+
+int follow_exit_code(const FollowEnd& end) {
+  switch (end.kind) {
+    case FollowEnd::Kind::ended:
+      return end.record->status == core::Status::superseded ? int(k_exit_conflict)
+                                                            : core::replay_exit_code(*end.record);
+    case FollowEnd::Kind::abandoned:
+    case FollowEnd::Kind::replaced:
+      return k_exit_abandoned;
+    case FollowEnd::Kind::missing:
+      break;
+  }
+  return k_exit_already_done;
+}
 
 Follower::Follower(std::string key, store::OwnerGone owner_gone, int64_t from, int64_t attempt)
     : key_(std::move(key)), owner_gone_(std::move(owner_gone)), offset_(from), attempt_(attempt) {}

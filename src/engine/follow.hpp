@@ -29,6 +29,11 @@ struct FollowEnd {
   std::optional<core::Record> record;  // without output
 };
 
+// The exit code a follow ends with, as `idem tail -f` exits and the page's `end` event says: an
+// ended attempt's as a replay gives it (65 for a superseded key, which ran nothing), 69 for an
+// abandoned or replaced one, 1 for a record that is gone.
+int follow_exit_code(const FollowEnd& end);
+
 class Follower {
  public:
   // Bytes of `stream` and the offset after them; false: stop (the reader is gone).

@@ -37,31 +37,26 @@ struct UiHooks {
 // The data of an event stream's `end` event: how the attempt ended, as `idem tail -f` exits.
 nlohmann::json follow_end_json(const engine::FollowEnd& end) {
   nlohmann::json j;
+  j["exit_code"] = engine::follow_exit_code(end);
   switch (end.kind) {
     case engine::FollowEnd::Kind::ended: {
       const core::Record& r = *end.record;
-      // As `idem tail -f` exits: a superseded key ran nothing (65).
-      j["exit_code"] =
-          r.status == core::Status::superseded ? int(k_exit_conflict) : core::replay_exit_code(r);
       j["outcome"] = std::string(core::to_string(r.status));
       if (r.response) j["http_status"] = r.response->status;
       if (r.output_truncated) j["truncated"] = true;
       break;
     }
     case engine::FollowEnd::Kind::abandoned:
-      j["exit_code"] = int(k_exit_abandoned);
       j["outcome"] = "abandoned";
       j["message"] = "attempt " + std::to_string(end.record->attempt) +
                      " died mid-run and its outcome is unknown";
       break;
     case engine::FollowEnd::Kind::replaced:
-      j["exit_code"] = int(k_exit_abandoned);
       j["outcome"] = "replaced";
       j["message"] = "attempt " + std::to_string(end.record->attempt) +
                      " began before the end of the one followed could be read";
       break;
     case engine::FollowEnd::Kind::missing:
-      j["exit_code"] = int(k_exit_already_done);
       j["outcome"] = "removed";
       j["message"] = "the record was removed";
       break;
