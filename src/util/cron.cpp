@@ -38,7 +38,7 @@ constexpr CronField k_cron_fields[5] = {
     {"day-of-week", 0, 7, &k_weekday_names, 0, 7},
 };
 
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool cron_blank(char c) { return c == ' ' || c == '\t'; }
 
 // Reads one field of a crontab line as Vixie's get_list/get_range/get_number do, into a bit
 // mask; the errors say what is wrong.
@@ -175,31 +175,31 @@ std::optional<CronSchedule> cron_at_form(std::string_view word, std::string* err
 }
 
 // The lowest set bit of `mask` at or above `from`, or -1.
-int next_bit(uint64_t mask, int from) {
+int cron_next_bit(uint64_t mask, int from) {
   if (from >= 64) return -1;
   uint64_t rest = mask & (~uint64_t(0) << from);
   return rest == 0 ? -1 : std::countr_zero(rest);
 }
 
 // The highest set bit of `mask` at or below `from`, or -1.
-int previous_bit(uint64_t mask, int from) {
+int cron_previous_bit(uint64_t mask, int from) {
   if (from < 0) return -1;
   uint64_t rest = from >= 63 ? mask : mask & ((uint64_t(1) << (from + 1)) - 1);
   return rest == 0 ? -1 : 63 - std::countl_zero(rest);
 }
 
-int64_t floor_to(int64_t v, int64_t unit) {
+int64_t cron_floor(int64_t v, int64_t unit) {
   int64_t q = v / unit;
   if (v % unit != 0 && v < 0) --q;
   return q * unit;
 }
 
-int64_t ceil_to(int64_t v, int64_t unit) { return -floor_to(-v, unit); }
+int64_t cron_ceil(int64_t v, int64_t unit) { return -cron_floor(-v, unit); }
 
 // The first matching local minute in [lo, hi], skipping months and days that do not match.
-std::optional<int64_t> next_match(const CronSchedule& s, int64_t lo, int64_t hi) {
-  int64_t t = ceil_to(lo, 60);
-  int64_t day = floor_to(t, 86400) / 86400;
+std::optional<int64_t> cron_next_match(const CronSchedule& s, int64_t lo, int64_t hi) {
+  int64_t t = cron_ceil(lo, 60);
+  int64_t day = cron_floor(t, 86400) / 86400;
   int second_of_day = static_cast<int>(t - day * 86400);
   while (day * 86400 <= hi) {
     const CivilDate date = civil_from_days(day);
@@ -213,10 +213,10 @@ std::optional<int64_t> next_match(const CronSchedule& s, int64_t lo, int64_t hi)
       int hour = second_of_day / 3600;
       int minute = second_of_day / 60 % 60;
       int m = -1;
-      if ((s.hours >> hour & 1u) != 0) m = next_bit(s.minutes, minute);
+      if ((s.hours >> hour & 1u) != 0) m = cron_next_bit(s.minutes, minute);
       if (m < 0) {
-        hour = next_bit(s.hours, hour + 1);
-        if (hour >= 0) m = next_bit(s.minutes, 0);
+        hour = cron_next_bit(s.hours, hour + 1);
+        if (hour >= 0) m = cron_next_bit(s.minutes, 0);
       }
       if (hour >= 0 && m >= 0) {
         int64_t found = day * 86400 + int64_t(hour) * 3600 + int64_t(m) * 60;
@@ -231,9 +231,9 @@ std::optional<int64_t> next_match(const CronSchedule& s, int64_t lo, int64_t hi)
 }
 
 // The last matching local minute in [lo, hi].
-std::optional<int64_t> previous_match(const CronSchedule& s, int64_t lo, int64_t hi) {
-  int64_t t = floor_to(hi, 60);
-  int64_t day = floor_to(t, 86400) / 86400;
+std::optional<int64_t> cron_previous_match(const CronSchedule& s, int64_t lo, int64_t hi) {
+  int64_t t = cron_floor(hi, 60);
+  int64_t day = cron_floor(t, 86400) / 86400;
   int second_of_day = static_cast<int>(t - day * 86400);
   while (day * 86400 + 86399 >= lo) {
     const CivilDate date = civil_from_days(day);
@@ -246,10 +246,10 @@ std::optional<int64_t> previous_match(const CronSchedule& s, int64_t lo, int64_t
       int hour = second_of_day / 3600;
       int minute = second_of_day / 60 % 60;
       int m = -1;
-      if ((s.hours >> hour & 1u) != 0) m = previous_bit(s.minutes, minute);
+      if ((s.hours >> hour & 1u) != 0) m = cron_previous_bit(s.minutes, minute);
       if (m < 0) {
-        hour = previous_bit(s.hours, hour - 1);
-        if (hour >= 0) m = previous_bit(s.minutes, 59);
+        hour = cron_previous_bit(s.hours, hour - 1);
+        if (hour >= 0) m = cron_previous_bit(s.minutes, 59);
       }
       if (hour >= 0 && m >= 0) {
         int64_t found = day * 86400 + int64_t(hour) * 3600 + int64_t(m) * 60;
@@ -274,16 +274,16 @@ bool CronSchedule::day_matches(int64_t days) const {
 }
 
 bool CronSchedule::matches_local(int64_t local_s) const {
-  if (floor_to(local_s, 60) != local_s) return false;
-  const int64_t day = floor_to(local_s, 86400) / 86400;
+  if (cron_floor(local_s, 60) != local_s) return false;
+  const int64_t day = cron_floor(local_s, 86400) / 86400;
   const int64_t second_of_day = local_s - day * 86400;
   return day_matches(day) && (hours >> (second_of_day / 3600) & 1u) != 0 &&
          (minutes >> (second_of_day / 60 % 60) & 1u) != 0;
 }
 
 std::optional<CronSchedule> parse_cron(std::string_view text, std::string* error) {
-  while (!text.empty() && is_blank(text.front())) text.remove_prefix(1);
-  while (!text.empty() && (is_blank(text.back()) || text.back() == '\n')) text.remove_suffix(1);
+  while (!text.empty() && cron_blank(text.front())) text.remove_prefix(1);
+  while (!text.empty() && (cron_blank(text.back()) || text.back() == '\n')) text.remove_suffix(1);
   auto fail = [&](const std::string& why) -> std::optional<CronSchedule> {
     if (error != nullptr) *error = why;
     return std::nullopt;
@@ -298,21 +298,23 @@ std::optional<CronSchedule> parse_cron(std::string_view text, std::string* error
   size_t pos = 0;
   while (pos < text.size()) {
     size_t end = pos;
-    while (end < text.size() && !is_blank(text[end])) ++end;
+    while (end < text.size() && !cron_blank(text[end])) ++end;
     if (count < 5) fields[count] = text.substr(pos, end - pos);
     ++count;
     pos = end;
-    while (pos < text.size() && is_blank(text[pos])) ++pos;
+    while (pos < text.size() && cron_blank(text[pos])) ++pos;
   }
   if (count != 5) {
-    return fail("a cron expression has 5 fields (minute hour day-of-month month day-of-week), not " +
-                std::to_string(count));
+    return fail(
+        "a cron expression has 5 fields (minute hour day-of-month month day-of-week), not " +
+        std::to_string(count));
   }
   uint64_t bits[5];
   for (size_t i = 0; i < 5; ++i) {
     std::string why;
     if (!CronFieldParser(k_cron_fields[i], fields[i]).parse(&bits[i], &why)) {
-      return fail("bad " + std::string(k_cron_fields[i].name) + " " + quote(fields[i]) + ": " + why);
+      return fail("bad " + std::string(k_cron_fields[i].name) + " " + quote(fields[i]) + ": " +
+                  why);
     }
   }
   CronSchedule s;
@@ -345,7 +347,7 @@ std::optional<int64_t> next_due(const CronSchedule& schedule, const TimeZone& tz
   for (TimeZone::Segment seg = tz.segment_at(from);; seg = tz.segment_at(seg.end)) {
     const bool starts_here = seg.start >= from;
     if (fixed && starts_here && seg.previous_offset < seg.offset &&
-        next_match(schedule, seg.start + seg.previous_offset, seg.start + seg.offset - 1)) {
+        cron_next_match(schedule, seg.start + seg.previous_offset, seg.start + seg.offset - 1)) {
       return seg.start;
     }
     int64_t lo = std::max(from, seg.start) + seg.offset;
@@ -353,7 +355,7 @@ std::optional<int64_t> next_due(const CronSchedule& schedule, const TimeZone& tz
       lo = std::max(lo, seg.start + seg.previous_offset);
     }
     const int64_t last = std::min(seg.end - 1, limit);
-    if (auto local = next_match(schedule, lo, last + seg.offset)) return *local - seg.offset;
+    if (auto local = cron_next_match(schedule, lo, last + seg.offset)) return *local - seg.offset;
     if (seg.end > limit) return std::nullopt;
   }
 }
@@ -371,10 +373,10 @@ std::optional<int64_t> previous_due(const CronSchedule& schedule, const TimeZone
       lo = std::max(lo, seg.start + seg.previous_offset);
     }
     const int64_t hi = std::min(at_s, seg.end - 1) + seg.offset;
-    if (auto local = previous_match(schedule, lo, hi)) return *local - seg.offset;
+    if (auto local = cron_previous_match(schedule, lo, hi)) return *local - seg.offset;
     if (!has_start || seg.start < limit) return std::nullopt;
     if (fixed && seg.previous_offset < seg.offset &&
-        next_match(schedule, seg.start + seg.previous_offset, seg.start + seg.offset - 1)) {
+        cron_next_match(schedule, seg.start + seg.previous_offset, seg.start + seg.offset - 1)) {
       return seg.start;
     }
   }

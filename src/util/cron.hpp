@@ -51,7 +51,6 @@ std::optional<CronSchedule> parse_cron(std::string_view text, std::string* error
 std::optional<int64_t> next_due(const CronSchedule& schedule, const TimeZone& tz, int64_t after_s);
 // The last due instant at or before `at_s` under the same rules, or nullopt if there is none
 // within 5 years before it.
-std::optional<int64_t> previous_due(const CronSchedule& schedule, const TimeZone& tz,
-                                    int64_t at_s);
+std::optional<int64_t> previous_due(const CronSchedule& schedule, const TimeZone& tz, int64_t at_s);
 
 }  // namespace idem::util

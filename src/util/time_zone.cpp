@@ -29,7 +29,7 @@ constexpr int64_t k_max_utoff = 93599;
 constexpr size_t k_max_zone_file = 4 << 20;
 constexpr int64_t k_rule_time_limit = int64_t(1) << 50;
 
-int64_t floor_div(int64_t a, int64_t b) {
+int64_t tz_floor_div(int64_t a, int64_t b) {
   int64_t q = a / b;
   if ((a % b) != 0 && ((a < 0) != (b < 0))) --q;
   return q;
@@ -314,7 +314,7 @@ std::vector<RuleChange> rule_changes_between(const TimeZone::Rule& r, int64_t fi
   return changes;
 }
 
-int64_t year_of(int64_t utc_s) { return civil_from_days(floor_div(utc_s, 86400)).year; }
+int64_t tz_year_of(int64_t utc_s) { return civil_from_days(tz_floor_div(utc_s, 86400)).year; }
 
 }  // namespace
 
@@ -350,12 +350,15 @@ CivilDate civil_from_days(int64_t days) {
 }
 
 CivilTime civil_from_seconds(int64_t s) {
-  const int64_t days = floor_div(s, 86400);
+  const int64_t days = tz_floor_div(s, 86400);
   const int64_t rest = s - days * 86400;
   const CivilDate date = civil_from_days(days);
-  return {static_cast<int>(date.year), date.month,
-          date.day,                    static_cast<int>(rest / 3600),
-          static_cast<int>(rest / 60 % 60), static_cast<int>(rest % 60),
+  return {static_cast<int>(date.year),
+          date.month,
+          date.day,
+          static_cast<int>(rest / 3600),
+          static_cast<int>(rest / 60 % 60),
+          static_cast<int>(rest % 60),
           weekday_from_days(days)};
 }
 
@@ -476,8 +479,9 @@ std::optional<TimeZone> TimeZone::from_tzif(std::string name, std::string_view d
     } else {
       // From the year of the last transition (real files: 1900 to 2037; kept within the
       // table's years so that no data can make the expansion long).
-      const int64_t last_year = block.times.empty() ? 1900 : year_of(last);
-      const int first_year = static_cast<int>(std::clamp<int64_t>(last_year, 1800, k_table_last_year + 1));
+      const int64_t last_year = block.times.empty() ? 1900 : tz_year_of(last);
+      const int first_year =
+          static_cast<int>(std::clamp<int64_t>(last_year, 1800, k_table_last_year + 1));
       tz.rule_ = footer;
       tz.add_rule_transitions(last, first_year, k_table_last_year);
     }
@@ -526,7 +530,7 @@ void TimeZone::finish() {
 TimeZone::Segment TimeZone::rule_segment(int64_t utc_s) const {
   const Rule& r = *rule_;
   // Far beyond any real use; keeps the year's arithmetic from overflowing.
-  const int64_t year = year_of(std::min(utc_s, k_rule_time_limit));
+  const int64_t year = tz_year_of(std::min(utc_s, k_rule_time_limit));
   // The first change of year - 2 is taken to be a change from the other offset: the rule
   // alternates between its two offsets.
   std::vector<RuleChange> window;
@@ -553,7 +557,8 @@ TimeZone::Segment TimeZone::rule_segment(int64_t utc_s) const {
 
 TimeZone::Segment TimeZone::segment_at(int64_t utc_s) const {
   const size_t n = at_.size();
-  const size_t i = static_cast<size_t>(std::upper_bound(at_.begin(), at_.end(), utc_s) - at_.begin());
+  const size_t i =
+      static_cast<size_t>(std::upper_bound(at_.begin(), at_.end(), utc_s) - at_.begin());
   if (i == 0) return {k_min_time, n > 0 ? at_[0] : k_max_time, initial_offset_, initial_offset_};
   if (i == n && rule_) return rule_segment(utc_s);
   return {at_[i - 1], i < n ? at_[i] : k_max_time, offset_[i - 1],
@@ -564,7 +569,8 @@ int64_t TimeZone::offset_at(int64_t utc_s) const {
   const size_t n = at_.size();
   if (n == 0) return initial_offset_;
   if (utc_s >= at_.back()) return rule_ ? rule_segment(utc_s).offset : offset_.back();
-  const size_t i = static_cast<size_t>(std::upper_bound(at_.begin(), at_.end(), utc_s) - at_.begin());
+  const size_t i =
+      static_cast<size_t>(std::upper_bound(at_.begin(), at_.end(), utc_s) - at_.begin());
   return i == 0 ? initial_offset_ : offset_[i - 1];
 }
 

@@ -84,7 +84,7 @@ class TimeZone {
   std::vector<int64_t> at_;
   std::vector<int64_t> offset_;
   int64_t initial_offset_ = 0;
-  std::optional<Rule> rule_;  // the footer's rule, when it has daylight saving
+  std::optional<Rule> rule_;        // the footer's rule, when it has daylight saving
   int64_t rule_from_ = k_max_time;  // the first instant past the table that uses rule_
   int64_t max_change_ = 0;
 };

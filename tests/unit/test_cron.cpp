@@ -148,8 +148,7 @@ TEST_CASE("parse_cron: numbers, *, lists, ranges, steps", "[cron]") {
   CHECK(bits_of(s.days_of_week) == std::vector<int>{0});
   // Overlapping pieces of a list.
   s = cron("1-10,5-15/5,59 0 1 1 *");
-  CHECK(bits_of(s.minutes) ==
-        std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 59});
+  CHECK(bits_of(s.minutes) == std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 59});
   CHECK_FALSE(s.wildcard());
   CHECK(cron("0 * * * *").wildcard());
   CHECK(cron("* 3 * * *").wildcard());
@@ -172,8 +171,8 @@ TEST_CASE("parse_cron: names of months and days, 7 is Sunday", "[cron]") {
 
 TEST_CASE("parse_cron: the @-forms", "[cron]") {
   const std::pair<const char*, const char*> same[] = {
-      {"@yearly", "0 0 1 1 *"},  {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"},
-      {"@weekly", "0 0 * * 0"},  {"@daily", "0 0 * * *"},    {"@midnight", "0 0 * * *"},
+      {"@yearly", "0 0 1 1 *"}, {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"},
+      {"@weekly", "0 0 * * 0"}, {"@daily", "0 0 * * *"},    {"@midnight", "0 0 * * *"},
       {"@hourly", "0 * * * *"},
   };
   const TimeZone tz = cron_zone("Europe/Berlin");
@@ -273,7 +272,8 @@ TEST_CASE("day rule: either day field when both are restricted, else both", "[cr
   CHECK(dues_between(cron("0 0 1 * */1"), tz, at_utc(2026, 1, 1), at_utc(2026, 4, 1)).size() == 3);
   // Months restrict both.
   CHECK(dues_between(cron("0 12 1 feb,aug 1"), tz, at_utc(2026, 1, 1), at_utc(2027, 1, 1)).size() ==
-        2 + 4 + 5 - 0);  // Feb 1 (a Sunday) + 4 Mondays in Feb; Aug 1 + 5 Mondays in Aug - none shared
+        2 + 4 + 5 -
+            0);  // Feb 1 (a Sunday) + 4 Mondays in Feb; Aug 1 + 5 Mondays in Aug - none shared
 }
 
 TEST_CASE("next_due and previous_due in UTC: minutes, hours, days, Feb 29, none", "[cron]") {
@@ -281,8 +281,7 @@ TEST_CASE("next_due and previous_due in UTC: minutes, hours, days, Feb 29, none"
   const int64_t t = at_utc(2026, 12, 6, 7, 8) + 30;
   CHECK(next_at(cron("* * * * *"), tz, t) == at_utc(2026, 12, 6, 7, 9));
   CHECK(previous_at(cron("* * * * *"), tz, t) == at_utc(2026, 12, 6, 7, 8));
-  CHECK(previous_at(cron("* * * * *"), tz, at_utc(2026, 12, 6, 7, 8)) ==
-        at_utc(2026, 12, 6, 7, 8));
+  CHECK(previous_at(cron("* * * * *"), tz, at_utc(2026, 12, 6, 7, 8)) == at_utc(2026, 12, 6, 7, 8));
   CHECK(next_at(cron("* * * * *"), tz, at_utc(2026, 12, 6, 7, 8)) == at_utc(2026, 12, 6, 7, 9));
   CHECK(next_at(cron("0 0 * * *"), tz, t) == at_utc(2026, 12, 7));
   CHECK(next_at(cron("59 23 31 12 *"), tz, t) == at_utc(2026, 12, 31, 23, 59));
@@ -312,10 +311,10 @@ TEST_CASE("next_due and previous_due in UTC: minutes, hours, days, Feb 29, none"
 
 TEST_CASE("America/New_York: the changes of 2026", "[cron]") {
   const TimeZone tz = cron_zone("America/New_York");
-  const int64_t spring = at_utc(2026, 3, 8, 7);  // 02:00 EST -> 03:00 EDT
-  const int64_t fall = at_utc(2026, 11, 1, 6);   // 02:00 EDT -> 01:00 EST
-  const int64_t spring_day = at_utc(2026, 3, 8, 5);   // local midnight
-  const int64_t fall_day = at_utc(2026, 11, 1, 4);    // local midnight (EDT)
+  const int64_t spring = at_utc(2026, 3, 8, 7);      // 02:00 EST -> 03:00 EDT
+  const int64_t fall = at_utc(2026, 11, 1, 6);       // 02:00 EDT -> 01:00 EST
+  const int64_t spring_day = at_utc(2026, 3, 8, 5);  // local midnight
+  const int64_t fall_day = at_utc(2026, 11, 1, 4);   // local midnight (EDT)
 
   // A fixed time in the gap: once, at the gap's end; the next day as usual.
   const auto at_230 = cron("30 2 * * *");
@@ -381,7 +380,7 @@ TEST_CASE("Europe/Berlin, Australia/Sydney, Australia/Lord_Howe: gaps and repeat
   }
   {
     const TimeZone tz = cron_zone("Australia/Sydney");
-    const int64_t back = at_utc(2026, 4, 4, 16);   // 03:00 AEDT -> 02:00 AEST
+    const int64_t back = at_utc(2026, 4, 4, 16);    // 03:00 AEDT -> 02:00 AEST
     const int64_t ahead = at_utc(2026, 10, 3, 16);  // 02:00 AEST -> 03:00 AEDT
     const auto at_230 = cron("30 2 * * *");
     CHECK(next_at(at_230, tz, ahead - 86400) == ahead - 86400 + 1800);
@@ -397,7 +396,7 @@ TEST_CASE("Europe/Berlin, Australia/Sydney, Australia/Lord_Howe: gaps and repeat
   }
   {
     const TimeZone tz = cron_zone("Australia/Lord_Howe");
-    const int64_t back = at_utc(2026, 4, 4, 15);       // 02:00 +11 -> 01:30 +1030
+    const int64_t back = at_utc(2026, 4, 4, 15);        // 02:00 +11 -> 01:30 +1030
     const int64_t ahead = at_utc(2026, 10, 3, 15, 30);  // 02:00 +1030 -> 02:30 +11
     CHECK(next_at(cron("15 2 * * *"), tz, ahead - 3600) == ahead);
     CHECK(next_at(cron("15 2 * * *"), tz, ahead) == at_utc(2026, 10, 4, 15, 15));
@@ -416,20 +415,24 @@ TEST_CASE("Europe/Berlin, Australia/Sydney, Australia/Lord_Howe: gaps and repeat
 }
 
 TEST_CASE("next_due and previous_due agree with the rules written out slowly", "[cron]") {
-  const char* schedules[] = {"*/15 * * * *", "30 2 * * *",   "0 * * * *",      "45 1 * * *",
-                             "0,30 1-3 * * *", "* 2 * * *", "15 2 * * 0",     "*/7 */2 * * *",
-                             "0 0 * * *",    "59 1 * * *",   "0-59/20 0-4 * * *", "5 3 1-10 * 0"};
-  const char* zones[] = {"America/New_York", "Europe/Berlin", "Australia/Sydney",
+  const char* schedules[] = {"*/15 * * * *",   "30 2 * * *", "0 * * * *",         "45 1 * * *",
+                             "0,30 1-3 * * *", "* 2 * * *",  "15 2 * * 0",        "*/7 */2 * * *",
+                             "0 0 * * *",      "59 1 * * *", "0-59/20 0-4 * * *", "5 3 1-10 * 0"};
+  const char* zones[] = {"America/New_York",    "Europe/Berlin",    "Australia/Sydney",
                          "Australia/Lord_Howe", "America/Santiago", "Europe/Dublin"};
   std::mt19937_64 random(38);
   for (const char* zone_name : zones) {
     const TimeZone tz = cron_zone(zone_name);
-    // Around each change of 2025 to 2027.
+    // Around each change of 2025 and 2026, of 2037 and 2038 (where 32-bit times end), of 2199
+    // and 2200 (where the table of transitions ends) and of 2350 and 2351 (the rule computed
+    // for the year).
     std::vector<int64_t> changes;
-    for (auto seg = tz.segment_at(at_utc(2025, 1, 1)); seg.end < at_utc(2028, 1, 1);
-         seg = tz.segment_at(seg.end))
-      changes.push_back(seg.end);
-    REQUIRE(changes.size() >= 4);
+    for (int year : {2025, 2037, 2199, 2350}) {
+      for (auto seg = tz.segment_at(at_utc(year, 1, 1)); seg.end < at_utc(year + 2, 1, 1);
+           seg = tz.segment_at(seg.end))
+        changes.push_back(seg.end);
+    }
+    REQUIRE(changes.size() >= 16);
     for (const char* text : schedules) {
       const CronSchedule s = cron(text);
       for (int64_t change : changes) {
