@@ -664,8 +664,13 @@ std::string zone_after_zoneinfo(std::string_view path) {
 }  // namespace
 
 std::string local_zone_name() {
-  if (const char* tz = std::getenv("TZ"); tz != nullptr && *tz != '\0') {
-    std::string_view v(tz);
+  return local_zone_name(std::getenv("TZ"), "/etc/timezone", "/etc/localtime");
+}
+
+std::string local_zone_name(const char* tz_env, const std::string& timezone_file,
+                            const std::string& localtime_link) {
+  if (tz_env != nullptr && *tz_env != '\0') {
+    std::string_view v(tz_env);
     if (v.front() == ':') v.remove_prefix(1);
     if (valid_zone_name(v)) return std::string(v);
     if (!v.empty() && v.front() == '/') {
@@ -674,7 +679,7 @@ std::string local_zone_name() {
     }
   }
   {
-    std::ifstream in("/etc/timezone");
+    std::ifstream in(timezone_file);
     std::string line;
     if (in && std::getline(in, line)) {
       while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r'))
@@ -686,7 +691,7 @@ std::string local_zone_name() {
   }
   {
     char buf[4096];
-    ssize_t n = ::readlink("/etc/localtime", buf, sizeof buf - 1);
+    ssize_t n = ::readlink(localtime_link.c_str(), buf, sizeof buf - 1);
     if (n > 0) {
       std::string z = zone_after_zoneinfo(std::string_view(buf, static_cast<size_t>(n)));
       if (valid_zone_name(z)) return z;

@@ -102,6 +102,9 @@ bool valid_zone_name(std::string_view name);
 // ':' stripped), else the first line of /etc/timezone, else the target of the /etc/localtime
 // link after ".../zoneinfo/", else "UTC".
 std::string local_zone_name();
+// The same from a given value of $TZ (nullptr when unset) and given files (for tests).
+std::string local_zone_name(const char* tz_env, const std::string& timezone_file,
+                            const std::string& localtime_link);
 
 // The civil calendar (proleptic Gregorian), after Howard Hinnant's algorithms.
 struct CivilTime {

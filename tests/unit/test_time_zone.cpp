@@ -1,6 +1,8 @@
 // Time zones from TZif data, the POSIX TZ footer, and the civil calendar (util/time_zone.hpp).
 // The expected offsets and transitions were taken from python3's zoneinfo and `zdump -v` on
 // Debian 12's tzdata; no case depends on the host's own zone.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
@@ -703,6 +705,36 @@ TEST_CASE("load_time_zone: names, TZDIR, UTC without files, one-line errors", "[
     CHECK(error.find("time zone \"Broken\": ") == 0);
     CHECK(error.find("truncated") != std::string::npos);
   }
+}
+
+TEST_CASE("local_zone_name: $TZ, then /etc/timezone, then the /etc/localtime link", "[time_zone]") {
+  using idem::util::local_zone_name;
+  idem::test::TempDir dir;
+  const std::string timezone = dir / "timezone";
+  const std::string localtime = dir / "localtime";
+  CHECK(local_zone_name(nullptr, timezone, localtime) == "UTC");
+  REQUIRE(::symlink("/usr/share/zoneinfo/Asia/Tokyo", localtime.c_str()) == 0);
+  CHECK(local_zone_name(nullptr, timezone, localtime) == "Asia/Tokyo");
+  std::ofstream(timezone) << "  Europe/Paris \nsecond line\n";
+  CHECK(local_zone_name(nullptr, timezone, localtime) == "Europe/Paris");
+  CHECK(local_zone_name("", timezone, localtime) == "Europe/Paris");
+  CHECK(local_zone_name(":America/New_York", timezone, localtime) == "America/New_York");
+  CHECK(local_zone_name("Australia/Lord_Howe", timezone, localtime) == "Australia/Lord_Howe");
+  CHECK(local_zone_name(":/usr/share/zoneinfo/Asia/Kolkata", timezone, localtime) ==
+        "Asia/Kolkata");
+  // A POSIX TZ string or a path outside zoneinfo is no zone name: the files decide.
+  CHECK(local_zone_name("EST5EDT,M3.2.0,M11.1.0", timezone, localtime) == "Europe/Paris");
+  CHECK(local_zone_name(":/etc/mytime", timezone, localtime) == "Europe/Paris");
+  std::ofstream(timezone) << "../etc/passwd\n";
+  CHECK(local_zone_name(nullptr, timezone, localtime) == "Asia/Tokyo");
+  std::ofstream(timezone) << "";
+  CHECK(local_zone_name(nullptr, timezone, localtime) == "Asia/Tokyo");
+  REQUIRE(::unlink(localtime.c_str()) == 0);
+  REQUIRE(::symlink("../usr/share/zoneinfo/posix/America/Chicago", localtime.c_str()) == 0);
+  CHECK(local_zone_name(nullptr, timezone, localtime) == "America/Chicago");
+  REQUIRE(::unlink(localtime.c_str()) == 0);
+  REQUIRE(::symlink("/etc/somewhere", localtime.c_str()) == 0);
+  CHECK(local_zone_name(nullptr, timezone, localtime) == "UTC");
 }
 
 TEST_CASE("local_zone_name: $TZ when it names a zone", "[time_zone]") {
