@@ -499,4 +499,77 @@ TEST_CASE("a zone whose day starts with a gap: midnight jobs", "[cron]") {
         std::vector<int64_t>{ahead - 3600, ahead});
 }
 
+namespace {
+
+// A random field: '*', a list of values, ranges and steps, within [low, high].
+std::string random_field(std::mt19937_64& random, int low, int high) {
+  auto value = [&] { return low + static_cast<int>(random() % (high - low + 1)); };
+  switch (random() % 4) {
+    case 0:
+      return "*";
+    case 1:
+      return "*/" + std::to_string(1 + random() % 12);
+    default:
+      break;
+  }
+  std::string out;
+  const int pieces = 1 + static_cast<int>(random() % 3);
+  for (int i = 0; i < pieces; ++i) {
+    if (i > 0) out += ',';
+    int a = value(), b = value();
+    if (a > b) std::swap(a, b);
+    if (random() % 2 == 0) {
+      out += std::to_string(a);
+    } else {
+      out += std::to_string(a) + "-" + std::to_string(b);
+      if (random() % 2 == 0) out += "/" + std::to_string(1 + random() % 5);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("random schedules at random instants: next and previous agree", "[cron]") {
+  std::mt19937_64 random(3838);
+  const TimeZone zones[] = {TimeZone::utc(), cron_zone("America/New_York"),
+                            cron_zone("Australia/Lord_Howe"), cron_zone("Europe/Dublin")};
+  for (int i = 0; i < 400; ++i) {
+    const std::string text = random_field(random, 0, 59) + " " + random_field(random, 0, 23) + " " +
+                             random_field(random, 1, 31) + " " + random_field(random, 1, 12) + " " +
+                             random_field(random, 0, 7);
+    const CronSchedule s = cron(text);
+    const TimeZone& tz = zones[i % 4];
+    for (int j = 0; j < 10; ++j) {
+      const int64_t t = at_utc(2020, 1, 1) + static_cast<int64_t>(random() % (20LL * 365 * 86400));
+      INFO(text << " in " << tz.name() << " at " << t);
+      const auto next = next_due(s, tz, t);
+      const auto prev = previous_due(s, tz, t);
+      if (next) {
+        REQUIRE(*next > t);
+        const int64_t local = *next + tz.offset_at(*next);
+        // Due at a matching local minute, or (fixed-time) at the end of a gap.
+        if (!s.matches_local(local)) {
+          REQUIRE_FALSE(s.wildcard());
+          REQUIRE(tz.segment_at(*next).start == *next);
+        }
+        REQUIRE(previous_due(s, tz, *next) == next);
+        REQUIRE(next_due(s, tz, *next - 1) == next);
+        if (*next - t < 3 * 86400) {
+          const auto expected = reference_dues(s, tz, t + tz.offset_at(t) - 86400, local + 86400);
+          auto it = std::upper_bound(expected.begin(), expected.end(), t);
+          REQUIRE(it != expected.end());
+          REQUIRE(*it == *next);
+        }
+      }
+      if (prev) {
+        REQUIRE(*prev <= t);
+        // (Unless the next is more than the 5 years the search looks ahead from prev.)
+        if (!next || *next - *prev < 5 * 365 * 86400) REQUIRE(next_due(s, tz, *prev) == next);
+        REQUIRE(previous_due(s, tz, *prev) == prev);
+      }
+    }
+  }
+}
+
 }  // namespace unit_cron
