@@ -656,8 +656,10 @@ std::string zone_after_zoneinfo(std::string_view path) {
   size_t at = path.rfind(k_marker);
   if (at == std::string_view::npos) return {};
   std::string_view rest = path.substr(at + k_marker.size());
-  // Debian's /usr/share/zoneinfo/posix/ and right/ mirror the zones.
+  // Debian's /usr/share/zoneinfo/posix/ and right/ mirror the zones (right/ counts leap
+  // seconds, which load_time_zone does not read: its plain zone has the same civil rules).
   if (rest.substr(0, 6) == "posix/") rest.remove_prefix(6);
+  if (rest.substr(0, 6) == "right/") rest.remove_prefix(6);
   return std::string(rest);
 }
 

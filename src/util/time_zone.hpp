@@ -99,8 +99,9 @@ std::optional<TimeZone> load_time_zone(std::string_view name, std::string* error
 bool valid_zone_name(std::string_view name);
 
 // The system's zone name as Debian's cron would use it: $TZ when it is a zone name (a leading
-// ':' stripped), else the first line of /etc/timezone, else the target of the /etc/localtime
-// link after ".../zoneinfo/", else "UTC".
+// ':' stripped; a path is taken after ".../zoneinfo/"), else the first line of /etc/timezone,
+// else the target of the /etc/localtime link after ".../zoneinfo/" (and after "posix/" or
+// "right/"), else "UTC".
 std::string local_zone_name();
 // The same from a given value of $TZ (nullptr when unset) and given files (for tests).
 std::string local_zone_name(const char* tz_env, const std::string& timezone_file,

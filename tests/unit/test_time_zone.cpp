@@ -677,6 +677,8 @@ TEST_CASE("load_time_zone: names, TZDIR, UTC without files, one-line errors", "[
         "not found)");
   CHECK_FALSE(load_time_zone("Europe", &error));
   CHECK(error.find("not a file") != std::string::npos);
+  CHECK_FALSE(load_time_zone("right/Europe/Paris", &error));
+  CHECK(error.find("leap seconds") != std::string::npos);
   CHECK_FALSE(load_time_zone("Europe/Paris/x", &error));
   CHECK(error.find("no such zone") != std::string::npos);
 
@@ -732,6 +734,9 @@ TEST_CASE("local_zone_name: $TZ, then /etc/timezone, then the /etc/localtime lin
   REQUIRE(::unlink(localtime.c_str()) == 0);
   REQUIRE(::symlink("../usr/share/zoneinfo/posix/America/Chicago", localtime.c_str()) == 0);
   CHECK(local_zone_name(nullptr, timezone, localtime) == "America/Chicago");
+  REQUIRE(::unlink(localtime.c_str()) == 0);
+  REQUIRE(::symlink("/usr/share/zoneinfo/right/Europe/Berlin", localtime.c_str()) == 0);
+  CHECK(local_zone_name(nullptr, timezone, localtime) == "Europe/Berlin");
   REQUIRE(::unlink(localtime.c_str()) == 0);
   REQUIRE(::symlink("/etc/somewhere", localtime.c_str()) == 0);
   CHECK(local_zone_name(nullptr, timezone, localtime) == "UTC");
