@@ -377,6 +377,8 @@ TEST_CASE("Europe/Berlin, Australia/Sydney, Australia/Lord_Howe: gaps and repeat
     CHECK(dues_between(cron("*/15 * * * *"), tz, spring - 3600 - 1, spring + 3600 - 1).size() == 8);
     CHECK(dues_between(cron("0 * * * *"), tz, fall - 2 * 3600, fall + 3600) ==
           std::vector<int64_t>{fall - 3600, fall, fall + 3600});
+    CHECK(dues_between(cron("0 * * * *"), tz, spring - 2 * 3600, spring + 3600) ==
+          std::vector<int64_t>{spring - 3600, spring, spring + 3600});
   }
   {
     const TimeZone tz = cron_zone("Australia/Sydney");
@@ -391,6 +393,11 @@ TEST_CASE("Europe/Berlin, Australia/Sydney, Australia/Lord_Howe: gaps and repeat
     CHECK(dues_between(cron("*/15 * * * *"), tz, back - 3600 - 1, back + 3600 - 1).size() == 8);
     CHECK(dues_between(cron("*/15 * * * *"), tz, ahead - 1, ahead + 3600 - 1).size() == 4);
     CHECK(next_at(cron("*/15 * * * *"), tz, ahead - 900) == ahead);
+    // 02:00 AEDT, 02:00 AEST, 03:00 AEST; 01:00 AEST, 03:00 AEDT, 04:00 AEDT.
+    CHECK(dues_between(cron("0 * * * *"), tz, back - 2 * 3600, back + 3600) ==
+          std::vector<int64_t>{back - 3600, back, back + 3600});
+    CHECK(dues_between(cron("0 * * * *"), tz, ahead - 2 * 3600, ahead + 3600) ==
+          std::vector<int64_t>{ahead - 3600, ahead, ahead + 3600});
     // Summer time across the new year: midnight is at 13:00 UTC in January.
     CHECK(next_at(cron("0 0 1 1 *"), tz, at_utc(2026, 6, 1)) == at_utc(2026, 12, 31, 13));
   }
@@ -409,6 +416,9 @@ TEST_CASE("Europe/Berlin, Australia/Sydney, Australia/Lord_Howe: gaps and repeat
     // The skipped half hour: 02:00 and 02:15 are not due for a wildcard job.
     CHECK(dues_between(cron("*/15 * * * *"), tz, ahead - 1800 - 1, ahead + 1800 - 1) ==
           std::vector<int64_t>{ahead - 1800, ahead - 900, ahead, ahead + 900});
+    // 01:00 is not repeated (01:30 to 02:00 is): 01:00 +11, 02:00 +1030, 03:00 +1030.
+    CHECK(dues_between(cron("0 * * * *"), tz, back - 2 * 3600, back + 2 * 3600) ==
+          std::vector<int64_t>{back - 3600, back + 1800, back + 5400});
     CHECK(dues_between(cron("0 * * * *"), tz, ahead - 3600, ahead + 3 * 3600) ==
           std::vector<int64_t>{ahead + 1800, ahead + 5400, ahead + 9000});
   }
