@@ -39,7 +39,12 @@ struct CronSchedule {
 // Parses five blank-separated fields (minute 0-59, hour 0-23, day of month 1-31, month 1-12 or
 // jan-dec, day of week 0-7 or sun-sat; '*', lists, ranges a-b, steps */n and a-b/n; names of
 // three letters in any case) or one of @yearly @annually @monthly @weekly @daily @midnight
-// @hourly. nullopt with *error, one line naming the field and what is wrong.
+// @hourly. nullopt with *error, one line naming the field and what is wrong. Refused as Debian's
+// cron refuses them: a step on a single value (5/10), a reversed range (5-1, mon-sun: "sun" is
+// 0), step 0, a value out of its field, a name of another length, @reboot (no time), a sixth
+// field. Refused where Debian's cron is lax: anything after a '*' but a step or a comma ("*x",
+// which Vixie's skips), and a range end outside its field that the step never reaches
+// (0-62/50).
 std::optional<CronSchedule> parse_cron(std::string_view text, std::string* error);
 
 // The first due instant (Unix seconds, at a whole minute of local time) strictly after
@@ -47,7 +52,7 @@ std::optional<CronSchedule> parse_cron(std::string_view text, std::string* error
 // once is due then; one skipped by a change forward is due once at the end of the gap for a
 // fixed-time job (several such collapse into that instant) and not at all for a wildcard job;
 // one repeated by a change back is due at its first occurrence for a fixed-time job, at both
-// for a wildcard job.
+// for a wildcard job. Instants beyond ±2^40 s (about 35,000 years) have none.
 std::optional<int64_t> next_due(const CronSchedule& schedule, const TimeZone& tz, int64_t after_s);
 // The last due instant at or before `at_s` under the same rules, or nullopt if there is none
 // within 5 years before it.

@@ -31,7 +31,7 @@ class TimeZone {
   // The instants whose local wall time is `local_s`, ascending: none in a gap (a local time
   // skipped by a change forward), one normally, two in an overlap (a local time repeated by a
   // change back). With none, *gap_end (when given) is the first instant after the gap: the
-  // transition that made it.
+  // transition that made it. Meant for |local_s| < 2^50 (it is clamped there).
   std::vector<int64_t> resolve(int64_t local_s, int64_t* gap_end = nullptr) const;
   // The largest |offset change| of any transition, in seconds (0 for a fixed offset): the margin
   // a search around a transition needs.
