@@ -495,6 +495,21 @@ TEST_CASE("a year of slots: every minute, every quarter hour", "[cron]") {
   CHECK(dues_between(cron("@daily"), tz, from, to).size() == 365);
 }
 
+TEST_CASE("Pacific/Apia skipped 30 December 2011: a whole day in the gap", "[cron]") {
+  const TimeZone tz = cron_zone("Pacific/Apia");
+  const int64_t jump = 1325239200;  // 2011-12-29 24:00 -10 -> 2011-12-31 00:00 +14
+  CHECK(tz.max_offset_change() >= 24 * 3600);
+  CHECK(next_at(cron("0 12 30 12 *"), tz, jump - 86400) == jump);
+  CHECK(next_at(cron("0 12 30 12 *"), tz, jump) == at_utc(2012, 12, 29, 22));  // +14 (summer)
+  CHECK(previous_at(cron("0 12 30 12 *"), tz, jump + 3600) == jump);
+  CHECK(next_at(cron("0 12 * * *"), tz, jump - 3600) == jump);  // the 30th's noon, collapsed
+  CHECK(next_at(cron("0 12 * * *"), tz, jump) == jump + 12 * 3600);
+  // A wildcard job has nothing on the 30th.
+  CHECK(next_at(cron("*/30 * * * *"), tz, jump - 1800) == jump);
+  CHECK(previous_at(cron("*/30 * * * *"), tz, jump - 1) == jump - 1800);
+  CHECK(dues_between(cron("0 * 30 12 *"), tz, jump - 2 * 86400, jump + 2 * 86400).empty());
+}
+
 TEST_CASE("a zone whose day starts with a gap: midnight jobs", "[cron]") {
   // America/Santiago moves from 24:00 to 01:00 on 2026-09-06 (04:00 UTC): midnight is skipped.
   const TimeZone tz = cron_zone("America/Santiago");
