@@ -1,5 +1,7 @@
 // `idem expect` and `idem check` (SPEC §11): what a family of keys should do, and which runs
 // should have happened and did not.
+#include "core/schedule.hpp"
+
 #include <algorithm>
 #include <iostream>
 
@@ -7,7 +9,6 @@
 #include "core/duration.hpp"
 #include "core/errors.hpp"
 #include "core/key.hpp"
-#include "core/schedule.hpp"
 #include "engine/schedule.hpp"
 #include "util/clock.hpp"
 #include "util/time_zone.hpp"
@@ -51,8 +52,7 @@ void print_expectation(const store::StoredExpectation& x, int64_t now_ms) {
                 << schedule.local_time(st.last_started_ms) << " ("
                 << core::to_string(st.last_outcome) << ")";
     if (std::optional<int64_t> next = schedule.upcoming(st))
-      std::cout << "; next due " << schedule.local_time(*next)
-                << (*next < now_ms ? " (due)" : "");
+      std::cout << "; next due " << schedule.local_time(*next) << (*next < now_ms ? " (due)" : "");
   } catch (const UsageError& error) {
     std::cout << "; " << error.what();
   }
@@ -98,11 +98,10 @@ CLI::App* register_expect(CLI::App& app, ExpectOptions& o) {
 }
 
 int run_expect(const GlobalOptions& global, const ExpectOptions& o) {
-  const bool defines = !o.every.empty() || !o.cron.empty() || !o.tz.empty() ||
-                       !o.grace.empty() || !o.max_runtime.empty() || !o.at_most.empty();
+  const bool defines = !o.every.empty() || !o.cron.empty() || !o.tz.empty() || !o.grace.empty() ||
+                       !o.max_runtime.empty() || !o.at_most.empty();
   if (o.list) {
-    if (defines || !o.pattern.empty())
-      throw UsageError("--list takes no pattern and no schedule");
+    if (defines || !o.pattern.empty()) throw UsageError("--list takes no pattern and no schedule");
     auto store = open_store(global);
     const int64_t now_ms = util::process_clock().now_ms();
     for (const store::StoredExpectation& x : store->expectations()) {
@@ -144,9 +143,8 @@ int run_expect(const GlobalOptions& global, const ExpectOptions& o) {
   core::Schedule schedule(e);  // refuses a bad cron line or zone before anything is stored
   auto store = open_store(global);
   std::vector<store::StoredExpectation> all = store->expectations();
-  const bool replaces = std::any_of(all.begin(), all.end(), [&](const auto& x) {
-    return x.expectation.pattern == e.pattern;
-  });
+  const bool replaces = std::any_of(
+      all.begin(), all.end(), [&](const auto& x) { return x.expectation.pattern == e.pattern; });
   if (!replaces && int64_t(all.size()) >= core::k_max_expectations)
     throw UsageError("the store holds " + std::to_string(core::k_max_expectations) +
                      " expectations already: remove one first (idem expect --rm)");
@@ -191,7 +189,8 @@ int run_check(const GlobalOptions& global, const CheckOptions& o) {
   }
   shown.insert(shown.end(), check.found.begin(), check.found.end());
   for (const core::ScheduleFinding& f : shown)
-    std::cout << (o.json ? core::schedule_finding_json(f).dump() : core::schedule_finding_line(f)) << "\n";
+    std::cout << (o.json ? core::schedule_finding_json(f).dump() : core::schedule_finding_line(f))
+              << "\n";
   for (const std::string& problem : check.problems) std::cerr << "idem: " << problem << "\n";
   if (!check.problems.empty()) return k_exit_findings;
   return shown.empty() ? k_exit_ok : k_exit_findings;

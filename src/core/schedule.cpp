@@ -87,8 +87,8 @@ ScheduleState schedule_state_from_text(std::string_view text) {
     st.last_number = j.value("last_number", int64_t(0));
     st.last_started_ms = j.value("last_started", int64_t(0));
     st.last_ended_ms = j.value("last_ended", int64_t(0));
-    st.last_outcome =
-        status_from_string(j.value("last_outcome", std::string("running"))).value_or(Status::running);
+    st.last_outcome = status_from_string(j.value("last_outcome", std::string("running")))
+                          .value_or(Status::running);
     st.last_told = j.value("last_told", false);
     st.overrun_ms = j.value("overrun", int64_t(0));
     st.evaluated_ms = j.value("evaluated", int64_t(0));
@@ -100,11 +100,16 @@ ScheduleState schedule_state_from_text(std::string_view text) {
 
 std::string_view to_string(FindingKind kind) {
   switch (kind) {
-    case FindingKind::missed: return "missed";
-    case FindingKind::failed: return "failed";
-    case FindingKind::overrun: return "overrun";
-    case FindingKind::too_often: return "too-often";
-    case FindingKind::recovered: return "recovered";
+    case FindingKind::missed:
+      return "missed";
+    case FindingKind::failed:
+      return "failed";
+    case FindingKind::overrun:
+      return "overrun";
+    case FindingKind::too_often:
+      return "too-often";
+    case FindingKind::recovered:
+      return "recovered";
   }
   return "missed";
 }
@@ -136,11 +141,16 @@ nlohmann::json schedule_finding_json(const ScheduleFinding& f) {
 
 NotifyEvent notify_event_of(FindingKind kind) {
   switch (kind) {
-    case FindingKind::missed: return NotifyEvent::missed;
-    case FindingKind::failed: return NotifyEvent::failed;
-    case FindingKind::overrun: return NotifyEvent::overrun;
-    case FindingKind::too_often: return NotifyEvent::too_often;
-    case FindingKind::recovered: return NotifyEvent::recovered;
+    case FindingKind::missed:
+      return NotifyEvent::missed;
+    case FindingKind::failed:
+      return NotifyEvent::failed;
+    case FindingKind::overrun:
+      return NotifyEvent::overrun;
+    case FindingKind::too_often:
+      return NotifyEvent::too_often;
+    case FindingKind::recovered:
+      return NotifyEvent::recovered;
   }
   return NotifyEvent::missed;
 }
@@ -282,7 +292,11 @@ class Evaluator {
  public:
   Evaluator(const Schedule& schedule, const ScheduleState& state, ScheduleFacts& facts,
             int64_t now_ms)
-      : s_(schedule), e_(schedule.expectation()), facts_(facts), now_(now_ms), pattern_(e_.pattern) {
+      : s_(schedule),
+        e_(schedule.expectation()),
+        facts_(facts),
+        now_(now_ms),
+        pattern_(e_.pattern) {
     out_.state = state;
   }
 
@@ -307,8 +321,7 @@ class Evaluator {
     st.next_due_ms = s_.next_due(e_.created_ms).value_or(0);
   }
 
-  void find(FindingKind kind, int64_t at_ms, std::string key, int64_t attempt,
-            std::string detail) {
+  void find(FindingKind kind, int64_t at_ms, std::string key, int64_t attempt, std::string detail) {
     ScheduleFinding f;
     f.pattern = e_.pattern;
     f.kind = kind;
@@ -405,8 +418,8 @@ class Evaluator {
     st.last_ended_ms = a.ended_ms;
     st.last_outcome = a.outcome;
     st.last_told = false;
-    latest_ = AttemptFact{st.last_key, a.number, a.started_ms, a.ended_ms, a.outcome,
-                          a.exit_code, a.http_status};
+    latest_ = AttemptFact{st.last_key, a.number,    a.started_ms, a.ended_ms,
+                          a.outcome,   a.exit_code, a.http_status};
     tell_latest();
   }
 
@@ -450,8 +463,9 @@ class Evaluator {
     std::vector<AttemptFact> running = facts_.running(pattern_, k_schedule_running_limit);
     // Oldest first: each runs past the bound before any started after it, so the newest start
     // told of (overrun_ms) says which are told.
-    std::sort(running.begin(), running.end(),
-              [](const AttemptFact& a, const AttemptFact& b) { return a.started_ms < b.started_ms; });
+    std::sort(running.begin(), running.end(), [](const AttemptFact& a, const AttemptFact& b) {
+      return a.started_ms < b.started_ms;
+    });
     for (const AttemptFact& a : running) {
       if (a.started_ms <= st.overrun_ms) continue;
       int64_t bound = a.started_ms + e_.max_runtime_ms;

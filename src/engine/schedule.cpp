@@ -9,8 +9,8 @@ namespace idem::engine {
 namespace {
 
 core::AttemptFact fact_of_entry(const std::string& key, const core::HistoryEntry& e) {
-  return core::AttemptFact{key,         e.number,    e.started_ms, e.ended_ms,
-                           e.outcome,   e.exit_code, e.http_status};
+  return core::AttemptFact{key,       e.number,    e.started_ms, e.ended_ms,
+                           e.outcome, e.exit_code, e.http_status};
 }
 
 }  // namespace

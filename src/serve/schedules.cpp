@@ -13,7 +13,9 @@ namespace idem::serve {
 Schedules::Schedules(std::function<std::shared_ptr<const State>()> current, Services& services)
     : current_(std::move(current)), services_(services) {}
 
-void Schedules::start() { thread_ = std::thread([this] { loop(); }); }
+void Schedules::start() {
+  thread_ = std::thread([this] { loop(); });
+}
 
 void Schedules::stop() {
   {
@@ -52,8 +54,10 @@ int64_t Schedules::look(const State& state, int64_t now_ms) {
   for (const core::ScheduleFinding& f : check.found) {
     const std::string kind(core::to_string(f.kind));
     services_.metrics.finding(kind);
-    nlohmann::json line = {{"time", now_iso()},  {"event", "schedule_finding"},
-                           {"kind", kind},       {"pattern", f.pattern},
+    nlohmann::json line = {{"time", now_iso()},
+                           {"event", "schedule_finding"},
+                           {"kind", kind},
+                           {"pattern", f.pattern},
                            {"message", core::schedule_finding_line(f)}};
     if (!f.key.empty()) line["key"] = f.key;
     log_line(line);

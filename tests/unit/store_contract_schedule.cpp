@@ -16,9 +16,9 @@ namespace unit_store_contract_schedule {
 
 using idem::core::Evaluation;
 using idem::core::Expectation;
-using idem::core::ScheduleFinding;
 using idem::core::FindingKind;
 using idem::core::KeyPattern;
+using idem::core::ScheduleFinding;
 using idem::core::Status;
 using idem::test::k_alive;
 using idem::test::k_t0;

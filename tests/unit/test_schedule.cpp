@@ -2,8 +2,8 @@
 // memory and is run as a daemon runs it (every minute, and when a window closes). The long case
 // runs 20 schedules over 400 days in three time zones, through their daylight-saving changes,
 // against slots worked out independently, minute by minute, from the zone's offsets.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <deque>
 #include <map>
 #include <random>
@@ -21,10 +21,10 @@ namespace unit_schedule {
 using idem::core::AttemptFact;
 using idem::core::Evaluation;
 using idem::core::Expectation;
-using idem::core::ScheduleFinding;
 using idem::core::FindingKind;
 using idem::core::KeyPattern;
 using idem::core::Schedule;
+using idem::core::ScheduleFinding;
 using idem::core::ScheduleState;
 using idem::core::Status;
 
@@ -69,11 +69,11 @@ class MemoryFacts : public idem::core::ScheduleFacts {
                                    int64_t before_ms, int64_t limit) override {
     ++reads;
     std::vector<AttemptFact> found;
-    auto it = std::upper_bound(runs_.begin(), runs_.end(),
-                               std::tie(after_ms, after_key, after_number),
-                               [](const auto& pos, const Run& r) {
-                                 return pos < std::tie(r.started_ms, r.key, r.number);
-                               });
+    auto it =
+        std::upper_bound(runs_.begin(), runs_.end(), std::tie(after_ms, after_key, after_number),
+                         [](const auto& pos, const Run& r) {
+                           return pos < std::tie(r.started_ms, r.key, r.number);
+                         });
     for (; it != runs_.end() && int64_t(found.size()) < limit; ++it) {
       if (it->started_ms >= before_ms || it->started_ms > now) break;
       if (pattern.matches(it->key)) found.push_back(fact(*it));
