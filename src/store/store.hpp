@@ -377,7 +377,8 @@ class Store {
   // findings it made that the store does not hold yet (a finding is its pattern, kind, at_ms, key
   // and attempt); then each `recovered` one resolves the open findings about no later than its
   // at_ms, and is kept only if there were some. The oldest beyond the newest 1,000 of the
-  // pattern go. One transaction, durable on return. nullopt, keeping nothing,
+  // pattern go. One transaction, durable on return when it holds findings (one that only moves
+  // the state on may be lost to a power cut: evaluated again, it finds nothing twice). nullopt, keeping nothing,
   // when the expectation is gone or another evaluation was kept since `revision`; else the
   // findings it kept, which no other evaluation kept.
   virtual std::optional<std::vector<core::ScheduleFinding>> save_evaluation(

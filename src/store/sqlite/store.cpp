@@ -472,7 +472,10 @@ class SqliteStore final : public Store {
   std::optional<std::vector<core::ScheduleFinding>> save_evaluation(
       const std::string& pattern, int64_t revision, const core::Evaluation& ev) override {
     std::optional<std::vector<core::ScheduleFinding>> kept;
-    batched(true, [&](Connection db) {
+    // Synced when it holds findings: one that only moves the state on (every minute, for each
+    // expectation) may be lost to a power cut, and the evaluation then made again finds nothing
+    // twice (a finding is kept once, by its identity).
+    batched(!ev.findings.empty(), [&](Connection db) {
       Statement save(db, sqlite_sql::k_expectation_save, path_);
       save.bind(1, pattern).bind(2, revision).bind(3, core::schedule_state_text(ev.state)).run();
       if (sqlite3_changes(db) == 0) return;
