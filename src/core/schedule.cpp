@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "core/duration.hpp"
 #include "core/errors.hpp"
+#include "core/key.hpp"
 #include "util/clock.hpp"
 
 namespace idem::core {
@@ -204,6 +206,8 @@ Expectation expectation_from_json(const nlohmann::json& j, int64_t created_ms) {
   Expectation e;
   e.pattern = text("pattern");
   if (e.pattern.empty()) throw std::invalid_argument("expectation: no \"pattern\"");
+  if (std::optional<std::string> problem = key_problem(e.pattern))
+    throw std::invalid_argument("expectation: \"pattern\": " + *problem);
   e.every_ms = number("every_ms", 0);
   e.cron = text("cron");
   e.tz = text("tz");
@@ -213,6 +217,9 @@ Expectation expectation_from_json(const nlohmann::json& j, int64_t created_ms) {
   e.created_ms = created_ms;
   if ((e.every_ms > 0) == !e.cron.empty())
     throw std::invalid_argument("expectation: give \"every_ms\" or \"cron\"");
+  for (int64_t ms : {e.every_ms, e.grace_ms, e.max_runtime_ms})
+    if (ms > k_max_duration_ms) throw std::invalid_argument("expectation: a duration is too long");
+  if (e.grace_ms == 0) throw std::invalid_argument("expectation: \"grace_ms\" is 0");
   return e;
 }
 

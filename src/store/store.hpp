@@ -378,9 +378,9 @@ class Store {
   // and attempt); then each `recovered` one resolves the open findings about no later than its
   // at_ms, and is kept only if there were some. The oldest beyond the newest 1,000 of the
   // pattern go. One transaction, durable on return when it holds findings (one that only moves
-  // the state on may be lost to a power cut: evaluated again, it finds nothing twice). nullopt, keeping nothing,
-  // when the expectation is gone or another evaluation was kept since `revision`; else the
-  // findings it kept, which no other evaluation kept.
+  // the state on may be lost to a power cut: evaluated again, it finds nothing twice). nullopt,
+  // keeping nothing, when the expectation is gone or another evaluation was kept since `revision`;
+  // else the findings it kept, which no other evaluation kept.
   virtual std::optional<std::vector<core::ScheduleFinding>> save_evaluation(
       const std::string& pattern, int64_t revision, const core::Evaluation& evaluation) = 0;
   // The findings of `pattern`, newest first (by when they were found), at most `limit`; only the

@@ -276,6 +276,30 @@ TEST_CASE("schedule: too-often counts real attempts of a period; overrun while i
   CHECK(w.duplicates == 0);
 }
 
+TEST_CASE("schedule: an exported expectation reads back; a bad one is refused", "[schedule]") {
+  Expectation e = cron("nightly-", "0 3 * * *", "Europe/Paris", k_t0);
+  e.max_runtime_ms = 7200000;
+  e.at_most = 2;
+  const Expectation back = idem::core::expectation_from_json(idem::core::expectation_json(e), 7);
+  CHECK(back.pattern == e.pattern);
+  CHECK(back.cron == e.cron);
+  CHECK(back.tz == e.tz);
+  CHECK(back.grace_ms == e.grace_ms);
+  CHECK(back.max_runtime_ms == 7200000);
+  CHECK(back.at_most == 2);
+  CHECK(back.created_ms == 7);
+  for (const char* bad : {R"([])", R"({"every_ms": 1000})",
+                          R"({"pattern": "a", "every_ms": 1000, "cron": "* * * * *"})",
+                          R"({"pattern": "a"})", R"({"pattern": "a", "every_ms": -5})",
+                          R"({"pattern": 3})", R"({"pattern": "a\u0001", "every_ms": 1000})",
+                          R"({"pattern": "a", "every_ms": 1000, "grace_ms": 0})",
+                          R"({"pattern": "a", "every_ms": 99999999999999999})"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(idem::core::expectation_from_json(nlohmann::json::parse(bad), 0),
+                    std::invalid_argument);
+  }
+}
+
 TEST_CASE("schedule: the state survives being kept as text", "[schedule]") {
   ScheduleState st;
   st.next_due_ms = 123;
