@@ -1,9 +1,10 @@
 # bash completion for idem(1)                                      -*- shell-script -*-
 #
 # Completes subcommands (asked of the idem being completed, `idem --list-commands`), each
-# subcommand's flags, the values some flags take, and record keys (show, status, log, tail, rm,
-# and -k/--key of run, begin and end) read from the store with `idem ls --all --keys`, honouring
-# a --db given on the command line. Works with or without the bash-completion package; uses its
+# subcommand's flags, the values some flags take (time zones for `expect --tz`, from the zoneinfo
+# folder), record keys (show, status, log, tail, rm, and -k/--key of run, begin and end) read
+# from the store with `idem ls --all --keys`, and the patterns of `idem expect` read with
+# `idem expect --list`, honouring a --db given on the command line. Works with or without the bash-completion package; uses its
 # helpers for file and command names when they are there.
 
 # _idem_flags SUBCOMMAND: the flags SUBCOMMAND accepts, global ones included ("": before one). A
@@ -20,6 +21,8 @@ _idem_flags() {
     status) echo "$global" ;;
     rm) echo "--force $global" ;;
     gc) echo "--dry-run --older-than $global" ;;
+    expect) echo "--every --cron --tz --grace --max-runtime --at-most --list --rm --json $global" ;;
+    check) echo "--json $global" ;;
     export) echo "--status --prefix --limit --all $global" ;;
     import) echo "--replace $global" ;;
     doctor) echo "--json --config --hooks --template $global" ;;
@@ -45,6 +48,7 @@ _idem_takes_value() {
       run:--drain | run:--max-output | run:--on-failure | run:--on-change | run:--notify-timeout | \
       ls:--status | ls:--prefix | ls:--front | ls:--since | ls:--until | ls:--limit | export:--status | export:--prefix | export:--limit | \
       gc:--older-than | doctor:--config | doctor:--hooks | \
+      expect:--every | expect:--cron | expect:--tz | expect:--grace | expect:--max-runtime | expect:--at-most | \
       serve:--config | serve:--upstream | serve:--socket | serve:--listen | serve:--port-file | serve:--max-connections | \
       serve:--request-timeout | serve:--grace | serve:--busy-timeout | serve:--keep-attempts | serve:--lease | \
       show:--attempts | \
@@ -85,6 +89,33 @@ _idem_add_keys() {
     keys+=("$key")
   done < <("$_idem_cmd" "${db[@]}" ls --all --keys "${prefix[@]}" 2>/dev/null)
   _idem_add "${keys[@]}"
+}
+
+# _idem_add_patterns: the patterns of the store's expectations (the first field of each line of
+# `idem expect --list`), from the same idem and the --db of the command line.
+_idem_add_patterns() {
+  local -a db=() patterns=()
+  local line
+  [[ -n $_idem_db ]] && db=(--db "$_idem_db")
+  [[ -n $_idem_store ]] && db+=(--store "$_idem_store")
+  while IFS= read -r line; do
+    patterns+=("${line%%  *}")
+  done < <("$_idem_cmd" "${db[@]}" expect --list 2>/dev/null)
+  _idem_add "${patterns[@]}"
+}
+
+# _idem_add_zones: the zone names of the zoneinfo folder ($TZDIR, else /usr/share/zoneinfo), as
+# `idem expect --tz` loads them: its files and links but the posix/ and right/ copies and the
+# tables (zone names start with a capital letter).
+_idem_add_zones() {
+  local dir=${TZDIR:-/usr/share/zoneinfo} zone
+  local -a zones=()
+  [[ -d $dir ]] || return 0
+  while IFS= read -r zone; do
+    zones+=("${zone#./}")
+  done < <(cd "$dir" && find . \( -path ./posix -o -path ./right \) -prune -o \
+    \( -type f -o -type l \) -name '[A-Z]*' -print 2>/dev/null)
+  _idem_add "${zones[@]}"
 }
 
 # _idem_add_files: file names for the value being typed (after any --flag=).
@@ -216,6 +247,8 @@ _idem() {
         doctor:--config | doctor:--hooks)
         _idem_add_files ;;
       serve:--tls-min-version) _idem_add 1.2 1.3 ;;
+      expect:--tz) _idem_add_zones ;;
+      expect:--cron) _idem_add @hourly @daily @weekly @monthly @yearly ;;
       run:-k | run:--key | begin:-k | begin:--key | end:-k | end:--key) _idem_add_keys ;;
       ls:--status | export:--status) _idem_add running succeeded failed abandoned queued superseded expired ;;
       serve:--listen) _idem_add 127.0.0.1:8787 127.0.0.1:0 ;;
@@ -246,6 +279,7 @@ _idem() {
       rm) _idem_add_keys ;;
       run | each) _idem_add -- ;;  # the command comes after `--`
       import) ((npos == 0)) && _idem_add_files ;;
+      expect) ((npos == 0)) && _idem_add_patterns ;;
     esac
   fi
   return 0

@@ -1,6 +1,7 @@
 # fish completion for idem(1): subcommands (from `idem --list-commands`), their flags and values,
-# and record keys (show, status, log, tail, rm, and -k/--key of run, begin and end) read from the
-# store with `idem ls --all --keys`, honouring a --db given on the command line.
+# record keys (show, status, log, tail, rm, and -k/--key of run, begin and end) read from the
+# store with `idem ls --all --keys`, and the patterns of `idem expect` (`idem expect --list`),
+# honouring a --db given on the command line.
 
 # The subcommand of the command line being completed (the first word that is no option and no
 # value of --db), or nothing.
@@ -61,7 +62,7 @@ function __idem_using
     not __idem_after_dashdash
 end
 
-# How many positionals (keys) follow the subcommand so far.
+# How many positionals (keys, patterns) follow the subcommand so far.
 function __idem_positionals
     set -l sub (__idem_subcommand); or return 1
     set -l tokens (commandline -opc)
@@ -70,7 +71,7 @@ function __idem_positionals
     set -l n 0
     while set -q tokens[1]
         switch $tokens[1]
-            case --db --store
+            case --db --store --every --cron --tz --grace --max-runtime --at-most
                 set tokens $tokens[2..-1]
             case '-*'
             case '*'
@@ -114,6 +115,40 @@ function __idem_keys
         set i (math $i + 1)
     end
     $tokens[1] $db ls --all --keys 2>/dev/null
+end
+
+# The same store's expectation patterns: the first field of each line of `idem expect --list`.
+function __idem_patterns
+    set -l tokens (commandline -opc)
+    set -l db
+    set -l i 2
+    while test $i -le (count $tokens)
+        switch $tokens[$i]
+            case --db
+                set i (math $i + 1)
+                set db --db $tokens[$i]
+            case '--db=*'
+                set db --db (string replace -- --db= '' $tokens[$i])
+            case --store
+                set i (math $i + 1)
+                set db --store $tokens[$i]
+            case '--store=*'
+                set db --store (string replace -- --store= '' $tokens[$i])
+        end
+        set i (math $i + 1)
+    end
+    $tokens[1] $db expect --list 2>/dev/null | string replace -r '  .*' ''
+end
+
+# The zone names of the zoneinfo folder ($TZDIR, else /usr/share/zoneinfo), as `idem expect
+# --tz` loads them: its files and links but the posix/ and right/ copies and the tables.
+function __idem_zones
+    set -l dir /usr/share/zoneinfo
+    set -q TZDIR; and test -n "$TZDIR"; and set dir $TZDIR
+    test -d $dir; or return 0
+    pushd $dir
+    find . \( -path ./posix -o -path ./right \) -prune -o \( -type f -o -type l \) -name '[A-Z]*' -print 2>/dev/null | string replace -r '^\./' ''
+    popd
 end
 
 # What the command after `--` of run and each would complete.
@@ -191,6 +226,19 @@ complete -c idem -n "__idem_using rm" -a '(__idem_keys)' -d 'Record key'
 # gc
 complete -c idem -n "__idem_using gc" -l dry-run -d 'Count what would be deleted, delete nothing'
 complete -c idem -n "__idem_using gc" -l older-than -x -d 'Also delete records older than DURATION'
+
+# expect, check
+complete -c idem -n "__idem_using expect" -l every -x -d 'A real attempt is due DURATION after the last one'
+complete -c idem -n "__idem_using expect" -l cron -x -a '@hourly @daily @weekly @monthly @yearly' -d 'Due at the times of a crontab line (five fields)'
+complete -c idem -n "__idem_using expect" -l tz -x -a '(__idem_zones)' -d 'The time zone --cron reads its times in (the system\'s)'
+complete -c idem -n "__idem_using expect" -l grace -x -d 'How long after a due time its attempt may start (1m)'
+complete -c idem -n "__idem_using expect" -l max-runtime -x -d 'An attempt running longer is an overrun'
+complete -c idem -n "__idem_using expect" -l at-most -x -d 'More real attempts than N in one period are too often'
+complete -c idem -n "__idem_using expect" -l list -d 'List the expectations, with last and next runs'
+complete -c idem -n "__idem_using expect" -l rm -d 'Remove the expectation of PATTERN and its findings'
+complete -c idem -n "__idem_using expect" -l json -d 'With --list: one JSON object per line'
+complete -c idem -n "__idem_using expect; and test (__idem_positionals) -eq 0" -a '(__idem_patterns)' -d 'Expectation pattern'
+complete -c idem -n "__idem_using check" -l json -d 'One JSON object per finding, a line each'
 
 # export, import
 complete -c idem -n "__idem_using export" -l status -x -a 'running succeeded failed abandoned queued superseded expired' -d 'Only records in STATUS'

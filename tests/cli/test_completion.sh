@@ -68,6 +68,14 @@ offers "--max-output" "idem each --m" idem each --m
 offers "--owner-pid" "idem end --o" idem end --o
 offers "--fingerprint" "idem begin --f" idem begin --f
 offers "--follow" "idem tail --f" idem tail --f
+offers "--every" "idem expect --ev" idem expect --ev
+offers "--max-runtime" "idem expect --ma" idem expect --ma
+offers "--db${nl}--help${nl}--json${nl}--store" "idem check --" idem check --
+# Zone names, from the zoneinfo folder (tzdata); a test folder stands in for it.
+mkdir -p "$T/zoneinfo/Europe" "$T/zoneinfo/posix/Europe"
+touch "$T/zoneinfo/Europe/Paris" "$T/zoneinfo/Europe/Prague" "$T/zoneinfo/posix/Europe/Paris" "$T/zoneinfo/zone.tab"
+TZDIR="$T/zoneinfo" offers "Europe/Paris${nl}Europe/Prague" "idem expect x --tz Europe/P" idem expect x --tz Europe/P
+TZDIR="$T/zoneinfo" offers "" "idem expect x --tz zo" idem expect x --tz zo
 
 # The subcommands are asked of the binary: exactly those of `idem --list-commands`.
 offers "$(idem --list-commands | cut -f1 | LC_ALL=C sort)" "idem " idem ""
@@ -101,6 +109,12 @@ offers "" "idem tail first-key " idem tail first-key ""
 offers "" "idem status first-key " idem status first-key ""
 offers "first-key${nl}second\\ key" "idem rm first-key " idem rm first-key ""
 offers "first-key" "idem run -k f" idem run -k f
+# The patterns of the store's expectations, for `idem expect` (--rm, or a new definition).
+offers "" "idem expect --rm " idem expect --rm ""
+capture expect idem expect 'nightly-*' --every 1d
+expect_rc 0
+offers "nightly-\\*" "idem expect --rm " idem expect --rm ""
+offers "" "idem expect --every 1d nightly-\\* " idem expect --every 1d "nightly-\\*" ""
 offers "second\\ key" "idem begin --key s" idem begin --key s
 offers "first-key" "idem end --exit 0 -k fi" idem end --exit 0 -k "fi"
 offers "first-key" "idem end --key=f" idem end --key = f
@@ -143,6 +157,10 @@ if command -v fish >/dev/null; then
   assert_eq "$(idem --list-commands | cut -f1 | LC_ALL=C sort)" "$(fish_complete "idem ")" \
     "fish: completions of 'idem '"
   assert_eq "--timeout" "$(fish_complete "idem run --ti")" "fish: completions of 'idem run --ti'"
+  assert_eq "--every" "$(fish_complete "idem expect --ev")" "fish: completions of 'idem expect --ev'"
+  assert_eq "nightly-*" "$(fish_complete "idem expect --rm ")" "fish: completions of 'idem expect --rm '"
+  assert_eq "Europe/Paris${nl}Europe/Prague" "$(TZDIR="$T/zoneinfo" fish_complete "idem expect x --tz Europe/P")" \
+    "fish: completions of 'idem expect x --tz Europe/P'"
   assert_eq "$derived${nl}first-key${nl}second key" "$(fish_complete "idem show ")" \
     "fish: completions of 'idem show '"
   assert_eq "first-key" "$(fish_complete "idem tail -f f")" "fish: completions of 'idem tail -f f'"
