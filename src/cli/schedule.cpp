@@ -92,7 +92,7 @@ CLI::App* register_expect(CLI::App& app, ExpectOptions& o) {
       "Exit: 0 done; 1 --rm of a pattern with no expectation; 64 bad input; 74 store.\n"
       "Examples:\n"
       "  idem expect backup- --cron '0 3 * * *' --tz Europe/Paris --max-runtime 2h\n"
-      "  idem expect 'hook:github/*' --every 1h --grace 10m\n"
+      "  idem expect '/hooks/github#' --every 1h --grace 10m\n"
       "  idem expect --list");
   return cmd;
 }
@@ -107,7 +107,18 @@ int run_expect(const GlobalOptions& global, const ExpectOptions& o) {
     for (const store::StoredExpectation& x : store->expectations()) {
       if (o.json) {
         nlohmann::json j = core::expectation_json(x.expectation);
-        j["last_key"] = x.state.last_key;
+        const core::ScheduleState& st = x.state;
+        if (!st.last_key.empty())
+          j["last_run"] = {{"key", st.last_key},
+                           {"attempt", st.last_number},
+                           {"started_at", util::iso8601_utc(st.last_started_ms)},
+                           {"outcome", core::to_string(st.last_outcome)}};
+        try {
+          if (std::optional<int64_t> next = core::Schedule(x.expectation).upcoming(st))
+            j["next_due"] = util::iso8601_utc(*next);
+        } catch (const UsageError& e) {
+          j["problem"] = e.what();
+        }
         std::cout << j.dump() << "\n";
       } else {
         print_expectation(x, now_ms);

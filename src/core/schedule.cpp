@@ -69,6 +69,7 @@ std::string schedule_state_text(const ScheduleState& st) {
                       {"last_told", st.last_told},
                       {"overrun", st.overrun_ms},
                       {"evaluated", st.evaluated_ms}};
+  for (const auto& [key, number] : st.overtaken) j["overtaken"].push_back({key, number});
   return j.dump();
 }
 
@@ -94,6 +95,9 @@ ScheduleState schedule_state_from_text(std::string_view text) {
     st.last_told = j.value("last_told", false);
     st.overrun_ms = j.value("overrun", int64_t(0));
     st.evaluated_ms = j.value("evaluated", int64_t(0));
+    if (const auto it = j.find("overtaken"); it != j.end() && it->is_array())
+      for (const auto& o : *it)
+        st.overtaken.emplace_back(o.at(0).get<std::string>(), o.at(1).get<int64_t>());
   } catch (const nlohmann::json::exception&) {
     return ScheduleState{};
   }
@@ -160,6 +164,7 @@ NotifyEvent notify_event_of(FindingKind kind) {
 std::string finding_document(const ScheduleFinding& finding, const Expectation& expectation,
                              int64_t now_ms) {
   nlohmann::json doc = {{"event", to_string(finding.kind)},
+                        {"key", finding_notify_key(finding)},
                         {"time", util::iso8601_utc(now_ms)},
                         {"finding", schedule_finding_json(finding)},
                         {"expectation", expectation_json(expectation)}};
@@ -407,7 +412,7 @@ class Evaluator {
     }
     ++st.period_count;
     if (e_.at_most > 0 && st.period_count == e_.at_most + 1)
-      find(FindingKind::too_often, period, a.key, a.number,
+      find(FindingKind::too_often, a.started_ms, a.key, a.number,
            std::to_string(e_.at_most + 1) + " real attempts in the period from " +
                s_.local_time(period) + " (at most " + std::to_string(e_.at_most) + "), the last " +
                attempt_name(a.key, a.number));
@@ -415,19 +420,26 @@ class Evaluator {
 
   // A newer attempt takes the latest's place: what became of the one it replaces is looked at
   // first, so a failure between two evaluations is not passed over.
+  // A newer attempt takes the latest's place. What became of the one it replaces is looked at
+  // first; if it still runs, it is kept among the overtaken ones (a few, the newest), looked at
+  // by each evaluation until it ends, so a failure that overlaps a later start is not passed
+  // over.
   void become_latest(AttemptFact a) {
     ScheduleState& st = out_.state;
-    if (!st.last_key.empty() && !st.last_told && st.last_outcome == Status::running)
+    if (!st.last_key.empty() && !st.last_told && st.last_outcome == Status::running) {
       refresh_latest();
-    st.last_key = std::move(a.key);
+      if (!st.last_told && st.last_outcome == Status::running) {
+        st.overtaken.push_back({st.last_key, st.last_number});
+        if (st.overtaken.size() > k_schedule_overtaken_kept)
+          st.overtaken.erase(st.overtaken.begin());
+      }
+    }
+    st.last_key = a.key;
     st.last_number = a.number;
     st.last_started_ms = a.started_ms;
     st.last_ended_ms = a.ended_ms;
     st.last_outcome = a.outcome;
-    st.last_told = false;
-    latest_ = AttemptFact{st.last_key, a.number,    a.started_ms, a.ended_ms,
-                          a.outcome,   a.exit_code, a.http_status};
-    tell_latest();
+    st.last_told = tell(a);
   }
 
   void refresh_latest() {
@@ -439,27 +451,33 @@ class Evaluator {
     }
     st.last_outcome = now->outcome;
     st.last_ended_ms = now->ended_ms;
-    latest_ = std::move(*now);
-    tell_latest();
+    st.last_told = tell(*now);
   }
 
-  void tell_latest() {
-    ScheduleState& st = out_.state;
-    if (st.last_told || !latest_) return;
-    if (ended_badly(st.last_outcome)) {
-      find(FindingKind::failed, st.last_started_ms, st.last_key, st.last_number,
-           attempt_name(st.last_key, st.last_number) + " " + how_it_ended(*latest_));
-      st.last_told = true;
-    } else if (st.last_outcome == Status::succeeded) {
-      // Kept by the store only if it closes a finding (see Evaluation::findings).
-      find(FindingKind::recovered, st.last_started_ms, st.last_key, st.last_number,
-           attempt_name(st.last_key, st.last_number) + " succeeded");
-      st.last_told = true;
+  // Finds what an ended attempt tells: its failure, or its success (a `recovered` candidate, kept
+  // by the store only if it closes a finding: see Evaluation::findings). Whether it has ended.
+  bool tell(const AttemptFact& a) {
+    if (ended_badly(a.outcome)) {
+      find(FindingKind::failed, a.started_ms, a.key, a.number,
+           attempt_name(a.key, a.number) + " " + how_it_ended(a));
+      return true;
     }
+    if (a.outcome == Status::succeeded) {
+      find(FindingKind::recovered, a.started_ms, a.key, a.number,
+           attempt_name(a.key, a.number) + " succeeded");
+      return true;
+    }
+    return a.outcome != Status::running;
   }
 
   void look_at_latest() {
     ScheduleState& st = out_.state;
+    std::vector<std::pair<std::string, int64_t>> still;
+    for (auto& [key, number] : st.overtaken) {
+      std::optional<AttemptFact> now = facts_.attempt(key, number);
+      if (now && !tell(*now)) still.emplace_back(std::move(key), number);
+    }
+    st.overtaken = std::move(still);
     if (!st.last_key.empty() && !st.last_told && st.last_outcome == Status::running)
       refresh_latest();
   }
@@ -502,7 +520,6 @@ class Evaluator {
   KeyPattern pattern_;
   int64_t horizon_ = 0;
   int64_t wake_ = INT64_MAX;
-  std::optional<AttemptFact> latest_;
   Evaluation out_;
 };
 

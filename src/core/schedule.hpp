@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/notify.hpp"
@@ -50,6 +51,8 @@ inline constexpr int64_t k_schedule_settle_ms = 1000;
 inline constexpr int64_t k_schedule_scan_limit = 10000;
 // At most this many running attempts of a family are looked at for overruns per evaluation.
 inline constexpr int64_t k_schedule_running_limit = 1000;
+// How many overtaken attempts an expectation's state follows at most (ScheduleState::overtaken).
+inline constexpr size_t k_schedule_overtaken_kept = 16;
 // How many expectations a store holds at most.
 inline constexpr int64_t k_max_expectations = 1000;
 
@@ -90,6 +93,9 @@ struct ScheduleState {
   // overrun: the latest start of a running attempt found past --max-runtime (those that started
   // no later are found already).
   int64_t overrun_ms = 0;
+  // Attempts a later start overtook while they still ran (key, number), the newest few: looked
+  // at until they end, for their failure.
+  std::vector<std::pair<std::string, int64_t>> overtaken;
   int64_t evaluated_ms = 0;
 };
 
@@ -105,8 +111,9 @@ std::optional<FindingKind> finding_kind_from_string(std::string_view text);
 struct ScheduleFinding {
   std::string pattern;
   FindingKind kind = FindingKind::missed;
-  // What it is about: the due time (missed), the period's start (too-often), or the attempt's
-  // start (failed, overrun, recovered). With kind, pattern, key and attempt: the finding's
+  // What it is about: the due time (missed), or the start of its attempt (failed, overrun,
+  // recovered, too-often: the one too many). A success closes the findings about a time before
+  // its start. With kind, pattern, key and attempt: the finding's
   // identity, found once.
   int64_t at_ms = 0;
   std::string key;  // the attempt's (failed, overrun, recovered, too-often: the one too many)
@@ -188,7 +195,7 @@ class Schedule {
 struct Evaluation {
   ScheduleState state;
   // Candidates: the store keeps those it had not found yet. A `recovered` one is a success that
-  // started at its at_ms: it closes the open findings about no later than that, and is kept only
+  // started at its at_ms: it closes the open findings about a time before that, and is kept only
   // when it closed one.
   std::vector<ScheduleFinding> findings;
   // When the next evaluation has something to judge (a due time's window closing, or an

@@ -20,7 +20,17 @@ std::vector<core::AttemptFact> StoreScheduleFacts::started(const core::KeyPatter
                                                            const std::string& after_key,
                                                            int64_t after_number, int64_t before_ms,
                                                            int64_t limit) {
-  return store_.attempts_started(pattern, after_ms, after_key, after_number, before_ms, limit);
+  auto from_to = std::make_tuple(after_ms, after_key, after_number, before_ms);
+  if (!shared_ || shared_->from_to != from_to || shared_->limit != limit)
+    shared_ = Shared{from_to, limit,
+                     store_.attempts_started(core::KeyPattern(""), after_ms, after_key,
+                                             after_number, before_ms, limit)};
+  if (int64_t(shared_->entries.size()) >= limit)
+    return store_.attempts_started(pattern, after_ms, after_key, after_number, before_ms, limit);
+  std::vector<core::AttemptFact> found;
+  for (const core::AttemptFact& a : shared_->entries)
+    if (pattern.matches(a.key)) found.push_back(a);
+  return found;
 }
 
 std::optional<core::AttemptFact> StoreScheduleFacts::attempt(const std::string& key,

@@ -3,7 +3,9 @@
 // (core::evaluate) reads its facts from the store's history and keeps its state and findings
 // there, so that each finding is found once, whoever evaluates (`idem check`, any daemon).
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/schedule.hpp"
@@ -11,7 +13,10 @@
 
 namespace idem::engine {
 
-// The facts of an evaluation, read from a store.
+// The facts of an evaluation, read from a store. The evaluations of one check mostly read the
+// history from the same place to the same horizon (where the last check stopped): the entries
+// of every key there are read once and each pattern takes its own from them, unless they are
+// more than a read's limit (then each pattern reads its own).
 class StoreScheduleFacts : public core::ScheduleFacts {
  public:
   explicit StoreScheduleFacts(store::Store& store) : store_(store) {}
@@ -22,7 +27,13 @@ class StoreScheduleFacts : public core::ScheduleFacts {
   std::vector<core::AttemptFact> running(const core::KeyPattern& pattern, int64_t limit) override;
 
  private:
+  struct Shared {
+    std::tuple<int64_t, std::string, int64_t, int64_t> from_to;  // after (ms, key, number), before
+    int64_t limit = 0;
+    std::vector<core::AttemptFact> entries;  // every key's
+  };
   store::Store& store_;
+  std::optional<Shared> shared_;
 };
 
 struct ScheduleCheck {

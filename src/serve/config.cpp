@@ -45,7 +45,9 @@ const Section k_sections[] = {
        if (const Json* notify = optional_field(value, "notify"))
          config.schedule_notify = read_notify(*notify, member("schedules", "notify"));
      },
-     nullptr, ""},
+     // A daemon may run for its schedules' notifications alone (with the built-ins).
+     [](const Config& c) { return size_t(c.schedule_notify ? 1 : 0); },
+     "has no \"notify\": give one, or a \"hooks\" or \"proxy\" section"},
 };
 
 // A config that would serve nothing is refused: at the first section present (each of them

@@ -375,7 +375,7 @@ class Store {
   virtual std::vector<StoredExpectation> expectations() = 0;
   // Keeps an evaluation of the expectation of `pattern` read at `revision`: its state, and the
   // findings it made that the store does not hold yet (a finding is its pattern, kind, at_ms, key
-  // and attempt); then each `recovered` one resolves the open findings about no later than its
+  // and attempt); then each `recovered` one resolves the open findings about a time before its
   // at_ms, and is kept only if there were some. The oldest beyond the newest 1,000 of the
   // pattern go. One transaction, durable on return when it holds findings (one that only moves
   // the state on may be lost to a power cut: evaluated again, it finds nothing twice). nullopt,

@@ -151,7 +151,7 @@ if on_sqlite && (($(id -u) == 0)) && unshare --mount true 2>/dev/null; then
   IDEM_DB="$T/ro/s.db" "$IDEM_BIN" doctor >/dev/null  # again: written over, not appended
   assert_eq "$grew" "$(($(wal_extent "$T/ro/s.db-wal" written) - committed))" "frames after a second trial"
   assert_eq "kept succeeded" "$(sqlite3 "$T/ro/s.db" "SELECT group_concat(key || ' ' || status) FROM records")" "records"
-  assert_eq "attempts outputs records serial_lines" "$(sqlite3 "$T/ro/s.db" "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name)")" "tables"
+  assert_eq "attempts expectations findings outputs records serial_lines" "$(sqlite3 "$T/ro/s.db" "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name)")" "tables"
   integrity_ok "$T/ro/s.db"
 
   # A small file system: a warning; a full one: an error, and the trial write fails.

@@ -68,8 +68,9 @@ idem run -k rep-1 -- echo again >/dev/null
 wait_until "a second real attempt is too often" check_has "too-often rep-: 2 real attempts in the period from "
 file_has "$T/check.out" "(at most 1), the last rep-1 attempt 1" || fail "too-often says: $(cat "$T/check.out")"
 
-# A failure is found once, with its exit code; an overrun while the attempt still runs; the
-# success after them recovers both.
+# A failure is found once, with its exit code; an overrun while the attempt still runs; a
+# success closes what is about a time before its start (the failure before it), the next one
+# the overrun.
 idem expect long- --every 1h --max-runtime 1s
 idem run -k long-1 -- sh -c 'echo no; exit 4' >/dev/null 2>&1 || true
 wait_until "the failure is found" check_has "failed long-: long-1 attempt 1 failed (exit 4)"
@@ -80,7 +81,10 @@ bg_running slow || fail "the long run ended before its overrun was found"
 release_fifo "$T/gate"
 bg_wait slow
 expect_rc 0
-wait_until "the success recovers" check_has "recovered long-: long-2 attempt 1 succeeded"
+wait_until "the success recovers the failure" check_has "recovered long-: long-2 attempt 1 succeeded"
+file_has "$T/check.out" "overrun long-: long-2" || fail "the overrun closed by its own run: $(cat "$T/check.out")"
+idem run -k long-3 -- true >/dev/null
+wait_until "the next success recovers the overrun" check_has "recovered long-: long-3 attempt 1 succeeded"
 capture after idem check
 ! grep -q "^failed long-\|^overrun long-" "$T/after.out" || fail "still open after the recovery: $(cat "$T/after.out")"
 
@@ -92,7 +96,7 @@ file_has "$T/listed.out" "nightly-  cron '30 2 * * *' in America/New_York, grace
   fail "--list says: $(cat "$T/listed.out")"
 grep -q "nightly-.*next due 20[0-9-]*T02:30:00-0[45]:00" "$T/listed.out" ||
   fail "the next due time is not 02:30 New York time: $(cat "$T/listed.out")"
-file_has "$T/listed.out" "last run long-2 attempt 1 at " || fail "no last run: $(cat "$T/listed.out")"
+file_has "$T/listed.out" "last run long-3 attempt 1 at " || fail "no last run: $(cat "$T/listed.out")"
 idem expect --list --json | jsonq /pattern >"$T/patterns"
 assert_eq "long- nightly- rep-" "$(tr '\n' ' ' <"$T/patterns" | sed 's/ $//')" "--list --json patterns"
 

@@ -274,7 +274,16 @@ TEST_CASE("config: the notifications section limits notify commands", "[config][
   CHECK(error_of(R"({"notifications": {"max_queue": 5, "max": 1}, "hooks": []})") ==
         "serve.json: notifications: unknown field 'max'");
   // A section of settings configures no route: the config still needs one.
-  CHECK(error_of(R"({"notifications": {}})") == "serve.json: missing field 'hooks' or 'proxy'");
+  CHECK(error_of(R"({"notifications": {}})") ==
+        "serve.json: missing field 'hooks' or 'proxy' or 'schedules'");
+  // "schedules": its notify alone is enough for a daemon (contract §11).
+  CHECK(error_of(R"({"schedules": {}})") ==
+        "serve.json: schedules: has no \"notify\": give one, or a \"hooks\" or \"proxy\" section");
+  CHECK(error_of(R"({"schedules": {"notify": {"command": ""}}})")
+            .starts_with("serve.json: schedules.notify.command: is empty"));
+  CHECK(error_of(R"({"schedules": {"every": "1m", "notify": {"command": "x"}}})") ==
+        "serve.json: schedules: unknown field 'every'");
+  CHECK(error_of(R"({"schedules": {"notify": {"command": "x", "on": "change"}}})") == "(parsed)");
   CHECK(hook_error(R"("notify": {"command": "x", "output_bytes": "1MiB"})") == "(parsed)");
   CHECK(parse_hook(R"("notify": {"command": "x", "output_bytes": "1MiB"})").notify->stream_bytes ==
         1 << 20);
@@ -386,7 +395,7 @@ TEST_CASE("config: the top level is an object with a non-empty hooks array", "[c
   CHECK(error_of(R"({"hooks": []})") == "serve.json: hooks: is empty; list at least one hook");
   CHECK(error_of(R"({"hooks": {"path": "/a"}})") ==
         "serve.json: hooks: expected an array of hooks, got an object");
-  CHECK(error_of(R"({})") == "serve.json: missing field 'hooks' or 'proxy'");
+  CHECK(error_of(R"({})") == "serve.json: missing field 'hooks' or 'proxy' or 'schedules'");
   CHECK(error_of(R"([])") ==
         "serve.json: expected an object with a \"hooks\" array at the top level, got an array");
   CHECK(error_of(R"({"hooks": ["/a"]})") ==
@@ -395,7 +404,7 @@ TEST_CASE("config: the top level is an object with a non-empty hooks array", "[c
 
 TEST_CASE("config: every section is optional, but the config must configure a route", "[config]") {
   // No section at all: the message names the section to add.
-  CHECK(error_of(R"({})") == "serve.json: missing field 'hooks' or 'proxy'");
+  CHECK(error_of(R"({})") == "serve.json: missing field 'hooks' or 'proxy' or 'schedules'");
   // Sections that are there but configure nothing: the first of them is named.
   CHECK(error_of(R"({"hooks": []})") == "serve.json: hooks: is empty; list at least one hook");
   // A member that is no section is refused before the rule: it may be a misspelt section.

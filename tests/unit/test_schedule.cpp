@@ -49,6 +49,7 @@ class MemoryFacts : public idem::core::ScheduleFacts {
     std::sort(runs_.begin(), runs_.end(), [](const Run& a, const Run& b) {
       return std::tie(a.started_ms, a.key, a.number) < std::tie(b.started_ms, b.key, b.number);
     });
+    events_.clear();
     for (size_t i = 0; i < runs_.size(); ++i) {
       by_key_[{runs_[i].key, runs_[i].number}] = i;
       events_.push_back(runs_[i].started_ms);
@@ -133,7 +134,7 @@ struct Watch {
       if (f.kind != FindingKind::recovered) continue;
       size_t closed = 0;
       for (ScheduleFinding* o : open)
-        if (!o->resolved && o->at_ms <= f.at_ms) o->resolved = ++closed > 0;
+        if (!o->resolved && o->at_ms < f.at_ms) o->resolved = ++closed > 0;
       if (closed) keep(std::move(f));
     }
     open.erase(std::remove_if(open.begin(), open.end(),
@@ -229,6 +230,21 @@ TEST_CASE("schedule: --every finds a missed due time once, then recovered", "[sc
   CHECK(w.found.size() == 3);
 }
 
+TEST_CASE("schedule: an attempt overtaken while it runs is still found failed", "[schedule]") {
+  const Expectation e = every("hook-", k_hour, k_t0);
+  const Schedule schedule(e);
+  MemoryFacts facts;
+  // A long delivery, overtaken by a short one that succeeds first; the long one then fails.
+  facts.add(Run{"hook-1", 1, k_t0 + 1000, k_t0 + 10 * k_minute, Status::failed});
+  facts.add(Run{"hook-2", 1, k_t0 + 2 * k_minute, k_t0 + 2 * k_minute + 1000});
+  facts.sort();
+  Watch w{schedule, facts, {}, {}, {}, {}, 0};
+  w.run(k_t0, k_t0 + 20 * k_minute);
+  REQUIRE(w.of(FindingKind::failed).size() == 1);
+  CHECK(w.of(FindingKind::failed)[0]->key == "hook-1");
+  CHECK(w.state.overtaken.empty());
+}
+
 TEST_CASE("schedule: a late start does not hide the miss of its due time", "[schedule]") {
   const Expectation e = cron("late-", "0 * * * *", "UTC", k_t0);
   const Schedule schedule(e);
@@ -267,11 +283,23 @@ TEST_CASE("schedule: too-often counts real attempts of a period; overrun while i
   CHECK(overrun.found_ms >= k_t0 + k_day + 3 * k_hour + 1000 + e.max_runtime_ms);
   CHECK(overrun.found_ms <= k_t0 + k_day + 3 * k_hour + 1000 + e.max_runtime_ms + k_minute);
   REQUIRE(w.of(FindingKind::too_often).size() == 1);
-  CHECK(w.of(FindingKind::too_often)[0]->at_ms == k_t0 + k_day + 3 * k_hour);
+  // About the attempt one too many: the re-run at 05:00.
+  CHECK(w.of(FindingKind::too_often)[0]->at_ms == k_t0 + k_day + 5 * k_hour);
   CHECK(w.of(FindingKind::too_often)[0]->attempt == 2);
-  // Each success after a finding recovers: the long run's end (after its overrun), then the
-  // re-run's (after too-often).
+  CHECK(w.of(FindingKind::too_often)[0]->detail ==
+        "2 real attempts in the period from 2026-01-02T03:00:00Z (at most 1), the last rep-2 "
+        "attempt 2");
+  // A success closes the findings about a time before its start: the re-run's success closes
+  // the overrun of the run before it, not the too-often it is itself; the next day's run does.
+  REQUIRE(w.of(FindingKind::recovered).size() == 1);
+  CHECK(w.of(FindingKind::recovered)[0]->key == "rep-2");
+  CHECK(w.open.size() == 1);
+  facts.add(
+      Run{"rep-3", 1, k_t0 + 2 * k_day + 3 * k_hour + 1000, k_t0 + 2 * k_day + 3 * k_hour + 2000});
+  facts.sort();
+  w.run(k_t0 + 2 * k_day, k_t0 + 3 * k_day);
   CHECK(w.of(FindingKind::recovered).size() == 2);
+  CHECK(w.open.empty());
   CHECK(w.of(FindingKind::missed).empty());
   CHECK(w.duplicates == 0);
 }

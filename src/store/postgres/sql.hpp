@@ -568,10 +568,10 @@ inline constexpr const char* k_expectations = R"sql(
 inline constexpr const char* k_expectation_save = R"sql(
       UPDATE idem_expectations SET state = $3, revision = revision + 1
       WHERE pattern = $1 AND revision = $2)sql";
-// A success that started at $2 resolves the open findings about no later than then.
+// A success that started at $2 resolves the open findings about a time before then.
 inline constexpr const char* k_findings_resolve = R"sql(
       UPDATE idem_findings SET resolved = true
-      WHERE pattern = $1 AND NOT resolved AND kind <> 'recovered' AND at <= $2)sql";
+      WHERE pattern = $1 AND NOT resolved AND kind <> 'recovered' AND at < $2)sql";
 inline constexpr const char* k_finding_put = R"sql(
       INSERT INTO idem_findings (pattern, kind, at, key, attempt, detail, found_at)
       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING)sql";
