@@ -13,6 +13,7 @@
 #include "core/key.hpp"
 #include "core/record_json.hpp"
 #include "engine/notify.hpp"
+#include "otel/setup.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
 
@@ -207,6 +208,28 @@ void use_notify(engine::Front& front, std::shared_ptr<const core::NotifySpec> sp
   };
   front.notify = std::move(spec);
   front.notifier = std::make_shared<engine::Notifier>(std::move(options));
+}
+
+CliTraces::CliTraces(engine::Front& front) {
+  try {
+    otel::Exporter::Options options;
+    options.timeout_ms =
+        otel::k_final_export_wait_ms;  // a request under way at the end waits no longer
+    exporter_ = otel::exporter_from_environment(*front.clock, options);
+  } catch (const Error& e) {
+    std::cerr << "idem: " << e.what() << "; running without traces\n";
+  }
+  front.spans = exporter_;
+}
+
+CliTraces::~CliTraces() {
+  if (!exporter_) return;
+  exporter_->shutdown(util::monotonic_ms() + exporter_->options().timeout_ms);
+}
+
+std::string CliTraces::parent() const {
+  const char* parent = exporter_ ? std::getenv("TRACEPARENT") : nullptr;
+  return parent ? parent : "";
 }
 
 bool owner_gone_now(const core::Record& record, int64_t now_ms) {

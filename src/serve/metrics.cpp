@@ -72,4 +72,21 @@ std::string notify_metrics(int running, int queued, int64_t dropped) {
          std::to_string(dropped) + "\n";
 }
 
+std::string trace_metrics(int64_t exported, int64_t dropped, int64_t failed_requests) {
+  return "# HELP idem_trace_spans_exported_total Spans the OTLP receiver accepted.\n"
+         "# TYPE idem_trace_spans_exported_total counter\n"
+         "idem_trace_spans_exported_total " +
+         std::to_string(exported) +
+         "\n# HELP idem_trace_spans_dropped_total Spans dropped: the export queue was full, their "
+         "export request failed, or the drain left no time.\n"
+         "# TYPE idem_trace_spans_dropped_total counter\n"
+         "idem_trace_spans_dropped_total " +
+         std::to_string(dropped) +
+         "\n# HELP idem_trace_export_failures_total Export requests the receiver did not accept "
+         "(down, slow, or an error status).\n"
+         "# TYPE idem_trace_export_failures_total counter\n"
+         "idem_trace_export_failures_total " +
+         std::to_string(failed_requests) + "\n";
+}
+
 }  // namespace idem::serve
