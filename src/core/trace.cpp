@@ -49,10 +49,10 @@ const char* non_empty(const EnvLookup& env, const char* name) {
   return value && *value ? value : nullptr;
 }
 
-bool equals_lower(std::string_view text, std::string_view lower) {
-  return text.size() == lower.size() &&
-         std::equal(text.begin(), text.end(), lower.begin(),
-                    [](char a, char b) { return char(std::tolower((unsigned char)a)) == b; });
+bool equals_ignore_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower((unsigned char)x) == std::tolower((unsigned char)y);
+         });
 }
 
 int64_t timeout_of(const EnvLookup& env, const char* name, int64_t fallback) {
@@ -110,8 +110,7 @@ std::optional<SpanContext> parse_traceparent(std::string_view text) {
   if (!std::all_of(version.begin(), version.end(), lower_hex) || version == "ff")
     return std::nullopt;
   // Version 00 is exactly 55 characters; a later one may carry more after a '-'.
-  if (version == "00" ? text.size() != k_length
-                      : text.size() > k_length && text[k_length] != '-')
+  if (version == "00" ? text.size() != k_length : text.size() > k_length && text[k_length] != '-')
     return std::nullopt;
   if (text[2] != '-' || text[35] != '-' || text[52] != '-') return std::nullopt;
   const std::string_view trace_id = text.substr(3, 32), span_id = text.substr(36, 16),
@@ -119,8 +118,7 @@ std::optional<SpanContext> parse_traceparent(std::string_view text) {
   if (!valid_trace_id(trace_id, 32) || !valid_trace_id(span_id, 16) ||
       !std::all_of(flags.begin(), flags.end(), lower_hex))
     return std::nullopt;
-  return SpanContext{std::string(trace_id), std::string(span_id),
-                     (hex_value(flags[1]) & 1) != 0};
+  return SpanContext{std::string(trace_id), std::string(span_id), (hex_value(flags[1]) & 1) != 0};
 }
 
 std::string traceparent(const SpanContext& span) {
@@ -137,9 +135,7 @@ std::string otlp_json(const TraceResource& resource, const std::vector<Span>& sp
   const nlohmann::json body{
       {"resourceSpans",
        {{{"resource", {{"attributes", std::move(attributes)}}},
-         {"scopeSpans",
-          {{{"scope", {{"name", "idem"}}},
-            {"spans", std::move(list)}}}}}}}};
+         {"scopeSpans", {{{"scope", {{"name", "idem"}}}, {"spans", std::move(list)}}}}}}}};
   return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -164,10 +160,10 @@ std::vector<std::pair<std::string, std::string>> parse_key_values(std::string_vi
 
 std::optional<TraceSettings> trace_settings(const EnvLookup& env) {
   if (const char* disabled = non_empty(env, "OTEL_SDK_DISABLED");
-      disabled && equals_lower(trimmed(disabled), "true"))
+      disabled && equals_ignore_case(trimmed(disabled), "true"))
     return std::nullopt;
   if (const char* exporter = non_empty(env, "OTEL_TRACES_EXPORTER");
-      exporter && equals_lower(trimmed(exporter), "none"))
+      exporter && equals_ignore_case(trimmed(exporter), "none"))
     return std::nullopt;
   TraceSettings s;
   if (const char* traces = non_empty(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) {
@@ -184,8 +180,9 @@ std::optional<TraceSettings> trace_settings(const EnvLookup& env) {
   for (const char* name : {"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"})
     if (const char* value = non_empty(env, name))
       for (auto& [key, v] : parse_key_values(name, value)) {
-        auto same = std::find_if(s.headers.begin(), s.headers.end(),
-                                 [&key](const auto& h) { return equals_lower(h.first, key); });
+        auto same = std::find_if(s.headers.begin(), s.headers.end(), [&key](const auto& h) {
+          return equals_ignore_case(h.first, key);
+        });
         if (same != s.headers.end()) s.headers.erase(same);
         s.headers.emplace_back(std::move(key), std::move(v));
       }

@@ -64,9 +64,9 @@ struct TraceResource {
 };
 
 // The body of an OTLP/HTTP JSON export request (ExportTraceServiceRequest) holding `spans`:
-// {"resourceSpans":[{"resource":{...},"scopeSpans":[{"scope":{"name":"idem"},"spans":[...]}]}]}, ids as
-// hex, times as strings of nanoseconds, integers as strings (protobuf's JSON mapping of int64).
-// Bytes that are not UTF-8 (a key may hold any) are replaced.
+// {"resourceSpans":[{"resource":{...},"scopeSpans":[{"scope":{"name":"idem"},"spans":[...]}]}]},
+// ids as hex, times as strings of nanoseconds, integers as strings (protobuf's JSON mapping of
+// int64). Bytes that are not UTF-8 (a key may hold any) are replaced.
 std::string otlp_json(const TraceResource& resource, const std::vector<Span>& spans);
 
 // The export as the OpenTelemetry environment variables configure it (SPEC §12).

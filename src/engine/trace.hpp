@@ -49,8 +49,8 @@ struct SpanEnd {
   // idem.outcome: succeeded, failed, released, error, or the verdict of an attempt that did not
   // run (replayed, conflict, running, abandoned, superseded, full, queued).
   std::string outcome;
-  std::optional<int> exit_code;    // process.exit.code
-  std::optional<int> http_status;  // http.response.status_code
+  std::optional<int> exit_code;               // process.exit.code
+  std::optional<int> http_status;             // http.response.status_code
   std::optional<core::SpanContext> replayed;  // a replay's link
   std::string error;                          // a failure's message (status ERROR)
   int64_t end_ns = 0;

@@ -30,10 +30,12 @@ void Exporter::add(core::Span span) noexcept {
       ++stats_.dropped;
       return;
     }
-    if (queue_.empty()) oldest_ms_ = clock_.monotonic_ms();
+    const bool first = queue_.empty();
+    if (first) oldest_ms_ = clock_.monotonic_ms();
     queue_.push_back(std::move(span));
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
-    if (queue_.size() >= options_.max_batch) wake_.notify_all();
+    // The thread idles until a first span starts its linger, or a batch is full.
+    if (first || queue_.size() >= options_.max_batch) wake_.notify_all();
   } catch (const std::exception&) {
     // No memory or no thread for it: the span is lost, the attempt goes on.
     std::lock_guard lock(mutex_);
