@@ -117,8 +117,8 @@ TEST_CASE("trace: spans encode as an OTLP/HTTP JSON export request", "[trace]") 
   root.parent_span_id.clear();
   root.links.clear();
   root.error = false;
-  const json r = json::parse(idem::core::otlp_json(resource, {root}))["resourceSpans"][0]
-                                                                       ["scopeSpans"][0]["spans"][0];
+  const json r = json::parse(
+      idem::core::otlp_json(resource, {root}))["resourceSpans"][0]["scopeSpans"][0]["spans"][0];
   CHECK_FALSE(r.contains("parentSpanId"));
   CHECK_FALSE(r.contains("links"));
   CHECK_FALSE(r.contains("status"));
@@ -162,7 +162,8 @@ TEST_CASE("trace: the OTEL_* variables configure the export", "[trace]") {
                    {"OTEL_RESOURCE_ATTRIBUTES", "service.name=fromattrs"}});
   CHECK(s->resource.service_name == "fromattrs");
   // Off however the endpoint is set.
-  CHECK_FALSE(settings_of({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://a"}, {"OTEL_SDK_DISABLED", "TRUE"}}));
+  CHECK_FALSE(
+      settings_of({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://a"}, {"OTEL_SDK_DISABLED", "TRUE"}}));
   CHECK_FALSE(
       settings_of({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://a"}, {"OTEL_TRACES_EXPORTER", "none"}}));
   CHECK(settings_of({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://a"}, {"OTEL_SDK_DISABLED", "false"}}));
@@ -251,8 +252,7 @@ TEST_CASE("trace: the exporter's queue is bounded: what it cannot hold is droppe
   CHECK(f.exporter->stats().dropped == 4);
 }
 
-TEST_CASE("trace: the exporter sends full batches at once and others after the linger",
-          "[trace]") {
+TEST_CASE("trace: the exporter sends full batches at once and others after the linger", "[trace]") {
   Exporter::Options options;
   options.max_batch = 2;
   options.linger_ms = 1000;
