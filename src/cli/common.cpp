@@ -213,8 +213,10 @@ void use_notify(engine::Front& front, std::shared_ptr<const core::NotifySpec> sp
 CliTraces::CliTraces(engine::Front& front) {
   try {
     otel::Exporter::Options options;
-    options.timeout_ms =
-        otel::k_final_export_wait_ms;  // a request under way at the end waits no longer
+    // A request under way when the command has ended is waited for no longer than the rest.
+    options.timeout_ms = otel::k_final_export_wait_ms;
+    // Sent at once: a replay's span goes out while its output is written and its count stored.
+    options.linger_ms = 0;
     exporter_ = otel::exporter_from_environment(*front.clock, options);
   } catch (const Error& e) {
     std::cerr << "idem: " << e.what() << "; running without traces\n";
