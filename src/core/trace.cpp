@@ -179,12 +179,12 @@ std::optional<TraceSettings> trace_settings(const EnvLookup& env) {
   }
   for (const char* name : {"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"})
     if (const char* value = non_empty(env, name))
-      for (auto& [key, v] : parse_key_values(name, value)) {
-        auto same = std::find_if(s.headers.begin(), s.headers.end(), [&key](const auto& h) {
-          return equals_ignore_case(h.first, key);
+      for (auto& header : parse_key_values(name, value)) {
+        // A name given again (in the traces' own variable, say) replaces the one before.
+        std::erase_if(s.headers, [&header](const auto& h) {
+          return equals_ignore_case(h.first, header.first);
         });
-        if (same != s.headers.end()) s.headers.erase(same);
-        s.headers.emplace_back(std::move(key), std::move(v));
+        s.headers.push_back(std::move(header));
       }
   if (const char* attributes = non_empty(env, "OTEL_RESOURCE_ATTRIBUTES"))
     for (auto& [key, value] : parse_key_values("OTEL_RESOURCE_ATTRIBUTES", attributes)) {
