@@ -210,13 +210,15 @@ void use_notify(engine::Front& front, std::shared_ptr<const core::NotifySpec> sp
   front.notifier = std::make_shared<engine::Notifier>(std::move(options));
 }
 
-CliTraces::CliTraces(engine::Front& front) {
+CliTraces::CliTraces(engine::Front& front, bool background) {
   try {
     otel::Exporter::Options options;
     // A request under way when the command has ended is waited for no longer than the rest.
     options.timeout_ms = otel::k_final_export_wait_ms;
-    // Sent at once: a replay's span goes out while its output is written and its count stored.
+    // Sent at once, by a thread, where a command makes more than one span (each); else by the
+    // destructor, on this thread, once the command has ended.
     options.linger_ms = 0;
+    options.background = background;
     exporter_ = otel::exporter_from_environment(*front.clock, options);
   } catch (const Error& e) {
     std::cerr << "idem: " << e.what() << "; running without traces\n";

@@ -70,7 +70,9 @@ void use_notify(engine::Front& front, std::shared_ptr<const core::NotifySpec> sp
 // outcome or an exit code.
 class CliTraces {
  public:
-  explicit CliTraces(engine::Front& front);
+  // `background`: spans are sent as they come, by a thread (each's many attempts); else all at the
+  // end, on this thread (run, begin, end: one span).
+  explicit CliTraces(engine::Front& front, bool background = false);
   ~CliTraces();
   CliTraces(const CliTraces&) = delete;
   CliTraces& operator=(const CliTraces&) = delete;

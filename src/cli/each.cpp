@@ -369,7 +369,7 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
   proc::install_child_handlers();
   LineReader reader(watch_stop_signals());
 
-  const CliTraces traces(front);  // its spans go out once the last message is done
+  const CliTraces traces(front, true);  // its spans go out once the last message is done
   Consumer consumer(o, limits, front, traces.parent());
   // The messages read but not yet taken by a job, bounded so a long stream is never held whole;
   // the lines of one key go to the jobs one at a time, in input order.

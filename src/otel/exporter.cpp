@@ -33,6 +33,7 @@ void Exporter::add(core::Span span) noexcept {
     const bool first = queue_.empty();
     if (first) oldest_ms_ = clock_.monotonic_ms();
     queue_.push_back(std::move(span));
+    if (!options_.background) return;  // shutdown() sends it
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
     // The thread idles until a first span starts its linger, or a batch is full.
     if (first || queue_.size() >= options_.max_batch) wake_.notify_all();
@@ -53,8 +54,9 @@ void Exporter::shutdown(int64_t deadline_ms) {
     wake_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
-  std::lock_guard lock(mutex_);
-  stats_.dropped += int64_t(queue_.size());  // spans no thread was left to send
+  std::unique_lock lock(mutex_);
+  if (!options_.background) drain(lock);
+  stats_.dropped += int64_t(queue_.size());  // spans left unsent by the deadline
   queue_.clear();
 }
 
@@ -78,22 +80,34 @@ void Exporter::loop() {
       clock_.wait_until(wake_, lock, due_ms);
       continue;
     }
-    const size_t n = std::min(queue_.size(), options_.max_batch);
-    std::vector<core::Span> batch(std::make_move_iterator(queue_.begin()),
-                                  std::make_move_iterator(queue_.begin() + ptrdiff_t(n)));
-    queue_.erase(queue_.begin(), queue_.begin() + ptrdiff_t(n));
-    oldest_ms_ = now_ms;  // those left came before now: sent without another linger
-    int64_t deadline_ms = now_ms + options_.timeout_ms;
-    if (stopping_) deadline_ms = std::min(deadline_ms, stop_by_ms_);
-    lock.unlock();
-    const bool sent = send(batch, deadline_ms);
-    lock.lock();
-    if (sent) {
-      stats_.exported += int64_t(n);
-    } else {
-      stats_.dropped += int64_t(n);
-      ++stats_.failed_requests;
-    }
+    drain_batch(lock, now_ms);
+  }
+}
+
+void Exporter::drain(std::unique_lock<std::mutex>& lock) {
+  for (;;) {
+    const int64_t now_ms = clock_.monotonic_ms();
+    if (queue_.empty() || now_ms >= stop_by_ms_) return;
+    drain_batch(lock, now_ms);
+  }
+}
+
+void Exporter::drain_batch(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
+  const size_t n = std::min(queue_.size(), options_.max_batch);
+  std::vector<core::Span> batch(std::make_move_iterator(queue_.begin()),
+                                std::make_move_iterator(queue_.begin() + ptrdiff_t(n)));
+  queue_.erase(queue_.begin(), queue_.begin() + ptrdiff_t(n));
+  oldest_ms_ = now_ms;  // those left came before now: sent without another linger
+  int64_t deadline_ms = now_ms + options_.timeout_ms;
+  if (stopping_) deadline_ms = std::min(deadline_ms, stop_by_ms_);
+  lock.unlock();
+  const bool sent = send(batch, deadline_ms);
+  lock.lock();
+  if (sent) {
+    stats_.exported += int64_t(n);
+  } else {
+    stats_.dropped += int64_t(n);
+    ++stats_.failed_requests;
   }
 }
 

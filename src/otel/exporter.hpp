@@ -1,9 +1,9 @@
 #pragma once
 // Sends the engine's spans to an OTLP/HTTP receiver (SPEC §12): a bounded queue, filled by
 // add() without waiting, emptied in batches by a thread of the exporter's own, started by the
-// first span (an exporter that gets none costs no thread). A receiver that is down, slow or
-// refusing loses spans, counted, and never holds up an attempt: add() never waits for it, and
-// shutdown() returns by its deadline whatever the receiver does.
+// first span (an exporter that gets none costs no thread), or without a thread by shutdown(). A
+// receiver that is down, slow or refusing loses spans, counted, and never holds up an attempt:
+// add() never waits for it, and shutdown() returns by its deadline whatever the receiver does.
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -40,6 +40,9 @@ class Exporter final : public engine::SpanSink {
     // request); a full batch, or shutdown(), sends at once.
     int64_t linger_ms = 200;
     int64_t timeout_ms = 10000;  // each request's (OTEL_EXPORTER_OTLP_TIMEOUT)
+    // false: no thread; what waits is sent by shutdown(), on its caller's thread (a CLI command
+    // whose one span comes at its end: a thread would cost more than it overlaps).
+    bool background = true;
     // Told when exports start failing and when they work again (not of every failure): the
     // daemon's log. Called on the exporter's thread.
     std::function<void(const std::string& line)> report;
@@ -67,6 +70,11 @@ class Exporter final : public engine::SpanSink {
 
  private:
   void loop();
+  // Without a thread (Options::background false): sends what waits, batch after batch, until
+  // the queue is empty or shutdown's deadline has passed.
+  void drain(std::unique_lock<std::mutex>& lock);
+  // Sends the next batch (`lock` held on the queue, released for the request) and counts it.
+  void drain_batch(std::unique_lock<std::mutex>& lock, int64_t now_ms);
   // Sends `batch`, without the lock; whether the receiver took it.
   bool send(const std::vector<core::Span>& batch, int64_t deadline_ms);
 

@@ -303,6 +303,19 @@ TEST_CASE("trace: shutdown past its deadline drops what waits instead of sending
   CHECK(f.sent->batches.empty());
 }
 
+TEST_CASE("trace: without a thread, shutdown sends what waits on its caller's thread", "[trace]") {
+  Exporter::Options options;
+  options.background = false;
+  options.max_batch = 2;
+  ExporterFixture f(options);
+  for (int i = 0; i < 3; ++i) f.exporter->add(sample_span());
+  CHECK(f.sent->batches.empty());  // nothing is sent before shutdown
+  f.exporter->shutdown(f.clock.monotonic_ms() + 2000);
+  CHECK(f.sent->batches == std::vector<size_t>{2, 1});
+  CHECK(f.sent->deadlines == std::vector<int64_t>(2, f.clock.monotonic_ms() + 2000));
+  CHECK(f.exporter->stats().exported == 3);
+}
+
 // A sink that keeps the spans the engine ended.
 struct Collected final : idem::engine::SpanSink {
   void add(Span span) noexcept override { spans.push_back(std::move(span)); }
