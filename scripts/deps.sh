@@ -11,6 +11,7 @@ packages=(
   nodejs  # tests/helpers/upstream_server.js, the proxy tests' upstream
   webhook  # Debian's Go webhook 2.8: the reference of the hooks-file compatibility tests
   python3 jq
+  tzdata  # /usr/share/zoneinfo: the time zones of schedules (src/util/time_zone.cpp) and their tests
   ccache  # the compiler launcher (CMakeLists.txt): the sanitizer lanes share objects across runs
   systemd  # systemd-socket-activate, the socket activation test's service manager
   dpkg-dev  # dpkg-shlibdeps: the runtime dependencies of the Debian package (tests/cli/test_package.sh)

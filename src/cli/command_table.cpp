@@ -49,6 +49,8 @@ constexpr std::array k_subcommands = {
     Subcommand{"status", bind<StatusOptions, register_status, run_status>},
     Subcommand{"rm", bind<RmOptions, register_rm, run_rm>},
     Subcommand{"gc", bind<GcOptions, register_gc, run_gc>},
+    Subcommand{"expect", bind<ExpectOptions, register_expect, run_expect>},
+    Subcommand{"check", bind<CheckOptions, register_check, run_check>},
     Subcommand{"serve", bind<ServeOptions, register_serve, run_serve>},
     Subcommand{"each", bind<EachOptions, register_each, run_each>},
     Subcommand{"begin", bind<BeginOptions, register_begin, run_begin, &BeginOptions::quiet>},

@@ -105,4 +105,27 @@ struct DoctorOptions {
 CLI::App* register_doctor(CLI::App& app, DoctorOptions& options);
 int run_doctor(const GlobalOptions& global, const DoctorOptions& options);
 
+// Schedules (SPEC §11): `idem expect` records what a family of keys should do, `idem check`
+// evaluates every expectation (cli/schedule.cpp).
+struct ExpectOptions {
+  std::string pattern;
+  std::string every;
+  std::string cron;
+  std::string tz;
+  std::string grace;
+  std::string max_runtime;
+  std::string at_most;
+  bool list = false;
+  bool remove = false;
+  bool json = false;
+};
+CLI::App* register_expect(CLI::App& app, ExpectOptions& options);
+int run_expect(const GlobalOptions& global, const ExpectOptions& options);
+
+struct CheckOptions {
+  bool json = false;
+};
+CLI::App* register_check(CLI::App& app, CheckOptions& options);
+int run_check(const GlobalOptions& global, const CheckOptions& options);
+
 }  // namespace idem::cli

@@ -10,6 +10,7 @@
 #include "core/errors.hpp"
 #include "core/key.hpp"
 #include "core/record_export.hpp"
+#include "core/schedule.hpp"
 #include "util/clock.hpp"
 
 namespace idem::cli {
@@ -55,6 +56,11 @@ int run_export(const GlobalOptions& global, const ExportOptions& o) {
   bool check_here = false;
   const store::ListQuery q = list_query(o.filter, limit, now, check_here);
   int64_t written = 0;
+  // A whole store's export starts with its expectations (SPEC §11), a line each.
+  if (o.filter.statuses.empty() && o.filter.prefix.empty() && limit == 0)
+    for (const store::StoredExpectation& x : reader->expectations())
+      std::cout << nlohmann::json{{"expectation", core::expectation_json(x.expectation)}}.dump()
+                << "\n";
   listing->list(q, [&](const core::Record& listed) {
     if (check_here && std::find(o.filter.statuses.begin(), o.filter.statuses.end(),
                                 effective_status(listed, now)) == o.filter.statuses.end())
@@ -136,6 +142,32 @@ void import_batch(store::Store& store, const Batch& batch, bool replace, ImportC
   counts.imported += int64_t(replacing.size());
 }
 
+// An expectation line: kept unless the store has another for its pattern (then refused, or with
+// replace written over it). Its evaluation starts afresh from now.
+void import_expectation(store::Store& store, const core::Expectation& e, bool replace,
+                        ImportCounts& counts, int64_t number) {
+  std::vector<store::StoredExpectation> all = store.expectations();
+  auto there = std::find_if(all.begin(), all.end(), [&](const store::StoredExpectation& x) {
+    return x.expectation.pattern == e.pattern;
+  });
+  if (there != all.end()) {
+    core::Expectation same = there->expectation;
+    same.created_ms = e.created_ms;
+    if (core::expectation_json(same) == core::expectation_json(e)) {
+      ++counts.unchanged;
+      return;
+    }
+    if (!replace) {
+      ++counts.conflicts;
+      std::cerr << "idem: import: line " << number << ": the expectation of '"
+                << core::display_key(e.pattern) << "' differs here (--replace overwrites it)\n";
+      return;
+    }
+  }
+  store.put_expectation(e);
+  ++counts.imported;
+}
+
 }  // namespace
 
 int run_import(const GlobalOptions& global, const ImportOptions& o) {
@@ -159,6 +191,14 @@ int run_import(const GlobalOptions& global, const ImportOptions& o) {
     std::vector<core::HistoryEntry> history;
     try {
       const nlohmann::json line = nlohmann::json::parse(text);
+      if (line.is_object() && line.contains("expectation")) {
+        core::Expectation e =
+            core::expectation_from_json(line["expectation"], util::process_clock().now_ms());
+        core::Schedule check(e);  // a schedule this idem cannot evaluate is refused
+        flush();
+        import_expectation(*store, e, o.replace, counts, number);
+        continue;
+      }
       record = core::record_from_export(line);
       history = core::history_from_export(line);
     } catch (const std::exception& e) {

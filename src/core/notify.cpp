@@ -112,6 +112,12 @@ std::string_view to_string(NotifyEvent event) {
       return "lease_lost";
     case NotifyEvent::recovered:
       return "recovered";
+    case NotifyEvent::missed:
+      return "missed";
+    case NotifyEvent::overrun:
+      return "overrun";
+    case NotifyEvent::too_often:
+      return "too-often";
   }
   return "?";
 }

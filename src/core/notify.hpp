@@ -19,6 +19,11 @@ enum class NotifyEvent {
   abandoned,   // a claim found an attempt whose owner is gone, and marked it abandoned
   lease_lost,  // the owner lost its attempt's lease: nothing was recorded, the key is abandoned
   recovered,   // an attempt succeeded where the one before it had failed or been abandoned
+  // A schedule's findings (SPEC §11, core/schedule.hpp), told by the daemon; a schedule's
+  // `failed` and `recovered` are the two above.
+  missed,     // no real attempt started within grace of a due time
+  overrun,    // an attempt runs past the expectation's --max-runtime
+  too_often,  // more real attempts in one period than --at-most
 };
 
 std::string_view to_string(NotifyEvent event);

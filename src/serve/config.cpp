@@ -38,6 +38,14 @@ const Section k_sections[] = {
        config.notifications = read_notify_limits(value, "notifications");
      },
      nullptr, ""},
+    {"schedules",
+     [](const Json& value, const front::EnvLookup&, Config& config) {
+       expect_object(value, "schedules");
+       check_fields(value, "schedules", {"notify"});
+       if (const Json* notify = optional_field(value, "notify"))
+         config.schedule_notify = read_notify(*notify, member("schedules", "notify"));
+     },
+     nullptr, ""},
 };
 
 // A config that would serve nothing is refused: at the first section present (each of them

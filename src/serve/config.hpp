@@ -4,6 +4,7 @@
 // proxy/config.hpp). Each section is optional; together they must
 // configure at least one route. Parsing is pure: the caller reads the file and supplies the
 // environment lookup, so tests need neither.
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,9 @@ struct Config {
   std::optional<proxy::ProxyConfig> proxy;
   // The "notifications" section: the daemon's limits on notify commands.
   core::NotifyLimits notifications;
+  // The "schedules" section's "notify": the command told each finding of the store's
+  // expectations (contract §11); null: findings are only logged.
+  std::shared_ptr<const core::NotifySpec> schedule_notify;
 };
 
 // Parses and validates the whole config, reading each signature's secret through `env`. Throws

@@ -29,6 +29,7 @@
 #include "serve/log.hpp"
 #include "serve/pidfile.hpp"
 #include "serve/router.hpp"
+#include "serve/schedules.hpp"
 #include "serve/services.hpp"
 #include "serve/signals.hpp"
 #include "serve/state.hpp"
@@ -100,6 +101,7 @@ class Daemon {
     if (!options_.pidfile.empty()) pidfile.emplace(options_.pidfile).write();
     notifier_.ready();
     turns_.start();
+    schedules_.start();
 
     std::thread signals([&] { watch_signals(handled, server); });
     std::thread replays([&] { flush_replays_until_stopped(); });
@@ -117,6 +119,7 @@ class Daemon {
     // No queued delivery starts once the drain has begun: they wait in the store.
     services_.turns_stopped = true;
     turns_.stop();
+    schedules_.stop();
     services_.background.wait();
     {
       std::lock_guard lock(flush_mutex_);
@@ -311,6 +314,7 @@ class Daemon {
   std::shared_ptr<const State> state_;
   std::atomic<bool> stopping_{false};
   Turns turns_{[this] { return current(); }, services_.metrics};
+  Schedules schedules_{[this] { return current(); }, services_};
   std::mutex flush_mutex_;
   std::condition_variable flush_wake_;
   bool flushing_ = true;  // the replay flusher runs until the daemon stops serving

@@ -53,6 +53,11 @@ std::string Metrics::render(int64_t shed) {
     }
     out << "idem_" << family << "_requests_total{outcome=\"" << k.second << "\"} " << n << "\n";
   }
+  if (!findings_.empty())
+    out << "# HELP idem_schedule_findings_total Schedule findings this daemon found, by kind.\n"
+           "# TYPE idem_schedule_findings_total counter\n";
+  for (const auto& [kind, n] : findings_)
+    out << "idem_schedule_findings_total{kind=\"" << kind << "\"} " << n << "\n";
   return out.str();
 }
 

@@ -34,6 +34,11 @@ class Metrics {
     std::lock_guard lock(mutex_);
     queued_[hook] = {count, oldest_ms};
   }
+  // A schedule's finding (SPEC §11) kept by this daemon, by kind.
+  void finding(const std::string& kind) {
+    std::lock_guard lock(mutex_);
+    ++findings_[kind];
+  }
   // The metrics in Prometheus' text format; `shed`: the connections closed over the cap.
   std::string render(int64_t shed);
 
@@ -44,6 +49,7 @@ class Metrics {
   std::map<std::string, std::pair<int64_t, int64_t>> queued_;  // (count, oldest_ms)
   std::map<std::string, std::pair<int64_t, int64_t>> durations_;
   std::map<std::pair<std::string, std::string>, int64_t> families_;  // (family, outcome)
+  std::map<std::string, int64_t> findings_;                          // by kind
 };
 
 // The notify commands' gauges and drops (engine::Notifier::stats), in the same format.

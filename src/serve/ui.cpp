@@ -4,10 +4,12 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "core/errors.hpp"
 #include "core/exit_code.hpp"
 #include "core/history.hpp"
 #include "core/key.hpp"
 #include "core/record_json.hpp"
+#include "core/schedule.hpp"
 #include "engine/attempt.hpp"
 #include "engine/follow.hpp"
 #include "proc/liveness.hpp"
@@ -98,6 +100,34 @@ std::shared_ptr<const front::Route> make_ui_route(
       queues.push_back(ui::UiQueue{g.group, g.queued, g.oldest_ms,
                                    store->group_line(g.group, ui::k_ui_queue_rows)});
     return queues;
+  };
+  b.schedules = [stores] {
+    auto store = stores->lease();
+    const int64_t now = util::process_clock().now_ms();
+    std::vector<ui::UiSchedule> shown;
+    for (const store::StoredExpectation& x : store->expectations()) {
+      ui::UiSchedule s;
+      s.expectation = x.expectation;
+      s.findings = store->findings(x.expectation.pattern, false, ui::k_ui_schedule_findings);
+      try {
+        const core::Schedule schedule(x.expectation);
+        const core::ScheduleState& st = x.state;
+        if (!st.last_key.empty()) {
+          s.last_key = st.last_key;
+          s.last_attempt = st.last_number;
+          s.last_started = schedule.local_time(st.last_started_ms);
+          s.last_outcome = core::to_string(st.last_outcome);
+        }
+        if (std::optional<int64_t> next = schedule.upcoming(st)) {
+          s.next_due = schedule.local_time(*next);
+          s.overdue = *next < now;
+        }
+      } catch (const Error& e) {
+        s.problem = e.what();
+      }
+      shown.push_back(std::move(s));
+    }
+    return shown;
   };
   b.open_output = [stores](const core::Record& r) -> core::EncodedReader {
     // The provider outlives the lease the reader holds (a download may end after a reload).

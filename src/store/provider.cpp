@@ -138,6 +138,37 @@ std::vector<core::LiveSegment> PerCallStore::read_live(const std::string& key, i
 int64_t PerCallStore::drop_stale_live(const OwnerGone& owner_gone, int64_t now_ms) {
   return stores_->lease()->drop_stale_live(owner_gone, now_ms);
 }
+void PerCallStore::put_expectation(const core::Expectation& expectation) {
+  stores_->lease()->put_expectation(expectation);
+}
+
+bool PerCallStore::remove_expectation(const std::string& pattern) {
+  return stores_->lease()->remove_expectation(pattern);
+}
+
+std::vector<StoredExpectation> PerCallStore::expectations() {
+  return stores_->lease()->expectations();
+}
+
+std::optional<std::vector<core::ScheduleFinding>> PerCallStore::save_evaluation(
+    const std::string& pattern, int64_t revision, const core::Evaluation& evaluation) {
+  return stores_->lease()->save_evaluation(pattern, revision, evaluation);
+}
+
+std::vector<core::ScheduleFinding> PerCallStore::findings(const std::string& pattern,
+                                                          bool open_only, int64_t limit) {
+  return stores_->lease()->findings(pattern, open_only, limit);
+}
+
+std::vector<core::AttemptFact> PerCallStore::attempts_started(const core::KeyPattern& pattern,
+                                                              int64_t after_ms,
+                                                              const std::string& after_key,
+                                                              int64_t after_number,
+                                                              int64_t before_ms, int64_t limit) {
+  return stores_->lease()->attempts_started(pattern, after_ms, after_key, after_number, before_ms,
+                                            limit);
+}
+
 HistoryPage PerCallStore::history_page(const std::string& key, const HistoryQuery& query) {
   return stores_->lease()->history_page(key, query);
 }

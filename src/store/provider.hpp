@@ -94,6 +94,17 @@ class PerCallStore final : public Store {
   std::vector<core::LiveSegment> read_live(const std::string& key, int64_t attempt, int64_t from,
                                            int64_t max_bytes) override;
   int64_t drop_stale_live(const OwnerGone& owner_gone, int64_t now_ms) override;
+  void put_expectation(const core::Expectation& expectation) override;
+  bool remove_expectation(const std::string& pattern) override;
+  std::vector<StoredExpectation> expectations() override;
+  std::optional<std::vector<core::ScheduleFinding>> save_evaluation(
+      const std::string& pattern, int64_t revision, const core::Evaluation& evaluation) override;
+  std::vector<core::ScheduleFinding> findings(const std::string& pattern, bool open_only,
+                                              int64_t limit) override;
+  std::vector<core::AttemptFact> attempts_started(const core::KeyPattern& pattern, int64_t after_ms,
+                                                  const std::string& after_key,
+                                                  int64_t after_number, int64_t before_ms,
+                                                  int64_t limit) override;
   HistoryPage history_page(const std::string& key, const HistoryQuery& query) override;
   void count_replays(std::span<const ReplayCount> counts) override;
   ListStop list(const ListQuery& query, const RecordVisitor& visit) override;

@@ -15,6 +15,7 @@
 #include "core/history.hpp"
 #include "core/live.hpp"
 #include "core/record.hpp"
+#include "core/schedule.hpp"
 
 namespace idem::store {
 
@@ -246,6 +247,18 @@ struct StoreHealth {
   int64_t clock_offset_ms = 0;
 };
 
+// An expectation as the store keeps it (SPEC §11): with where its evaluation stands, and the
+// revision save_evaluation checks, so that two evaluations (two daemons, `idem check` beside
+// one) never both keep theirs.
+// How many findings of a pattern the store keeps, the newest.
+inline constexpr int64_t k_findings_kept = 1000;
+
+struct StoredExpectation {
+  core::Expectation expectation;
+  core::ScheduleState state;
+  int64_t revision = 0;
+};
+
 struct GcQuery {
   int64_t now_ms = 0;
   int64_t older_than_ms = 0;  // 0: only expired records; else also finished before now - this
@@ -355,6 +368,37 @@ class Store {
   // the lease by now_ms): the ones a crash left. Looks at up to 1,000 attempts; how many it
   // dropped.
   virtual int64_t drop_stale_live(const OwnerGone& owner_gone, int64_t now_ms) = 0;
+
+  // Schedules (SPEC §11). Adds an expectation, or replaces the one of its pattern (its state and
+  // findings go: it starts afresh from its created_ms). Durable on return.
+  virtual void put_expectation(const core::Expectation& expectation) = 0;
+  // Removes the expectation of `pattern` and its findings; false when there is none.
+  virtual bool remove_expectation(const std::string& pattern) = 0;
+  // Every expectation (at most core::k_max_expectations), by pattern.
+  virtual std::vector<StoredExpectation> expectations() = 0;
+  // Keeps an evaluation of the expectation of `pattern` read at `revision`: its state, and the
+  // findings it made that the store does not hold yet (a finding is its pattern, kind, at_ms, key
+  // and attempt); then each `recovered` one resolves the open findings about no later than its
+  // at_ms, and is kept only if there were some. The oldest beyond the newest 1,000 of the
+  // pattern go. One transaction, durable on return when it holds findings (one that only moves
+  // the state on may be lost to a power cut: evaluated again, it finds nothing twice). nullopt,
+  // keeping nothing, when the expectation is gone or another evaluation was kept since `revision`;
+  // else the findings it kept, which no other evaluation kept.
+  virtual std::optional<std::vector<core::ScheduleFinding>> save_evaluation(
+      const std::string& pattern, int64_t revision, const core::Evaluation& evaluation) = 0;
+  // The findings of `pattern`, newest first (by when they were found), at most `limit`; only the
+  // open ones (not resolved) with `open_only`.
+  virtual std::vector<core::ScheduleFinding> findings(const std::string& pattern, bool open_only,
+                                                      int64_t limit) = 0;
+  // The history entries of keys matching `pattern` that started before `before_ms`, after the
+  // entry (after_ms, after_key, after_number) in (started, key, number) order, at most `limit`
+  // of them in that order, read from the history's index by start time (the pattern's literal
+  // head bounds each read in SQL; a glob is matched here).
+  virtual std::vector<core::AttemptFact> attempts_started(const core::KeyPattern& pattern,
+                                                          int64_t after_ms,
+                                                          const std::string& after_key,
+                                                          int64_t after_number, int64_t before_ms,
+                                                          int64_t limit) = 0;
 
   // Of the key's attempt history: the `query.limit` newest entries numbered below
   // `query.before`, oldest first, and the numbers of the oldest and newest entries kept. Each

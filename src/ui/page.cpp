@@ -6,6 +6,7 @@
 #include "core/output.hpp"
 #include "core/record_json.hpp"
 #include "ui/html.hpp"
+#include "util/clock.hpp"
 #include "util/hex.hpp"
 
 namespace idem::ui {
@@ -24,7 +25,8 @@ std::string ui_head(const std::string& title) {
          "<link rel=\"icon\" href=\"/ui/icon.svg\">"
          "<script src=\"/ui/app.js\" defer></script></head><body>"
          "<header><a class=\"brand\" href=\"/ui\">idem</a> <span>delivery log</span> "
-         "<nav><a href=\"/ui\">Records</a> <a href=\"/ui/queues\">Queues</a></nav></header>"
+         "<nav><a href=\"/ui\">Records</a> <a href=\"/ui/queues\">Queues</a> "
+         "<a href=\"/ui/schedules\">Schedules</a></nav></header>"
          "<main>";
 }
 
@@ -154,6 +156,64 @@ std::string render_ui_queues(const std::vector<UiQueue>& queues, int64_t now_ms,
     if (int64_t(place) < q.queued)
       out += "<p class=\"muted\">and " + std::to_string(q.queued - int64_t(place)) +
              " more after the first " + std::to_string(shown) + "</p>";
+    out += "</section>";
+  }
+  return out + std::string(k_ui_foot);
+}
+
+std::string render_ui_schedules(const std::vector<UiSchedule>& schedules) {
+  std::string out = ui_head("Schedules") + "<h1>Schedules</h1>";
+  if (schedules.empty())
+    out +=
+        "<p class=\"muted\" id=\"no-schedules\">No expectation: <code>idem expect PATTERN "
+        "--every DURATION</code> or <code>--cron \"...\"</code> adds one.</p>";
+  for (const UiSchedule& s : schedules) {
+    const core::Expectation& e = s.expectation;
+    size_t open = 0;
+    for (const core::ScheduleFinding& f : s.findings)
+      if (!f.resolved && f.kind != core::FindingKind::recovered) ++open;
+    out += "<section class=\"schedule" + std::string(open ? " st-failed" : "") + "\"><h2>" +
+           html_escape(e.pattern) + "</h2><table class=\"kv\"><tr><th>schedule</th><td>" +
+           html_escape(e.schedule_text()) + ", grace " +
+           html_escape(util::human_duration(e.grace_ms));
+    if (e.max_runtime_ms > 0)
+      out += ", max runtime " + html_escape(util::human_duration(e.max_runtime_ms));
+    if (e.at_most > 0) out += ", at most " + std::to_string(e.at_most) + " a period";
+    out += "</td></tr><tr><th>last run</th><td class=\"last-run\">";
+    if (s.last_key.empty()) {
+      out += "<span class=\"muted\">none yet</span>";
+    } else {
+      out += "<a href=\"/ui/record?key=" + html_escape(url_component(s.last_key)) + "\">" +
+             html_escape(s.last_key) + "</a> attempt " + std::to_string(s.last_attempt) + ", " +
+             html_escape(s.last_started) + " <span class=\"badge\">" + html_escape(s.last_outcome) +
+             "</span>";
+    }
+    out += "</td></tr><tr><th>next due</th><td class=\"next-due\">" +
+           (s.next_due.empty() ? std::string("<span class=\"muted\">never</span>")
+                               : html_escape(s.next_due) + (s.overdue ? " (due)" : ""));
+    out += "</td></tr>";
+    if (!s.problem.empty())
+      out += "<tr><th>problem</th><td class=\"error\">" + html_escape(s.problem) + "</td></tr>";
+    out += "</table>";
+    if (s.findings.empty()) {
+      out += "<p class=\"muted findings-none\">No findings.</p>";
+    } else {
+      out += "<p>" + std::to_string(open) +
+             " open</p><table class=\"findings\"><thead><tr>"
+             "<th>Found</th><th>Kind</th><th>What</th><th>State</th></tr></thead><tbody>";
+      for (const core::ScheduleFinding& f : s.findings) {
+        const bool closed = f.resolved || f.kind == core::FindingKind::recovered;
+        out += "<tr class=\"" + std::string(closed ? "st-succeeded" : "st-failed") + "\"><td>" +
+               ui_time(f.found_ms) + "</td><td><span class=\"badge\">" +
+               html_escape(std::string(core::to_string(f.kind))) + "</span></td><td>" +
+               html_escape(f.detail) + "</td><td>" +
+               (f.resolved ? "recovered"
+                : closed   ? ""
+                           : "open") +
+               "</td></tr>\n";
+      }
+      out += "</tbody></table>";
+    }
     out += "</section>";
   }
   return out + std::string(k_ui_foot);

@@ -11,6 +11,7 @@
 
 #include "core/output.hpp"
 #include "core/record.hpp"
+#include "core/schedule.hpp"
 #include "ui/filter.hpp"
 
 namespace idem::ui {
@@ -100,6 +101,23 @@ struct UiQueue {
 // The queue view (/ui/queues): each group with waiters, its running attempt and the first of
 // its waiters in order (each a link to its detail); `shown`: how many of a line are listed.
 std::string render_ui_queues(const std::vector<UiQueue>& queues, int64_t now_ms, size_t shown);
+
+// One expectation as the schedules view shows it (contract §11).
+struct UiSchedule {
+  core::Expectation expectation;
+  std::string last_key;  // its latest real attempt's key; empty: none seen yet
+  int64_t last_attempt = 0;
+  std::string last_started;  // when it started, in the schedule's zone
+  std::string last_outcome;  // running, succeeded, failed, abandoned
+  std::string next_due;      // in the schedule's zone; empty: none
+  bool overdue = false;      // the next due time has passed
+  std::string problem;       // why it cannot be evaluated (a zone gone); empty: none
+  std::vector<core::ScheduleFinding> findings;  // the newest first, open and closed
+};
+
+// The schedules view (/ui/schedules): each expectation with its last run (a link to its
+// record), next due time and findings.
+std::string render_ui_schedules(const std::vector<UiSchedule>& schedules);
 
 // A page saying one thing (a 404, a refusal, the token's form).
 std::string render_ui_message(int status, const std::string& title, const std::string& text);

@@ -56,7 +56,8 @@ bool ui_get_path(std::string_view path) {
   return ui_stream_name(path).has_value() || path == "/" || path == "/ui" || path == "/ui/" ||
          path == "/ui/rows" || path == "/ui/record" || path == "/ui/output" ||
          path == "/ui/progress" || path == "/ui/app.js" || path == "/ui/app.css" ||
-         path == "/ui/icon.svg" || path == "/ui/login" || path == "/ui/queues";
+         path == "/ui/icon.svg" || path == "/ui/login" || path == "/ui/queues" ||
+         path == "/ui/schedules";
 }
 
 // What answers without a login: the login itself, and what its page is drawn with.
@@ -291,6 +292,9 @@ class UiRoute final : public front::Route {
       return ui_html(
           200, render_ui_queues(backend_.queues ? backend_.queues() : std::vector<UiQueue>{}, now,
                                 size_t(k_ui_queue_rows)));
+    if (path == "/ui/schedules")
+      return ui_html(200, render_ui_schedules(backend_.schedules ? backend_.schedules()
+                                                                 : std::vector<UiSchedule>{}));
     auto parsed = parse_ui_filter(query);
     if (auto* error = std::get_if<std::string>(&parsed)) {
       UiPage empty;

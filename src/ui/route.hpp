@@ -73,6 +73,9 @@ struct UiBackend {
   // The serial groups with waiters (at most k_ui_queue_groups), each with its line's first
   // k_ui_queue_rows waiters (Store::queued_groups, Store::group_line).
   std::function<std::vector<UiQueue>()> queues;
+  // The store's expectations (contract §11), each with its last run, next due time and newest
+  // findings (at most k_ui_schedule_findings).
+  std::function<std::vector<UiSchedule>()> schedules;
   // Follows `key`'s attempt `attempt` (0: its latest) from byte `from` on (SPEC §10): a look at
   // a time, each on a store connection of its own (none is held between looks).
   std::function<UiFollowLook(const std::string& key, int64_t from, int64_t attempt)> follow;
@@ -138,6 +141,7 @@ inline constexpr size_t k_ui_page_rows = 50;
 inline constexpr size_t k_ui_bulk_rerun_max = k_ui_page_rows;  // the rows a page shows
 inline constexpr int64_t k_ui_queue_groups = 50;               // groups the queue view lists
 inline constexpr int64_t k_ui_queue_rows = 20;                 // waiters it lists of each
+inline constexpr int64_t k_ui_schedule_findings = 20;  // findings the schedules view lists of each
 // Event streams of attempts' output served at once (each holds a connection of the page's
 // listener); one more is answered 503.
 inline constexpr int k_ui_max_streams = 8;

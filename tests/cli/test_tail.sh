@@ -30,7 +30,13 @@ shows() {  # shows KEY TEXT: what `idem tail KEY` prints of it so far holds TEXT
   "$IDEM_BIN" tail "$1" >"$T/peek" 2>/dev/null || true
   file_has "$T/peek" "$2"
 }
+shows_err() {  # shows_err KEY TEXT: what `idem tail KEY` prints of it on stderr holds TEXT
+  "$IDEM_BIN" tail "$1" >/dev/null 2>"$T/peek-err" || true
+  file_has "$T/peek-err" "$2"
+}
+# stdout's and stderr's first lines may reach the store in two segments, 20 ms apart.
 wait_until "the first line is live" shows f1 one
+wait_until "the first stderr line is live" shows_err f1 err-one
 capture running idem tail f1
 expect_rc 75
 assert_bytes "$T/running.out" 'one\n'

@@ -3,7 +3,7 @@
 # puppeteer-core) against `idem serve --ui` with a failing hook: the login (asked, by the one-time
 # link, which works once), list, filter, live update, detail, a running delivery's output as it
 # comes, re-run, a form forged by a page of
-# the hooks' origin refused, remove. The screenshots are kept in $IDEM_ARTIFACTS/ui (default:
+# the hooks' origin refused, remove; the queue and schedules views. The screenshots are kept in $IDEM_ARTIFACTS/ui (default:
 # build/artifacts/ui beside this build, or the test's folder), printed at the end.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
@@ -45,6 +45,13 @@ cat >"$T/serve.json" <<EOF2
            {"path": "/hooks/q", "command": ["$T/q.sh"], "key": {"header": "X-Key"}, "serial": {}},
            {"path": "/hooks/live", "command": ["$T/live.sh"], "key": {"header": "X-Key"}}]}
 EOF2
+# Two expectations (contract §11) for the schedules view: one whose due times pass with no run
+# (its pattern markup, shown as text), one with a run.
+idem expect '<b>sched</b>-' --every 1s --grace 1s
+idem expect nightly- --cron '30 2 * * *' --tz Europe/Paris --max-runtime 2h
+idem run -k nightly-1 -- true >/dev/null
+missed_found() { idem check >"$T/check.out" || true; file_has "$T/check.out" "missed <b>sched</b>-"; }
+WAIT_SECONDS=30 wait_until "a missed due time is found" missed_found
 ui_start "$T/serve.json"
 RESP=held bg held post /hooks/q 'held' 'X-Key: held'
 wait_until "the serial hook's first delivery runs" status_is '/hooks/q#held' running
@@ -73,7 +80,7 @@ assert_status '/hooks/x#k4' failed
 release_fifo "$T/q-hold"
 bg_wait held
 wait_until "the serial hook's line drains" status_is '/hooks/q#q2' succeeded
-for shot in login list filtered detail rerun forged removed queues long-key live-1 live-2 live-end; do
+for shot in login list filtered detail rerun forged removed queues schedules long-key live-1 live-2 live-end; do
   [[ -s $artifacts/$shot.png ]] || fail "no screenshot $shot.png in $artifacts"
 done
 echo "screenshots: $artifacts"

@@ -170,6 +170,28 @@ async function main() {
     'the queue view lists the line in order: ' + JSON.stringify(line));
     check((await page.$$('section.queue i')).length === 0, 'a key in the queue view is text');
     await shot('queues');
+
+    // The schedules view: each expectation with its last run (a link to its record), its next
+    // due time and findings; a pattern's markup is text.
+    answer = await page.goto(base + '/ui/schedules', {waitUntil: 'load'});
+    check(answer.status() === 200, 'the schedules view answers ' + answer.status());
+    const schedules = await page.$$eval('section.schedule h2', (hs) => hs.map((h) => h.textContent));
+    check(JSON.stringify(schedules) === JSON.stringify(['<b>sched</b>-', 'nightly-']),
+          'the schedules view lists both patterns: ' + JSON.stringify(schedules));
+    check((await page.$$('section.schedule h2 b')).length === 0, 'a pattern is text');
+    const kinds = await page.$$eval('section.schedule:first-of-type table.findings tbody tr',
+        (rows) => rows.map((r) => r.cells[1].textContent));
+    check(kinds.length > 0 && kinds.every((k) => k === 'missed'),
+          'the first expectation shows its missed due times: ' + JSON.stringify(kinds));
+    const nightly = await page.$eval('section.schedule:last-of-type', (s) => ({
+      last: s.querySelector('.last-run a') && s.querySelector('.last-run a').textContent,
+      next: s.querySelector('.next-due').textContent,
+      none: !!s.querySelector('.findings-none'),
+    }));
+    check(nightly.last === 'nightly-1', 'the last run links its record: ' + JSON.stringify(nightly));
+    check(/T02:30:00\+0[12]:00/.test(nightly.next), 'next due at 02:30 Paris time: ' + nightly.next);
+    check(nightly.none, 'no findings for the schedule that ran');
+    await shot('schedules');
     await page.goto(base + '/ui', {waitUntil: 'load'});
 
     // A running delivery's detail shows its output as it comes, without a reload: each line

@@ -540,6 +540,25 @@ class FailingStore final : public idem::store::Store {
   int64_t drop_stale_live(const idem::store::OwnerGone& gone, int64_t now_ms) override {
     return real_.drop_stale_live(gone, now_ms);
   }
+  void put_expectation(const idem::core::Expectation& e) override { real_.put_expectation(e); }
+  bool remove_expectation(const std::string& p) override { return real_.remove_expectation(p); }
+  std::vector<idem::store::StoredExpectation> expectations() override {
+    return real_.expectations();
+  }
+  std::optional<std::vector<idem::core::ScheduleFinding>> save_evaluation(
+      const std::string& p, int64_t revision, const idem::core::Evaluation& ev) override {
+    return real_.save_evaluation(p, revision, ev);
+  }
+  std::vector<idem::core::ScheduleFinding> findings(const std::string& p, bool open_only,
+                                                    int64_t limit) override {
+    return real_.findings(p, open_only, limit);
+  }
+  std::vector<idem::core::AttemptFact> attempts_started(const idem::core::KeyPattern& p,
+                                                        int64_t after_ms, const std::string& key,
+                                                        int64_t number, int64_t before_ms,
+                                                        int64_t limit) override {
+    return real_.attempts_started(p, after_ms, key, number, before_ms, limit);
+  }
   bool fail_replay_count = false;  // as a read-only store does
   void count_replays(std::span<const idem::store::ReplayCount> c) override {
     if (fail_replay_count) throw idem::StoreError("attempt to write a readonly database");

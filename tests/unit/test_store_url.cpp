@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/errors.hpp"
+#include "env_guard.hpp"
 #include "store/store.hpp"
 #include "temp_dir.hpp"
 
@@ -17,33 +18,10 @@ using idem::StoreError;
 using idem::UsageError;
 using idem::store::parse_store_url;
 using idem::store::store_location;
+using idem::test::EnvGuard;
 using idem::test::TempDir;
 
 namespace {
-
-// Sets (or unsets, with nullopt) an environment variable for a scope.
-class EnvGuard {
- public:
-  EnvGuard(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      ::setenv(name, value->c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-  ~EnvGuard() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-  EnvGuard(const EnvGuard&) = delete;
-  EnvGuard& operator=(const EnvGuard&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 std::string usage_error_of(const std::string& url) {
   try {

@@ -14,7 +14,7 @@
 namespace idem::store::postgres_sql {
 
 // The schema version this build creates and understands.
-inline constexpr int k_schema_version = 11;
+inline constexpr int k_schema_version = 12;
 
 // Creates the version table if absent; run in the migration's transaction.
 inline constexpr const char* k_create_schema_table = R"sql(
@@ -256,7 +256,37 @@ inline constexpr const char* k_migrations[] = {
       WHEN (OLD.status = 'running' OR NEW.status = 'running')
       EXECUTE FUNCTION idem_live_output_drop();
     )sql",
-    // 10 -> 11: the span of the record's current attempt (SPEC §12, core::SpanIds): a replay
+    // 10 -> 11: schedules (SPEC §11): the history by start time, the expectations with their
+    // evaluation's state (core::ScheduleState as JSON), and their findings, each found once (its
+    // primary key is its identity).
+    R"sql(
+    CREATE INDEX idem_attempts_by_start ON idem_attempts (started_at, key, number);
+    CREATE TABLE idem_expectations (
+      pattern     text COLLATE "C" PRIMARY KEY,
+      every_ms    bigint NOT NULL DEFAULT 0,
+      cron        text   NOT NULL DEFAULT '',
+      tz          text   NOT NULL DEFAULT '',
+      grace_ms    bigint NOT NULL,
+      max_runtime bigint NOT NULL DEFAULT 0,
+      at_most     bigint NOT NULL DEFAULT 0,
+      created_at  bigint NOT NULL,
+      revision    bigint NOT NULL DEFAULT 0,
+      state       text   NOT NULL DEFAULT ''
+    );
+    CREATE TABLE idem_findings (
+      pattern  text COLLATE "C" NOT NULL,
+      kind     text   NOT NULL,
+      at       bigint NOT NULL,
+      key      text COLLATE "C" NOT NULL DEFAULT '',
+      attempt  bigint NOT NULL DEFAULT 0,
+      detail   text   NOT NULL,
+      found_at bigint NOT NULL,
+      resolved boolean NOT NULL DEFAULT false,
+      PRIMARY KEY (pattern, kind, at, key, attempt)
+    );
+    CREATE INDEX idem_findings_by_found ON idem_findings (pattern, found_at);
+    )sql",
+    // 11 -> 12: the span of the record's current attempt (SPEC §12, core::SpanIds): a replay
     // links to it, `idem end` and the ledger end it. NULL: traces were off (and for records
     // from before).
     R"sql(
@@ -533,6 +563,51 @@ inline constexpr const char* k_history = R"sql(
       SELECT number, started_by, owner_host, owner_pid, started_at, ended_at, outcome, reason,
              exit_code, signal, http_status, note
       FROM idem_attempts WHERE key = $1 AND number < $2 ORDER BY number DESC LIMIT $3)sql";
+// Schedules (SPEC §11). An expectation ($1..$8), replacing the pattern's with its state.
+inline constexpr const char* k_expectation_put = R"sql(
+      INSERT INTO idem_expectations
+        (pattern, every_ms, cron, tz, grace_ms, max_runtime, at_most, created_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+      ON CONFLICT (pattern) DO UPDATE SET every_ms = $2, cron = $3, tz = $4, grace_ms = $5,
+        max_runtime = $6, at_most = $7, created_at = $8, revision = 0, state = '')sql";
+inline constexpr const char* k_expectation_delete =
+    "DELETE FROM idem_expectations WHERE pattern = $1";
+inline constexpr const char* k_findings_delete = "DELETE FROM idem_findings WHERE pattern = $1";
+inline constexpr const char* k_expectations = R"sql(
+      SELECT pattern, every_ms, cron, tz, grace_ms, max_runtime, at_most, created_at, revision,
+             state
+      FROM idem_expectations ORDER BY pattern LIMIT $1)sql";
+// An evaluation kept: $1 pattern, $2 the revision it read, $3 the new state.
+inline constexpr const char* k_expectation_save = R"sql(
+      UPDATE idem_expectations SET state = $3, revision = revision + 1
+      WHERE pattern = $1 AND revision = $2)sql";
+// A success that started at $2 resolves the open findings about no later than then.
+inline constexpr const char* k_findings_resolve = R"sql(
+      UPDATE idem_findings SET resolved = true
+      WHERE pattern = $1 AND NOT resolved AND kind <> 'recovered' AND at <= $2)sql";
+inline constexpr const char* k_finding_put = R"sql(
+      INSERT INTO idem_findings (pattern, kind, at, key, attempt, detail, found_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING)sql";
+// The pattern's findings found before its $2-th newest (one range of idem_findings_by_found).
+inline constexpr const char* k_findings_trim = R"sql(
+      DELETE FROM idem_findings WHERE pattern = $1 AND found_at < (
+        SELECT found_at FROM idem_findings WHERE pattern = $1
+        ORDER BY found_at DESC LIMIT 1 OFFSET $2))sql";
+// $1 pattern, $2 only open ones, $3 limit: newest first.
+inline constexpr const char* k_findings = R"sql(
+      SELECT kind, at, key, attempt, detail, found_at, resolved::int FROM idem_findings
+      WHERE pattern = $1 AND (NOT $2::boolean OR NOT resolved)
+      ORDER BY found_at DESC, at DESC LIMIT $3)sql";
+// History entries started after ($1 started, $2 key, $3 number) and before $4, whose key is in
+// LIKE $5 (a prefix: like_prefix), oldest first, at most $6: one range of
+// idem_attempts_by_start.
+inline constexpr const char* k_attempts_started = R"sql(
+      SELECT key, number, started_at, ended_at, outcome, exit_code, http_status
+      FROM idem_attempts
+      WHERE (started_at, key, number) > ($1, $2, $3) AND started_at < $4
+        AND key LIKE $5
+      ORDER BY started_at, key, number LIMIT $6)sql";
+
 // The numbers of the oldest and newest entries kept (two probes of the primary key).
 inline constexpr const char* k_history_bounds =
     "SELECT min(number), max(number) FROM idem_attempts WHERE key = $1";

@@ -311,6 +311,150 @@ class PostgresStore final : public Store {
     return dropped;
   }
 
+  void put_expectation(const core::Expectation& e) override {
+    guarded("keep an expectation", [&] {
+      Transaction tx(conn(), lock_timeout_ms_);
+      conn().exec(postgres_sql::k_findings_delete, Params().text(e.pattern));
+      Params p;
+      p.text(e.pattern).integer(e.every_ms).text(e.cron).text(e.tz).integer(e.grace_ms);
+      p.integer(e.max_runtime_ms).integer(e.at_most).integer(e.created_ms);
+      conn().exec(postgres_sql::k_expectation_put, p);
+      tx.commit();
+      return 0;
+    });
+  }
+
+  bool remove_expectation(const std::string& pattern) override {
+    return guarded("remove an expectation", [&] {
+      Transaction tx(conn(), lock_timeout_ms_);
+      const bool removed =
+          conn().exec(postgres_sql::k_expectation_delete, Params().text(pattern)).changed() > 0;
+      conn().exec(postgres_sql::k_findings_delete, Params().text(pattern));
+      tx.commit();
+      return removed;
+    });
+  }
+
+  std::vector<StoredExpectation> expectations() override {
+    return guarded("read the expectations", [&] {
+      std::vector<StoredExpectation> all;
+      Result r =
+          conn().exec(postgres_sql::k_expectations, Params().integer(core::k_max_expectations));
+      for (int row = 0; row < r.rows(); ++row) {
+        StoredExpectation x;
+        core::Expectation& e = x.expectation;
+        e.pattern = r.bytes_at(row, 0);
+        e.every_ms = r.int_at(row, 1);
+        e.cron = r.bytes_at(row, 2);
+        e.tz = r.bytes_at(row, 3);
+        e.grace_ms = r.int_at(row, 4);
+        e.max_runtime_ms = r.int_at(row, 5);
+        e.at_most = r.int_at(row, 6);
+        e.created_ms = r.int_at(row, 7);
+        x.revision = r.int_at(row, 8);
+        x.state = core::schedule_state_from_text(r.bytes_at(row, 9));
+        all.push_back(std::move(x));
+      }
+      return all;
+    });
+  }
+
+  std::optional<std::vector<core::ScheduleFinding>> save_evaluation(
+      const std::string& pattern, int64_t revision, const core::Evaluation& ev) override {
+    return guarded("keep an evaluation",
+                   [&]() -> std::optional<std::vector<core::ScheduleFinding>> {
+                     Transaction tx(conn(), lock_timeout_ms_);
+                     Params save;
+                     save.text(pattern).integer(revision).text(core::schedule_state_text(ev.state));
+                     if (conn().exec(postgres_sql::k_expectation_save, save).changed() == 0)
+                       return std::nullopt;
+                     std::vector<core::ScheduleFinding> kept;
+                     auto put = [&](const core::ScheduleFinding& f) {
+                       Params p;
+                       p.text(pattern).text(std::string(core::to_string(f.kind))).integer(f.at_ms);
+                       p.text(f.key).integer(f.attempt).text(f.detail).integer(f.found_ms);
+                       if (conn().exec(postgres_sql::k_finding_put, p).changed() > 0)
+                         kept.push_back(f);
+                     };
+                     for (const core::ScheduleFinding& f : ev.findings)
+                       if (f.kind != core::FindingKind::recovered) put(f);
+                     for (const core::ScheduleFinding& f : ev.findings) {
+                       if (f.kind != core::FindingKind::recovered) continue;
+                       Params resolve;
+                       resolve.text(pattern).integer(f.at_ms);
+                       if (conn().exec(postgres_sql::k_findings_resolve, resolve).changed() > 0)
+                         put(f);
+                     }
+                     if (!kept.empty())
+                       conn().exec(postgres_sql::k_findings_trim,
+                                   Params().text(pattern).integer(k_findings_kept - 1));
+                     tx.commit();
+                     return kept;
+                   });
+  }
+
+  std::vector<core::ScheduleFinding> findings(const std::string& pattern, bool open_only,
+                                              int64_t limit) override {
+    return guarded("read the findings", [&] {
+      std::vector<core::ScheduleFinding> found;
+      Params p;
+      p.text(pattern).text(open_only ? "true" : "false").integer(limit);
+      Result r = conn().exec(postgres_sql::k_findings, p);
+      for (int row = 0; row < r.rows(); ++row) {
+        core::ScheduleFinding f;
+        f.pattern = pattern;
+        f.kind =
+            core::finding_kind_from_string(r.bytes_at(row, 0)).value_or(core::FindingKind::missed);
+        f.at_ms = r.int_at(row, 1);
+        f.key = r.bytes_at(row, 2);
+        f.attempt = r.int_at(row, 3);
+        f.detail = r.bytes_at(row, 4);
+        f.found_ms = r.int_at(row, 5);
+        f.resolved = r.int_at(row, 6) != 0;
+        found.push_back(std::move(f));
+      }
+      return found;
+    });
+  }
+
+  // Times in the history are the server's (server_ms): read and given back in this host's.
+  std::vector<core::AttemptFact> attempts_started(const core::KeyPattern& pattern, int64_t from_ms,
+                                                  const std::string& from_key, int64_t from_number,
+                                                  int64_t before_ms, int64_t limit) override {
+    return guarded("read the history by start", [&] {
+      std::vector<core::AttemptFact> found;
+      int64_t after_ms = server_ms(from_ms);
+      std::string after_key = from_key;
+      int64_t after_number = from_number;
+      const std::string like = postgres_sql::like_prefix(pattern.head());
+      // A glob's non-matching keys are read and passed over, a page at a time.
+      for (bool more = true; more && int64_t(found.size()) < limit;) {
+        Params p;
+        p.integer(after_ms).text(after_key).integer(after_number).integer(server_ms(before_ms));
+        p.text(like).integer(limit);
+        Result r = conn().exec(postgres_sql::k_attempts_started, p);
+        for (int row = 0; row < r.rows(); ++row) {
+          core::AttemptFact a;
+          a.key = r.bytes_at(row, 0);
+          a.number = r.int_at(row, 1);
+          after_ms = r.int_at(row, 2);
+          a.started_ms = after_ms - clock_offset_ms_;
+          const int64_t ended = r.int_at(row, 3);
+          a.ended_ms = ended == 0 ? 0 : ended - clock_offset_ms_;
+          a.outcome = core::status_from_string(r.bytes_at(row, 4)).value_or(Status::failed);
+          a.exit_code = r.optional_int_at(row, 5);
+          a.http_status = r.optional_int_at(row, 6);
+          after_key = a.key;
+          after_number = a.number;
+          if (pattern.matches(a.key) && int64_t(found.size()) < limit)
+            found.push_back(std::move(a));
+        }
+        more = r.rows() == limit;
+      }
+      return found;
+    });
+  }
+
   HistoryPage history_page(const std::string& key, const HistoryQuery& query) override {
     return guarded("read the history", [&] {
       HistoryPage page;

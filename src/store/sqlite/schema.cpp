@@ -16,7 +16,8 @@ namespace idem::store::sqlite {
 namespace {
 
 // idem's own tables; any other (SQLite's internal sqlite_% aside) makes a file someone else's.
-constexpr const char* k_own_tables[] = {"records", "outputs", "attempts", "serial_lines"};
+constexpr const char* k_own_tables[] = {"records",      "outputs",      "attempts",
+                                        "serial_lines", "expectations", "findings"};
 
 // A name read from a file for a one-line message: control characters shown as '?', long names
 // cut.

@@ -16,7 +16,7 @@
 namespace idem::store::sqlite_sql {
 
 // The schema version this build creates and understands (PRAGMA user_version).
-inline constexpr int k_schema_version = 15;
+inline constexpr int k_schema_version = 16;
 
 // A key's history entry made from its record as it stands (the migration to version 10, and
 // import): see store/history_sql.hpp.
@@ -330,7 +330,38 @@ inline constexpr const char* k_migrations[] = {
         ON CONFLICT (serial_group) DO UPDATE SET queued = queued + 1;
     END;
     )sql",
-    // 14 -> 15: the span of the record's current attempt (SPEC §12, core::SpanIds): a replay
+    // 14 -> 15: schedules (SPEC §11). The history by start time (an evaluation reads the attempts
+    // started since the last one: one range of it; the index holds the key and number as well),
+    // the expectations, with where their evaluation stands (core::ScheduleState as JSON), and
+    // their findings, whose primary key is their identity (each found once).
+    R"sql(
+    CREATE INDEX attempts_by_start ON attempts (started_at);
+    CREATE TABLE expectations (
+      pattern     TEXT    PRIMARY KEY,
+      every_ms    INTEGER NOT NULL DEFAULT 0,
+      cron        TEXT    NOT NULL DEFAULT '',
+      tz          TEXT    NOT NULL DEFAULT '',
+      grace_ms    INTEGER NOT NULL,
+      max_runtime INTEGER NOT NULL DEFAULT 0,
+      at_most     INTEGER NOT NULL DEFAULT 0,
+      created_at  INTEGER NOT NULL,
+      revision    INTEGER NOT NULL DEFAULT 0,
+      state       TEXT    NOT NULL DEFAULT ''
+    ) WITHOUT ROWID;
+    CREATE TABLE findings (
+      pattern  TEXT    NOT NULL,
+      kind     TEXT    NOT NULL,
+      at       INTEGER NOT NULL,
+      key      TEXT    NOT NULL DEFAULT '',
+      attempt  INTEGER NOT NULL DEFAULT 0,
+      detail   TEXT    NOT NULL,
+      found_at INTEGER NOT NULL,
+      resolved INTEGER NOT NULL DEFAULT 0,
+      PRIMARY KEY (pattern, kind, at, key, attempt)
+    ) WITHOUT ROWID;
+    CREATE INDEX findings_by_found ON findings (pattern, found_at);
+    )sql",
+    // 15 -> 16: the span of the record's current attempt (SPEC §12, core::SpanIds): a replay
     // links to it, `idem end` ends it. NULL: traces were off (and for records from before).
     R"sql(
     ALTER TABLE records ADD COLUMN trace_id TEXT;
@@ -339,6 +370,48 @@ inline constexpr const char* k_migrations[] = {
     )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
+
+// Schedules (SPEC §11). An expectation (?1..?8), replacing the pattern's with its state.
+inline constexpr const char* k_expectation_put = R"sql(
+      INSERT OR REPLACE INTO expectations
+        (pattern, every_ms, cron, tz, grace_ms, max_runtime, at_most, created_at, revision, state)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ''))sql";
+inline constexpr const char* k_expectation_delete = "DELETE FROM expectations WHERE pattern = ?1";
+inline constexpr const char* k_findings_delete = "DELETE FROM findings WHERE pattern = ?1";
+inline constexpr const char* k_expectations = R"sql(
+      SELECT pattern, every_ms, cron, tz, grace_ms, max_runtime, at_most, created_at, revision,
+             state
+      FROM expectations ORDER BY pattern LIMIT ?1)sql";
+// An evaluation kept: ?1 pattern, ?2 the revision it read, ?3 the new state.
+inline constexpr const char* k_expectation_save = R"sql(
+      UPDATE expectations SET state = ?3, revision = revision + 1
+      WHERE pattern = ?1 AND revision = ?2)sql";
+// A success that started at ?2 resolves the open findings about no later than then.
+inline constexpr const char* k_findings_resolve = R"sql(
+      UPDATE findings SET resolved = 1
+      WHERE pattern = ?1 AND resolved = 0 AND kind <> 'recovered' AND at <= ?2)sql";
+inline constexpr const char* k_finding_put = R"sql(
+      INSERT INTO findings (pattern, kind, at, key, attempt, detail, found_at)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING)sql";
+// The pattern's findings found before its ?2-th newest (one range of findings_by_found).
+inline constexpr const char* k_findings_trim = R"sql(
+      DELETE FROM findings WHERE pattern = ?1 AND found_at < (
+        SELECT found_at FROM findings WHERE pattern = ?1
+        ORDER BY found_at DESC LIMIT 1 OFFSET ?2))sql";
+// ?1 pattern, ?2 only open ones (1) or any (0), ?3 limit: newest first.
+inline constexpr const char* k_findings = R"sql(
+      SELECT kind, at, key, attempt, detail, found_at, resolved FROM findings
+      WHERE pattern = ?1 AND (?2 = 0 OR resolved = 0)
+      ORDER BY found_at DESC, at DESC LIMIT ?3)sql";
+// History entries started after (?1 started, ?2 key, ?3 number) and before ?4, whose key is in
+// [?5, ?6) (?6 NULL: no end), oldest first, at most ?7: one range of attempts_by_start.
+inline constexpr const char* k_attempts_started = R"sql(
+      SELECT key, number, started_at, ended_at, outcome, exit_code, http_status
+      FROM attempts INDEXED BY attempts_by_start
+      WHERE started_at >= ?1 AND started_at < ?4
+        AND (started_at > ?1 OR key > ?2 OR (key = ?2 AND number > ?3))
+        AND key >= ?5 AND (?6 IS NULL OR key < ?6)
+      ORDER BY started_at, key, number LIMIT ?7)sql";
 
 // The tables and views of a file, SQLite's own aside (is it an idem store?).
 inline constexpr const char* k_schema_tables = R"sql(

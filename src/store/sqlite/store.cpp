@@ -429,6 +429,139 @@ class SqliteStore final : public Store {
     return dropped;
   }
 
+  void put_expectation(const core::Expectation& e) override {
+    batched(true, [&](Connection db) {
+      Statement(db, sqlite_sql::k_findings_delete, path_).bind(1, e.pattern).run();
+      Statement put(db, sqlite_sql::k_expectation_put, path_);
+      put.bind(1, e.pattern).bind(2, e.every_ms).bind(3, e.cron).bind(4, e.tz);
+      put.bind(5, e.grace_ms).bind(6, e.max_runtime_ms).bind(7, e.at_most).bind(8, e.created_ms);
+      put.run();
+    });
+  }
+
+  bool remove_expectation(const std::string& pattern) override {
+    bool removed = false;
+    batched(true, [&](Connection db) {
+      Statement(db, sqlite_sql::k_expectation_delete, path_).bind(1, pattern).run();
+      removed = sqlite3_changes(db) > 0;
+      Statement(db, sqlite_sql::k_findings_delete, path_).bind(1, pattern).run();
+    });
+    return removed;
+  }
+
+  std::vector<StoredExpectation> expectations() override {
+    std::vector<StoredExpectation> all;
+    Statement select(db_, sqlite_sql::k_expectations, path_);
+    select.bind(1, core::k_max_expectations);
+    while (select.step()) {
+      StoredExpectation x;
+      core::Expectation& e = x.expectation;
+      e.pattern = select.text_at(0);
+      e.every_ms = select.int_at(1);
+      e.cron = select.text_at(2);
+      e.tz = select.text_at(3);
+      e.grace_ms = select.int_at(4);
+      e.max_runtime_ms = select.int_at(5);
+      e.at_most = select.int_at(6);
+      e.created_ms = select.int_at(7);
+      x.revision = select.int_at(8);
+      x.state = core::schedule_state_from_text(select.text_at(9));
+      all.push_back(std::move(x));
+    }
+    return all;
+  }
+
+  std::optional<std::vector<core::ScheduleFinding>> save_evaluation(
+      const std::string& pattern, int64_t revision, const core::Evaluation& ev) override {
+    std::optional<std::vector<core::ScheduleFinding>> kept;
+    // Synced when it holds findings: one that only moves the state on (every minute, for each
+    // expectation) may be lost to a power cut, and the evaluation then made again finds nothing
+    // twice (a finding is kept once, by its identity).
+    batched(!ev.findings.empty(), [&](Connection db) {
+      Statement save(db, sqlite_sql::k_expectation_save, path_);
+      save.bind(1, pattern).bind(2, revision).bind(3, core::schedule_state_text(ev.state)).run();
+      if (sqlite3_changes(db) == 0) return;
+      kept.emplace();
+      auto put = [&](const core::ScheduleFinding& f) {
+        Statement insert(db, sqlite_sql::k_finding_put, path_);
+        insert.bind(1, pattern).bind(2, std::string(core::to_string(f.kind))).bind(3, f.at_ms);
+        insert.bind(4, f.key).bind(5, f.attempt).bind(6, f.detail).bind(7, f.found_ms).run();
+        if (sqlite3_changes(db) > 0) kept->push_back(f);
+      };
+      for (const core::ScheduleFinding& f : ev.findings)
+        if (f.kind != core::FindingKind::recovered) put(f);
+      for (const core::ScheduleFinding& f : ev.findings) {
+        if (f.kind != core::FindingKind::recovered) continue;
+        Statement(db, sqlite_sql::k_findings_resolve, path_)
+            .bind(1, pattern)
+            .bind(2, f.at_ms)
+            .run();
+        if (sqlite3_changes(db) > 0) put(f);
+      }
+      if (!kept->empty())
+        Statement(db, sqlite_sql::k_findings_trim, path_)
+            .bind(1, pattern)
+            .bind(2, k_findings_kept - 1)
+            .run();
+    });
+    return kept;
+  }
+
+  std::vector<core::ScheduleFinding> findings(const std::string& pattern, bool open_only,
+                                              int64_t limit) override {
+    std::vector<core::ScheduleFinding> found;
+    Statement select(db_, sqlite_sql::k_findings, path_);
+    select.bind(1, pattern).bind(2, int64_t(open_only ? 1 : 0)).bind(3, limit);
+    while (select.step()) {
+      core::ScheduleFinding f;
+      f.pattern = pattern;
+      f.kind =
+          core::finding_kind_from_string(select.text_at(0)).value_or(core::FindingKind::missed);
+      f.at_ms = select.int_at(1);
+      f.key = select.text_at(2);
+      f.attempt = select.int_at(3);
+      f.detail = select.text_at(4);
+      f.found_ms = select.int_at(5);
+      f.resolved = select.int_at(6) != 0;
+      found.push_back(std::move(f));
+    }
+    return found;
+  }
+
+  std::vector<core::AttemptFact> attempts_started(const core::KeyPattern& pattern, int64_t from_ms,
+                                                  const std::string& from_key, int64_t from_number,
+                                                  int64_t before_ms, int64_t limit) override {
+    std::vector<core::AttemptFact> found;
+    int64_t after_ms = from_ms;
+    std::string after_key = from_key;
+    int64_t after_number = from_number;
+    const std::string end = sqlite_sql::prefix_end(pattern.head());
+    // A glob's non-matching keys are read and passed over, a page at a time.
+    for (bool more = true; more && int64_t(found.size()) < limit;) {
+      Statement select(db_, sqlite_sql::k_attempts_started, path_);
+      select.bind(1, after_ms).bind(2, after_key).bind(3, after_number).bind(4, before_ms);
+      select.bind(5, pattern.head()).bind_null_if_empty(6, end).bind(7, limit);
+      int64_t read = 0;
+      while (select.step()) {
+        ++read;
+        core::AttemptFact a;
+        a.key = select.text_at(0);
+        a.number = select.int_at(1);
+        a.started_ms = select.int_at(2);
+        a.ended_ms = select.int_at(3);
+        a.outcome = core::status_from_string(select.text_at(4)).value_or(Status::failed);
+        a.exit_code = select.optional_int_at(5);
+        a.http_status = select.optional_int_at(6);
+        after_ms = a.started_ms;
+        after_key = a.key;
+        after_number = a.number;
+        if (pattern.matches(a.key) && int64_t(found.size()) < limit) found.push_back(std::move(a));
+      }
+      more = read == limit;
+    }
+    return found;
+  }
+
   HistoryPage history_page(const std::string& key, const HistoryQuery& query) override {
     HistoryPage page;
     Statement bounds(db_, sqlite_sql::k_history_bounds, path_);
