@@ -184,7 +184,10 @@ int run_begin(const GlobalOptions& global, const BeginOptions& o) {
   const std::string fingerprint = fingerprint_of(o);
   auto store = open_store(global);
   // No lease: nothing would renew it once begin has exited.
-  engine::Engine engine(*store, engine::make_front(*store, 0));
+  engine::Front front = engine::make_front(*store, 0);
+  // The attempt's span is stored with its claim and ended by `idem end` (SPEC §12).
+  const CliTraces traces(front);
+  engine::Engine engine(*store, front);
   const std::string shown = "key '" + core::display_key(o.key) + "'";
   engine::AttemptRequest req(key);
   req.claim.fingerprint = fingerprint;
@@ -194,6 +197,7 @@ int run_begin(const GlobalOptions& global, const BeginOptions& o) {
   req.claim.request = nlohmann::json{{"owner_pid", req.claim.owner.pid}}.dump();
   req.claim.policy = core::Policy{false, o.retry_abandoned};
   req.wait.wait_ms = wait_ms;
+  req.traceparent = traces.parent();
   req.clear_abandoned = [&](const core::Record& r) {
     clear_abandoned(r, o, shown);
     return true;

@@ -13,6 +13,7 @@
 #include "core/key.hpp"
 #include "core/record_json.hpp"
 #include "engine/notify.hpp"
+#include "otel/setup.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
 
@@ -207,6 +208,32 @@ void use_notify(engine::Front& front, std::shared_ptr<const core::NotifySpec> sp
   };
   front.notify = std::move(spec);
   front.notifier = std::make_shared<engine::Notifier>(std::move(options));
+}
+
+CliTraces::CliTraces(engine::Front& front, bool background) {
+  try {
+    otel::Exporter::Options options;
+    // A request under way when the command has ended is waited for no longer than the rest.
+    options.timeout_ms = otel::k_final_export_wait_ms;
+    // Sent at once, by a thread, where a command makes more than one span (each); else by the
+    // destructor, on this thread, once the command has ended.
+    options.linger_ms = 0;
+    options.background = background;
+    exporter_ = otel::exporter_from_environment(*front.clock, options);
+  } catch (const Error& e) {
+    std::cerr << "idem: " << e.what() << "; running without traces\n";
+  }
+  front.spans = exporter_;
+}
+
+CliTraces::~CliTraces() {
+  if (!exporter_) return;
+  exporter_->shutdown(util::monotonic_ms() + exporter_->options().timeout_ms);
+}
+
+std::string CliTraces::parent() const {
+  const char* parent = exporter_ ? std::getenv("TRACEPARENT") : nullptr;
+  return parent ? parent : "";
 }
 
 bool owner_gone_now(const core::Record& record, int64_t now_ms) {

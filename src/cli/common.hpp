@@ -14,6 +14,10 @@
 #include "engine/attempt.hpp"
 #include "store/store.hpp"
 
+namespace idem::otel {
+class Exporter;  // otel/exporter.hpp
+}
+
 namespace idem::cli {
 
 struct GlobalOptions {
@@ -57,6 +61,27 @@ std::shared_ptr<const core::NotifySpec> notify_spec(const NotifyOptions& notify)
 // comes instead; each collects it, so its jobs do not interleave).
 void use_notify(engine::Front& front, std::shared_ptr<const core::NotifySpec> spec,
                 bool live_output, std::function<void(const std::string& text)> write_stderr);
+
+// Traces of one command's attempts (SPEC §12): the exporter the OTEL_* variables ask for, put
+// into `front` (nothing at all when they ask for none). The spans go out when this ends (the
+// command has ended), waited for at most otel::k_final_export_wait_ms, less with
+// OTEL_EXPORTER_OTLP_TIMEOUT; a receiver that refuses is not waited for. A variable that cannot
+// be used is told on stderr, once, and the command runs without traces: export never changes an
+// outcome or an exit code.
+class CliTraces {
+ public:
+  // `background`: spans are sent as they come, by a thread (each's many attempts); else all at the
+  // end, on this thread (run, begin, end: one span).
+  explicit CliTraces(engine::Front& front, bool background = false);
+  ~CliTraces();
+  CliTraces(const CliTraces&) = delete;
+  CliTraces& operator=(const CliTraces&) = delete;
+  // $TRACEPARENT, the parent of the attempts' spans, when traces are on; else empty.
+  std::string parent() const;
+
+ private:
+  std::shared_ptr<otel::Exporter> exporter_;
+};
 
 // A static idem has no PostgreSQL backend (store::has_postgres_backend) and no system resolver
 // (net/resolve.hpp): for a PostgreSQL store, or for `idem serve` (`serving`), it execs idem-pg,

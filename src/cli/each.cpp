@@ -64,13 +64,19 @@ void report(const std::string& line) {
 
 class Consumer {
  public:
-  Consumer(const EachOptions& o, const Limits& limits, engine::Front front)
-      : o_(o), limits_(limits), front_(std::move(front)), owner_(proc::describe_owner()) {}
+  // `traceparent`: the parent of every message's span (CliTraces::parent).
+  Consumer(const EachOptions& o, const Limits& limits, engine::Front front, std::string traceparent)
+      : o_(o),
+        limits_(limits),
+        front_(std::move(front)),
+        owner_(proc::describe_owner()),
+        traceparent_(std::move(traceparent)) {}
 
   // `store` is the calling worker's own connection (SQLite handles are not shared by threads).
   void handle(const Message& m, store::Store& store) {
     engine::Engine engine(store, front_);
     engine::AttemptRequest req = attempt_request(m);
+    req.traceparent = traceparent_;
     const engine::Claimed claimed = engine.claim(req);
     const std::string where =
         "line " + std::to_string(m.line) + ", key '" + core::display_key(m.key.str()) + "'";
@@ -191,6 +197,7 @@ class Consumer {
   Limits limits_;
   engine::Front front_;
   core::Owner owner_;
+  const std::string traceparent_;
   Tally tally_;
 };
 
@@ -362,7 +369,8 @@ int run_each(const GlobalOptions& global, const EachOptions& o) {
   proc::install_child_handlers();
   LineReader reader(watch_stop_signals());
 
-  Consumer consumer(o, limits, front);
+  const CliTraces traces(front, true);  // its spans go out once the last message is done
+  Consumer consumer(o, limits, front, traces.parent());
   // The messages read but not yet taken by a job, bounded so a long stream is never held whole;
   // the lines of one key go to the jobs one at a time, in input order.
   engine::KeyQueue<Message> queue(size_t(o.jobs) * 4, g_stopped_by);

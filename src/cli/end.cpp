@@ -73,7 +73,9 @@ int run_end(const GlobalOptions& global, const EndOptions& o) {
   if (!o.stderr_file.empty())
     capture_file(o.stderr_file, "--stderr-file", core::Stream::err, output);
   auto store = open_store(global);
-  engine::Engine engine(*store, engine::make_front(*store, 0));
+  engine::Front front = engine::make_front(*store, 0);
+  const CliTraces traces(front);  // ends the span begin's claim stored (SPEC §12)
+  engine::Engine engine(*store, front);
   const std::string shown = "key '" + core::display_key(key.str()) + "'";
   auto record = engine.current(key.str());
   if (!record) throw Error(k_exit_already_done, "no record for " + shown);

@@ -421,10 +421,12 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
   // A replay is counted after its output went out, never before: the count is a write, and a
   // replay must not wait behind another process's write transaction to answer.
   front.replays = std::make_shared<store::ReplayTally>();
+  const CliTraces traces(front);  // its spans go out once the command has ended
   engine::Engine engine(*store, front);
   const std::string shown = "key '" + core::display_key(o.key) + "'";
   engine::AttemptRequest req =
       attempt_request(key, o, s, cwd, o.hash_stdin ? &stdin_sha256 : nullptr, shown);
+  req.traceparent = traces.parent();
   engine::CommandEffect effect(proc::spawning_runner(),
                                command_spec(o, s, stdin_copy.valid() ? stdin_copy.get() : 0),
                                engine::CommandEffect::Capture::handed_to_outcome);

@@ -62,6 +62,15 @@ std::string attempt_mark(std::string_view key, int64_t attempt, const Owner& own
 // "process group 7".
 std::string processes_place(const ProcessGroup& group);
 
+// The span of an attempt (SPEC §12), kept with its record so that a replay links to it and an
+// attempt ended by another process (idem end, the ledger) ends it: ids as lower-case hex (32, 16,
+// 16 digits); all empty when traces were off, parent_span_id when it had no parent.
+struct SpanIds {
+  std::string trace_id;
+  std::string span_id;
+  std::string parent_span_id;
+};
+
 struct Record {
   std::string key;
   std::string fingerprint;  // lower-case hex SHA-256
@@ -108,6 +117,7 @@ struct Record {
   std::string serial_group;
   int64_t queue_seq = 0;      // queued: its place in the group's line (lower runs first)
   std::string superseded_by;  // superseded: the key that replaced it
+  SpanIds span;               // the current attempt's (SPEC §12)
 };
 
 // The notes of an attempt the store marked abandoned: its owner is gone, or its lease ran out.

@@ -4,6 +4,7 @@
 
 #include "core/key.hpp"
 #include "core/output.hpp"
+#include "core/trace.hpp"
 #include "util/hex.hpp"
 
 namespace idem::core {
@@ -69,6 +70,18 @@ std::string output_of(const json& object) {
   return *bytes;
 }
 
+// A record's span: ids checked as traces write them, so an import never stores what a replay's
+// link could not carry.
+SpanIds span_of(const json& value) {
+  if (!value.is_object()) bad("span", "is not an object");
+  SpanIds span{text(value, "trace_id"), text(value, "span_id"), text(value, "parent_span_id")};
+  if (!valid_trace_id(span.trace_id, 32)) bad("span.trace_id", "is not 32 hex digits");
+  if (!valid_trace_id(span.span_id, 16)) bad("span.span_id", "is not 16 hex digits");
+  if (!span.parent_span_id.empty() && !valid_trace_id(span.parent_span_id, 16))
+    bad("span.parent_span_id", "is not empty or 16 hex digits");
+  return span;
+}
+
 }  // namespace
 
 json export_json(const Record& r, const std::vector<HistoryEntry>& history) {
@@ -109,6 +122,11 @@ json export_json(const Record& r, const std::vector<HistoryEntry>& history) {
   if (!r.serial_group.empty()) j["serial_group"] = r.serial_group;
   if (r.queue_seq != 0) j["queue_seq"] = r.queue_seq;
   if (!r.superseded_by.empty()) j["superseded_by"] = r.superseded_by;
+  // The current attempt's span (SPEC §12): written only where traces were on.
+  if (!r.span.span_id.empty())
+    j["span"] = {{"trace_id", r.span.trace_id},
+                 {"span_id", r.span.span_id},
+                 {"parent_span_id", r.span.parent_span_id}};
   if (!history.empty()) {
     json attempts = json::array();
     for (const HistoryEntry& e : history)
@@ -206,6 +224,7 @@ Record record_from_export(const json& line) {
   r.serial_group = line.contains("serial_group") ? text(line, "serial_group") : "";
   r.queue_seq = line.contains("queue_seq") ? integer(line, "queue_seq") : 0;
   r.superseded_by = line.contains("superseded_by") ? text(line, "superseded_by") : "";
+  if (line.contains("span")) r.span = span_of(line["span"]);
   return r;
 }
 

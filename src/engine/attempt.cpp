@@ -122,10 +122,11 @@ Engine::Engine(store::Store& store, const Front& front)
       lease_ms_(front.lease_ms),
       notify_(front.notify),
       notifier_(front.notifier),
-      replays_(front.replays) {}
+      replays_(front.replays),
+      spans_(front.spans) {}
 
 Engine::Engine(store::Store& store, const util::Clock& clock, store::OwnerGone owner_gone)
-    : Engine(store, Front{&clock, std::move(owner_gone), 0, nullptr, nullptr, nullptr}) {}
+    : Engine(store, Front{&clock, std::move(owner_gone), 0, nullptr, nullptr, nullptr, nullptr}) {}
 
 store::ClaimResult Engine::claim_once(AttemptRequest& request) {
   request.claim.now_ms = clock_.now_ms();
@@ -180,6 +181,54 @@ void Engine::count_replay(const std::string& key, int64_t now_ms) {
 }
 
 Claimed Engine::claim(AttemptRequest& request) {
+  if (!spans_) return decide(request);
+  const std::string& trigger = request.claim.trigger;
+  std::optional<AttemptSpan> span = open_span(
+      request.traceparent,
+      request.span_front.empty() ? span_front(request.claim.kind) : request.span_front,
+      trigger.empty() ? core::trigger_of_kind(request.claim.kind) : trigger, clock_.now_ns());
+  if (span) request.claim.span = span->ids();  // stored with the attempt it claims
+  Claimed claimed = decide(request);
+  if (!span) return claimed;
+  switch (claimed.verdict) {
+    case ClaimVerdict::claimed:
+      claimed.span = std::move(span);
+      return claimed;
+    case ClaimVerdict::declined:
+      return claimed;  // nothing was claimed: the caller tries again later
+    case ClaimVerdict::queued:
+      // Its record keeps the span, which ends once its turn came and it ran; one that waited in
+      // vain left the line, and its span ends here.
+      if (!claimed.waited) return claimed;
+      break;
+    default:
+      break;
+  }
+  SpanEnd end;
+  end.key = claimed.key;
+  end.outcome = claimed.verdict == ClaimVerdict::replay ? "replayed" : to_string(claimed.verdict);
+  if (claimed.existing) {
+    const core::Record& r = *claimed.existing;
+    end.attempt = r.attempt;
+    if (claimed.verdict == ClaimVerdict::replay) {
+      if (r.response)
+        end.http_status = r.response->status;
+      else
+        end.exit_code = core::replay_exit_code(r);
+      if (!r.span.span_id.empty())
+        end.replayed = core::SpanContext{r.span.trace_id, r.span.span_id};
+    }
+  }
+  end.end_ns = clock_.now_ns();
+  end_span(*span, std::move(end));
+  return claimed;
+}
+
+void Engine::end_span(const AttemptSpan& span, SpanEnd end) {
+  if (span.context.sampled) spans_->add(ended_span(span, end));
+}
+
+Claimed Engine::decide(AttemptRequest& request) {
   const std::string& key = request.claim.key;
   core::Policy& policy = request.claim.policy;
   // An abandoned attempt is retried only once clear_abandoned has looked at it: claim allowing no
@@ -358,10 +407,34 @@ std::optional<Claimed> Engine::take_turn(const std::string& group, const core::O
   if (t.state != store::TurnResult::State::started) return std::nullopt;
   Claimed claimed = claimed_from_turn(t, turn, sent_ms);
   claimed.existing = std::move(t.record);
+  // Its span is the one its claim stored when it queued it (SPEC §12).
+  if (spans_) claimed.span = stored_span(*claimed.existing);
   return claimed;
 }
 
 Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
+  if (!spans_ || !claimed.span) return carry_out_untraced(claimed, effect, std::string());
+  const AttemptSpan& span = *claimed.span;
+  try {
+    Finished done = carry_out_untraced(claimed, effect, core::traceparent(span.context));
+    SpanEnd end = outcome_end(claimed.key, claimed.attempt, done.outcome, clock_.now_ns());
+    if (done.released) end.outcome = "released";
+    end_span(span, std::move(end));
+    return done;
+  } catch (const std::exception& e) {
+    SpanEnd end;
+    end.key = claimed.key;
+    end.attempt = claimed.attempt;
+    end.outcome = "error";
+    end.error = e.what();
+    end.end_ns = clock_.now_ns();
+    end_span(span, std::move(end));
+    throw;
+  }
+}
+
+Finished Engine::carry_out_untraced(const Claimed& claimed, Effect& effect,
+                                    std::string traceparent) {
   // The claim is durable: from here on, a crash shows as abandoned, never as a key that silently
   // runs again.
   IDEM_CRASH_POINT("claim-after-commit");
@@ -380,7 +453,8 @@ Finished Engine::carry_out(const Claimed& claimed, Effect& effect) {
       },
       -1,
       // Its output is published for followers as it comes (SPEC §10).
-      [&feed](core::Stream stream, std::string_view bytes) { feed.push(stream, bytes); }};
+      [&feed](core::Stream stream, std::string_view bytes) { feed.push(stream, bytes); },
+      std::move(traceparent)};
   std::optional<LeaseKeeper> keeper;
   if (claimed.lease_ms > 0) {
     keeper.emplace(
@@ -569,7 +643,17 @@ bool Engine::record_group(const Claimed& claimed, const core::ProcessGroup& grou
 
 bool Engine::finish(const std::string& key, int64_t attempt, core::Outcome outcome) {
   if (outcome.finished_ms == 0) outcome.finished_ms = clock_.now_ms();
-  return store_.finish(key, attempt, outcome);
+  // The span its claim stored, read before the outcome replaces the attempt's state. A store
+  // that cannot be read now loses the span, never the outcome.
+  std::optional<AttemptSpan> span;
+  if (spans_) try {
+      std::optional<core::Record> r = store_.get_without_output(key);
+      if (r && r->attempt == attempt) span = stored_span(*r);
+    } catch (const StoreError&) {
+    }
+  const bool recorded = store_.finish(key, attempt, outcome);
+  if (span && recorded) end_span(*span, outcome_end(key, attempt, outcome, clock_.now_ns()));
+  return recorded;
 }
 
 bool Engine::record_failure(const Claimed& claimed, core::Outcome failed) {

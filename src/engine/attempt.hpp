@@ -16,6 +16,7 @@
 #include "core/key.hpp"
 #include "core/notify.hpp"
 #include "core/record.hpp"
+#include "engine/trace.hpp"
 #include "proc/liveness.hpp"
 #include "store/replay_tally.hpp"
 #include "store/store.hpp"
@@ -89,6 +90,12 @@ struct AttemptRequest {
   // own write, and undoes that if the claim goes another way. Null: the group is written when
   // the command starts (carry_out), in a write of its own.
   Effect* effect = nullptr;
+  // With traces (Front::spans): the `traceparent` the attempt came with (a delivery's or a
+  // proxied request's header, $TRACEPARENT of `idem run`), whose span is its span's parent when
+  // valid; and the front its span names when the kind's is not the one (a hooks file's
+  // delivery: "hooks-file").
+  std::string traceparent;
+  std::string span_front;
 };
 
 enum class ClaimVerdict {
@@ -124,6 +131,8 @@ struct Claimed {
   int64_t position = 0;  // queued: the key's place in its group's line (1: next)
   // Keys this claim superseded (a `latest` group's pending ones).
   std::vector<std::string> superseded;
+  // claimed, with traces: the attempt's span, stored with its record, ended by carry_out.
+  std::optional<AttemptSpan> span;
 };
 
 // The attempt an effect carries out.
@@ -142,6 +151,10 @@ struct Attempt {
   // Where an effect that captures output hands each piece it keeps, as it comes, for followers
   // (engine/live_feed.hpp): the capture's bytes in order, up to what the outcome stores.
   std::function<void(core::Stream, std::string_view)> live;
+  // With traces: the attempt's span as a W3C traceparent, for what the effect starts (the
+  // command's TRACEPARENT, the upstream's traceparent header) to make its spans children of it.
+  // Empty: none.
+  std::string traceparent = {};
 };
 
 // What an attempt does once claimed: run a command now, forward a request to an upstream, ...
@@ -190,6 +203,9 @@ struct Front {
   // `run` after the replayed output), or, when none, the store at once, unsynced, each replay
   // its own short write. A failure to count never fails the replay.
   std::shared_ptr<store::ReplayTally> replays;
+  // Where the spans of its attempts go (SPEC §12); null: traces are off, and nothing of them is
+  // made.
+  std::shared_ptr<SpanSink> spans;
 };
 
 // The front of this process's attempts on `store` (any connection of it): the process clock,
@@ -207,6 +223,8 @@ class Engine {
 
   // Decides the attempt: claims the key, waits as `request.wait` says while a live owner holds
   // it, and retries an abandoned attempt only once `clear_abandoned` has seen it is clear.
+  // With traces, the attempt gets a span (Claimed::span, stored with the claim), and an attempt
+  // that does not run (a replay, a refusal) a short span of its own, ended here.
   Claimed claim(AttemptRequest& request);
 
   // Carries out a claimed attempt and records its outcome under the attempt's number. Throws
@@ -221,6 +239,7 @@ class Engine {
   // An outcome the effect gives up (Effect::release_instead) is not recorded: the attempt is
   // released with its token (Finished::released; false when another attempt holds the key), and
   // a StoreError from the release is rethrown saying what was performed.
+  // With traces, the attempt's span ends here, whatever the outcome (SPEC §12).
   Finished carry_out(const Claimed& claimed, Effect& effect);
 
   // The key's record as it stands (idem end checks whose attempt it is before finishing it).
@@ -231,7 +250,7 @@ class Engine {
   bool record_group(const Claimed& claimed, const core::ProcessGroup& group);
 
   // Records an outcome for an attempt carried out elsewhere (idem end, the ledger): false when
-  // the key's current attempt is another one.
+  // the key's current attempt is another one. With traces, the span its claim stored ends here.
   bool finish(const std::string& key, int64_t attempt, core::Outcome outcome);
 
   // Records `failed` (its status set to failed, finished now unless set) for a claimed attempt
@@ -255,6 +274,12 @@ class Engine {
   const util::Clock& clock() const { return clock_; }
 
  private:
+  // Claim's decision, without traces.
+  Claimed decide(AttemptRequest& request);
+  // carry_out without traces; `traceparent` is handed to the effect (Attempt::traceparent).
+  Finished carry_out_untraced(const Claimed& claimed, Effect& effect, std::string traceparent);
+  // Hands an ended span to spans_ unless its trace is not sampled.
+  void end_span(const AttemptSpan& span, SpanEnd end);
   store::ClaimResult claim_once(AttemptRequest& request);
   // Waits in line for the attempt `queued` put there (AttemptRequest::wait_turn): the attempt
   // once started; the verdict `queued` when the wait ran out (the key withdrawn); nullopt when
@@ -292,6 +317,7 @@ class Engine {
   std::shared_ptr<const core::NotifySpec> notify_;
   std::shared_ptr<Notifier> notifier_;
   const std::shared_ptr<store::ReplayTally> replays_;
+  const std::shared_ptr<SpanSink> spans_;
   // Held around every store call of carry_out: a lease's renewals come from a thread of their
   // own, on the same connection.
   std::mutex store_mutex_;

@@ -31,6 +31,9 @@ core::Outcome CommandEffect::perform(const Attempt& attempt) {
   proc::RunSpec spec = spec_;
   spec.extra_env.emplace_back("IDEM_ATTEMPT", std::to_string(attempt.number));
   if (!attempt.mark.empty()) spec.extra_env.emplace_back(core::k_attempt_mark_env, attempt.mark);
+  // Its own spans are children of the attempt's (SPEC §12); without traces an inherited
+  // TRACEPARENT is left as it was.
+  if (!attempt.traceparent.empty()) spec.extra_env.emplace_back("TRACEPARENT", attempt.traceparent);
   spec.stop_fd = attempt.lease_lost_fd;
   if (attempt.live) {
     // Followers see what the outcome will store: the capture's first stored_cap_ bytes.

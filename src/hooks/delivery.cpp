@@ -617,6 +617,10 @@ front::Answer deliver_keyed(const Hook& hook, HookSlots& slots, const Delivery& 
     engine::Engine engine(*store, services.front);
     engine::AttemptRequest req = attempt_request(hook, d, usable_key, services.owner, group);
     req.claim.trigger = policy.trigger;
+    // SPEC §12: the sender's trace is the parent of the attempt's span (a repeated header, joined,
+    // is no valid traceparent).
+    req.traceparent = d.header("traceparent").value_or("");
+    req.span_front = policy.span_front;
     req.decline_run = !reservation.held();
     // A synchronous hook's command is prepared by the claim that would run it, on this thread,
     // and records its group in the claim's write. An async one runs on another thread. A serial

@@ -131,6 +131,8 @@ struct DeliveryPolicy {
   // What started the attempt, as its history shows it (store::ClaimRequest::trigger): empty for
   // a delivery, core::k_trigger_rerun for a re-run a user asked for.
   std::string trigger;
+  // The front the attempt's span names (SPEC §12); empty: the kind's ("hook").
+  std::string span_front;
 };
 
 // A delivery with a key, decided by the attempt engine under "{hook.path}#{key}" and run at most

@@ -212,13 +212,19 @@ core::Owner Ledger::client_owner(const std::string& host) {
   return owner;
 }
 
+engine::Front Ledger::front() const {
+  engine::Front front = engine::make_front(clock_);
+  front.spans = spans_;
+  return front;
+}
+
 front::Answer Ledger::claim(std::string_view body) const {
   auto parsed = parse_claim(body);
   if (auto* bad = std::get_if<BadField>(&parsed)) return bad_request(*bad);
   const ClaimCall& call = std::get<ClaimCall>(parsed);
   try {
     auto store = stores_->lease();
-    engine::Engine engine(*store, engine::make_front(clock_));
+    engine::Engine engine(*store, front());
     engine::AttemptRequest req = claim_request(call, owner_);
     const engine::Claimed claimed = engine.claim(req);
     return claim_answer(call, claimed, clock_.now_ms());
@@ -257,7 +263,7 @@ front::Answer Ledger::finish(std::string_view body) const {
   const FinishCall& call = std::get<FinishCall>(parsed);
   try {
     auto store = stores_->lease();
-    engine::Engine engine(*store, engine::make_front(clock_));
+    engine::Engine engine(*store, front());
     const int64_t now = clock_.now_ms();
     auto record = engine.current(call.key);
     if (!holds(record, call.attempt_token)) return stale(call.key, record, now);

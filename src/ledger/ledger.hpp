@@ -21,6 +21,7 @@
 #include <variant>
 
 #include "core/record.hpp"
+#include "engine/attempt.hpp"
 #include "front/answer.hpp"
 #include "front/route.hpp"
 #include "ledger/rules.hpp"
@@ -34,8 +35,13 @@ class Ledger {
  public:
   // `owner` stands for every client: an owner no pid check applies to (pid 0, no boot id), so
   // the lease alone tells whether a client is gone.
-  Ledger(std::shared_ptr<store::StoreProvider> stores, core::Owner owner, const util::Clock& clock)
-      : stores_(std::move(stores)), owner_(std::move(owner)), clock_(clock) {}
+  // `spans`: where its attempts' spans go (SPEC §12); null: no traces.
+  Ledger(std::shared_ptr<store::StoreProvider> stores, core::Owner owner, const util::Clock& clock,
+         std::shared_ptr<engine::SpanSink> spans = nullptr)
+      : stores_(std::move(stores)),
+        owner_(std::move(owner)),
+        clock_(clock),
+        spans_(std::move(spans)) {}
 
   front::Answer claim(std::string_view body) const;
   front::Answer heartbeat(std::string_view body) const;
@@ -55,6 +61,9 @@ class Ledger {
   const std::shared_ptr<store::StoreProvider> stores_;
   const core::Owner owner_;
   const util::Clock& clock_;
+  const std::shared_ptr<engine::SpanSink> spans_;
+  // The front of its attempts: its clients keep their leases.
+  engine::Front front() const;
 };
 
 // The route of the ledger's paths (/v1/claim, /v1/heartbeat, /v1/finish, /v1/records/...).

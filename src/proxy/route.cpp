@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -55,6 +56,17 @@ net::UpstreamRequest upstream_request(const net::Request& req, const net::Upstre
   up.headers = forwarded_headers(req.head, req.remote, target);
   up.body = req.body;
   return up;
+}
+
+// `request` with `traceparent` in place of any it came with: the upstream's spans are children
+// of the attempt's (SPEC §12).
+net::UpstreamRequest with_traceparent(const net::UpstreamRequest& request,
+                                      const std::string& traceparent) {
+  net::UpstreamRequest traced = request;
+  std::erase_if(traced.headers,
+                [](const auto& h) { return net::equals_ignore_case(h.first, "traceparent"); });
+  traced.headers.emplace_back("traceparent", traceparent);
+  return traced;
 }
 
 std::string failure_outcome(const net::UpstreamError& e) {
@@ -200,13 +212,17 @@ class ForwardEffect final : public engine::Effect {
         start_ms_(start_ms),
         handover_(handover) {}
 
-  core::Outcome perform(const engine::Attempt&) override {
+  core::Outcome perform(const engine::Attempt& attempt) override {
     core::Outcome o;
     const int64_t client_deadline = start_ms_ + settings_.timeout_ms;
     try {
+      const std::optional<net::UpstreamRequest> traced =
+          attempt.traceparent.empty()
+              ? std::nullopt
+              : std::optional(with_traceparent(request_, attempt.traceparent));
       // A connection is made by the client's deadline; the answer is awaited late_answer more.
-      auto exchange =
-          pool_.send(request_, client_deadline + settings_.late_answer_ms, client_deadline);
+      auto exchange = pool_.send(traced ? *traced : request_,
+                                 client_deadline + settings_.late_answer_ms, client_deadline);
       const net::UpstreamHead& head = exchange->head();
       std::string body;
       int64_t total = 0;
@@ -532,6 +548,9 @@ class ProxyRoute final : public front::Route {
     ar.claim.request = proxy_stored_request(req.head, req.body);
     // The only failures the proxy records are unknown outcomes: final, never run again.
     ar.claim.policy.replay_failures = true;
+    // One traceparent or none: W3C makes a repeated one invalid, as a new trace.
+    if (req.head.headers.count("traceparent") == 1)
+      ar.traceparent = *req.head.headers.get("traceparent");
     return ar;
   }
 

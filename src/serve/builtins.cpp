@@ -9,6 +9,7 @@
 #include "front/answer.hpp"
 #include "front/store_failure.hpp"
 #include "net/ip_range.hpp"
+#include "otel/exporter.hpp"
 #include "serve/log.hpp"
 
 namespace idem::serve {
@@ -87,6 +88,10 @@ class MetricsRoute final : public BuiltinRoute {
     if (services_.front.notifier) {
       const engine::Notifier::Stats n = services_.front.notifier->stats();
       r.body += notify_metrics(n.running, n.queued, n.dropped);
+    }
+    if (services_.traces) {
+      const otel::Exporter::Stats t = services_.traces->stats();
+      r.body += trace_metrics(t.exported, t.dropped, t.failed_requests);
     }
     r.log_fields.emplace_back("outcome", "metrics");
     return r;

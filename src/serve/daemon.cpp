@@ -22,6 +22,7 @@
 #include "engine/notify.hpp"
 #include "ledger/ledger.hpp"
 #include "net/resolve.hpp"
+#include "otel/setup.hpp"
 #include "proc/runner.hpp"
 #include "serve/listen.hpp"
 #include "serve/load.hpp"
@@ -56,6 +57,7 @@ class Daemon {
     services_.front = engine::make_front(*services_.stores->lease(), options.lease_ms);
     services_.front.notifier = daemon_notifier(services_.background);
     services_.front.replays = std::make_shared<store::ReplayTally>();
+    services_.front.spans = services_.traces;
     services_.turn_over = [this](const std::string& group) { turns_.turn_over(group); };
     state_ = build_state(std::move(loaded), nullptr, services_, options);
     log_warnings(*state_);
@@ -126,6 +128,9 @@ class Daemon {
     flush_wake_.notify_all();
     replays.join();
     flush_replays();  // what the last requests counted
+    // The last spans, waited for no longer than the CLI waits for its own.
+    if (services_.traces)
+      services_.traces->shutdown(util::monotonic_ms() + otel::k_final_export_wait_ms);
     g_drained = true;
     log_line({{"time", now_iso()}, {"event", "stopped"}});
     return 0;

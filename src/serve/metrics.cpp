@@ -61,20 +61,37 @@ std::string Metrics::render(int64_t shed) {
   return out.str();
 }
 
+namespace {
+
+// One metric without labels: its HELP and TYPE lines, then its value.
+std::string single_metric(const char* name, const char* type, const char* help, int64_t value) {
+  return std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
+         name + " " + std::to_string(value) + "\n";
+}
+
+}  // namespace
+
 std::string notify_metrics(int running, int queued, int64_t dropped) {
-  return "# HELP idem_notify_running Notify commands running now.\n"
-         "# TYPE idem_notify_running gauge\n"
-         "idem_notify_running " +
-         std::to_string(running) +
-         "\n# HELP idem_notify_queued Notify commands waiting for their turn.\n"
-         "# TYPE idem_notify_queued gauge\n"
-         "idem_notify_queued " +
-         std::to_string(queued) +
-         "\n# HELP idem_notify_dropped_total Notify commands dropped: the queue was full, or "
-         "two waited for their key already, or the drain left no time.\n"
-         "# TYPE idem_notify_dropped_total counter\n"
-         "idem_notify_dropped_total " +
-         std::to_string(dropped) + "\n";
+  return single_metric("idem_notify_running", "gauge", "Notify commands running now.", running) +
+         single_metric("idem_notify_queued", "gauge", "Notify commands waiting for their turn.",
+                       queued) +
+         single_metric("idem_notify_dropped_total", "counter",
+                       "Notify commands dropped: the queue was full, or two waited for their key "
+                       "already, or the drain left no time.",
+                       dropped);
+}
+
+std::string trace_metrics(int64_t exported, int64_t dropped, int64_t failed_requests) {
+  return single_metric("idem_trace_spans_exported_total", "counter",
+                       "Spans the OTLP receiver accepted.", exported) +
+         single_metric("idem_trace_spans_dropped_total", "counter",
+                       "Spans dropped: the export queue was full, their export request failed, "
+                       "or the drain left no time.",
+                       dropped) +
+         single_metric("idem_trace_export_failures_total", "counter",
+                       "Export requests the receiver did not accept (down, slow, or an error "
+                       "status).",
+                       failed_requests);
 }
 
 }  // namespace idem::serve

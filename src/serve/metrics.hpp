@@ -55,4 +55,7 @@ class Metrics {
 // The notify commands' gauges and drops (engine::Notifier::stats), in the same format.
 std::string notify_metrics(int running, int queued, int64_t dropped);
 
+// The span exporter's counters (otel::Exporter::Stats, SPEC §12), in the same format.
+std::string trace_metrics(int64_t exported, int64_t dropped, int64_t failed_requests);
+
 }  // namespace idem::serve

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "engine/notify.hpp"
+#include "otel/setup.hpp"
 #include "proc/runner.hpp"
 #include "serve/log.hpp"
 
@@ -36,6 +37,14 @@ hooks::RouteServices route_services(Services& all, const std::string& path,
   return hooks::RouteServices{
       delivery_services(all, path, std::move(slots), std::move(notify)),
       [&metrics = all.metrics, path](int delta) { metrics.in_flight(path, delta); }};
+}
+
+std::shared_ptr<otel::Exporter> daemon_exporter() {
+  otel::Exporter::Options options;
+  options.report = [](const std::string& line) {
+    log_line({{"time", now_iso()}, {"event", "warning"}, {"warning", line}});
+  };
+  return otel::exporter_from_environment(util::process_clock(), std::move(options));
 }
 
 std::shared_ptr<engine::Notifier> daemon_notifier(Background& background) {

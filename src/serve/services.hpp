@@ -13,6 +13,7 @@
 #include "hooks/delivery.hpp"
 #include "hooks/route.hpp"
 #include "ledger/ledger.hpp"
+#include "otel/exporter.hpp"
 #include "proc/liveness.hpp"
 #include "serve/background.hpp"
 #include "serve/daemon.hpp"
@@ -24,6 +25,10 @@
 #include "util/random.hpp"
 
 namespace idem::serve {
+
+// The exporter of the daemon's spans that the OTEL_* variables ask for (null: none), its failures
+// logged; throws UsageError for a variable that cannot be used, so the daemon does not start.
+std::shared_ptr<otel::Exporter> daemon_exporter();
 
 // The page's token file: a SQLite store's path + ".ui-token" (ledger_token_path's folder).
 inline std::string ui_token_path(const store::StoreLocation& where) {
@@ -37,14 +42,15 @@ struct Services {
       // Deliveries lease connections from here, reused across deliveries and threads. Idle ones
       // are kept up to the connections served at once (at most 16): a burst reuses them, and a
       // quiet daemon holds only that many open.
-      : stores(std::make_shared<store::StoreProvider>(
+      : traces(daemon_exporter()),
+        stores(std::make_shared<store::StoreProvider>(
             options.store, store::StoreOptions{options.busy_timeout_ms, options.keep_attempts},
             size_t(std::clamp(options.max_connections, 1, 16)))),
         owner(proc::describe_owner()),
         health(options.store, options.busy_timeout_ms) {
     if (options.ledger || !options.socket_path.empty() || unix_socket)
       ledger = std::make_shared<const ledger::Ledger>(
-          stores, ledger::Ledger::client_owner(owner.host), util::process_clock());
+          stores, ledger::Ledger::client_owner(owner.host), util::process_clock(), traces);
     // Made (or read) at start: a bad token file stops the daemon before it listens.
     if (options.ledger)
       ledger_token = ledger::load_ledger_token(ledger::ledger_token_path(options.store));
@@ -56,6 +62,8 @@ struct Services {
     }
   }
 
+  // Where the attempts' spans go (SPEC §12; also in front.spans); null: traces are off.
+  std::shared_ptr<otel::Exporter> traces;
   std::shared_ptr<store::StoreProvider> stores;
   const core::Owner owner;
   engine::Front front;  // DaemonOptions::lease_ms on a store shared by hosts

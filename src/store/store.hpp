@@ -88,6 +88,9 @@ struct ClaimRequest {
   // waits with this request, its owner and the attempt token handed out; take_turn starts it), or
   // refused (`full`). nullopt: none, the claim runs or not as the key alone decides.
   std::optional<SerialClaim> serial;
+  // The claimed attempt's span (SPEC §12), written with it (a queued one's too, which keeps it
+  // until it starts); empty: traces are off.
+  core::SpanIds span = {};
 };
 
 struct ClaimResult {

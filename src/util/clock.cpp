@@ -14,6 +14,12 @@ int64_t SystemClock::now_ms() const {
   return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t SystemClock::now_ns() const {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 int64_t SystemClock::monotonic_ms() const { return util::monotonic_ms(); }
 
 void SystemClock::sleep_ms(int64_t ms) const {

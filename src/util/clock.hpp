@@ -13,6 +13,9 @@ class Clock {
   virtual ~Clock() = default;
   // Milliseconds since the Unix epoch.
   virtual int64_t now_ms() const = 0;
+  // Nanoseconds since the Unix epoch, for what is measured finer than a millisecond (a trace's
+  // spans); a clock that keeps only milliseconds gives now_ms() in nanoseconds.
+  virtual int64_t now_ns() const { return now_ms() * 1000000; }
   // Milliseconds on a clock that never jumps (deadlines, waits).
   virtual int64_t monotonic_ms() const = 0;
   // Pauses the calling thread for `ms` (a poll interval while waiting for a key).
@@ -28,6 +31,7 @@ class Clock {
 class SystemClock : public Clock {
  public:
   int64_t now_ms() const override;
+  int64_t now_ns() const override;
   int64_t monotonic_ms() const override;
   void sleep_ms(int64_t ms) const override;
   void wait_until(std::condition_variable_any& wake, std::unique_lock<std::mutex>& lock,
@@ -41,6 +45,7 @@ class OffsetClock final : public SystemClock {
  public:
   explicit OffsetClock(int64_t offset_ms) : offset_ms_(offset_ms) {}
   int64_t now_ms() const override { return SystemClock::now_ms() + offset_ms_; }
+  int64_t now_ns() const override { return SystemClock::now_ns() + offset_ms_ * 1000000; }
 
  private:
   int64_t offset_ms_;

@@ -355,6 +355,7 @@ class WebhookRoute final : public front::Route {
     policy.early_answer = [run](const std::string& k, const std::string& outcome) {
       return early_answer(*run, k, outcome);
     };
+    policy.span_front = "hooks-file";
     if (!key) return hooks::deliver_unkeyed(native_, *slots_, services_.delivery, policy);
     return hooks::deliver_keyed(native_, *slots_, d, services_.delivery, *key, policy);
   }

@@ -108,7 +108,7 @@ for ((i = 0; i < N; i++)); do
 done
 assert_eq "1 $((N - 1))" "$ran $refused" "attempts that ran / were refused with 75"
 assert_lines 1 "$T/count"
-assert_eq 10 "$(sql 'SELECT version FROM idem_schema')" "schema version"
+assert_eq 12 "$(sql 'SELECT version FROM idem_schema')" "schema version"
 assert_eq 1 "$(sql 'SELECT count(*) FROM idem_records')" "records"
 servers=$(sql "SELECT count(*) FROM pg_stat_activity WHERE usename = '$user'")
 ((servers <= 4)) || fail "$servers server connections behind a pool of 4"

@@ -26,7 +26,7 @@ for ((i = 0; i < N; i++)); do
   [[ $rc == 0 || $rc == 75 ]] || fail "first run $i exited $rc: $(cat -v "$T/f$i.err")"
 done
 assert_lines 1 "$T/fresh.count"
-assert_eq 10 "$(sql 'SELECT version FROM idem_schema')" "schema version"
+assert_eq 12 "$(sql 'SELECT version FROM idem_schema')" "schema version"
 assert_eq succeeded "$(idem status fresh)" "status of the key"
 
 # The static idem has no libpq: it runs idem-pg for a PostgreSQL store, with the same arguments.

@@ -14,7 +14,7 @@
 namespace idem::store::postgres_sql {
 
 // The schema version this build creates and understands.
-inline constexpr int k_schema_version = 11;
+inline constexpr int k_schema_version = 12;
 
 // Creates the version table if absent; run in the migration's transaction.
 inline constexpr const char* k_create_schema_table = R"sql(
@@ -286,6 +286,13 @@ inline constexpr const char* k_migrations[] = {
     );
     CREATE INDEX idem_findings_by_found ON idem_findings (pattern, found_at);
     )sql",
+    // 11 -> 12: the span of the record's current attempt (SPEC §12, core::SpanIds): a replay
+    // links to it, `idem end` and the ledger end it. NULL: traces were off (and for records
+    // from before).
+    R"sql(
+    ALTER TABLE idem_records ADD COLUMN trace_id text, ADD COLUMN span_id text,
+      ADD COLUMN parent_span_id text;
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -295,7 +302,7 @@ inline constexpr const char* k_record_columns =
     "started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, output_bytes, "
     "output_truncated, request, note, response, pgid, pgid_start, attempt_token, lease_expires, "
     "replay_failures, owner_machine_id, owner_pid_ns, replays, last_replay_at, cgroup, "
-    "serial_group, queue_seq, superseded_by";
+    "serial_group, queue_seq, superseded_by, trace_id, span_id, parent_span_id";
 // The same for ls: no request or token (never listed); the stored answer, a status and a few
 // headers, for its status.
 inline constexpr const char* k_list_columns =
@@ -303,7 +310,7 @@ inline constexpr const char* k_list_columns =
     "started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, output_bytes, "
     "output_truncated, '', note, response, pgid, pgid_start, '', lease_expires, replay_failures, "
     "owner_machine_id, owner_pid_ns, replays, last_replay_at, cgroup, serial_group, queue_seq, "
-    "superseded_by, NULL::bytea";
+    "superseded_by, trace_id, span_id, parent_span_id, NULL::bytea";
 
 // The version table's one row, and the version set by a migration ($1).
 inline constexpr const char* k_insert_schema_row =
@@ -334,7 +341,8 @@ const char* select_record(bool with_output, bool for_update);
 // request, $12 token, $13 lease end (NULL: none), $14 replay_failures (0 or 1); $17 the attempt
 // replaced, or for the insert the attempt's trigger; $18, $19, $20 the command's process group, its
 // leader's start and its cgroup when the claim records it (NULL: set_process_group does, later);
-// $21 its serial group (NULL: none).
+// $21 its serial group (NULL: none); $22..$24 its span (trace id, span id, parent span id; NULL:
+// none).
 // The insert
 // returns a row when it inserted,
 // and then has written the key's first history entry too (k_history_start's, in the same
@@ -346,9 +354,9 @@ inline constexpr const char* k_claim_insert = R"sql(
                                       owner_boot_id, owner_pid, owner_start, started_at, ttl_ms,
                                       request, attempt_token, lease_expires, replay_failures,
                                       owner_machine_id, owner_pid_ns, pgid, pgid_start,
-                                      cgroup, serial_group)
+                                      cgroup, serial_group, trace_id, span_id, parent_span_id)
             VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0,
-                    $15, $16, $18, $19, $20, $21)
+                    $15, $16, $18, $19, $20, $21, $22, $23, $24)
             ON CONFLICT (key) DO NOTHING RETURNING attempt),
           h AS (
             INSERT INTO idem_attempts (key, number, started_by, owner_host, owner_pid, started_at,
@@ -363,19 +371,22 @@ inline constexpr const char* k_claim_replace = R"sql(
                  output = NULL, output_bytes = 0, output_truncated = false, note = '',
                  response = NULL, pgid = $18, pgid_start = $19, cgroup = $20, attempt_token = $12,
                  lease_expires = $13, replay_failures = $14 <> 0, owner_machine_id = $15,
-                 owner_pid_ns = $16, serial_group = $21, queue_seq = NULL, superseded_by = NULL
+                 owner_pid_ns = $16, serial_group = $21, queue_seq = NULL, superseded_by = NULL,
+                 trace_id = $22, span_id = $23, parent_span_id = $24
           WHERE key = $1 AND attempt = $17)sql";
 // A serial group's waiter (claim_flow's enqueue): k_claim_insert's $1..$16 without a history
-// entry (it has none until it starts), $17 its group, $18 its place in the group's line.
+// entry (it has none until it starts), $17 its group, $18 its place in the group's line, $19..$21
+// its span as k_claim_insert's $22..$24.
 inline constexpr const char* k_enqueue_insert = R"sql(
           INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
                                     owner_boot_id, owner_pid, owner_start, started_at, ttl_ms,
                                     request, attempt_token, lease_expires, replay_failures,
-                                    owner_machine_id, owner_pid_ns, serial_group, queue_seq)
+                                    owner_machine_id, owner_pid_ns, serial_group, queue_seq,
+                                    trace_id, span_id, parent_span_id)
           VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 <> 0,
-                  $15, $16, $17, $18)
+                  $15, $16, $17, $18, $19, $20, $21)
           ON CONFLICT (key) DO NOTHING)sql";
-// The same in place of attempt $19, whatever it holds.
+// The same in place of attempt $22, whatever it holds.
 inline constexpr const char* k_enqueue_replace = R"sql(
           UPDATE idem_records SET fingerprint = $2, kind = $3, status = 'queued', attempt = $4,
                  owner_host = $5, owner_boot_id = $6, owner_pid = $7, owner_start = $8,
@@ -385,8 +396,8 @@ inline constexpr const char* k_enqueue_replace = R"sql(
                  response = NULL, pgid = NULL, pgid_start = NULL, cgroup = NULL,
                  attempt_token = $12, lease_expires = $13, replay_failures = $14 <> 0,
                  owner_machine_id = $15, owner_pid_ns = $16, serial_group = $17, queue_seq = $18,
-                 superseded_by = NULL
-          WHERE key = $1 AND attempt = $19)sql";
+                 superseded_by = NULL, trace_id = $19, span_id = $20, parent_span_id = $21
+          WHERE key = $1 AND attempt = $22)sql";
 // Serial groups, $1 the group: held until the transaction ends (an advisory lock in a class of
 // idem's own), its running record, the head of its line, how many wait at places up to $2, a
 // new place.
@@ -505,7 +516,7 @@ inline constexpr const char* k_heartbeat = R"sql(
         UPDATE idem_records SET lease_expires = $4
         WHERE key = $1 AND attempt_token = $2 AND status = 'running'
           AND (lease_expires IS NULL OR lease_expires > $3))sql";
-// A record as given (put_all): its columns in order, $1..$34 (no token). A queued one without a
+// A record as given (put_all): its columns in order, $1..$37 (no token). A queued one without a
 // place waits at the end of its line.
 inline constexpr const char* k_put = R"sql(
       INSERT INTO idem_records (key, fingerprint, kind, status, attempt, owner_host,
@@ -514,10 +525,12 @@ inline constexpr const char* k_put = R"sql(
                                 output_bytes, output_truncated, request, note, response, pgid,
                                 pgid_start, attempt_token, lease_expires, replay_failures,
                                 owner_machine_id, owner_pid_ns, replays, last_replay_at, cgroup,
-                                serial_group, queue_seq, superseded_by)
+                                serial_group, queue_seq, superseded_by, trace_id, span_id,
+                                parent_span_id)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16 <> 0, $17, $18, $19 <> 0, $20, $21, $22, $23,
               $24, '', $25, $26 <> 0, $27, $28, $29, $30, $31, $32,
-              CASE WHEN $4 = 'queued' THEN coalesce($33, nextval('idem_queue_seq')) END, $34)
+              CASE WHEN $4 = 'queued' THEN coalesce($33, nextval('idem_queue_seq')) END, $34, $35,
+              $36, $37)
       ON CONFLICT (key) DO NOTHING RETURNING attempt)sql";
 // An imported history entry as given: IDEM_HISTORY_INSERT_COLUMNS' $1..$13.
 inline constexpr const char* k_history_put =

@@ -98,7 +98,8 @@ Record read_record(const Result& r, int row) {
   rec.serial_group = r.bytes_at(row, 31);
   rec.queue_seq = r.int_at(row, 32);
   rec.superseded_by = r.bytes_at(row, 33);
-  rec.output = r.bytes_at(row, 34);
+  rec.span = core::SpanIds{r.bytes_at(row, 34), r.bytes_at(row, 35), r.bytes_at(row, 36)};
+  rec.output = r.bytes_at(row, 37);
   return rec;
 }
 
@@ -643,6 +644,7 @@ class PostgresStore final : public Store {
     p.optional_text(text_or_null(r.process_group.cgroup));
     p.optional_text(text_or_null(r.serial_group)).integer_or_null(r.queue_seq);
     p.optional_text(text_or_null(r.superseded_by));
+    span_params(p, r.span);
     if (replace) conn().exec(postgres_sql::k_delete_record, Params().text(r.key));
     if (conn().exec(postgres_sql::k_put, p).rows() != 1) return false;
     if (history.empty() && core::has_run(r))
@@ -794,6 +796,7 @@ class PostgresStore final : public Store {
       p.text(trigger_of(req));
       group_params(p, req);
       p.optional_text(req.serial ? std::optional(req.serial->group) : std::nullopt);
+      span_params(p, req.span);
       history_started_ = store_.conn().exec(postgres_sql::k_claim_insert, p).rows() == 1;
       return history_started_;
     }
@@ -803,6 +806,7 @@ class PostgresStore final : public Store {
       update.integer(observed);
       group_params(update, req);
       update.optional_text(req.serial ? std::optional(req.serial->group) : std::nullopt);
+      span_params(update, req.span);
       return store_.conn().exec(postgres_sql::k_claim_replace, update).changed() == 1;
     }
     bool set_abandoned(const std::string& key, int64_t attempt, const char* note) override {
@@ -856,6 +860,7 @@ class PostgresStore final : public Store {
                  std::optional<int64_t> observed) override {
       Params p = claim_params(req, attempt, token);
       p.text(req.serial->group).integer(seq);
+      span_params(p, req.span);
       if (observed) p.integer(*observed);
       const char* sql = observed ? postgres_sql::k_enqueue_replace : postgres_sql::k_enqueue_insert;
       return store_.conn().exec(sql, p).changed() == 1;
@@ -922,6 +927,12 @@ class PostgresStore final : public Store {
     p.text(token).integer_or_null(lease_end(req.now_ms, req.lease_ms));
     p.integer(req.policy.replay_failures).text(req.owner.machine_id).integer(req.owner.pid_ns);
     return p;
+  }
+
+  // A span's ids (core::SpanIds), NULL where empty.
+  static void span_params(Params& p, const core::SpanIds& span) {
+    p.optional_text(text_or_null(span.trace_id)).optional_text(text_or_null(span.span_id));
+    p.optional_text(text_or_null(span.parent_span_id));
   }
 
   // $18, $19, $20 of a claim: the process group it records, or NULLs.

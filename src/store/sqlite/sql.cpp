@@ -13,7 +13,8 @@ constexpr const char* k_record_columns =
     "owner_start, started_at, finished_at, ttl_ms, expires_at, exit_code, signal, timed_out, "
     "output_bytes, output_truncated, request, note, response, pgid, pgid_start, "
     "attempt_token, lease_expires, replay_failures, owner_machine_id, owner_pid_ns, replays, "
-    "last_replay_at, cgroup, serial_group, queue_seq, superseded_by";
+    "last_replay_at, cgroup, serial_group, queue_seq, superseded_by, trace_id, span_id, "
+    "parent_span_id";
 
 }  // namespace
 
@@ -128,7 +129,8 @@ std::string list(const ListQuery& q, ListDrive drive, bool stop) {
                     "expires_at, exit_code, signal, timed_out, output_bytes, "
                     "output_truncated, '', note, response, pgid, pgid_start, '', "
                     "lease_expires, replay_failures, owner_machine_id, owner_pid_ns, replays, "
-                    "last_replay_at, cgroup, serial_group, queue_seq, superseded_by, NULL";
+                    "last_replay_at, cgroup, serial_group, queue_seq, superseded_by, trace_id, "
+                    "span_id, parent_span_id, NULL";
   // Newest first straight from an index whose order is the listing's (records_by_recent, or the
   // index of one condition: records_by_status, _by_kind, _by_result, records_unfinished),
   // stopping at the limit; or a rare prefix's range of the key index, then sorted.

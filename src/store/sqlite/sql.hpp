@@ -16,7 +16,7 @@
 namespace idem::store::sqlite_sql {
 
 // The schema version this build creates and understands (PRAGMA user_version).
-inline constexpr int k_schema_version = 15;
+inline constexpr int k_schema_version = 16;
 
 // A key's history entry made from its record as it stands (the migration to version 10, and
 // import): see store/history_sql.hpp.
@@ -361,6 +361,13 @@ inline constexpr const char* k_migrations[] = {
     ) WITHOUT ROWID;
     CREATE INDEX findings_by_found ON findings (pattern, found_at);
     )sql",
+    // 15 -> 16: the span of the record's current attempt (SPEC §12, core::SpanIds): a replay
+    // links to it, `idem end` ends it. NULL: traces were off (and for records from before).
+    R"sql(
+    ALTER TABLE records ADD COLUMN trace_id TEXT;
+    ALTER TABLE records ADD COLUMN span_id TEXT;
+    ALTER TABLE records ADD COLUMN parent_span_id TEXT;
+    )sql",
 };
 static_assert(std::size(k_migrations) == k_schema_version);
 
@@ -426,21 +433,23 @@ inline constexpr const char* k_connection_settings =
 const char* select_record(bool with_output);
 // Its SELECT and columns alone, for a query of records that finds them otherwise.
 const char* select_record_columns();
-inline constexpr int k_output_column = 34;
+inline constexpr int k_output_column = 37;
 
 // The claim (store/claim_flow.hpp): ?1 key, ?2 fingerprint, ?3 kind, ?4 attempt, ?5..?8 and ?16,
 // ?17 the owner (host, boot id, pid, start; machine id, pid namespace), ?9 now, ?10 TTL, ?11
 // request, ?12 token, ?13 lease end (NULL: none), ?14 replay_failures; ?15 the attempt replaced;
 // ?18, ?19, ?20 the command's process group, its leader's start and its cgroup when the claim
 // records it (NULL: set_process_group does, later); ?21 the status (running, or queued: a
-// serial group's waiter), ?22 its serial group, ?23 its place in the group's line.
+// serial group's waiter), ?22 its serial group, ?23 its place in the group's line; ?24..?26 its
+// span (trace id, span id, parent span id; NULL: none).
 inline constexpr const char* k_claim_insert = R"sql(
         INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
                              owner_pid, owner_start, started_at, ttl_ms, request, attempt_token,
                              lease_expires, replay_failures, owner_machine_id, owner_pid_ns, pgid,
-                             pgid_start, cgroup, serial_group, queue_seq)
+                             pgid_start, cgroup, serial_group, queue_seq, trace_id, span_id,
+                             parent_span_id)
         VALUES (?1, ?2, ?3, ?21, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16,
-                ?17, ?18, ?19, ?20, ?22, ?23)
+                ?17, ?18, ?19, ?20, ?22, ?23, ?24, ?25, ?26)
         ON CONFLICT (key) DO NOTHING)sql";
 // Replaces attempt ?15, whatever it holds, by the new running (or queued) attempt.
 inline constexpr const char* k_claim_replace = R"sql(
@@ -451,7 +460,8 @@ inline constexpr const char* k_claim_replace = R"sql(
                expires_at = NULL, exit_code = NULL, signal = NULL, timed_out = 0,
                output_bytes = 0, output_truncated = 0, note = '', response = NULL, pgid = ?18,
                pgid_start = ?19, cgroup = ?20, attempt_token = ?12, lease_expires = ?13,
-               replay_failures = ?14, owner_machine_id = ?16, owner_pid_ns = ?17
+               replay_failures = ?14, owner_machine_id = ?16, owner_pid_ns = ?17,
+               trace_id = ?24, span_id = ?25, parent_span_id = ?26
         WHERE key = ?1 AND attempt = ?15)sql";
 
 // ?1 key, ?2 attempt, ?3 the note.
@@ -496,7 +506,7 @@ inline constexpr const char* k_heartbeat = R"sql(
       WHERE key = ?1 AND attempt_token = ?2 AND status = 'running'
         AND (lease_expires IS NULL OR lease_expires > ?3))sql";
 
-// A record as given (put_all): its columns in order, ?1..?33 (no token).
+// A record as given (put_all): its columns in order, ?1..?36 (no token).
 inline constexpr const char* k_put = R"sql(
       INSERT INTO records (key, fingerprint, kind, status, attempt, owner_host, owner_boot_id,
                            owner_pid, owner_start, started_at, finished_at, ttl_ms, expires_at,
@@ -504,9 +514,10 @@ inline constexpr const char* k_put = R"sql(
                            request, note, response, pgid, pgid_start, attempt_token,
                            lease_expires, replay_failures, owner_machine_id, owner_pid_ns,
                            replays, last_replay_at, cgroup, serial_group, queue_seq,
-                           superseded_by)
+                           superseded_by, trace_id, span_id, parent_span_id)
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-              ?19, ?20, ?21, ?22, ?23, '', ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)
+              ?19, ?20, ?21, ?22, ?23, '', ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34,
+              ?35, ?36)
       ON CONFLICT (key) DO NOTHING)sql";
 // An imported history entry as given: IDEM_HISTORY_INSERT_COLUMNS' ?1..?13.
 inline constexpr const char* k_history_put =

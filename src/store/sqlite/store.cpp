@@ -240,6 +240,8 @@ class SqliteStore final : public Store {
                               : r.queue_seq;
     insert.bind_null_if_zero(32, place);
     insert.bind_null_if_empty(33, r.superseded_by);
+    insert.bind_null_if_empty(34, r.span.trace_id).bind_null_if_empty(35, r.span.span_id);
+    insert.bind_null_if_empty(36, r.span.parent_span_id);
     insert.run();
     const bool changed = sqlite3_changes(db) == 1;
     if (changed && history.empty() && core::has_run(r))
@@ -861,6 +863,8 @@ class SqliteStore final : public Store {
     s.bind(21, std::string("running"));
     s.bind_null_if_empty(22, req.serial ? req.serial->group : std::string());
     s.bind_null_if_zero(23, 0);
+    s.bind_null_if_empty(24, req.span.trace_id).bind_null_if_empty(25, req.span.span_id);
+    s.bind_null_if_empty(26, req.span.parent_span_id);
     return s;
   }
 
@@ -1061,6 +1065,7 @@ class SqliteStore final : public Store {
     r.serial_group = s.text_at(31);
     r.queue_seq = s.int_at(32);
     r.superseded_by = s.text_at(33);
+    r.span = core::SpanIds{s.text_at(34), s.text_at(35), s.text_at(36)};
     return r;
   }
 

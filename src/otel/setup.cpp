@@ -1,0 +1,76 @@
+#include "otel/setup.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "net/message.hpp"
+#include "net/upstream.hpp"
+
+namespace idem::otel {
+
+namespace {
+
+// OTLP/HTTP: one POST of the JSON body to the endpoint's path; any 2xx is accepted (a partial
+// success still took what it could).
+class OtlpHttp final : public Transport {
+ public:
+  OtlpHttp(const core::TraceSettings& settings, net::UpstreamTarget target)
+      : url_(settings.endpoint),
+        path_(target.prefix.empty() ? "/" : std::exchange(target.prefix, std::string())),
+        pool_(std::move(target), 1) {
+    headers_.emplace_back("Host", pool_.target().authority);
+    headers_.emplace_back("Content-Type", "application/json");
+    for (const auto& [name, value] : settings.headers)
+      if (!net::equals_ignore_case(name, "Host") && !net::equals_ignore_case(name, "Content-Type"))
+        headers_.emplace_back(name, value);
+  }
+
+  void post(const std::string& body, int64_t deadline_ms) override {
+    net::UpstreamRequest request;
+    request.method = "POST";
+    request.target = path_;
+    request.headers = headers_;
+    request.body = body;
+    auto exchange = pool_.send(request, deadline_ms);
+    const int status = exchange->head().status;
+    exchange->read_body([](std::string_view) { return true; });  // so the connection is kept
+    if (status < 200 || status > 299)
+      throw std::runtime_error("the receiver answered " + std::to_string(status));
+  }
+
+  std::string where() const override { return url_; }
+
+ private:
+  const std::string url_;
+  const std::string path_;  // the endpoint's path, "/v1/traces" (the pool adds no prefix)
+  net::UpstreamPool pool_;
+  std::vector<std::pair<std::string, std::string>> headers_;
+};
+
+}  // namespace
+
+std::shared_ptr<Exporter> make_exporter(const core::TraceSettings& settings,
+                                        const util::Clock& clock, Exporter::Options options) {
+  const std::string& url = settings.endpoint;
+  if (url.size() >= 8 && net::equals_ignore_case(url.substr(0, 8), "https://"))
+    throw UsageError(settings.endpoint_variable + ": '" + url +
+                     "' is https, which idem's exporter does not speak: give an http:// "
+                     "endpoint (a collector on this host or a private network)");
+  net::UpstreamTarget target = net::parse_upstream_url(settings.endpoint_variable, url);
+  options.timeout_ms = std::min(options.timeout_ms, settings.timeout_ms);
+  return std::make_shared<Exporter>(std::make_unique<OtlpHttp>(settings, std::move(target)),
+                                    settings.resource, clock, std::move(options));
+}
+
+std::shared_ptr<Exporter> exporter_from_environment(const util::Clock& clock,
+                                                    Exporter::Options options) {
+  const std::optional<core::TraceSettings> settings =
+      core::trace_settings([](const char* name) { return std::getenv(name); });
+  if (!settings) return nullptr;
+  return make_exporter(*settings, clock, std::move(options));
+}
+
+}  // namespace idem::otel
