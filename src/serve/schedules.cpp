@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/errors.hpp"
+#include "engine/notify.hpp"
 #include "engine/schedule.hpp"
 #include "serve/log.hpp"
 #include "util/clock.hpp"
