@@ -94,50 +94,33 @@ function __idem_commands
     $tokens[1] --list-commands 2>/dev/null
 end
 
-# The store's keys, from the same idem and the --db of the command line.
-function __idem_keys
+# The store options of the command line (--db, --store), to ask the same store.
+function __idem_store_args
     set -l tokens (commandline -opc)
-    set -l db
     set -l i 2
     while test $i -le (count $tokens)
         switch $tokens[$i]
-            case --db
+            case --db --store
                 set i (math $i + 1)
-                set db --db $tokens[$i]
-            case '--db=*'
-                set db --db (string replace -- --db= '' $tokens[$i])
-            case --store
-                set i (math $i + 1)
-                set db --store $tokens[$i]
-            case '--store=*'
-                set db --store (string replace -- --store= '' $tokens[$i])
+                echo $tokens[(math $i - 1)]
+                echo $tokens[$i]
+            case '--db=*' '--store=*'
+                echo $tokens[$i]
         end
         set i (math $i + 1)
     end
-    $tokens[1] $db ls --all --keys 2>/dev/null
+end
+
+# The store's keys, from the same idem and the --db of the command line.
+function __idem_keys
+    set -l tokens (commandline -opc)
+    $tokens[1] (__idem_store_args) ls --all --keys 2>/dev/null
 end
 
 # The same store's expectation patterns: the first field of each line of `idem expect --list`.
 function __idem_patterns
     set -l tokens (commandline -opc)
-    set -l db
-    set -l i 2
-    while test $i -le (count $tokens)
-        switch $tokens[$i]
-            case --db
-                set i (math $i + 1)
-                set db --db $tokens[$i]
-            case '--db=*'
-                set db --db (string replace -- --db= '' $tokens[$i])
-            case --store
-                set i (math $i + 1)
-                set db --store $tokens[$i]
-            case '--store=*'
-                set db --store (string replace -- --store= '' $tokens[$i])
-        end
-        set i (math $i + 1)
-    end
-    $tokens[1] $db expect --list 2>/dev/null | string replace -r '  .*' ''
+    $tokens[1] (__idem_store_args) expect --list 2>/dev/null | string replace -r '  .*' ''
 end
 
 # The zone names of the zoneinfo folder ($TZDIR, else /usr/share/zoneinfo), as `idem expect
