@@ -42,6 +42,20 @@ start_serve() {
   file_has "$T/$DAEMON.err" '"event":"listening"' || fail "no listening event in $T/$DAEMON.err"
 }
 
+# notes_script: makes $T/note.sh, a notify command that keeps each notification it is given in
+# $NOTES (made here): NOTES/<event>.<n> its stdin, NOTES/<event>.<n>.env its environment.
+notes_script() {
+  export NOTES=$T/notes
+  mkdir "$NOTES"
+  cat >"$T/note.sh" <<'EOF2'
+#!/bin/sh
+n=$(ls "$NOTES" | grep -vc env)
+env > "$NOTES/$IDEM_EVENT.$n.env"
+cat > "$NOTES/$IDEM_EVENT.$n"
+EOF2
+  chmod +x "$T/note.sh"
+}
+
 # stop_daemon [NAME]: SIGTERM, waits for the exit, expects 0 and a "stopped" event.
 stop_daemon() {
   local name=${1:-$DAEMON}

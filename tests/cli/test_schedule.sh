@@ -112,15 +112,8 @@ expect_rc 0
 file_has "$T/again.err" "0 imported" || fail "a second import: $(cat "$T/again.err")"
 
 # The daemon evaluates on its own and tells each finding once through its notify command.
-export NOTES=$T/notes
-mkdir "$NOTES"
-cat >"$T/note.sh" <<'EOF2'
-#!/bin/sh
-n=$(ls "$NOTES" | grep -vc env)
-env > "$NOTES/$IDEM_EVENT.$n.env"
-cat > "$NOTES/$IDEM_EVENT.$n"
-EOF2
-chmod +x "$T/note.sh"
+# Each notification: NOTES/<event>.<n> (its stdin) and NOTES/<event>.<n>.env (its environment).
+notes_script
 cat >"$T/serve.json" <<EOF2
 {"hooks": [{"path": "/hooks/noop", "command": ["true"]}],
  "schedules": {"notify": {"command": ["$T/note.sh"], "on": "change"}}}

@@ -7,16 +7,8 @@ source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/proxy_lib.sh"
 
 export HOOK_SECRET='hook-secret-value-51ae'
-export NOTES=$T/notes
-mkdir "$NOTES"
 # Each notification: NOTES/<event>.<n> (its stdin) and NOTES/<event>.<n>.env (its environment).
-cat >"$T/note.sh" <<'EOF2'
-#!/bin/sh
-n=$(ls "$NOTES" | grep -vc env)
-env > "$NOTES/$IDEM_EVENT.$n.env"
-cat > "$NOTES/$IDEM_EVENT.$n"
-EOF2
-chmod +x "$T/note.sh"
+notes_script
 # The handler fails while FAILING exists.
 export FAILING=$T/failing
 cat >"$T/handler.sh" <<'EOF2'
