@@ -226,9 +226,17 @@ CliTraces::CliTraces(engine::Front& front, bool background) {
   front.spans = exporter_;
 }
 
-CliTraces::~CliTraces() {
+CliTraces::~CliTraces() { send_now(); }
+
+void CliTraces::send_now() const {
   if (!exporter_) return;
   exporter_->shutdown(util::monotonic_ms() + exporter_->options().timeout_ms);
+}
+
+void end_process(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  ::_exit(code);
 }
 
 std::string CliTraces::parent() const {

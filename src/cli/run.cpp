@@ -440,6 +440,8 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
     } catch (const StoreError&) {
       // A statistic: the replay itself was answered.
     }
+    traces.send_now();
+    if (!front.notifier) end_process(code);
     return code;
   }
   return run_claimed(engine, claimed, effect, o, shown);
