@@ -444,7 +444,10 @@ int run_run(const GlobalOptions& global, RunOptions& o) {
     if (!front.notifier) end_process(code);
     return code;
   }
-  return run_claimed(engine, claimed, effect, o, shown);
+  const int code = run_claimed(engine, claimed, effect, o, shown);
+  traces.send_now();
+  if (!front.notifier) end_process(code);
+  return code;
 }
 
 }  // namespace idem::cli
