@@ -44,7 +44,8 @@ struct Services {
       // quiet daemon holds only that many open.
       : traces(daemon_exporter()),
         stores(std::make_shared<store::StoreProvider>(
-            options.store, store::StoreOptions{options.busy_timeout_ms, options.keep_attempts},
+            options.store,
+            store::StoreOptions{options.busy_timeout_ms, options.keep_attempts, true},
             size_t(std::clamp(options.max_connections, 1, 16)))),
         owner(proc::describe_owner()),
         health(options.store, options.busy_timeout_ms) {

@@ -31,7 +31,8 @@ bool has_postgres_backend() { return &open_postgres_store != nullptr; }
 namespace {
 
 std::unique_ptr<Store> open_sqlite(const StoreLocation& where, const StoreOptions& options) {
-  return open_sqlite_store(where.target, options.busy_timeout_ms, options.keep_attempts);
+  return open_sqlite_store(where.target, options.busy_timeout_ms, options.keep_attempts,
+                           options.long_lived);
 }
 
 std::unique_ptr<Store> open_postgres(const StoreLocation& where, const StoreOptions& options) {

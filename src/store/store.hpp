@@ -487,6 +487,14 @@ struct StoreOptions {
   // older ones' entries, counting them (HistoryPage::not_kept). Nothing: $IDEM_KEEP_ATTEMPTS,
   // else k_default_keep_attempts.
   std::optional<int64_t> keep_attempts;
+  // A process that keeps its connections open and writes many times a second (the daemon). On
+  // SQLite, which reads a WAL whole into its index only when a process opens the store, it lets
+  // the WAL grow to 1 MiB rather than 256 KiB before checkpointing it, and checkpoints without
+  // truncating the file (the next write starts it over), so a burst of deliveries pays a quarter
+  // of the checkpoints and no file truncation and regrowth (bench/README.md, "The daemon's
+  // checkpoints"). Other processes keep the small WAL: the first of them to write after a burst
+  // empties it.
+  bool long_lived = false;
 };
 
 inline constexpr int64_t k_default_keep_attempts = 100;
@@ -511,7 +519,8 @@ std::unique_ptr<Store> open_store(const StoreLocation& where, const StoreOptions
 // creates folder (0700) and file (0600) as needed.
 std::unique_ptr<Store> open_sqlite_store(const std::string& path,
                                          std::optional<int64_t> busy_timeout_ms = std::nullopt,
-                                         std::optional<int64_t> keep_attempts = std::nullopt);
+                                         std::optional<int64_t> keep_attempts = std::nullopt,
+                                         bool long_lived = false);
 
 // The PostgreSQL backend (postgres/store.cpp): connects to the server `where` names and creates
 // or migrates idem's tables there. Linked into the programs that can use libpq; the static idem

@@ -13,9 +13,11 @@
 // a checkpoint running concurrently with a writer that resets the WAL can corrupt the database.
 // So idem never runs a checkpoint that can overlap a commit: automatic (passive) checkpoints are
 // off (wal_autocheckpoint=0), the checkpoint SQLite runs when the last connection closes is off
-// (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE), and the only checkpoints are TRUNCATE checkpoints, which
-// take the writer lock for their whole duration: after a finish once the WAL has grown past
-// k_checkpoint_wal_bytes (gc's batches: k_gc_checkpoint_wal_bytes), and at the end of `idem gc`.
+// (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE), and the only checkpoints are TRUNCATE checkpoints (RESTART
+// in the daemon: StoreOptions::long_lived), which take the writer lock for their whole duration:
+// after a finish once the WAL has grown past k_checkpoint_wal_bytes (gc's batches:
+// k_gc_checkpoint_wal_bytes; the daemon: k_long_lived_checkpoint_wal_bytes), and at the end of
+// `idem gc`.
 //
 // Syncs: a first run costs two, the claim's and the outcome's. The process group in between is
 // written unsynced (set_process_group says why), and the store is opened through a thin VFS
@@ -71,6 +73,8 @@ constexpr int64_t k_checkpoint_wal_bytes = 256 * 1024;
 // (100,000 records deleted: 6.6 s instead of 8.2 s, bench/README.md). Other writers still
 // checkpoint at k_checkpoint_wal_bytes, and gc ends with a checkpoint that empties the WAL.
 constexpr int64_t k_gc_checkpoint_wal_bytes = 4 * 1024 * 1024;
+// StoreOptions::long_lived: the daemon's connections checkpoint at this size.
+constexpr int64_t k_long_lived_checkpoint_wal_bytes = 1024 * 1024;
 // Each WAL frame is a page after a header of its own.
 constexpr int64_t k_wal_frame_header_bytes = 24;
 // The blob of doctor's trial write (check_writable): with its table's page and page 1, five
@@ -100,8 +104,11 @@ const std::vector<core::HistoryEntry> k_no_history;
 class SqliteStore final : public Store {
  public:
   SqliteStore(const std::string& path, std::optional<int64_t> busy_timeout_ms,
-              std::optional<int64_t> keep_attempts)
-      : path_(path) {
+              std::optional<int64_t> keep_attempts, bool long_lived)
+      : path_(path),
+        checkpoint_wal_bytes_(long_lived ? k_long_lived_checkpoint_wal_bytes
+                                         : k_checkpoint_wal_bytes),
+        checkpoint_mode_(long_lived ? SQLITE_CHECKPOINT_RESTART : SQLITE_CHECKPOINT_TRUNCATE) {
     // Bad settings are refused before anything is created.
     busy_timeout_ms_ = busy_timeout_in_force(busy_timeout_ms);
     keep_attempts_ = keep_attempts_in_force(keep_attempts);
@@ -1093,10 +1100,11 @@ class SqliteStore final : public Store {
   int64_t wal_bytes() const { return wal_frames_ * wal_frame_bytes_; }
   // The size is looked at again behind the queue: of several writers that found the WAL large,
   // the first checkpoints it and the others find it empty.
-  void checkpoint_if_wal_large(int64_t large_bytes = k_checkpoint_wal_bytes) {
+  void checkpoint_if_wal_large() { checkpoint_if_wal_large(checkpoint_wal_bytes_); }
+  void checkpoint_if_wal_large(int64_t large_bytes) {
     if (wal_bytes() <= large_bytes) return;
     std::lock_guard queued(writers_->transactions());
-    if (wal_bytes() > large_bytes) checkpoint_truncate_queued();
+    if (wal_bytes() > large_bytes) checkpoint_queued(checkpoint_mode_);
   }
 
   // Behind this process's other writers (writer_queue_of), like a transaction: a checkpoint
@@ -1104,16 +1112,16 @@ class SqliteStore final : public Store {
   // poll it from its busy handler, holding the queue, instead of waiting its turn in the queue.
   bool checkpoint_truncate() {
     std::lock_guard queued(writers_->transactions());
-    return checkpoint_truncate_queued();
+    return checkpoint_queued(SQLITE_CHECKPOINT_TRUNCATE);
   }
 
-  // Takes the writer lock (waiting via the busy handler), copies the WAL into the database and
-  // truncates the WAL to zero bytes. Readers still holding old snapshots make it return early
-  // (false): that is not an error, the next one finishes the job.
-  bool checkpoint_truncate_queued() {
+  // Takes the writer lock (waiting via the busy handler) and copies the WAL into the database;
+  // TRUNCATE then truncates the WAL to zero bytes, RESTART leaves the file for the next write to
+  // start over (both wait for readers still on the WAL). Readers still holding old snapshots make
+  // it return early (false): that is not an error, the next one finishes the job.
+  bool checkpoint_queued(int mode) {
     int frames = -1;
-    const bool done = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, &frames,
-                                                nullptr) == SQLITE_OK;
+    const bool done = sqlite3_wal_checkpoint_v2(db_, nullptr, mode, &frames, nullptr) == SQLITE_OK;
     if (done)
       wal_frames_ = 0;
     else if (frames >= 0)
@@ -1122,7 +1130,9 @@ class SqliteStore final : public Store {
   }
 
   std::string path_;
-  std::optional<LiveSpool> live_;  // beside the file itself (links resolved)
+  const int64_t checkpoint_wal_bytes_;  // StoreOptions::long_lived
+  const int checkpoint_mode_;           // SQLITE_CHECKPOINT_TRUNCATE, or RESTART (long_lived)
+  std::optional<LiveSpool> live_;       // beside the file itself (links resolved)
   sqlite3* db_ = nullptr;
   StatementCache statements_;  // db_'s, finalized before it closes
   int64_t busy_timeout_ms_;
@@ -1144,8 +1154,8 @@ class SqliteStore final : public Store {
 
 std::unique_ptr<Store> open_sqlite_store(const std::string& path,
                                          std::optional<int64_t> busy_timeout_ms,
-                                         std::optional<int64_t> keep_attempts) {
-  return std::make_unique<sqlite::SqliteStore>(path, busy_timeout_ms, keep_attempts);
+                                         std::optional<int64_t> keep_attempts, bool long_lived) {
+  return std::make_unique<sqlite::SqliteStore>(path, busy_timeout_ms, keep_attempts, long_lived);
 }
 
 }  // namespace idem::store
