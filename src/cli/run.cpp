@@ -312,7 +312,7 @@ engine::AttemptRequest attempt_request(const core::Key& key, const RunOptions& o
                                        const std::string& shown) {
   engine::AttemptRequest req(key);
   req.claim.fingerprint = core::run_fingerprint(o.command, stdin_sha256);
-  req.claim.owner = proc::describe_owner();
+  req.describe_owner = [] { return proc::describe_owner(); };
   req.claim.ttl_ms = s.ttl_ms;
   req.claim.request = nlohmann::json{{"argv", o.command}, {"cwd", cwd}}.dump(
       -1, ' ', false, nlohmann::json::error_handler_t::replace);

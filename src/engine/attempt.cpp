@@ -129,6 +129,10 @@ Engine::Engine(store::Store& store, const util::Clock& clock, store::OwnerGone o
     : Engine(store, Front{&clock, std::move(owner_gone), 0, nullptr, nullptr, nullptr, nullptr}) {}
 
 store::ClaimResult Engine::claim_once(AttemptRequest& request) {
+  if (request.describe_owner) {
+    request.claim.owner = request.describe_owner();
+    request.describe_owner = nullptr;
+  }
   request.claim.now_ms = clock_.now_ms();
   return store_.claim(request.claim, owner_gone_);
 }

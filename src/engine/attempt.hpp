@@ -50,6 +50,9 @@ struct AttemptRequest {
   // engine sets `now_ms` at every look, from its clock, and `lease_ms`, when left 0, to its
   // front's lease (a front whose clients keep the lease, the ledger, sets it itself).
   store::ClaimRequest claim;
+  // When set, fills claim.owner before the first claim is written, and not before: a replay,
+  // decided by a read, never describes its process (four files of /proc and /etc read).
+  std::function<core::Owner()> describe_owner;
   WaitPolicy wait;
   // With claim.policy.retry_abandoned: called with an abandoned record before it is claimed
   // again. True: nothing of that attempt is left running, so it may run again now; false: the
