@@ -153,7 +153,7 @@ expect_http 200
 assert_body '{"status":"superseded","superseded_by":"l8"}\n'
 stop_daemon
 
-# --- kill -9 during the drain, 20 times: nothing lost, nothing run twice, never two at once ------
+# --- kill -9 during the drain, 20 rounds (8 on PostgreSQL): nothing lost or run twice, one at a time
 start_daemon "$T/serve.json"
 hold z /drain
 n=45
@@ -164,7 +164,12 @@ done
 release z
 ran() { [[ -e $T/order-z ]] && wc -l <"$T/order-z" || echo 0; }
 ran_at_least() { (($(ran) >= $1)); }
-for ((round = 1; round <= 20; round++)); do
+# On PostgreSQL a killed daemon's running attempt is judged abandoned only once its lease (1 s)
+# has run out, so each round waits that long: 8 rounds there (each proving the same takeover at
+# another point of the drain), 20 on SQLite (where the dead pid is seen at once).
+rounds=20
+[[ ${IDEM_TEST_BACKEND:-} != postgres ]] || rounds=8
+for ((round = 1; round <= rounds; round++)); do
   # Killed after one or two more runs began: at a random point of the drain.
   target=$(($(ran) + 1 + RANDOM % 2))
   ((target <= n + 1)) || target=$((n + 1))
