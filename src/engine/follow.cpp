@@ -50,15 +50,19 @@ std::optional<FollowEnd> Follower::look(store::Store& store, const Emit& emit, i
     // Marked abandoned: its live bytes went with its run, and it stored no output.
     return FollowEnd{FollowEnd::Kind::abandoned, std::move(r)};
   }
-  emit_stored(store, emit);
+  // The live segments are the stored output's first bytes: a follower that read them all has
+  // nothing left to read (walking a 16 MiB output to its end only to find that read it all again).
+  if (offset_ == 0 || offset_ < r->output_bytes) emit_stored(store, emit);
   if (stopped_) return std::nullopt;
   return FollowEnd{FollowEnd::Kind::ended, std::move(r)};
 }
 
 bool Follower::emit_live(store::Store& store, const Emit& emit) {
   bool any = false;
-  for (const core::LiveSegment& segment :
-       store.read_live(key_, attempt_, offset_, k_follow_read_bytes)) {
+  const size_t count =
+      store.read_live_into(key_, attempt_, offset_, k_follow_read_bytes, segments_);
+  for (size_t i = 0; i < count; ++i) {
+    const core::LiveSegment& segment = segments_[i];
     if (segment.end() <= offset_) continue;
     if (segment.offset > offset_) break;  // a gap: never shown (the feed writes in order)
     const bool valid =

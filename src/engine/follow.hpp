@@ -8,7 +8,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "core/live.hpp"
 #include "core/output.hpp"
 #include "core/record.hpp"
 #include "store/store.hpp"
@@ -68,6 +70,7 @@ class Follower {
   int64_t attempt_ = 0;
   bool emitted_ = false;
   bool stopped_ = false;
+  std::vector<core::LiveSegment> segments_;  // read into by every look, their buffers kept
 };
 
 }  // namespace idem::engine

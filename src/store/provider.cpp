@@ -131,9 +131,9 @@ bool PerCallStore::append_live(const std::string& key, int64_t attempt,
                                const core::LiveSegment& segment) {
   return stores_->lease()->append_live(key, attempt, segment);
 }
-std::vector<core::LiveSegment> PerCallStore::read_live(const std::string& key, int64_t attempt,
-                                                       int64_t from, int64_t max_bytes) {
-  return stores_->lease()->read_live(key, attempt, from, max_bytes);
+size_t PerCallStore::read_live_into(const std::string& key, int64_t attempt, int64_t from,
+                                    int64_t max_bytes, std::vector<core::LiveSegment>& into) {
+  return stores_->lease()->read_live_into(key, attempt, from, max_bytes, into);
 }
 int64_t PerCallStore::drop_stale_live(const OwnerGone& owner_gone, int64_t now_ms) {
   return stores_->lease()->drop_stale_live(owner_gone, now_ms);

@@ -91,8 +91,8 @@ class PerCallStore final : public Store {
   std::unique_ptr<OutputReader> open_output(const std::string& key, int64_t attempt) override;
   bool append_live(const std::string& key, int64_t attempt,
                    const core::LiveSegment& segment) override;
-  std::vector<core::LiveSegment> read_live(const std::string& key, int64_t attempt, int64_t from,
-                                           int64_t max_bytes) override;
+  size_t read_live_into(const std::string& key, int64_t attempt, int64_t from, int64_t max_bytes,
+                        std::vector<core::LiveSegment>& into) override;
   int64_t drop_stale_live(const OwnerGone& owner_gone, int64_t now_ms) override;
   void put_expectation(const core::Expectation& expectation) override;
   bool remove_expectation(const std::string& pattern) override;

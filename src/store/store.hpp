@@ -362,8 +362,17 @@ class Store {
                            const core::LiveSegment& segment) = 0;
   // The segments of attempt `attempt` of `key` that hold bytes from `from` on, in order: the one
   // `from` falls in, then the next ones, up to about `max_bytes` of them (at least one, if any).
-  virtual std::vector<core::LiveSegment> read_live(const std::string& key, int64_t attempt,
-                                                   int64_t from, int64_t max_bytes) = 0;
+  // Into the first segments of `into` (added as needed), how many: those past them are left
+  // as they are, so their buffers serve again and a follower that reads again and again
+  // allocates nothing once it has read a look's worth.
+  virtual size_t read_live_into(const std::string& key, int64_t attempt, int64_t from,
+                                int64_t max_bytes, std::vector<core::LiveSegment>& into) = 0;
+  std::vector<core::LiveSegment> read_live(const std::string& key, int64_t attempt, int64_t from,
+                                           int64_t max_bytes) {
+    std::vector<core::LiveSegment> segments;
+    segments.resize(read_live_into(key, attempt, from, max_bytes, segments));
+    return segments;
+  }
   // Deletes the segments of attempts that no longer run, or whose owner is gone (`owner_gone`,
   // the lease by now_ms): the ones a crash left. Looks at up to 1,000 attempts; how many it
   // dropped.

@@ -88,6 +88,37 @@ TEMPLATE_TEST_CASE("store contract: live segments of a running attempt, read fro
   CHECK_FALSE(store->append_live("k", 1, segment(11, {{Stream::out, "late"}})));
 }
 
+TEMPLATE_TEST_CASE("store contract: reads that go on into the same segments",
+                   "[store][contract][live]", IDEM_CONTRACT_BACKENDS) {
+  TestType backend;
+  auto store = backend.open();
+  REQUIRE(store->claim(request("k"), k_alive).attempt == 1);
+  std::vector<LiveSegment> into;
+  const auto read_on = [&](int64_t from) {
+    const size_t n = store->read_live_into("k", 1, from, 1 << 20, into);
+    REQUIRE(n <= into.size());
+    return shown(std::vector<LiveSegment>(into.begin(), into.begin() + ptrdiff_t(n)), from);
+  };
+  CHECK(read_on(0).empty());
+  REQUIRE(store->append_live("k", 1, segment(0, {{Stream::out, "abc"}, {Stream::err, "de"}})));
+  CHECK(read_on(0) == "o:abce:de");
+  CHECK(read_on(5).empty());  // all read: the segment read before stays, unused
+  CHECK(into.size() == 1);
+  REQUIRE(store->append_live("k", 1, segment(5, {{Stream::out, "f"}})));
+  REQUIRE(store->append_live("k", 1, segment(6, {{Stream::out, "gh"}})));
+  CHECK(read_on(5) == "o:fo:gh");
+  CHECK(read_on(3) == "e:deo:fo:gh");  // back inside the first
+  CHECK(read_on(7) == "o:h");          // inside the last
+
+  // The key's record removed, claimed again as attempt 1 with other bytes: a reader that was
+  // at byte 8 of the old one reads the new one's, never the old file's rest nor its offsets.
+  REQUIRE(store->remove("k", true, k_alive) == idem::store::RemoveResult::removed);
+  REQUIRE(store->claim(request("k", k_t0 + 10), k_alive).attempt == 1);
+  REQUIRE(store->append_live("k", 1, segment(0, {{Stream::out, "XYZXYZXYZ"}})));
+  CHECK(read_on(8) == "o:Z");
+  CHECK(read_on(0) == "o:XYZXYZXYZ");
+}
+
 TEMPLATE_TEST_CASE("store contract: live segments go with a new attempt, rm and a dead owner",
                    "[store][contract][live]", IDEM_CONTRACT_BACKENDS) {
   TestType backend;

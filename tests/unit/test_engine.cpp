@@ -533,9 +533,9 @@ class FailingStore final : public idem::store::Store {
   bool append_live(const std::string& k, int64_t a, const idem::core::LiveSegment& s) override {
     return real_.append_live(k, a, s);
   }
-  std::vector<idem::core::LiveSegment> read_live(const std::string& k, int64_t a, int64_t from,
-                                                 int64_t max_bytes) override {
-    return real_.read_live(k, a, from, max_bytes);
+  size_t read_live_into(const std::string& k, int64_t a, int64_t from, int64_t max_bytes,
+                        std::vector<idem::core::LiveSegment>& into) override {
+    return real_.read_live_into(k, a, from, max_bytes, into);
   }
   int64_t drop_stale_live(const idem::store::OwnerGone& gone, int64_t now_ms) override {
     return real_.drop_stale_live(gone, now_ms);

@@ -266,22 +266,23 @@ class PostgresStore final : public Store {
   }
 
   // Rows of up to k_live_rows_read at a time: a segment is at most a feed's bound (engine/live).
-  std::vector<core::LiveSegment> read_live(const std::string& key, int64_t attempt, int64_t from,
-                                           int64_t max_bytes) override {
+  size_t read_live_into(const std::string& key, int64_t attempt, int64_t from, int64_t max_bytes,
+                        std::vector<core::LiveSegment>& into) override {
     return guarded("read live output", [&] {
-      std::vector<core::LiveSegment> segments;
       Result r =
           conn().exec(postgres_sql::k_read_live,
                       Params().text(key).integer(attempt).integer(from).integer(k_live_rows_read));
+      size_t count = 0;
       int64_t held = 0;
       for (int row = 0; row < r.rows() && held < std::max<int64_t>(max_bytes, 1); ++row) {
-        core::LiveSegment& s = segments.emplace_back();
+        if (count == into.size()) into.emplace_back();
+        core::LiveSegment& s = into[count++];
         s.offset = r.int_at(row, 0);
         s.size = r.int_at(row, 1);
         s.frames = r.bytes_at(row, 2);
         held += int64_t(s.frames.size());
       }
-      return segments;
+      return count;
     });
   }
 

@@ -140,41 +140,66 @@ void LiveSpool::append(const std::string& key, int64_t attempt, const core::Live
   }
 }
 
-std::vector<core::LiveSegment> LiveSpool::read(const std::string& key, int64_t attempt,
-                                               int64_t from, int64_t max_bytes) const {
-  std::vector<core::LiveSegment> segments;
+size_t LiveSpool::read(const std::string& key, int64_t attempt, int64_t from, int64_t max_bytes,
+                       std::vector<core::LiveSegment>& into) {
+  size_t count = 0;  // segments of `into` filled
   const util::Fd dir = folder(false);
-  if (dir.get() < 0) return segments;
+  if (dir.get() < 0) return 0;
   const std::string name = name_of(key, attempt);
   const util::Fd fd(
       ::openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (fd.get() < 0) return segments;
+  if (fd.get() < 0) return 0;
   struct stat st {};
   check_file(fd.get(), dir_ + "/" + name, st);
   std::string named;
   off_t at = 0;
-  if (!read_header(fd.get(), st.st_size, named, at) || named != key) return segments;
-  int64_t held = 0;
+  if (!read_header(fd.get(), st.st_size, named, at) || named != key) return 0;
   int64_t next = 0;  // where the next record must begin, at least
   char head[k_record_head];
+  // Going on from the last read: its next record, once there, must begin where it said (a file
+  // started anew, or another key's, never does).
+  Resume last;
+  {
+    const std::lock_guard lock(resume_mutex_);
+    last = resume_;
+  }
+  if (last.name == name && last.inode == st.st_ino && from >= last.next && last.at >= at &&
+      (last.at == st.st_size || (last.at + off_t(k_record_head) <= st.st_size &&
+                                 pread_all(fd.get(), head, sizeof head, last.at) &&
+                                 int64_t(get_le(head, 8)) == last.next))) {
+    at = last.at;
+    next = last.next;
+  }
+  int64_t held = 0;
   while (held < std::max<int64_t>(max_bytes, 1) && at + off_t(k_record_head) <= st.st_size &&
          pread_all(fd.get(), head, sizeof head, at)) {
-    core::LiveSegment s;
-    s.offset = int64_t(get_le(head, 8));
-    s.size = int64_t(get_le(head + 8, 8));
+    const auto offset = int64_t(get_le(head, 8));
+    const auto size = int64_t(get_le(head + 8, 8));
     const auto length = off_t(get_le(head + 16, 4));
     const off_t body = at + off_t(k_record_head);
     if (body + length > st.st_size) break;  // still being written
-    if (s.offset < next) break;             // not this attempt's order: never shown
-    next = s.end();
-    at = body + length;
-    if (s.end() <= from) continue;
+    if (offset < next) break;               // not this attempt's order: never shown
+    if (offset + size <= from) {
+      next = offset + size;
+      at = body + length;
+      continue;
+    }
+    if (count == into.size()) into.emplace_back();
+    core::LiveSegment& s = into[count];
+    s.offset = offset;
+    s.size = size;
     s.frames.resize(size_t(length));
     if (length > 0 && !pread_all(fd.get(), s.frames.data(), size_t(length), body)) break;
+    ++count;
+    next = offset + size;
+    at = body + length;
     held += int64_t(length);
-    segments.push_back(std::move(s));
   }
-  return segments;
+  {
+    const std::lock_guard lock(resume_mutex_);
+    resume_ = Resume{name, st.st_ino, at, next};
+  }
+  return count;
 }
 
 void LiveSpool::remove(const std::string& key, int64_t attempt) const {

@@ -14,7 +14,10 @@
 // per segment: its offset and size (8 bytes little-endian each), the length of its frames (4
 // bytes) and the frames (core/live.hpp). Each record is appended by one write(2); a reader stops
 // at a record it does not yet see whole.
+#include <sys/types.h>
+
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,9 +34,11 @@ class LiveSpool {
   // as needed. Throws StoreError (a full disk, a folder that is not idem's).
   void append(const std::string& key, int64_t attempt, const core::LiveSegment& segment);
   // The segments holding bytes from `from` on (the one it falls in, then the next ones), up to
-  // about `max_bytes` of them (at least one, if any); none when there is no file.
-  std::vector<core::LiveSegment> read(const std::string& key, int64_t attempt, int64_t from,
-                                      int64_t max_bytes) const;
+  // about `max_bytes` of them (at least one, if any), into the first segments of `into`
+  // (Store::read_live_into), how many; none when there is no file. A read that goes on from
+  // where the last one ended starts at the record after it instead of walking the file.
+  size_t read(const std::string& key, int64_t attempt, int64_t from, int64_t max_bytes,
+              std::vector<core::LiveSegment>& into);
   // Removes the file of an attempt, if there is one. Never throws.
   void remove(const std::string& key, int64_t attempt) const;
 
@@ -55,6 +60,17 @@ class LiveSpool {
   // is not idem's.
   util::Fd folder(bool create) const;
   const std::string dir_;
+
+  // Where the last read ended: in file `name` (inode `inode`), the record at `at`, which must
+  // begin at byte `next` of the output. Used only when that record is found there as such.
+  struct Resume {
+    std::string name;
+    ino_t inode = 0;
+    off_t at = 0;
+    int64_t next = 0;
+  };
+  std::mutex resume_mutex_;  // a store is one thread's at a time; a mutex costs nothing here
+  Resume resume_;
 };
 
 }  // namespace idem::store::sqlite

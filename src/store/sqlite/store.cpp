@@ -416,10 +416,10 @@ class SqliteStore final : public Store {
     return true;
   }
 
-  std::vector<core::LiveSegment> read_live(const std::string& key, int64_t attempt, int64_t from,
-                                           int64_t max_bytes) override {
-    if (!running_attempt(key, attempt)) return {};
-    return live_->read(key, attempt, from, max_bytes);
+  size_t read_live_into(const std::string& key, int64_t attempt, int64_t from, int64_t max_bytes,
+                        std::vector<core::LiveSegment>& into) override {
+    if (!running_attempt(key, attempt)) return 0;
+    return live_->read(key, attempt, from, max_bytes, into);
   }
 
   bool running_attempt(const std::string& key, int64_t attempt) {
