@@ -39,7 +39,13 @@ std::optional<FollowEnd> Follower::look(store::Store& store, const Emit& emit, i
   if (attempt_ == 0) attempt_ = r->attempt;
   if (r->attempt != attempt_) return FollowEnd{FollowEnd::Kind::replaced, std::move(r)};
   if (r->status == core::Status::running) {
-    const bool gone = core::owner_counts_gone(*r, now_ms, owner_gone_);
+    // The owner is judged at most every k_follow_owner_every_ms (reading /proc is most of a
+    // quiet look): a death shows that much later.
+    bool gone = false;
+    if (now_ms - owner_judged_ms_ >= k_follow_owner_every_ms) {
+      owner_judged_ms_ = now_ms;
+      gone = core::owner_counts_gone(*r, now_ms, owner_gone_);
+    }
     // What a dead owner published is all there is: read it to its end first.
     while (emit_live(store, emit) && gone && !stopped_) {
     }

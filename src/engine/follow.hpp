@@ -19,6 +19,8 @@ namespace idem::engine {
 
 // How far a look reads live segments at most (about): a look holds no more.
 inline constexpr int64_t k_follow_read_bytes = 1024 * 1024;
+// How often a look judges whether a running attempt's owner is gone, at most.
+inline constexpr int64_t k_follow_owner_every_ms = 200;
 
 struct FollowEnd {
   enum class Kind {
@@ -68,6 +70,7 @@ class Follower {
   const store::OwnerGone owner_gone_;
   int64_t offset_;
   int64_t attempt_ = 0;
+  int64_t owner_judged_ms_ = INT64_MIN / 2;  // when the owner was last judged (never yet)
   bool emitted_ = false;
   bool stopped_ = false;
   std::vector<core::LiveSegment> segments_;  // read into by every look, their buffers kept

@@ -423,7 +423,7 @@ class SqliteStore final : public Store {
   }
 
   bool running_attempt(const std::string& key, int64_t attempt) {
-    Statement select(db_, sqlite_sql::k_running_attempt, path_);
+    Statement select(connection(), sqlite_sql::k_running_attempt, path_);  // every look
     select.bind(1, key).bind(2, attempt);
     return select.step();
   }
