@@ -179,21 +179,18 @@ size_t LiveSpool::read(const std::string& key, int64_t attempt, int64_t from, in
     const off_t body = at + off_t(k_record_head);
     if (body + length > st.st_size) break;  // still being written
     if (offset < next) break;               // not this attempt's order: never shown
-    if (offset + size <= from) {
-      next = offset + size;
-      at = body + length;
-      continue;
+    if (offset + size > from) {
+      if (count == into.size()) into.emplace_back();
+      core::LiveSegment& s = into[count];
+      s.offset = offset;
+      s.size = size;
+      s.frames.resize(size_t(length));
+      if (length > 0 && !pread_all(fd.get(), s.frames.data(), size_t(length), body)) break;
+      ++count;
+      held += int64_t(length);
     }
-    if (count == into.size()) into.emplace_back();
-    core::LiveSegment& s = into[count];
-    s.offset = offset;
-    s.size = size;
-    s.frames.resize(size_t(length));
-    if (length > 0 && !pread_all(fd.get(), s.frames.data(), size_t(length), body)) break;
-    ++count;
     next = offset + size;
     at = body + length;
-    held += int64_t(length);
   }
   {
     const std::lock_guard lock(resume_mutex_);
