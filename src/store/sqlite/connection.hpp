@@ -353,4 +353,22 @@ class UnsyncedCommits {
   sqlite3* db_;
 };
 
+// While it lives, the connection keeps its temporary files in memory: above all the statement
+// journal of a statement that changes many rows inside a transaction, which SQLite otherwise
+// spills to a file past 64 KiB (gc's batches: a few MiB at most, bounded by the batch).
+class JournalInMemory {
+ public:
+  explicit JournalInMemory(sqlite3* db) : db_(db) {
+    sqlite3_exec(db_, "PRAGMA temp_store = MEMORY", nullptr, nullptr, nullptr);
+  }
+  ~JournalInMemory() {
+    sqlite3_exec(db_, "PRAGMA temp_store = DEFAULT", nullptr, nullptr, nullptr);
+  }
+  JournalInMemory(const JournalInMemory&) = delete;
+  JournalInMemory& operator=(const JournalInMemory&) = delete;
+
+ private:
+  sqlite3* db_;
+};
+
 }  // namespace idem::store::sqlite

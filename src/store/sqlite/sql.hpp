@@ -571,9 +571,10 @@ inline constexpr const char* k_count_replays = R"sql(
       UPDATE records SET replays = replays + ?2,
              last_replay_at = max(coalesce(last_replay_at, 0), ?3)
       WHERE key = ?1)sql";
-// One record of gc's batch, by the rowid picked (never a running or queued one).
-inline constexpr const char* k_gc_delete_row =
-    "DELETE FROM records WHERE rowid = ?1 AND " IDEM_SQLITE_COLLECTABLE;
+// One batch of gc: the records whose rowids the query after it picks (gc_expired, gc_ended, with
+// their LIMIT and a closing parenthesis), never a running or queued one.
+inline constexpr const char* k_gc_delete_picked_prefix =
+    "DELETE FROM records WHERE " IDEM_SQLITE_COLLECTABLE " AND rowid IN (";
 
 // Serial groups (SPEC §9), ?1 the group. Its running record (records_group_runner), its line's
 // head (records_queue), how many wait at places up to ?2, the place after its last.
