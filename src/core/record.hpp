@@ -44,9 +44,10 @@ struct ProcessGroup {
   int64_t pgid = 0;
   int64_t leader_start_ticks = 0;
   // The attempt's own cgroup (v2), where one could be made: its path under the cgroup2 mount
-  // ("/system.slice/cron.service/idem-PID-START"), holding every process the command started,
-  // those that left its process group (setsid) too. Empty: none (cgroups not writable here,
-  // IDEM_CGROUP=off, or a record from before them); the process group alone then tells.
+  // ("/system.slice/cron.service/idem-PID-START-N": proc/cgroup.hpp), holding every process the
+  // command started, those that left its process group (setsid) too. Empty: none (cgroups not
+  // writable here, IDEM_CGROUP=off, or a record from before them); the process group alone then
+  // tells.
   std::string cgroup = {};
 };
 

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "proc/liveness.hpp"
 #include "util/clock.hpp"
 #include "util/fd.hpp"
 
@@ -118,6 +119,9 @@ CgroupHome find_home() {
 
 // Set at the first refusal of a cgroup for an attempt: later attempts of this process do not try.
 std::atomic<bool> g_refused{false};
+// Set when the kernel cannot create a process in a cgroup (before Linux 5.7): later attempts of
+// this process are moved into theirs instead (place_in_attempt_cgroup).
+std::atomic<bool> g_no_clone_into{false};
 
 // Whether `pid` is in `path` or below it, by its own /proc/PID/cgroup.
 bool member_of(pid_t pid, const std::string& path) {
@@ -179,22 +183,32 @@ void remove_tree(const std::string& path) {
   for (const std::string& dir : dirs) ::rmdir(dir.c_str());
 }
 
-// An attempt cgroup's name: idem-DIGITS-DIGITS.
-bool attempt_cgroup_named(const char* name) {
-  if (std::strncmp(name, "idem-", 5) != 0) return false;
+// An attempt cgroup's name: idem-DIGITS-DIGITS, or idem-DIGITS-DIGITS-DIGITS.
+bool attempt_cgroup_named(std::string_view name) {
+  if (name.substr(0, 5) != "idem-") return false;
   int dashes = 0;
   bool digit_before = false;
-  for (const char* p = name + 5; *p != '\0'; ++p) {
-    if (*p == '-' && digit_before && dashes == 0) {
+  for (char c : name.substr(5)) {
+    if (c == '-' && digit_before && dashes < 2) {
       ++dashes;
       digit_before = false;
-    } else if (*p >= '0' && *p <= '9') {
+    } else if (c >= '0' && c <= '9') {
       digit_before = true;
     } else {
       return false;
     }
   }
-  return dashes == 1 && digit_before;
+  return dashes >= 1 && digit_before;
+}
+
+// Whether `path` is a plain path whose last part is `name`.
+bool path_ends_in(const std::string& path, const std::string& name) {
+  if (path.empty() || path.front() != '/' || path.find("/../") != std::string::npos ||
+      path.find("/./") != std::string::npos)
+    return false;
+  const std::string last = "/" + name;
+  return path.size() >= last.size() &&
+         path.compare(path.size() - last.size(), last.size(), last) == 0;
 }
 
 // Removes the empty attempt cgroups beside `own` that were made over a minute ago: those whose
@@ -213,6 +227,14 @@ void sweep_empty_siblings(const CgroupHome& home) {
   }
   ::closedir(d);
 }
+
+// The first try at a cgroup this process makes for an attempt: removes those that were left.
+void sweep_once(const CgroupHome& home) {
+  static std::once_flag swept;
+  std::call_once(swept, [&] { sweep_empty_siblings(home); });
+}
+
+bool refusal(int err) { return err == EACCES || err == EPERM || err == EROFS; }
 
 }  // namespace
 
@@ -271,29 +293,88 @@ std::string attempt_cgroup_name(int64_t pgid, int64_t leader_start_ticks) {
 }
 
 bool is_attempt_cgroup(const std::string& path, int64_t pgid, int64_t leader_start_ticks) {
-  if (path.empty() || path.front() != '/' || path.find("/../") != std::string::npos ||
-      path.find("/./") != std::string::npos)
-    return false;
-  const std::string name = "/" + attempt_cgroup_name(pgid, leader_start_ticks);
-  return path.size() >= name.size() &&
-         path.compare(path.size() - name.size(), name.size(), name) == 0;
+  return path_ends_in(path, attempt_cgroup_name(pgid, leader_start_ticks));
+}
+
+std::string owned_cgroup_name(int64_t owner_pid, int64_t owner_start_ticks, int64_t n) {
+  return "idem-" + std::to_string(owner_pid) + "-" + std::to_string(owner_start_ticks) + "-" +
+         std::to_string(n);
+}
+
+bool is_owned_cgroup(const std::string& path, int64_t owner_pid, int64_t owner_start_ticks) {
+  const std::string prefix =
+      "idem-" + std::to_string(owner_pid) + "-" + std::to_string(owner_start_ticks) + "-";
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return false;
+  const std::string_view name = std::string_view(path).substr(slash + 1);
+  if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) return false;
+  for (char c : name.substr(prefix.size()))
+    if (c < '0' || c > '9') return false;
+  return path_ends_in(path, std::string(name));
+}
+
+AttemptCgroup make_attempt_cgroup() {
+  const CgroupHome& home = cgroup_home();
+  if (!home.why_not.empty() || g_refused.load(std::memory_order_relaxed) ||
+      g_no_clone_into.load(std::memory_order_relaxed))
+    return {};
+#ifdef IDEM_TEST_HOOKS
+  // Tests take the path of a kernel before 5.7: the child is moved into its cgroup.
+  if (std::getenv("IDEM_TEST_CGROUP_MOVE") != nullptr) return {};
+#endif
+  sweep_once(home);  // once a process (each run; the daemon at its first command)
+  // This process's pid and start time, as its records name their owner (read again in a child
+  // of a process that had read them).
+  static std::mutex own_mutex;
+  static int64_t own_pid = 0;
+  static int64_t own_start = 0;
+  static int64_t made = 0;
+  std::string name;
+  {
+    std::lock_guard lock(own_mutex);
+    if (own_pid != ::getpid()) {
+      own_pid = ::getpid();
+      own_start = start_ticks(pid_t(own_pid));
+    }
+    name = owned_cgroup_name(own_pid, own_start, ++made);
+  }
+  AttemptCgroup cgroup;
+  cgroup.path = child_path(home.own, name);
+  const std::string dir = home.mount + cgroup.path;
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    if (refusal(errno) || errno == ENOENT) g_refused = true;
+    return {};
+  }
+  cgroup.dir = util::Fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!cgroup.dir.valid()) {
+    ::rmdir(dir.c_str());
+    return {};
+  }
+  return cgroup;
+}
+
+void drop_attempt_cgroup(AttemptCgroup& cgroup, int err) {
+  // Creating a process in it needs write access to the common ancestor's cgroup.procs: this one's.
+  if (refusal(err)) g_refused = true;
+  if (err == ENOSYS || err == EINVAL || err == E2BIG) g_no_clone_into = true;
+  cgroup.dir.reset();
+  if (!cgroup.path.empty()) ::rmdir((cgroup_home().mount + cgroup.path).c_str());
+  cgroup.path.clear();
 }
 
 std::string place_in_attempt_cgroup(pid_t pid, int64_t start_ticks) {
   const CgroupHome& home = cgroup_home();
   if (!home.why_not.empty() || g_refused.load(std::memory_order_relaxed)) return "";
-  // Once a process (each run; the daemon at its first command).
-  static std::once_flag swept;
-  std::call_once(swept, [&] { sweep_empty_siblings(home); });
+  sweep_once(home);
   const std::string path = child_path(home.own, attempt_cgroup_name(pid, start_ticks));
   const std::string dir = home.mount + path;
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    if (errno == EACCES || errno == EPERM || errno == EROFS || errno == ENOENT) g_refused = true;
+    if (refusal(errno) || errno == ENOENT) g_refused = true;
     return "";
   }
   if (!write_small_file(dir + "/cgroup.procs", std::to_string(pid))) {
     // Moving needs write access to the common ancestor's cgroup.procs: this one's.
-    if (errno == EACCES || errno == EPERM || errno == EROFS) g_refused = true;
+    if (refusal(errno)) g_refused = true;
     ::rmdir(dir.c_str());
     return "";
   }

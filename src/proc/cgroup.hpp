@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/fd.hpp"
+
 namespace idem::proc {
 
 // Where this process makes attempts' cgroups: the cgroup2 mount and its own cgroup under it,
@@ -38,11 +40,33 @@ std::optional<Cgroup2Mount> cgroup2_mount_of(std::string_view mountinfo);
 // The unified hierarchy's path in /proc/self/cgroup's text (its "0::PATH" line); nullopt: none.
 std::optional<std::string> unified_cgroup_of(std::string_view proc_cgroup);
 
-// The name an attempt's cgroup has: idem-PGID-START, so a record's cgroup is checked against its
-// own process group before anything is done to it (a store edited by hand, or imported, never
-// names another cgroup to kill).
+// The names an attempt's cgroup has, so that a record's cgroup is checked against the record
+// before anything is done to it (a store edited by hand, or imported, never names another cgroup
+// to kill):
+// - idem-OWNERPID-OWNERSTART-N, made before the command's process and the process created in it
+//   (make_attempt_cgroup): the pid and start time of the idem process that ran the attempt, which
+//   the record names as its owner, and N, that process's count of them;
+// - idem-PGID-START, the command's group (place_in_attempt_cgroup, where a process cannot be
+//   created in a cgroup: kernels before 5.7), as every record before it had.
+std::string owned_cgroup_name(int64_t owner_pid, int64_t owner_start_ticks, int64_t n);
+bool is_owned_cgroup(const std::string& path, int64_t owner_pid, int64_t owner_start_ticks);
 std::string attempt_cgroup_name(int64_t pgid, int64_t leader_start_ticks);
 bool is_attempt_cgroup(const std::string& path, int64_t pgid, int64_t leader_start_ticks);
+
+// A new attempt's cgroup below this process's own, made empty for the command's process to be
+// created in (clone3's CLONE_INTO_CGROUP): its path under the mount and an O_PATH descriptor of
+// it. Moving a running process instead (a write to cgroup.procs) waits for an RCU grace period
+// of the kernel's, 5 to 30 ms on a 2-core machine: more than all the rest of a first run.
+// `path` empty: none could be made; the first refusal (no permission, a read-only mount) stops
+// later tries in this process.
+struct AttemptCgroup {
+  std::string path;
+  util::Fd dir;
+};
+AttemptCgroup make_attempt_cgroup();
+// The process could not be created in it (clone3's -errno): the cgroup is removed, and a refusal
+// (no permission) stops later tries in this process.
+void drop_attempt_cgroup(AttemptCgroup& cgroup, int err);
 
 // Makes the attempt's cgroup below this process's own and moves `pid` (the command's child,
 // before it execs) into it. Returns its path under the mount, or "" when none could be made: the

@@ -212,11 +212,95 @@ idem_clone_vm:
 )");
 #endif
 
+// idem_clone3_vm(args, size): the clone3 system call, whose child finds fn and arg at the top of
+// the stack `args` gives it (clone_child_into puts them there), calls fn(arg) and exits with
+// what it returns.
+#if defined(__x86_64__)
+asm(R"(
+  .text
+  .p2align 4
+  .type idem_clone3_vm, @function
+idem_clone3_vm:
+  mov $435, %eax
+  syscall
+  test %rax, %rax
+  jnz 1f
+  xor %ebp, %ebp
+  pop %rax
+  pop %rdi
+  call *%rax
+  mov %eax, %edi
+  mov $231, %eax
+  syscall
+  hlt
+1:
+  ret
+  .size idem_clone3_vm, .-idem_clone3_vm
+)");
+#elif defined(__aarch64__)
+asm(R"(
+  .text
+  .p2align 2
+  .type idem_clone3_vm, %function
+idem_clone3_vm:
+  mov x8, #435
+  svc #0
+  cbnz x0, 1f
+  ldp x1, x0, [sp], #16
+  blr x1
+  mov x8, #94
+  svc #0
+1:
+  ret
+  .size idem_clone3_vm, .-idem_clone3_vm
+)");
+#endif
+
 #if IDEM_CHILD_SHARES_MEMORY
 extern "C" long idem_clone_vm(unsigned long flags, void* stack_top, int (*fn)(void*), void* arg);
 
 long clone_child(ChildPlan& plan, void* stack_top) {
   return idem_clone_vm(CLONE_VM | SIGCHLD, stack_top, child_exec, &plan);
+}
+
+namespace {
+
+// The kernel's struct clone_args (linux/sched.h) up to its cgroup field (CLONE_ARGS_SIZE_VER2).
+struct CloneArgs {
+  uint64_t flags = 0;
+  uint64_t pidfd = 0;
+  uint64_t child_tid = 0;
+  uint64_t parent_tid = 0;
+  uint64_t exit_signal = 0;
+  uint64_t stack = 0;
+  uint64_t stack_size = 0;
+  uint64_t tls = 0;
+  uint64_t set_tid = 0;
+  uint64_t set_tid_size = 0;
+  uint64_t cgroup = 0;
+};
+static_assert(sizeof(CloneArgs) == 88);
+constexpr uint64_t k_clone_into_cgroup = 0x200000000ULL;
+
+}  // namespace
+
+extern "C" long idem_clone3_vm(CloneArgs* args, unsigned long size);
+
+long clone_child_into(ChildPlan& plan, void* stack_base, void* stack_top, int cgroup_fd) {
+  // fn and arg where the child's stack pointer starts, 16-byte aligned, as idem_clone_vm has them.
+  auto top = reinterpret_cast<uintptr_t>(stack_top) & ~uintptr_t(15);
+  top -= 16;
+  int (*fn)(void*) = child_exec;
+  void* arg = &plan;
+  __builtin_memcpy(reinterpret_cast<void*>(top), &fn, sizeof fn);
+  __builtin_memcpy(reinterpret_cast<void*>(top + 8), &arg, sizeof arg);
+  CloneArgs args;
+  args.flags = CLONE_VM | k_clone_into_cgroup;
+  args.exit_signal = SIGCHLD;
+  args.stack = reinterpret_cast<uintptr_t>(stack_base);
+  args.stack_size = top - reinterpret_cast<uintptr_t>(stack_base);
+  args.cgroup = uint64_t(cgroup_fd);
+  return idem_clone3_vm(&args, sizeof args);
 }
 #endif
 

@@ -45,6 +45,10 @@ struct ChildPlan {
 // per-process state from the child, in the parent's memory. Only where
 // IDEM_CHILD_SHARES_MEMORY.
 long clone_child(ChildPlan& plan, void* stack_top);
+// The same, created in the cgroup of `cgroup_fd` (clone3, CLONE_INTO_CGROUP: Linux 5.7), on the
+// stack from `stack_base` to `stack_top`. -errno: -ENOSYS or -EINVAL on an older kernel, -EPERM
+// or -EACCES where this process may not put processes there.
+long clone_child_into(ChildPlan& plan, void* stack_base, void* stack_top, int cgroup_fd);
 
 // The child's body: its own process group, PR_SET_PDEATHSIG SIGKILL and the parent
 // check, the go byte, signals at their defaults and an empty mask, fds 0-2, cwd, then the PATH

@@ -198,10 +198,12 @@ GroupLook scan_group(const core::ProcessGroup& group, const std::string& mark_en
   return found;
 }
 
-// A cgroup the record names, and named for its group (proc/cgroup.hpp): nothing else is acted on.
-bool recorded_cgroup(const core::ProcessGroup& group) {
+// A cgroup the record names, and named for its owner or its group (proc/cgroup.hpp): nothing else
+// is acted on.
+bool recorded_cgroup(const core::Owner& owner, const core::ProcessGroup& group) {
   return !group.cgroup.empty() &&
-         is_attempt_cgroup(group.cgroup, group.pgid, group.leader_start_ticks);
+         (is_owned_cgroup(group.cgroup, owner.pid, owner.start_ticks) ||
+          is_attempt_cgroup(group.cgroup, group.pgid, group.leader_start_ticks));
 }
 
 }  // namespace
@@ -214,8 +216,8 @@ GroupLook look_at_group(const core::Owner& owner, const core::ProcessGroup& grou
   if (group.pgid <= 1 || !same_boot(owner) || (owner.pid_ns != 0 && !pid_checkable(owner)))
     return GroupLook::empty;
   // The attempt's cgroup holds all it started, its group or not; only the attempt's processes
-  // are in it (its name is unique to the group's leader in this boot).
-  if (recorded_cgroup(group)) {
+  // are in it (its name is unique to the attempt in this boot: its owner's, or its leader's).
+  if (recorded_cgroup(owner, group)) {
     switch (look_at_cgroup(group.cgroup)) {
       case CgroupLook::gone:
       case CgroupLook::empty:
@@ -246,13 +248,13 @@ bool process_group_alive(const core::Owner& owner, const core::ProcessGroup& gro
 }
 
 void remove_empty_cgroup(const core::Owner& owner, const core::ProcessGroup& group) {
-  if (recorded_cgroup(group) && same_boot(owner)) remove_cgroup_if_empty(group.cgroup);
+  if (recorded_cgroup(owner, group) && same_boot(owner)) remove_cgroup_if_empty(group.cgroup);
 }
 
 bool kill_process_group(const core::Owner& owner, const core::ProcessGroup& group,
                         const std::string& mark, int64_t grace_ms) {
   if (look_at_group(owner, group, mark) != GroupLook::ours) return true;
-  if (recorded_cgroup(group) && look_at_cgroup(group.cgroup) != CgroupLook::unreadable)
+  if (recorded_cgroup(owner, group) && look_at_cgroup(group.cgroup) != CgroupLook::unreadable)
     return kill_cgroup(group.cgroup, grace_ms);
   // Proven the attempt's: while a member lives the kernel gives its number to no other group,
   // so from here any live member is one of it (a 20 ms poll cannot miss a whole pid cycle).

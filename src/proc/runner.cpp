@@ -245,6 +245,8 @@ class ChildStack {
     }
     return static_cast<char*>(base_) + k_size;
   }
+  // Its lowest address (top() maps it first).
+  void* base() const { return base_; }
   // A child on it has not exec'd or exited yet (PendingChild).
   bool busy = false;
 
@@ -258,19 +260,22 @@ class ChildStack {
 // without CLONE_VFORK, as the child waits for the go byte while this thread records the group
 // (or claims the key with it). Every signal is blocked in this thread across the clone, so the
 // child starts with them all blocked and none of idem's handlers runs on its stack before it has
-// reset them. Elsewhere, a fork. Returns the pid, or -errno.
-pid_t create_child(ChildPlan& plan, ChildStack& stack) {
+// reset them. With `cgroup_fd` (>= 0), created in that cgroup (clone3). Elsewhere, a fork.
+// Returns the pid, or -errno.
+pid_t create_child(ChildPlan& plan, ChildStack& stack, int cgroup_fd) {
 #if IDEM_CHILD_SHARES_MEMORY
   void* top = stack.top();
   sigset_t all;
   sigset_t saved;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &saved);
-  const long pid = clone_child(plan, top);
+  const long pid = cgroup_fd >= 0 ? clone_child_into(plan, stack.base(), top, cgroup_fd)
+                                  : clone_child(plan, top);
   ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   return pid_t(pid);
 #else
   (void)stack;
+  (void)cgroup_fd;
   pid_t pid = ::fork();
   if (pid == 0) child_exec(&plan);
   return pid < 0 ? -errno : pid;
@@ -305,15 +310,24 @@ class PendingChild final : public PreparedCommand {
 #if !IDEM_CHILD_SHARES_MEMORY
     make_env(spec_, plan_);  // a forked child has its own copy of the plan from here on
 #endif
-    const pid_t pid = create_child(plan_.child, stack_);
+    // All that the command starts is in its cgroup from its exec on: the child is created in it,
+    // or (a kernel that cannot) moved into it before the go byte.
+    AttemptCgroup cgroup;
+    if (spec_.own_cgroup && IDEM_CHILD_SHARES_MEMORY) cgroup = make_attempt_cgroup();
+    pid_t pid = create_child(plan_.child, stack_, cgroup.dir.valid() ? cgroup.dir.get() : -1);
+    if (pid < 0 && cgroup.dir.valid()) {
+      drop_attempt_cgroup(cgroup, -pid);
+      pid = create_child(plan_.child, stack_, -1);
+    }
     if (pid < 0) return -pid;
+    cgroup.dir.reset();
     stack_.busy = holds_stack_ = true;
     pid_ = pid;
     // Both sides set the group, so it exists before either uses it.
     ::setpgid(pid_, pid_);
-    group_ = core::ProcessGroup{int64_t(pid_), start_ticks(pid_)};
-    // Before the go byte: all that the command starts is in the cgroup from its exec on.
-    if (spec_.own_cgroup) group_.cgroup = place_in_attempt_cgroup(pid_, group_.leader_start_ticks);
+    group_ = core::ProcessGroup{int64_t(pid_), start_ticks(pid_), std::move(cgroup.path)};
+    if (spec_.own_cgroup && group_.cgroup.empty())
+      group_.cgroup = place_in_attempt_cgroup(pid_, group_.leader_start_ticks);
     pipes_.out.write.reset();
     pipes_.err.write.reset();
     pipes_.status.write.reset();

@@ -47,6 +47,26 @@ TEST_CASE("cgroup: a process's unified path is its 0:: line", "[cgroup]") {
   CHECK_FALSE(unified_cgroup_of("0::\n"));
 }
 
+TEST_CASE("cgroup: only a cgroup named for the record's own owner is acted on", "[cgroup]") {
+  using idem::proc::is_owned_cgroup;
+  CHECK(idem::proc::owned_cgroup_name(4242, 777, 3) == "idem-4242-777-3");
+  CHECK(is_owned_cgroup("/idem-4242-777-3", 4242, 777));
+  CHECK(is_owned_cgroup("/system.slice/cron.service/idem-4242-777-12", 4242, 777));
+  // Another owner's (its pid, or a pid reused by a younger process), unnumbered, or not a path.
+  CHECK_FALSE(is_owned_cgroup("/idem-4242-778-3", 4242, 777));
+  CHECK_FALSE(is_owned_cgroup("/idem-14242-777-3", 4242, 777));
+  CHECK_FALSE(is_owned_cgroup("/x/idem-4242-7771-3", 4242, 777));
+  CHECK_FALSE(is_owned_cgroup("/idem-4242-777-", 4242, 777));
+  CHECK_FALSE(is_owned_cgroup("/idem-4242-777", 4242, 777));
+  CHECK_FALSE(is_owned_cgroup("/idem-4242-777-3x", 4242, 777));
+  CHECK_FALSE(is_owned_cgroup("/idem-4242-777-3/x", 4242, 777));
+  CHECK_FALSE(is_owned_cgroup("/x/../idem-4242-777-3", 4242, 777));
+  CHECK_FALSE(is_owned_cgroup("idem-4242-777-3", 4242, 777));
+  CHECK_FALSE(is_owned_cgroup("", 4242, 777));
+  // A group's name is not an owner's, nor the other way round.
+  CHECK_FALSE(is_attempt_cgroup("/idem-4242-777-3", 4242, 777));
+}
+
 TEST_CASE("cgroup: only a cgroup named for the record's own group is acted on", "[cgroup]") {
   CHECK(idem::proc::attempt_cgroup_name(4242, 777) == "idem-4242-777");
   CHECK(is_attempt_cgroup("/idem-4242-777", 4242, 777));
