@@ -6,7 +6,9 @@
 # program is built here from bench/sqlite_floor.c against Debian's libsqlite3.a, linked as idem is
 # (static, no PIE). It runs on idem's own store (its schema: SQLite parses all of it at the first
 # statement of every process) and on a store of a two-column table, which shows what the schema
-# costs apart from SQLite's open itself.
+# costs apart from SQLite's open itself. Then the same for a first run: `idem run` of `true` on a
+# key removed before each (hyperfine's --prepare), and the program's first-run floor (two synced
+# commits of one page each around `true`), beside flock.
 #   bench/sqlite_floor.sh [IDEM_BIN]    # without it, builds idem Release into build-bench/
 #   ROUNDS (3), RUNS (300): hyperfine -N, all commands in one invocation, the order reversed
 #   every other round; medians of the rounds' means, ratios to flock.
@@ -63,4 +65,32 @@ echo "|---|---|---|"
 for i in 0 1 2 3 4; do
   ms=$(echo "${means[$i]}" | median)
   printf '| %s | %.2f ms | %.2f |\n' "${names[$i]}" "$ms" "$(echo "$ms / $flock_ms" | bc -l)"
+done
+
+# First runs: each command with its own --prepare (idem's removes the key it is about to run).
+"$idem" run -q -k fresh -- true
+fnames=("idem run (first run)" "floor, idem's schema, first run" "floor, two columns, first run"
+  "flock -n L true")
+fcmds=("$idem run -k fresh -- true" "./floor idem.db done run" "./floor small.db done run"
+  "flock -n L true")
+fpreps=("$idem rm fresh" "true" "true" "true")
+declare -A fmeans
+for ((r = 0; r < rounds; r++)); do
+  order=(0 1 2 3)
+  ((r % 2 == 0)) || order=(3 2 1 0)
+  args=()
+  for i in "${order[@]}"; do args+=(--prepare "${fpreps[$i]}" "${fcmds[$i]}"); done
+  hyperfine -N -w 20 -r "$runs" --export-json "first$r.json" "${args[@]}" >/dev/null 2>&1
+  for i in "${order[@]}"; do
+    m=$(python3 -c "import json,sys; d=json.load(open('first$r.json')); print([x['mean'] for x in d['results'] if x['command']==sys.argv[1]][0]*1000)" "${fcmds[$i]}")
+    fmeans[$i]+="$m "
+  done
+done
+fflock_ms=$(echo "${fmeans[3]}" | median)
+echo
+echo "| first run | mean (median of $rounds rounds) | / flock |"
+echo "|---|---|---|"
+for i in 0 1 2 3; do
+  ms=$(echo "${fmeans[$i]}" | median)
+  printf '| %s | %.2f ms | %.2f |\n' "${fnames[$i]}" "$ms" "$(echo "$ms / $fflock_ms" | bc -l)"
 done
