@@ -40,4 +40,8 @@ PRAGMA wal_checkpoint(TRUNCATE);
 SQL
   # One open by idem before timing anything (an older store is migrated here).
   "$idem_bin" --db "$1" ls --limit 1 >/dev/null
+  # The fill's writes on disk before anything is timed: sqlite3 wrote them unsynced, and the
+  # kernel's writeback of those hundreds of MiB would otherwise share the disk with gc and with
+  # the runs measured beside it (their p99 on the "idle" store was over a second).
+  sync "$1"
 }
