@@ -42,55 +42,49 @@ sqlite3 small.db "PRAGMA journal_mode=WAL; CREATE TABLE records (key TEXT PRIMAR
   INSERT INTO records VALUES ('done', 'x');" >/dev/null
 touch L
 
+median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+# measure TITLE: ROUNDS hyperfine invocations of cmds[] (each after its preps[] entry, when preps
+# is set), the order reversed every other round; prints a table of each command's mean (median
+# of the rounds) and its ratio to the one named "flock -n L true".
+measure() {
+  local -A means
+  local r i m flock_ms ms order args n=${#cmds[@]}
+  for ((r = 0; r < rounds; r++)); do
+    mapfile -t order < <(seq 0 $((n - 1)))
+    ((r % 2 == 0)) || mapfile -t order < <(seq $((n - 1)) -1 0)
+    args=()
+    for i in "${order[@]}"; do
+      ((${#preps[@]} == 0)) || args+=(--prepare "${preps[$i]}")
+      args+=("${cmds[$i]}")
+    done
+    hyperfine -N -w 30 -r "$runs" --export-json "round$r.json" "${args[@]}" >/dev/null 2>&1
+    for i in "${order[@]}"; do
+      m=$(python3 -c "import json,sys; d=json.load(open('round$r.json')); print([x['mean'] for x in d['results'] if x['command']==sys.argv[1]][0]*1000)" "${cmds[$i]}")
+      means[$i]+="$m "
+    done
+  done
+  for ((i = 0; i < n; i++)); do [[ ${names[$i]} != "flock -n L true" ]] || flock_ms=$(echo "${means[$i]}" | median); done
+  echo
+  echo "| $1 | mean (median of $rounds rounds) | / flock |"
+  echo "|---|---|---|"
+  for ((i = 0; i < n; i++)); do
+    ms=$(echo "${means[$i]}" | median)
+    printf '| %s | %.2f ms | %.2f |\n' "${names[$i]}" "$ms" "$(echo "$ms / $flock_ms" | bc -l)"
+  done
+}
+
+echo "idem: $idem ($("$idem" --version)); $(date -u '+%Y-%m-%d %H:%M UTC'); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 names=("idem run (replay)" "floor, idem's schema" "floor, two columns" "flock -n L true" "nothing (static)")
 cmds=("$idem run -k done -- true" "./floor idem.db done" "./floor small.db done" "flock -n L true" "./nothing")
-declare -A means
-for ((r = 0; r < rounds; r++)); do
-  order=(0 1 2 3 4)
-  ((r % 2 == 0)) || order=(4 3 2 1 0)
-  args=()
-  for i in "${order[@]}"; do args+=("${cmds[$i]}"); done
-  hyperfine -N -w 30 -r "$runs" --export-json "round$r.json" "${args[@]}" >/dev/null 2>&1
-  for i in "${order[@]}"; do
-    m=$(python3 -c "import json,sys; d=json.load(open('round$r.json')); print([x['mean'] for x in d['results'] if x['command']==sys.argv[1]][0]*1000)" "${cmds[$i]}")
-    means[$i]+="$m "
-  done
-done
-median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-flock_ms=$(echo "${means[3]}" | median)
-echo "idem: $idem ($("$idem" --version)); $(date -u '+%Y-%m-%d %H:%M UTC'); load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo
-echo "| command | mean (median of $rounds rounds) | / flock |"
-echo "|---|---|---|"
-for i in 0 1 2 3 4; do
-  ms=$(echo "${means[$i]}" | median)
-  printf '| %s | %.2f ms | %.2f |\n' "${names[$i]}" "$ms" "$(echo "$ms / $flock_ms" | bc -l)"
-done
+preps=()
+measure command
 
 # First runs: each command with its own --prepare (idem's removes the key it is about to run).
 "$idem" run -q -k fresh -- true
-fnames=("idem run (first run)" "floor, idem's schema, first run" "floor, two columns, first run"
+names=("idem run (first run)" "floor, idem's schema, first run" "floor, two columns, first run"
   "flock -n L true")
-fcmds=("$idem run -k fresh -- true" "./floor idem.db done run" "./floor small.db done run"
+cmds=("$idem run -k fresh -- true" "./floor idem.db done run" "./floor small.db done run"
   "flock -n L true")
-fpreps=("$idem rm fresh" "true" "true" "true")
-declare -A fmeans
-for ((r = 0; r < rounds; r++)); do
-  order=(0 1 2 3)
-  ((r % 2 == 0)) || order=(3 2 1 0)
-  args=()
-  for i in "${order[@]}"; do args+=(--prepare "${fpreps[$i]}" "${fcmds[$i]}"); done
-  hyperfine -N -w 20 -r "$runs" --export-json "first$r.json" "${args[@]}" >/dev/null 2>&1
-  for i in "${order[@]}"; do
-    m=$(python3 -c "import json,sys; d=json.load(open('first$r.json')); print([x['mean'] for x in d['results'] if x['command']==sys.argv[1]][0]*1000)" "${fcmds[$i]}")
-    fmeans[$i]+="$m "
-  done
-done
-fflock_ms=$(echo "${fmeans[3]}" | median)
-echo
-echo "| first run | mean (median of $rounds rounds) | / flock |"
-echo "|---|---|---|"
-for i in 0 1 2 3; do
-  ms=$(echo "${fmeans[$i]}" | median)
-  printf '| %s | %.2f ms | %.2f |\n' "${fnames[$i]}" "$ms" "$(echo "$ms / $fflock_ms" | bc -l)"
-done
+preps=("$idem rm fresh" "true" "true" "true")
+measure "first run"

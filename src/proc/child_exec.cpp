@@ -159,6 +159,8 @@ IDEM_RAW_CHILD int exec_on_path(const char* path, char** argv, char** envp) {
 // idem_clone_vm(flags, stack_top, fn, arg): the clone system call, whose child calls fn(arg) on
 // the new stack and exits with what it returns. fn and arg travel on the new stack, as the
 // child has no other memory of its own.
+// idem_clone3_vm(args, size): the same through clone3, whose child finds fn and arg at the top of
+// the stack `args` gives it (clone_child_into puts them there). The two share the child's part.
 #if defined(__x86_64__)
 asm(R"(
   .text
@@ -173,55 +175,13 @@ idem_clone_vm:
   xor %r10d, %r10d
   xor %r8d, %r8d
   mov $56, %eax
-  syscall
-  test %rax, %rax
-  jnz 1f
-  xor %ebp, %ebp
-  pop %rax
-  pop %rdi
-  call *%rax
-  mov %eax, %edi
-  mov $231, %eax
-  syscall
-  hlt
-1:
-  ret
+  jmp 2f
   .size idem_clone_vm, .-idem_clone_vm
-)");
-#elif defined(__aarch64__)
-asm(R"(
-  .text
-  .p2align 2
-  .type idem_clone_vm, %function
-idem_clone_vm:
-  and x1, x1, #-16
-  stp x2, x3, [x1, #-16]!
-  mov x2, xzr
-  mov x3, xzr
-  mov x4, xzr
-  mov x8, #220
-  svc #0
-  cbnz x0, 1f
-  ldp x1, x0, [sp], #16
-  blr x1
-  mov x8, #94
-  svc #0
-1:
-  ret
-  .size idem_clone_vm, .-idem_clone_vm
-)");
-#endif
-
-// idem_clone3_vm(args, size): the clone3 system call, whose child finds fn and arg at the top of
-// the stack `args` gives it (clone_child_into puts them there), calls fn(arg) and exits with
-// what it returns.
-#if defined(__x86_64__)
-asm(R"(
-  .text
   .p2align 4
   .type idem_clone3_vm, @function
 idem_clone3_vm:
   mov $435, %eax
+2:
   syscall
   test %rax, %rax
   jnz 1f
@@ -241,9 +201,21 @@ idem_clone3_vm:
 asm(R"(
   .text
   .p2align 2
+  .type idem_clone_vm, %function
+idem_clone_vm:
+  and x1, x1, #-16
+  stp x2, x3, [x1, #-16]!
+  mov x2, xzr
+  mov x3, xzr
+  mov x4, xzr
+  mov x8, #220
+  b 2f
+  .size idem_clone_vm, .-idem_clone_vm
+  .p2align 2
   .type idem_clone3_vm, %function
 idem_clone3_vm:
   mov x8, #435
+2:
   svc #0
   cbnz x0, 1f
   ldp x1, x0, [sp], #16
