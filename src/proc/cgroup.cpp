@@ -323,23 +323,10 @@ AttemptCgroup make_attempt_cgroup() {
   if (std::getenv("IDEM_TEST_CGROUP_MOVE") != nullptr) return {};
 #endif
   sweep_once(home);  // once a process (each run; the daemon at its first command)
-  // This process's pid and start time, as its records name their owner (read again in a child
-  // of a process that had read them).
-  static std::mutex own_mutex;
-  static int64_t own_pid = 0;
-  static int64_t own_start = 0;
-  static int64_t made = 0;
-  std::string name;
-  {
-    std::lock_guard lock(own_mutex);
-    if (own_pid != ::getpid()) {
-      own_pid = ::getpid();
-      own_start = start_ticks(pid_t(own_pid));
-    }
-    name = owned_cgroup_name(own_pid, own_start, ++made);
-  }
+  // This process's pid and start time, as its records name their owner (describe_owner).
+  static std::atomic<int64_t> made{0};
   AttemptCgroup cgroup;
-  cgroup.path = child_path(home.own, name);
+  cgroup.path = child_path(home.own, owned_cgroup_name(::getpid(), own_start_ticks(), ++made));
   const std::string dir = home.mount + cgroup.path;
   if (::mkdir(dir.c_str(), 0755) != 0) {
     if (refusal(errno) || errno == ENOENT) g_refused = true;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -210,6 +211,18 @@ bool recorded_cgroup(const core::Owner& owner, const core::ProcessGroup& group) 
 
 int64_t start_ticks(pid_t pid) { return read_stat(pid).start_ticks; }
 
+int64_t own_start_ticks() {
+  static std::mutex mutex;
+  static pid_t pid = 0;
+  static int64_t start = 0;
+  std::lock_guard lock(mutex);
+  if (pid != ::getpid()) {
+    pid = ::getpid();
+    start = read_stat(pid).start_ticks;
+  }
+  return start;
+}
+
 GroupLook look_at_group(const core::Owner& owner, const core::ProcessGroup& group,
                         const std::string& mark) {
   // A record from before namespaces were recorded is looked at as before (same host and boot).
@@ -276,8 +289,9 @@ bool kill_process_group(const core::Owner& owner, const core::ProcessGroup& grou
 core::Owner describe_owner(pid_t pid) {
   if (pid == 0) pid = ::getpid();
   // The namespace is this process's: `pid` is a number as this process sees it.
-  return core::Owner{this_host(),       this_boot_id(), int64_t(pid), read_stat(pid).start_ticks,
-                     this_machine_id(), this_pid_ns()};
+  const int64_t start = pid == ::getpid() ? own_start_ticks() : read_stat(pid).start_ticks;
+  return core::Owner{this_host(), this_boot_id(),    int64_t(pid),
+                     start,       this_machine_id(), this_pid_ns()};
 }
 
 bool owner_gone(const core::Owner& owner) {

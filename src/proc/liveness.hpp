@@ -18,6 +18,8 @@ bool owner_gone(const core::Owner& owner);
 
 // The start time of `pid` in clock ticks after boot, 0 if it is gone or unreadable.
 int64_t start_ticks(pid_t pid);
+// This process's, read once (again in a child of a process that had read it).
+int64_t own_start_ticks();
 
 // What is left of the recorded process group of an attempt owned by `owner`, whose processes
 // carry `mark` (core::attempt_mark) in their environment. An empty mark (a group idem did not
