@@ -64,8 +64,8 @@ void use_notify(engine::Front& front, std::shared_ptr<const core::NotifySpec> sp
 
 // Traces of one command's attempts (SPEC §12): the exporter the OTEL_* variables ask for, put
 // into `front` (nothing at all when they ask for none). The spans go out when this ends (the
-// command has ended), waited for at most otel::k_final_export_wait_ms, less with
-// OTEL_EXPORTER_OTLP_TIMEOUT; a receiver that refuses is not waited for. A variable that cannot
+// command has ended): written within otel::k_final_export_wait_ms, less with
+// OTEL_EXPORTER_OTLP_TIMEOUT, the receiver's answer not waited for. A variable that cannot
 // be used is told on stderr, once, and the command runs without traces: export never changes an
 // outcome or an exit code.
 class CliTraces {

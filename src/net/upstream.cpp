@@ -356,4 +356,16 @@ std::unique_ptr<UpstreamExchange> UpstreamPool::send(const UpstreamRequest& requ
   }
 }
 
+void UpstreamPool::send_unanswered(const UpstreamRequest& request, int64_t deadline_ms) {
+  const std::string head = request_head(target_, request);
+  util::Fd fd = pool_->connections.open(deadline_ms);
+  if (!send_all(fd.get(), head + std::string(request.body), deadline_ms)) {
+    const int err = errno;
+    if (err == ETIMEDOUT || util::monotonic_ms() >= deadline_ms)
+      throw UpstreamError(UpstreamError::timeout,
+                          "sending to " + target_.authority + " outlasted the deadline");
+    throw UpstreamError(UpstreamError::broken, "sending to " + target_.authority + ": " + why(err));
+  }
+}
+
 }  // namespace idem::net

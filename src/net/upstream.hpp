@@ -100,6 +100,11 @@ class UpstreamPool {
   // the making of a connection, before anything is sent. Throws UpstreamError.
   std::unique_ptr<UpstreamExchange> send(const UpstreamRequest& request, int64_t deadline_ms,
                                          int64_t connect_deadline_ms = 0);
+  // Sends `request` on a connection of its own and closes it without reading the answer, for a
+  // sender that would not act on the answer and is about to exit (the CLI's spans): the kernel
+  // still delivers what was written. `deadline_ms` bounds the connection and the writing.
+  // Throws UpstreamError (connect, timeout, or broken: the request was not written whole).
+  void send_unanswered(const UpstreamRequest& request, int64_t deadline_ms);
 
   const UpstreamTarget& target() const { return target_; }
   int64_t opened() const;  // connections opened so far (for /metrics and tests)

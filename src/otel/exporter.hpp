@@ -25,8 +25,9 @@ class Transport {
  public:
   virtual ~Transport() = default;
   // Posts `body` (an OTLP/HTTP JSON export request), done by `deadline_ms` (the monotonic
-  // clock). Throws std::exception saying why it was not accepted.
-  virtual void post(const std::string& body, int64_t deadline_ms) = 0;
+  // clock); with `await_answer` false, done once it is written (the answer is not read). Throws
+  // std::exception saying why it was not accepted.
+  virtual void post(const std::string& body, int64_t deadline_ms, bool await_answer) = 0;
   // The receiver, for messages.
   virtual std::string where() const = 0;
 };
@@ -43,6 +44,10 @@ class Exporter final : public engine::SpanSink {
     // false: no thread; what waits is sent by shutdown(), on its caller's thread (a CLI command
     // whose one span comes at its end: a thread would cost more than it overlaps).
     bool background = true;
+    // false: each request is written and its connection closed, the answer not read (a CLI
+    // command about to exit would not act on it; the receiver's work is not waited for). A
+    // request written whole counts as exported.
+    bool await_answer = true;
     // Told when exports start failing and when they work again (not of every failure): the
     // daemon's log. Called on the exporter's thread.
     std::function<void(const std::string& line)> report;

@@ -28,12 +28,17 @@ class OtlpHttp final : public Transport {
         headers_.emplace_back(name, value);
   }
 
-  void post(const std::string& body, int64_t deadline_ms) override {
+  void post(const std::string& body, int64_t deadline_ms, bool await_answer) override {
     net::UpstreamRequest request;
     request.method = "POST";
     request.target = path_;
     request.headers = headers_;
     request.body = body;
+    if (!await_answer) {
+      request.headers.emplace_back("Connection", "close");  // the receiver keeps nothing for it
+      pool_.send_unanswered(request, deadline_ms);
+      return;
+    }
     auto exchange = pool_.send(request, deadline_ms);
     const int status = exchange->head().status;
     exchange->read_body([](std::string_view) { return true; });  // so the connection is kept

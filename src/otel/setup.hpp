@@ -11,8 +11,8 @@
 
 namespace idem::otel {
 
-// How long the CLI waits, once its command has ended, for its spans to go out at most: 2 s, or
-// the export timeout when that is shorter.
+// How long the CLI spends, once its command has ended, connecting and writing its spans at most:
+// 2 s, or the export timeout when that is shorter (their answer is not waited for).
 inline constexpr int64_t k_final_export_wait_ms = 2000;
 
 // The exporter `settings` ask for, with `options` (its timeout the shorter of theirs and the

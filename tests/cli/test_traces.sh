@@ -6,7 +6,7 @@
 # TRACEPARENT, so a child's span nests under idem's; begin and end make one span; export and
 # import carry it; a hook's delivery with a traceparent header is parented by it, and the proxy's
 # upstream gets the attempt's; a receiver that refuses, or an endpoint idem cannot use, never
-# changes an exit code, and a refusing receiver costs no wait.
+# changes an exit code, and a refusing or slow receiver costs no wait.
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/serve_lib.sh"
 source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/proxy_lib.sh"
@@ -30,7 +30,8 @@ start_receiver() {
 }
 # spans_count: spans received so far.
 spans_count() { wc -l <"$SPANS"; }
-# spans_at_least N: the receiver has N spans (the CLI sends before it exits; the daemon later).
+# spans_at_least N: the receiver has N spans (the CLI's request is written before it exits, but
+# not waited for; the daemon sends later).
 spans_at_least() { (($(spans_count) >= $1)); }
 # spans_where PYTHON_CONDITION: the received spans (JSON lines) for which the condition on `s`
 # holds.
@@ -43,6 +44,12 @@ for line in open(sys.argv[1]):
     if eval("(" + sys.argv[2] + ")"):
         print(line, end="")' "$SPANS" "$1"
 }
+# span_where PYTHON_CONDITION: as spans_where, once there is such a span (waited for).
+span_where() {
+  _some_span_where() { [[ -n $(spans_where "$1") ]]; }
+  wait_until "a span where $1" _some_span_where "$1"
+  spans_where "$1"
+}
 
 # 1,000 runs on SQLite; on PostgreSQL (pg: traces), whose claims take longer, 200 prove the same of
 # its store (the ids kept with the record, read back by the replay).
@@ -54,6 +61,7 @@ export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$RPORT OTEL_SERVICE_NAME=tra
 
 # N runs: N spans, one per key, each a root span of its own trace.
 for i in $(seq $N); do idem run -k "run-$i" -- true; done
+wait_until "spans of $N runs" spans_at_least $N
 assert_eq $N "$(spans_count)" "spans of $N runs"
 assert_eq $N "$(spans_where 'a["idem.outcome"] == "succeeded" and a["idem.front"] == "run"
   and a["idem.attempt"] == 1 and a["process.exit.code"] == 0 and s["parentSpanId"] == ""
@@ -66,6 +74,7 @@ assert_empty "$T/receiver.errors"
 
 # N replays: N more spans, each linked to the span of the run it replayed.
 for i in $(seq $N); do idem run -k "run-$i" -- true; done
+wait_until "spans of $N replays" spans_at_least $((2 * N))
 assert_eq $((2 * N)) "$(spans_count)" "spans after $N replays"
 python3 - "$SPANS" "$N" <<'EOF' || fail "replay spans are not linked to the runs they replayed"
 import json, sys
@@ -115,14 +124,14 @@ assert_eq "00-$parent_trace-$(jsonq /spanId <<<"$idem_span")-01" "$(cat "$T/nest
   "the command's TRACEPARENT"
 # A traceparent that is not strictly W3C's is ignored: a new root.
 env TRACEPARENT="00-$parent_trace-$parent_span-1" "$IDEM_BIN" run -k bad-parent -- true
-root=$(spans_where 'a["idem.key"] == "bad-parent"')
+root=$(span_where 'a["idem.key"] == "bad-parent"')
 assert_eq "" "$(jsonq /parentSpanId <<<"$root")" "parent of a bad traceparent"
 [[ $(jsonq /traceId <<<"$root") != "$parent_trace" ]] || fail "a bad traceparent's trace was kept"
 
 # begin and end: one span, stored with the claim by begin and ended by end.
 idem begin -k script
 idem end -k script --exit 0
-script_span=$(spans_where 'a["idem.key"] == "script"')
+script_span=$(span_where 'a["idem.key"] == "script"')
 assert_eq begin "$(jsonq /attributes/idem.front <<<"$script_span")" "begin's front"
 assert_eq succeeded "$(jsonq /attributes/idem.outcome <<<"$script_span")" "begin's outcome"
 
@@ -133,7 +142,7 @@ exported=$(grep '"key":"run-1"' "$T/run-1.jsonl" | jsonq /span/span_id)
 fresh_store other
 env "$FRESH_STORE" "$IDEM_BIN" import <"$T/run-1.jsonl"
 env "$FRESH_STORE" "$IDEM_BIN" run -k run-1 -- true
-linked=$(spans_where 'a["idem.key"] == "run-1" and a["idem.outcome"] == "replayed"')
+linked=$(span_where 'a["idem.key"] == "run-1" and a["idem.outcome"] == "replayed"')
 assert_eq "$exported" "$(jsonq /links/0/spanId <<<"$linked")" "imported record's replay link"
 assert_empty "$T/receiver.errors"
 : >"$SPANS"
@@ -208,6 +217,19 @@ capture refused env OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$RPORT" \
   "$IDEM_BIN" run -k refused -- sh -c 'exit 5'
 expect_rc 5
 assert_empty "$T/refused.err"
+# A receiver slow to answer: the CLI writes its span and exits without waiting for the answer
+# (the command has ended: nothing would act on it), where it used to wait up to 2 s; the span
+# arrives all the same.
+start_receiver slow --delay-ms 5000
+start=$(now_ms)
+capture slowrun env OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$RPORT" \
+  "$IDEM_BIN" run -k slow -- sh -c 'exit 7'
+expect_rc 7
+elapsed=$(($(now_ms) - start))
+((elapsed < 1000)) || fail "a run waited ${elapsed} ms for a receiver slow to answer"
+assert_empty "$T/slowrun.err"
+slow_span=$(span_where 'a["idem.key"] == "slow"')
+assert_eq 7 "$(jsonq /attributes/process.exit.code <<<"$slow_span")" "the slow receiver's span"
 
 # An endpoint idem cannot post to: the CLI says so once and runs without traces; the daemon
 # does not start.

@@ -7,13 +7,16 @@ zeros; times as strings of nanoseconds; attributes as {key, value: {stringValue 
 links), and appends each span as one JSON line to --spans: its ids, parent, name, kind, times,
 attributes flattened to {key: value}, links, and the resource's service.name. A request whose
 shape is wrong is answered 400 and its reason appended to --errors, which a test expects empty.
---status answers every request with that status instead (a receiver that refuses).
+--status answers every request with that status instead (a receiver that refuses); --delay-ms
+holds each answer that long after the spans are recorded (a slow receiver). A sender that closed
+its connection without reading the answer is no error.
 """
 import argparse
 import json
 import re
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
@@ -104,6 +107,7 @@ def main():
     p.add_argument("--path", default="/v1/traces")
     p.add_argument("--status", type=int, default=0)
     p.add_argument("--headers-log", default="")
+    p.add_argument("--delay-ms", type=int, default=0)
     args = p.parse_args()
     lock = threading.Lock()
 
@@ -117,8 +121,12 @@ def main():
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(text)))
-            self.end_headers()
-            self.wfile.write(text)
+            try:
+                self.end_headers()
+                self.wfile.write(text)
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the sender did not wait for the answer
 
         def do_POST(self):
             length = int(self.headers.get("Content-Length", "0"))
@@ -140,6 +148,8 @@ def main():
             with lock, open(args.spans, "a") as f:
                 for s in spans:
                     f.write(json.dumps(s) + "\n")
+            if args.delay_ms:
+                time.sleep(args.delay_ms / 1000)
             self.answer(200, b"{}")
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -194,7 +194,7 @@ struct FakeTransport final : idem::otel::Transport {
     std::function<void()> after_post;  // told after every request, whatever its fate
   };
   explicit FakeTransport(std::shared_ptr<Shared> s) : shared(std::move(s)) {}
-  void post(const std::string& body, int64_t deadline_ms) override {
+  void post(const std::string& body, int64_t deadline_ms, bool /*await_answer*/) override {
     bool failed = false;
     {
       std::lock_guard lock(shared->mutex);
