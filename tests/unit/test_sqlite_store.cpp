@@ -23,6 +23,7 @@
 #include "core/response.hpp"
 #include "fixtures.hpp"
 #include "race.hpp"
+#include "store/sqlite/files.hpp"
 #include "store/sqlite/sql.hpp"
 #include "store/store.hpp"
 #include "store_contract.hpp"
@@ -143,6 +144,49 @@ TEST_CASE("store: gc in batches removes everything due and truncates the WAL", "
   struct stat st {};
   REQUIRE(::stat((path + "-wal").c_str(), &st) == 0);
   CHECK(st.st_size == 0);
+  CHECK(::access((path + ".gc").c_str(), F_OK) != 0);  // its mark is gone with it
+}
+
+// Finishes KEY with an outcome of 5 MiB: past every checkpoint threshold but gc's.
+void finish_large(Store& store, const std::string& key) {
+  ClaimResult c = store.claim(request(key), k_alive);
+  idem::core::CapturedOutput captured;
+  captured.append(idem::core::Stream::out, std::string(5 * 1024 * 1024, 'x'));
+  Outcome o = outcome(Status::succeeded, 0, k_t0 + 1);
+  o.output = captured.encode();
+  o.output_bytes = captured.stored_bytes();
+  REQUIRE(store.finish(key, c.attempt, o));
+}
+
+int64_t wal_size(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat((path + "-wal").c_str(), &st) == 0);
+  return st.st_size;
+}
+
+TEST_CASE("store: while a gc holds its mark, other writers leave the WAL to it", "[store]") {
+  using idem::store::sqlite::gc_marked;
+  using idem::store::sqlite::GcMark;
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  auto store = open_sqlite_store(path);
+  CHECK_FALSE(gc_marked(path));
+  {
+    const GcMark mark(path);  // as another process's gc holds it
+    CHECK(gc_marked(path));
+    finish_large(*store, "during");
+    CHECK(wal_size(path) > 5 * 1024 * 1024);
+  }
+  CHECK_FALSE(gc_marked(path));
+  CHECK(::access((path + ".gc").c_str(), F_OK) != 0);
+  finish_large(*store, "after");
+  CHECK(wal_size(path) == 0);
+  // A mark that a killed gc left behind, unlocked, is not heeded.
+  std::ofstream(path + ".gc").close();
+  CHECK_FALSE(gc_marked(path));
+  finish_large(*store, "left");
+  CHECK(wal_size(path) == 0);
+  CHECK(store->get("during").has_value());
 }
 
 TEST_CASE("store: a large outcome checkpoints and truncates the WAL", "[store]") {

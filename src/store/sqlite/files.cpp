@@ -1,6 +1,7 @@
 #include "store/sqlite/files.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -160,6 +161,24 @@ void take_back(const std::string& path, const Created& created) {
   }
   for (auto dir = created.dirs.rbegin(); dir != created.dirs.rend(); ++dir)
     if (::rmdir(dir->c_str()) != 0) break;
+}
+
+GcMark::GcMark(const std::string& db_path) : path_(db_path + ".gc") {
+  util::Fd fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (fd.valid() && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) fd_ = std::move(fd);
+}
+
+GcMark::~GcMark() {
+  if (fd_.valid()) ::unlink(path_.c_str());  // then the lock goes with the descriptor
+}
+
+bool gc_marked(const std::string& db_path) {
+  const std::string path = db_path + ".gc";
+  util::Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid()) return false;
+  if (::flock(fd.get(), LOCK_SH | LOCK_NB) == 0) return false;  // left by a gc that was killed
+  return errno == EWOULDBLOCK;
 }
 
 }  // namespace idem::store::sqlite

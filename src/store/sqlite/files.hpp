@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "util/fd.hpp"
+
 namespace idem::store::sqlite {
 
 // What opening a store created, so that a failed open can take it back.
@@ -44,5 +46,27 @@ std::string resolved_path(const std::string& path);
 // process can have written one there), so removing it cannot lose anyone's records. Folders
 // only while empty.
 void take_back(const std::string& path, const Created& created);
+
+// While gc deletes, it holds PATH.gc (created 0600, locked with flock) so that the store's other
+// writers leave the WAL to gc's own checkpoints, which come at a larger size
+// (k_gc_checkpoint_wal_bytes): at their own size they copied gc's frames after nearly every
+// batch. Only speed depends on the mark: a file that cannot be made, or that another gc holds,
+// leaves this gc unmarked. Removed at the end; one a killed gc left behind is unlocked, and
+// unheeded.
+class GcMark {
+ public:
+  explicit GcMark(const std::string& db_path);
+  ~GcMark();
+  GcMark(const GcMark&) = delete;
+  GcMark& operator=(const GcMark&) = delete;
+
+ private:
+  std::string path_;
+  util::Fd fd_;
+};
+
+// Whether a gc of another connection holds DB_PATH.gc now: the file is this user's and locked.
+// One failed open (ENOENT) when no gc runs.
+bool gc_marked(const std::string& db_path);
 
 }  // namespace idem::store::sqlite

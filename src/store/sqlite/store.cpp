@@ -71,8 +71,8 @@ constexpr int64_t k_checkpoint_wal_bytes = 256 * 1024;
 // gc's own batches checkpoint at this size instead: a batch of deletes writes more than
 // k_checkpoint_wal_bytes, so at that size gc copied and synced the WAL after every batch. At
 // 16 MiB a collection of 500,000 among 1,000,000 records syncs 118 times instead of 376 (at
-// 4 MiB), 13.3 s instead of 15.1 s (bench/README.md). Other writers still checkpoint at
-// k_checkpoint_wal_bytes, and gc ends with a checkpoint that empties the WAL.
+// 4 MiB), 13.3 s instead of 15.1 s (bench/README.md). While gc runs (GcMark), other writers
+// leave the WAL to it, and gc ends with a checkpoint that empties the WAL.
 constexpr int64_t k_gc_checkpoint_wal_bytes = 16 * 1024 * 1024;
 // StoreOptions::long_lived: the daemon's connections checkpoint at this size.
 constexpr int64_t k_long_lived_checkpoint_wal_bytes = 1024 * 1024;
@@ -699,8 +699,17 @@ class SqliteStore final : public Store {
       if (q.older_than_ms > 0) n += count_of(sqlite_sql::gc_ended("count(*)"), bind);
       return {n, 0};
     }
-    int64_t removed = delete_picked(sqlite_sql::gc_expired("rowid"), bind);
-    if (q.older_than_ms > 0) removed += delete_picked(sqlite_sql::gc_ended("rowid"), bind);
+    int64_t removed = 0;
+    {
+      const GcMark mark(path_);
+      struct Collecting {  // this connection's checkpoints heed no mark while it holds one
+        bool& on;
+        explicit Collecting(bool& flag) : on(flag) { on = true; }
+        ~Collecting() { on = false; }
+      } collecting(collecting_);
+      removed = delete_picked(sqlite_sql::gc_expired("rowid"), bind);
+      if (q.older_than_ms > 0) removed += delete_picked(sqlite_sql::gc_ended("rowid"), bind);
+    }
     return {removed, checkpoint_truncate() ? 0 : wal_bytes()};
   }
 
@@ -1106,6 +1115,7 @@ class SqliteStore final : public Store {
   void checkpoint_if_wal_large() { checkpoint_if_wal_large(checkpoint_wal_bytes_); }
   void checkpoint_if_wal_large(int64_t large_bytes) {
     if (wal_bytes() <= large_bytes) return;
+    if (!collecting_ && gc_marked(path_)) return;  // gc's own checkpoints will copy it
     std::lock_guard queued(writers_->transactions());
     if (wal_bytes() > large_bytes) checkpoint_queued(checkpoint_mode_);
   }
@@ -1133,6 +1143,7 @@ class SqliteStore final : public Store {
   }
 
   std::string path_;
+  bool collecting_ = false;             // within gc(), which holds the store's GcMark
   const int64_t checkpoint_wal_bytes_;  // StoreOptions::long_lived
   const int checkpoint_mode_;           // SQLITE_CHECKPOINT_TRUNCATE, or RESTART (long_lived)
   std::optional<LiveSpool> live_;       // beside the file itself (links resolved)
