@@ -120,19 +120,6 @@ UpstreamTarget parse_upstream_url(const std::string& source, const std::string& 
   return target;
 }
 
-namespace {
-
-// The upstream's addresses; an UpstreamError when there are none.
-std::vector<SocketAddress> resolve(const UpstreamTarget& target) {
-  Resolved found = resolve_host(target.host, target.port);
-  if (found.addresses.empty())
-    throw UpstreamError(UpstreamError::connect,
-                        "cannot resolve " + target.host + ": " + found.error);
-  return std::move(found.addresses);
-}
-
-}  // namespace
-
 // The pool's shared state. Exchanges hold a reference to it: a pool outlives its exchanges. Not
 // in the anonymous namespace: UpstreamPool::Pool (declared in the header) holds one.
 namespace upstream_pool {
@@ -173,14 +160,30 @@ struct Connections {
     if (idle.size() < max_idle) idle.push_back(std::move(c));
   }
 
+  // A new connection; throws UpstreamError (connect, or timeout).
   util::Fd open(int64_t deadline_ms);
+  // The same without throwing: an invalid Fd and `failure` saying why.
+  util::Fd try_open(int64_t deadline_ms, std::string& failure);
 };
 }  // namespace upstream_pool
 using upstream_pool::Connections;
 
 util::Fd Connections::open(int64_t deadline_ms) {
+  std::string failure;
+  util::Fd fd = try_open(deadline_ms, failure);
+  if (fd.valid()) return fd;
+  const bool timed_out = util::monotonic_ms() >= deadline_ms;
+  throw UpstreamError(timed_out ? UpstreamError::timeout : UpstreamError::connect, failure, false);
+}
+
+util::Fd Connections::try_open(int64_t deadline_ms, std::string& failure) {
+  Resolved found = resolve_host(target.host, target.port);
+  if (found.addresses.empty()) {
+    failure = "cannot resolve " + target.host + ": " + found.error;
+    return {};
+  }
   int err = EADDRNOTAVAIL;
-  for (const SocketAddress& a : resolve(target)) {
+  for (const SocketAddress& a : found.addresses) {
     util::Fd fd(::socket(a.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd.valid()) {
       err = errno;
@@ -192,9 +195,10 @@ util::Fd Connections::open(int64_t deadline_ms) {
         continue;
       }
       Ready r = wait_for(fd.get(), POLLOUT, deadline_ms);
-      if (r == Ready::timeout)
-        throw UpstreamError(UpstreamError::timeout,
-                            "connecting to " + target.authority + " outlasted the deadline", false);
+      if (r == Ready::timeout) {
+        failure = "connecting to " + target.authority + " outlasted the deadline";
+        return {};
+      }
       socklen_t len = sizeof err;
       if (r != Ready::ready || ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0)
         err = errno;
@@ -205,8 +209,8 @@ util::Fd Connections::open(int64_t deadline_ms) {
     ++opened;
     return fd;
   }
-  throw UpstreamError(UpstreamError::connect,
-                      "cannot connect to " + target.authority + ": " + why(err));
+  failure = "cannot connect to " + target.authority + ": " + why(err);
+  return {};
 }
 
 namespace {
@@ -356,16 +360,15 @@ std::unique_ptr<UpstreamExchange> UpstreamPool::send(const UpstreamRequest& requ
   }
 }
 
-void UpstreamPool::send_unanswered(const UpstreamRequest& request, int64_t deadline_ms) {
-  const std::string head = request_head(target_, request);
-  util::Fd fd = pool_->connections.open(deadline_ms);
-  if (!send_all(fd.get(), head + std::string(request.body), deadline_ms)) {
-    const int err = errno;
-    if (err == ETIMEDOUT || util::monotonic_ms() >= deadline_ms)
-      throw UpstreamError(UpstreamError::timeout,
-                          "sending to " + target_.authority + " outlasted the deadline");
-    throw UpstreamError(UpstreamError::broken, "sending to " + target_.authority + ": " + why(err));
-  }
+std::string UpstreamPool::send_unanswered(const UpstreamRequest& request, int64_t deadline_ms) {
+  const std::string bytes = request_head(target_, request).append(request.body);
+  std::string failure;
+  util::Fd fd = pool_->connections.try_open(deadline_ms, failure);
+  if (!fd.valid()) return failure;
+  if (send_all(fd.get(), bytes, deadline_ms)) return {};
+  if (errno == ETIMEDOUT || util::monotonic_ms() >= deadline_ms)
+    return "sending to " + target_.authority + " outlasted the deadline";
+  return "sending to " + target_.authority + ": " + why(errno);
 }
 
 }  // namespace idem::net

@@ -114,8 +114,8 @@ void Exporter::drain_batch(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
 bool Exporter::send(const std::vector<core::Span>& batch, int64_t deadline_ms) {
   std::string why;
   try {
-    transport_->post(core::otlp_json(resource_, batch), deadline_ms, options_.await_answer);
-  } catch (const std::exception& e) {
+    why = transport_->post(core::otlp_json(resource_, batch), deadline_ms, options_.await_answer);
+  } catch (const std::exception& e) {  // no memory for the request
     why = e.what();
   }
   // Told once when exports start failing, once when they work again: a receiver down for an

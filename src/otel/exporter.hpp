@@ -25,9 +25,9 @@ class Transport {
  public:
   virtual ~Transport() = default;
   // Posts `body` (an OTLP/HTTP JSON export request), done by `deadline_ms` (the monotonic
-  // clock); with `await_answer` false, done once it is written (the answer is not read). Throws
-  // std::exception saying why it was not accepted.
-  virtual void post(const std::string& body, int64_t deadline_ms, bool await_answer) = 0;
+  // clock); with `await_answer` false, done once it is written (the answer is not read).
+  // Returns "" when it was accepted, else why not.
+  virtual std::string post(const std::string& body, int64_t deadline_ms, bool await_answer) = 0;
   // The receiver, for messages.
   virtual std::string where() const = 0;
 };

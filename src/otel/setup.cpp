@@ -28,22 +28,25 @@ class OtlpHttp final : public Transport {
         headers_.emplace_back(name, value);
   }
 
-  void post(const std::string& body, int64_t deadline_ms, bool await_answer) override {
+  std::string post(const std::string& body, int64_t deadline_ms, bool await_answer) override {
     net::UpstreamRequest request;
     request.method = "POST";
     request.target = path_;
     request.headers = headers_;
     request.body = body;
-    if (!await_answer) {
-      request.headers.emplace_back("Connection", "close");  // the receiver keeps nothing for it
-      pool_.send_unanswered(request, deadline_ms);
-      return;
+    try {
+      if (!await_answer) {
+        request.headers.emplace_back("Connection", "close");  // the receiver keeps nothing for it
+        return pool_.send_unanswered(request, deadline_ms);
+      }
+      auto exchange = pool_.send(request, deadline_ms);
+      const int status = exchange->head().status;
+      exchange->read_body([](std::string_view) { return true; });  // so the connection is kept
+      if (status < 200 || status > 299) return "the receiver answered " + std::to_string(status);
+      return {};
+    } catch (const std::exception& e) {
+      return e.what();
     }
-    auto exchange = pool_.send(request, deadline_ms);
-    const int status = exchange->head().status;
-    exchange->read_body([](std::string_view) { return true; });  // so the connection is kept
-    if (status < 200 || status > 299)
-      throw std::runtime_error("the receiver answered " + std::to_string(status));
   }
 
   std::string where() const override { return url_; }
