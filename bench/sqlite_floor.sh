@@ -33,7 +33,7 @@ gcc -O2 -static -no-pie "$root/bench/sqlite_floor.c" -o floor -lsqlite3 -lm 2>/d
 printf 'int main(void) { return 0; }\n' >nothing.c
 gcc -O2 -static -no-pie nothing.c -o nothing
 export IDEM_DB=$dir/idem.db
-"$idem" run -q -k done -- true
+"$idem" run -q -k "done" -- true
 # The WAL as a store that has run for a while has it, not holding the schema's creation: emptied
 # once; then idem's replays and the floor's counts grow it alike, and idem checkpoints it at
 # 256 KiB as it does for any store.

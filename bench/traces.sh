@@ -46,7 +46,7 @@ for _ in $(seq 100); do [[ -s $dir/port ]] && break; sleep 0.1; done
 up=http://127.0.0.1:$(<"$dir/port")
 # A port nobody listens on: bound, then closed (the kernel hands it out again only later).
 down=http://127.0.0.1:$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$idem" run -q -k done -- true
+"$idem" run -q -k "done" -- true
 gcc -O2 -static "$root/bench/export_floor.c" -o "$dir/export_floor"
 
 python3 - "$idem" "$up" "$down" "$rounds" "$runs" "$dir/export_floor" <<'PY'

@@ -335,40 +335,34 @@ class Transaction {
   bool open_ = false;
 };
 
-// While it lives, the connection's commits are not synced (synchronous=NORMAL: the WAL stays
-// consistent, the last commits can be lost to a power cut); FULL again after. Set outside a
-// transaction, before it begins and after it ended.
-class UnsyncedCommits {
+// While it lives, a pragma of the connection has the value `set` gives it, and `restore` gives
+// it back after. Each is a speed setting, so a failure is ignored. Made outside a transaction,
+// before it begins and after it ended.
+class ScopedPragma {
  public:
-  UnsyncedCommits(sqlite3* db, bool unsynced) : db_(unsynced ? db : nullptr) {
-    if (db_ != nullptr) sqlite3_exec(db_, "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr);
+  ScopedPragma(sqlite3* db, const char* set, const char* restore) : db_(db), restore_(restore) {
+    sqlite3_exec(db_, set, nullptr, nullptr, nullptr);
   }
-  ~UnsyncedCommits() {
-    if (db_ != nullptr) sqlite3_exec(db_, "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr);
-  }
-  UnsyncedCommits(const UnsyncedCommits&) = delete;
-  UnsyncedCommits& operator=(const UnsyncedCommits&) = delete;
+  ~ScopedPragma() { sqlite3_exec(db_, restore_, nullptr, nullptr, nullptr); }
+  ScopedPragma(const ScopedPragma&) = delete;
+  ScopedPragma& operator=(const ScopedPragma&) = delete;
 
  private:
   sqlite3* db_;
+  const char* restore_;
 };
 
-// While it lives, the connection keeps its temporary files in memory: above all the statement
-// journal of a statement that changes many rows inside a transaction, which SQLite otherwise
-// spills to a file past 64 KiB (gc's batches: a few MiB at most, bounded by the batch).
-class JournalInMemory {
- public:
-  explicit JournalInMemory(sqlite3* db) : db_(db) {
-    sqlite3_exec(db_, "PRAGMA temp_store = MEMORY", nullptr, nullptr, nullptr);
-  }
-  ~JournalInMemory() {
-    sqlite3_exec(db_, "PRAGMA temp_store = DEFAULT", nullptr, nullptr, nullptr);
-  }
-  JournalInMemory(const JournalInMemory&) = delete;
-  JournalInMemory& operator=(const JournalInMemory&) = delete;
+// The connection's commits are not synced (synchronous=NORMAL: the WAL stays consistent, the
+// last commits can be lost to a power cut); FULL again after.
+inline ScopedPragma unsynced_commits(sqlite3* db) {
+  return {db, "PRAGMA synchronous = NORMAL", "PRAGMA synchronous = FULL"};
+}
 
- private:
-  sqlite3* db_;
-};
+// The connection keeps its temporary files in memory: above all the statement journal of a
+// statement that changes many rows inside a transaction, which SQLite otherwise spills to a file
+// past 64 KiB (gc's batches: a few MiB at most, bounded by the batch).
+inline ScopedPragma journal_in_memory(sqlite3* db) {
+  return {db, "PRAGMA temp_store = MEMORY", "PRAGMA temp_store = DEFAULT"};
+}
 
 }  // namespace idem::store::sqlite

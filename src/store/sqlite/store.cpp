@@ -762,8 +762,8 @@ class SqliteStore final : public Store {
     // the last batches can be lost to a power cut, and the next gc collects them again); the
     // commits of other processes, synced, make the earlier frames durable anyway. This takes a
     // thousand fsyncs off a collection of 500,000 records.
-    UnsyncedCommits unsynced(db_, true);
-    JournalInMemory in_memory(db_);
+    const ScopedPragma unsynced = unsynced_commits(db_);
+    const ScopedPragma in_memory = journal_in_memory(db_);
     int64_t removed = 0;
     for (;;) {
       int64_t batch = 0;
