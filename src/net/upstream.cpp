@@ -360,15 +360,15 @@ std::unique_ptr<UpstreamExchange> UpstreamPool::send(const UpstreamRequest& requ
   }
 }
 
-std::string UpstreamPool::send_unanswered(const UpstreamRequest& request, int64_t deadline_ms) {
+util::Fd UpstreamPool::send_unanswered(const UpstreamRequest& request, int64_t deadline_ms,
+                                       std::string& failure) {
   const std::string bytes = request_head(target_, request).append(request.body);
-  std::string failure;
   util::Fd fd = pool_->connections.try_open(deadline_ms, failure);
-  if (!fd.valid()) return failure;
-  if (send_all(fd.get(), bytes, deadline_ms)) return {};
-  if (errno == ETIMEDOUT || util::monotonic_ms() >= deadline_ms)
-    return "sending to " + target_.authority + " outlasted the deadline";
-  return "sending to " + target_.authority + ": " + why(errno);
+  if (!fd.valid() || send_all(fd.get(), bytes, deadline_ms)) return fd;
+  failure = errno == ETIMEDOUT || util::monotonic_ms() >= deadline_ms
+                ? "sending to " + target_.authority + " outlasted the deadline"
+                : "sending to " + target_.authority + ": " + why(errno);
+  return {};
 }
 
 }  // namespace idem::net

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/fd.hpp"
+
 namespace idem::net {
 
 // Where the upstream is: parsed from `http://HOST[:PORT][/PREFIX]` (HOST a name, an IPv4
@@ -100,14 +102,15 @@ class UpstreamPool {
   // the making of a connection, before anything is sent. Throws UpstreamError.
   std::unique_ptr<UpstreamExchange> send(const UpstreamRequest& request, int64_t deadline_ms,
                                          int64_t connect_deadline_ms = 0);
-  // Sends `request` on a connection of its own and closes it without reading the answer, for a
-  // sender that would not act on the answer and is about to exit (the CLI's spans): the kernel
-  // still delivers what was written. `deadline_ms` bounds the connection and the writing.
-  // Returns "" once the request is written, else why not (a refused connection, a deadline):
-  // not thrown: a replay whose receiver is down paid for its first exception, the unwinder's
-  // pages (198 page faults instead of 189). Throws UpstreamError only for a request that cannot
-  // be framed (a header value with a line break).
-  std::string send_unanswered(const UpstreamRequest& request, int64_t deadline_ms);
+  // Sends `request` on a connection of its own and hands that connection back without reading
+  // the answer, for a sender that would not act on the answer and is about to exit (the CLI's
+  // spans). `deadline_ms` bounds the connection and the writing. Returns the connection once the
+  // request is written, else an invalid Fd and `failure` saying why (a refused connection, a
+  // deadline): not thrown, as a replay whose receiver is down paid for its first exception, the
+  // unwinder's pages (198 page faults instead of 189). Throws UpstreamError only for a request
+  // that cannot be framed (a header value with a line break).
+  util::Fd send_unanswered(const UpstreamRequest& request, int64_t deadline_ms,
+                           std::string& failure);
 
   const UpstreamTarget& target() const { return target_; }
   int64_t opened() const;  // connections opened so far (for /metrics and tests)

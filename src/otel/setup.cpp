@@ -1,5 +1,8 @@
 #include "otel/setup.hpp"
 
+#include <poll.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <utility>
@@ -7,7 +10,11 @@
 
 #include "core/errors.hpp"
 #include "net/message.hpp"
+#include "net/socket_io.hpp"
 #include "net/upstream.hpp"
+#include "proc/child_exec.hpp"
+#include "util/clock.hpp"
+#include "util/fd.hpp"
 
 namespace idem::otel {
 
@@ -37,7 +44,10 @@ class OtlpHttp final : public Transport {
     try {
       if (!await_answer) {
         request.headers.emplace_back("Connection", "close");  // the receiver keeps nothing for it
-        return pool_.send_unanswered(request, deadline_ms);
+        std::string failure;
+        const util::Fd connection = pool_.send_unanswered(request, deadline_ms, failure);
+        if (connection.valid()) hold_until_answered(connection.get(), deadline_ms);
+        return failure;
       }
       auto exchange = pool_.send(request, deadline_ms);
       const int status = exchange->head().status;
@@ -50,6 +60,16 @@ class OtlpHttp final : public Transport {
   }
 
   std::string where() const override { return url_; }
+
+ private:
+  // The connection stays open until the receiver answers (or the deadline), in a process of its
+  // own when this one can make one, so that this one may exit now: a receiver in Go cancels the
+  // request of a client that went away, and may drop spans it was still handling.
+  static void hold_until_answered(int fd, int64_t deadline_ms) {
+    const int64_t left_ms = std::max<int64_t>(0, deadline_ms - util::monotonic_ms());
+    if (proc::hold_open_until_readable(fd, int(left_ms)) < 0)
+      net::wait_for(fd, POLLIN, deadline_ms);
+  }
 
  private:
   const std::string url_;

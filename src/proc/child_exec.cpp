@@ -5,13 +5,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstddef>
+#include <ctime>
 
 #if defined(__clang__)
 #define IDEM_RAW_CHILD \
@@ -274,6 +277,49 @@ long clone_child_into(ChildPlan& plan, void* stack_base, void* stack_top, int cg
   args.cgroup = uint64_t(cgroup_fd);
   return idem_clone3_vm(&args, sizeof args);
 }
+
+namespace {
+
+// What hold_open_until_readable's process reads, where the creating process will not change it.
+struct Hold {
+  int fd = -1;
+  int timeout_ms = 0;
+};
+Hold g_hold;
+alignas(16) char g_hold_stack[8192];
+std::atomic<bool> g_hold_taken{false};
+
+IDEM_RAW_CHILD int hold_open(void* opaque) {
+  const Hold hold = *static_cast<const Hold*>(opaque);
+  // Every fd but the connection: a pipe of this process's kept open would keep its reader (a
+  // shell's `$(idem run ...)`) waiting for this process too.
+  if (hold.fd > 0) sys(SYS_close_range, 0, hold.fd - 1, 0);
+  if (sys(SYS_close_range, hold.fd + 1, ~0U, 0) != 0)
+    for (int fd = 0; fd < 1024; ++fd)
+      if (fd != hold.fd) sys(SYS_close, fd);
+  pollfd answer{hold.fd, POLLIN, 0};
+  const timespec wait{hold.timeout_ms / 1000, long(hold.timeout_ms % 1000) * 1000000L};
+  sys(SYS_ppoll, as_arg(&answer), 1, as_arg(&wait), 0);
+  exit_now(0);
+}
+
+}  // namespace
+
+long hold_open_until_readable(int fd, int timeout_ms) {
+  if (g_hold_taken.exchange(true)) return -EBUSY;
+  g_hold.fd = fd;
+  g_hold.timeout_ms = timeout_ms < 0 ? 0 : timeout_ms;
+  // No handler of this process's may run on the new process's stack: it starts with every
+  // signal blocked and keeps them so.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  const long pid = idem_clone_vm(CLONE_VM, g_hold_stack + sizeof g_hold_stack, hold_open, &g_hold);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return pid;
+}
+#else
+long hold_open_until_readable(int, int) { return -ENOSYS; }
 #endif
 
 IDEM_RAW_CHILD int child_exec(void* opaque) {

@@ -50,6 +50,17 @@ long clone_child(ChildPlan& plan, void* stack_top);
 // or -EACCES where this process may not put processes there.
 long clone_child_into(ChildPlan& plan, void* stack_base, void* stack_top, int cgroup_fd);
 
+// Keeps `fd` open in a process of its own until the peer has written to it (it is readable: a
+// receiver's answer) or `timeout_ms` has passed, then exits. For a request written just before
+// this process exits (the CLI's spans): the exit would close the connection at once, and a
+// receiver that sees its client go (Go's net/http cancels the request's context) may drop what
+// it was still handling. The process is created as clone_child's are (sharing this one's memory,
+// which it does not touch: it runs on a stack of its own), with every signal blocked, no other
+// fd of this process's, and no exit signal: nobody waits for it (init reaps it). At most one a
+// process. Returns its pid, or -errno (-EBUSY for a second one). Only where
+// IDEM_CHILD_SHARES_MEMORY.
+long hold_open_until_readable(int fd, int timeout_ms);
+
 // The child's body: its own process group, PR_SET_PDEATHSIG SIGKILL and the parent
 // check, the go byte, signals at their defaults and an empty mask, fds 0-2, cwd, then the PATH
 // lookup of glibc's execvpe (EACCES wins over ENOENT; ENOEXEC runs the file under /bin/sh). A

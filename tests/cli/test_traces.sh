@@ -219,10 +219,12 @@ expect_rc 5
 assert_empty "$T/refused.err"
 # A receiver slow to answer: the CLI writes its span and exits without waiting for the answer
 # (the command has ended: nothing would act on it), where it used to wait up to 2 s; the span
-# arrives all the same.
-start_receiver slow --delay-ms 5000
+# arrives all the same, and the connection stays open until the answer (a process of idem's
+# holds it), as a receiver in Go needs.
+# It answers after 1.5 s, within the 2 s the connection is held for (no OTEL_EXPORTER_OTLP_TIMEOUT).
+start_receiver slow --delay-ms 1500
 start=$(now_ms)
-capture slowrun env OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$RPORT" \
+capture slowrun env -u OTEL_EXPORTER_OTLP_TIMEOUT OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$RPORT" \
   "$IDEM_BIN" run -k slow -- sh -c 'exit 7'
 expect_rc 7
 elapsed=$(($(now_ms) - start))
@@ -230,6 +232,8 @@ elapsed=$(($(now_ms) - start))
 assert_empty "$T/slowrun.err"
 slow_span=$(span_where 'a["idem.key"] == "slow"')
 assert_eq 7 "$(jsonq /attributes/process.exit.code <<<"$slow_span")" "the slow receiver's span"
+wait_until "the slow receiver's answer" grep -q . "$T/slow.port.answered"
+assert_empty "$T/slow.errors"
 
 # An endpoint idem cannot post to: the CLI says so once and runs without traces; the daemon
 # does not start.

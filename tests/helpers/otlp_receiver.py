@@ -8,12 +8,15 @@ links), and appends each span as one JSON line to --spans: its ids, parent, name
 attributes flattened to {key: value}, links, and the resource's service.name. A request whose
 shape is wrong is answered 400 and its reason appended to --errors, which a test expects empty.
 --status answers every request with that status instead (a receiver that refuses); --delay-ms
-holds each answer that long after the spans are recorded (a slow receiver). A sender that closed
-its connection without reading the answer is no error.
+holds each answer that long after the spans are recorded (a slow receiver), and then finds the
+client still connected or says so in --errors (a line in PORT_FILE.answered once it looked). A sender that closes its connection once the
+answer is on its way, without reading it, is no error.
 """
 import argparse
 import json
 import re
+import select
+import socket
 import sys
 import threading
 import time
@@ -150,6 +153,14 @@ def main():
                     f.write(json.dumps(s) + "\n")
             if args.delay_ms:
                 time.sleep(args.delay_ms / 1000)
+                # A Go receiver cancels the request of a client that went away before its answer
+                # (and may drop its spans): the client must still be there.
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                if readable and self.connection.recv(1, socket.MSG_PEEK) == b"":
+                    with lock, open(args.errors, "a") as f:
+                        f.write("the client closed its connection before the answer\n")
+                with lock, open(args.port_file + ".answered", "a") as f:  # the look was taken
+                    f.write("answered\n")
             self.answer(200, b"{}")
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
