@@ -71,7 +71,6 @@ class OtlpHttp final : public Transport {
       net::wait_for(fd, POLLIN, deadline_ms);
   }
 
- private:
   const std::string url_;
   const std::string path_;  // the endpoint's path, "/v1/traces" (the pool adds no prefix)
   net::UpstreamPool pool_;
