@@ -14,6 +14,7 @@
 #include "core/record_json.hpp"
 #include "engine/notify.hpp"
 #include "otel/setup.hpp"
+#include "proc/child_exec.hpp"
 #include "proc/liveness.hpp"
 #include "util/clock.hpp"
 
@@ -222,6 +223,9 @@ CliTraces::CliTraces(engine::Front& front, bool background) {
     // What the receiver answers would change nothing: the command has ended, and its exit code
     // is never the export's. Waiting for the answer cost a replay a sixth of its time.
     options.await_answer = false;
+    options.hold_connection = [](int fd, int timeout_ms) {
+      return proc::hold_open_until_readable(fd, timeout_ms) >= 0;
+    };
     exporter_ = otel::exporter_from_environment(*front.clock, options);
   } catch (const Error& e) {
     std::cerr << "idem: " << e.what() << "; running without traces\n";

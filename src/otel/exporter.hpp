@@ -48,6 +48,11 @@ class Exporter final : public engine::SpanSink {
     // command about to exit would not act on it; the receiver's work is not waited for). A
     // request written whole counts as exported.
     bool await_answer = true;
+    // With await_answer false: takes over a connection whose request is written, and keeps it
+    // open until the receiver answers or `timeout_ms` passes, so that this process may exit now
+    // (a receiver in Go cancels the request of a client that went away, and may drop its spans).
+    // False when it cannot: the exporter then waits for the answer to begin. Unset: the same.
+    std::function<bool(int fd, int timeout_ms)> hold_connection;
     // Told when exports start failing and when they work again (not of every failure): the
     // daemon's log. Called on the exporter's thread.
     std::function<void(const std::string& line)> report;

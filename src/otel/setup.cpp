@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -12,7 +13,6 @@
 #include "net/message.hpp"
 #include "net/socket_io.hpp"
 #include "net/upstream.hpp"
-#include "proc/child_exec.hpp"
 #include "util/clock.hpp"
 #include "util/fd.hpp"
 
@@ -24,10 +24,12 @@ namespace {
 // success still took what it could).
 class OtlpHttp final : public Transport {
  public:
-  OtlpHttp(const core::TraceSettings& settings, net::UpstreamTarget target)
+  OtlpHttp(const core::TraceSettings& settings, net::UpstreamTarget target,
+           std::function<bool(int, int)> hold)
       : url_(settings.endpoint),
         path_(target.prefix.empty() ? "/" : std::exchange(target.prefix, std::string())),
-        pool_(std::move(target), 1) {
+        pool_(std::move(target), 1),
+        hold_(std::move(hold)) {
     headers_.emplace_back("Host", pool_.target().authority);
     headers_.emplace_back("Content-Type", "application/json");
     for (const auto& [name, value] : settings.headers)
@@ -62,18 +64,17 @@ class OtlpHttp final : public Transport {
   std::string where() const override { return url_; }
 
  private:
-  // The connection stays open until the receiver answers (or the deadline), in a process of its
-  // own when this one can make one, so that this one may exit now: a receiver in Go cancels the
-  // request of a client that went away, and may drop spans it was still handling.
-  static void hold_until_answered(int fd, int64_t deadline_ms) {
+  // The connection stays open until the receiver answers (or the deadline): held by hold_ when
+  // it can, so that this process may exit now, else waited for here.
+  void hold_until_answered(int fd, int64_t deadline_ms) const {
     const int64_t left_ms = std::max<int64_t>(0, deadline_ms - util::monotonic_ms());
-    if (proc::hold_open_until_readable(fd, int(left_ms)) < 0)
-      net::wait_for(fd, POLLIN, deadline_ms);
+    if (!hold_ || !hold_(fd, int(left_ms))) net::wait_for(fd, POLLIN, deadline_ms);
   }
 
   const std::string url_;
   const std::string path_;  // the endpoint's path, "/v1/traces" (the pool adds no prefix)
   net::UpstreamPool pool_;
+  const std::function<bool(int fd, int timeout_ms)> hold_;  // Exporter::Options::hold_connection
   std::vector<std::pair<std::string, std::string>> headers_;
 };
 
@@ -88,8 +89,9 @@ std::shared_ptr<Exporter> make_exporter(const core::TraceSettings& settings,
                      "endpoint (a collector on this host or a private network)");
   net::UpstreamTarget target = net::parse_upstream_url(settings.endpoint_variable, url);
   options.timeout_ms = std::min(options.timeout_ms, settings.timeout_ms);
-  return std::make_shared<Exporter>(std::make_unique<OtlpHttp>(settings, std::move(target)),
-                                    settings.resource, clock, std::move(options));
+  return std::make_shared<Exporter>(
+      std::make_unique<OtlpHttp>(settings, std::move(target), options.hold_connection),
+      settings.resource, clock, std::move(options));
 }
 
 std::shared_ptr<Exporter> exporter_from_environment(const util::Clock& clock,
