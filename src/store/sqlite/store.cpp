@@ -702,11 +702,6 @@ class SqliteStore final : public Store {
     int64_t removed = 0;
     {
       const GcMark mark(path_);
-      struct Collecting {  // this connection's checkpoints heed no mark while it holds one
-        bool& on;
-        explicit Collecting(bool& flag) : on(flag) { on = true; }
-        ~Collecting() { on = false; }
-      } collecting(collecting_);
       removed = delete_picked(sqlite_sql::gc_expired("rowid"), bind);
       if (q.older_than_ms > 0) removed += delete_picked(sqlite_sql::gc_ended("rowid"), bind);
     }
@@ -1112,10 +1107,14 @@ class SqliteStore final : public Store {
   int64_t wal_bytes() const { return wal_frames_ * wal_frame_bytes_; }
   // The size is looked at again behind the queue: of several writers that found the WAL large,
   // the first checkpoints it and the others find it empty.
-  void checkpoint_if_wal_large() { checkpoint_if_wal_large(checkpoint_wal_bytes_); }
+  // A writer's: none while a gc holds its mark (gc's own checkpoints will copy the WAL).
+  void checkpoint_if_wal_large() {
+    if (wal_bytes() > checkpoint_wal_bytes_ && !gc_marked(path_))
+      checkpoint_if_wal_large(checkpoint_wal_bytes_);
+  }
+  // gc's batches, at their own size.
   void checkpoint_if_wal_large(int64_t large_bytes) {
     if (wal_bytes() <= large_bytes) return;
-    if (!collecting_ && gc_marked(path_)) return;  // gc's own checkpoints will copy it
     std::lock_guard queued(writers_->transactions());
     if (wal_bytes() > large_bytes) checkpoint_queued(checkpoint_mode_);
   }
@@ -1143,7 +1142,6 @@ class SqliteStore final : public Store {
   }
 
   std::string path_;
-  bool collecting_ = false;             // within gc(), which holds the store's GcMark
   const int64_t checkpoint_wal_bytes_;  // StoreOptions::long_lived
   const int checkpoint_mode_;           // SQLITE_CHECKPOINT_TRUNCATE, or RESTART (long_lived)
   std::optional<LiveSpool> live_;       // beside the file itself (links resolved)
