@@ -186,14 +186,23 @@ settled() {
 wait_until "group z settles" settled
 [[ ! -e $T/overlap ]] || fail "runs overlapped: $(cat "$T/overlap")"
 assert_eq "$(sort "$T/order-z")" "$(sort -u "$T/order-z")" "no key of group z ran twice"
+# A kill abandons the group's one running attempt: most often while its handler sleeps (its line
+# written), but on a slow machine the run may have ended and the next turn begun, its handler not
+# yet at its first line. Either way at most one attempt a kill, and none of them runs again.
+abandoned=0
 for ((i = 1; i <= n; i++)); do
   s=$(idem status "/drain#z$i")
   case $s in
     succeeded) file_has "$T/order-z" "z$i" || fail "z$i succeeded without running" ;;
-    abandoned) grep -qx "z$i" "$T/order-z" || fail "z$i abandoned without having started" ;;
+    abandoned)
+      abandoned=$((abandoned + 1))
+      # Not started: the turn right after one that did (each kill follows a new line).
+      grep -qx "z$i" "$T/order-z" || { ((i > 1)) && grep -qx "z$((i - 1))" "$T/order-z"; } ||
+        fail "z$i abandoned though the key before it never ran" ;;
     *) fail "z$i ended $s after the restarts" ;;
   esac
 done
+((abandoned <= rounds)) || fail "$abandoned attempts abandoned by $rounds kills"
 # In order: what ran, ran in the order accepted.
 assert_eq "$(sort -t z -k 2 -n "$T/order-z")" "$(cat "$T/order-z")" "the order group z ran in"
 stop_daemon
