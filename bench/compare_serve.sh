@@ -73,6 +73,21 @@ start_webhook() {
   exit 1
 }
 
+# start_floor: sets FLOOR_PID and FLOOR_URL; $floor is bench/serve_floor.c built (serve_floor.sh).
+start_floor() {
+  rm -f "$dir/floor.port"
+  "$floor" "$dir/floor.port" 2>>"$dir/floor.log" &
+  FLOOR_PID=$!
+  pids+=("$FLOOR_PID")
+  local i
+  for ((i = 0; i < 500; i++)); do
+    [[ -s $dir/floor.port ]] && break
+    kill -0 "$FLOOR_PID" 2>/dev/null || { tail -5 "$dir/floor.log"; echo "FAIL: serve_floor exited"; exit 1; }
+    sleep 0.01
+  done
+  FLOOR_URL=http://127.0.0.1:$(<"$dir/floor.port")/hook
+}
+
 # stop_pid PID: TERM, then KILL after 5 s.
 stop_pid() {
   local i
@@ -99,11 +114,12 @@ wrk_run() {
 
 # serve_start WHO: starts one side, sets SIDE_URL and SIDE_PID. idem: the daemon on compare.sh's
 # SQLite store (also "sqlite"); pg: the same daemon on the PostgreSQL cluster of compare_pg.sh;
-# webhook. idem's side gets the duplicate delivery once before wrk, so that every request of the
+# webhook; floor (bench/serve_floor.c). idem's side gets the duplicate delivery once before wrk, so that every request of the
 # dup load is a replay.
 serve_start() {
   case $1 in
     webhook) start_webhook; SIDE_URL=$WEBHOOK_URL SIDE_PID=$WEBHOOK_PID; return ;;
+    floor) start_floor; SIDE_URL=$FLOOR_URL SIDE_PID=$FLOOR_PID; return ;;
     pg) IDEM_STORE=$pg_url start_idem_serve ;;
     *) start_idem_serve ;;
   esac
