@@ -38,17 +38,22 @@ pg_sql() { "$pg_bin/psql" -X -q -v ON_ERROR_STOP=1 -d "$pg_url" "$@"; }
 
 # pg_loop MODE ID DEADLINE: back-to-back `idem run`s until DEADLINE (µs), each a process of its
 # own; logs "start_us end_us exit" per attempt to pg/att.MODE.N.ID. first: a new key each
-# attempt; replay: the finished key pg-done.
+# attempt; replay: the finished key pg-done; floor: bench/pg_floor.c ($pg_floor_bin, built by
+# pg_floor.sh) on a new key each attempt instead of idem.
 pg_loop() {
   local mode=$1 id=$2 deadline=$3 n=0 t0 rc key
   local att=$dir/pg/att.$mode.$id err=$dir/pg/err.$mode.$id
   while (($(now_us) < deadline)); do
     n=$((n + 1))
     key=pg-done
-    [[ $mode != first* ]] || key=pg-$mode-$id-$n
+    [[ $mode != first* && $mode != floor* ]] || key=pg-$mode-$id-$n
     t0=$(now_us)
     rc=0
-    IDEM_STORE=$pg_url "$idem" run -q -k "$key" -- true 2>>"$err" || rc=$?
+    if [[ $mode == floor* ]]; then
+      PG_FLOOR_URL=$pg_url "$pg_floor_bin" "$key" 2>>"$err" || rc=$?
+    else
+      IDEM_STORE=$pg_url "$idem" run -q -k "$key" -- true 2>>"$err" || rc=$?
+    fi
     echo "$t0 $(now_us) $rc" >>"$att"
   done
 }
@@ -64,7 +69,7 @@ pg_idem_rate() {
   P_RATE=$(awk -v s="$pg_s" 'END {printf "%.0f", NR / s}' "$dir/pg/att.$tag")
   P_P99=$(awk '{print $2 - $1}' "$dir/pg/att.$tag" | pct 99)
   P_FAILED=$(awk '$3 != 0' "$dir/pg/att.$tag" | wc -l)
-  echo "  idem run, $mode, $c processes: $P_RATE/s, p99 $P_P99 ms, $P_FAILED failed"
+  echo "  $([[ $mode == floor* ]] && echo pg_floor || echo idem run), $mode, $c processes: $P_RATE/s, p99 $P_P99 ms, $P_FAILED failed"
   ((P_FAILED == 0)) || cat "$dir"/pg/err."$tag".* | sort | uniq -c | head -3
 }
 
