@@ -69,7 +69,9 @@ pg_idem_rate() {
   P_RATE=$(awk -v s="$pg_s" 'END {printf "%.0f", NR / s}' "$dir/pg/att.$tag")
   P_P99=$(awk '{print $2 - $1}' "$dir/pg/att.$tag" | pct 99)
   P_FAILED=$(awk '$3 != 0' "$dir/pg/att.$tag" | wc -l)
-  echo "  $([[ $mode == floor* ]] && echo pg_floor || echo idem run), $mode, $c processes: $P_RATE/s, p99 $P_P99 ms, $P_FAILED failed"
+  local who="idem run"
+  [[ $mode != floor* ]] || who=pg_floor
+  echo "  $who, $mode, $c processes: $P_RATE/s, p99 $P_P99 ms, $P_FAILED failed"
   ((P_FAILED == 0)) || cat "$dir"/pg/err."$tag".* | sort | uniq -c | head -3
 }
 

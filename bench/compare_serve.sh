@@ -42,13 +42,19 @@ start_idem_serve() {
     2>>"$dir/serve.log" &
   SERVE_PID=$!
   pids+=("$SERVE_PID")
+  await_port_file "$SERVE_PID" serve "idem serve"
+  SERVE_URL=http://127.0.0.1:$(<"$dir/serve.port")/hook
+}
+
+# await_port_file PID NAME WHAT: waits until PID has written $dir/NAME.port; fails the run with
+# the tail of $dir/NAME.log if WHAT (PID) exits first.
+await_port_file() {
   local i
   for ((i = 0; i < 500; i++)); do
-    [[ -s $dir/serve.port ]] && break
-    kill -0 "$SERVE_PID" 2>/dev/null || { tail -5 "$dir/serve.log"; echo "FAIL: idem serve exited"; exit 1; }
+    [[ -s $dir/$2.port ]] && return 0
+    kill -0 "$1" 2>/dev/null || { tail -5 "$dir/$2.log"; echo "FAIL: $3 exited"; exit 1; }
     sleep 0.01
   done
-  SERVE_URL=http://127.0.0.1:$(<"$dir/serve.port")/hook
 }
 
 # start_webhook: sets WEBHOOK_PID and WEBHOOK_URL, on a port nothing listens on (retried if
@@ -79,12 +85,7 @@ start_floor() {
   "$floor" "$dir/floor.port" 2>>"$dir/floor.log" &
   FLOOR_PID=$!
   pids+=("$FLOOR_PID")
-  local i
-  for ((i = 0; i < 500; i++)); do
-    [[ -s $dir/floor.port ]] && break
-    kill -0 "$FLOOR_PID" 2>/dev/null || { tail -5 "$dir/floor.log"; echo "FAIL: serve_floor exited"; exit 1; }
-    sleep 0.01
-  done
+  await_port_file "$FLOOR_PID" floor serve_floor
   FLOOR_URL=http://127.0.0.1:$(<"$dir/floor.port")/hook
 }
 
@@ -114,8 +115,8 @@ wrk_run() {
 
 # serve_start WHO: starts one side, sets SIDE_URL and SIDE_PID. idem: the daemon on compare.sh's
 # SQLite store (also "sqlite"); pg: the same daemon on the PostgreSQL cluster of compare_pg.sh;
-# webhook; floor (bench/serve_floor.c). idem's side gets the duplicate delivery once before wrk, so that every request of the
-# dup load is a replay.
+# webhook; floor (bench/serve_floor.c). idem's side gets the duplicate delivery once before wrk,
+# so that every request of the dup load is a replay.
 serve_start() {
   case $1 in
     webhook) start_webhook; SIDE_URL=$WEBHOOK_URL SIDE_PID=$WEBHOOK_PID; return ;;

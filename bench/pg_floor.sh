@@ -58,7 +58,8 @@ for ((r = 0; r < rounds; r++)); do
         rate[pgbench]=$F_TPS
         ;;
     esac
-    ((${P_FAILED:-0} == 0 && ${F_FAILED:-0} == 0)) || { echo "FAIL: $who had failed attempts"; exit 1; }
+    ((${P_FAILED:-0} == 0 && ${F_FAILED:-0} == 0)) ||
+      { echo "FAIL: $who had failed attempts"; exit 1; }
   done
   c_i+=("$(ratio "${rate[pgbench]}" "${rate[idem]}")")
   c_f+=("$(ratio "${rate[pgbench]}" "${rate[floor]}")")
