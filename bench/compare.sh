@@ -33,13 +33,7 @@ stream_bytes=${STREAM_BYTES:-$d_stream}
 records=${RECORDS:-$d_records}
 
 "$root/scripts/deps.sh" hyperfine wrk webhook time util-linux sqlite3 curl
-if (($# > 0)); then
-  idem=$(realpath "$1")
-else
-  cmake -S "$root" -B "$root/build-bench" -DCMAKE_BUILD_TYPE=Release -DIDEM_TESTS=OFF >/dev/null
-  cmake --build "$root/build-bench" -j"$(nproc)" --target idem >/dev/null
-  idem=$root/build-bench/idem
-fi
+idem=$("$root/bench/idem_binary.sh" "$@")
 
 # Debian's default PATH: `true`, `date` and `head`, started by idem and flock alike, are found at
 # the same cost on every machine.

@@ -14,13 +14,7 @@ rounds=${ROUNDS:-3}
 pg_s=${PG_SECONDS:-10}
 clients=${CLIENTS:-8}
 "$root/scripts/deps.sh" postgresql libpq-dev gcc
-if (($# > 0)); then
-  idem=$(realpath "$1")
-else
-  cmake -S "$root" -B "$root/build-bench" -DCMAKE_BUILD_TYPE=Release -DIDEM_TESTS=OFF >/dev/null
-  cmake --build "$root/build-bench" -j"$(nproc)" --target idem >/dev/null
-  idem=$root/build-bench/idem
-fi
+idem=$("$root/bench/idem_binary.sh" "$@")
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 dir=$(mktemp -d "${TMPDIR:-/tmp}/idem-pg-floor.XXXXXX")
 # shellcheck source=bench/compare_lib.sh

@@ -25,13 +25,7 @@ wrk_s=${WRK_SECONDS:-$d_wrk}
 
 "$root/scripts/deps.sh" wrk curl
 "$root/scripts/npm_deps.sh"
-if (($# > 0)); then
-  idem=$(realpath "$1")
-else
-  cmake -S "$root" -B "$root/build-bench" -DCMAKE_BUILD_TYPE=Release -DIDEM_TESTS=OFF >/dev/null
-  cmake --build "$root/build-bench" -j"$(nproc)" --target idem >/dev/null
-  idem=$root/build-bench/idem
-fi
+idem=$("$root/bench/idem_binary.sh" "$@")
 export NODE_PATH=$root/tests/node/node_modules
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/idem-proxy-compare.XXXXXX")

@@ -12,13 +12,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${ROUNDS:-3}
 wrk_s=${WRK_SECONDS:-10}
 "$root/scripts/deps.sh" wrk webhook curl gcc
-if (($# > 0)); then
-  idem=$(realpath "$1")
-else
-  cmake -S "$root" -B "$root/build-bench" -DCMAKE_BUILD_TYPE=Release -DIDEM_TESTS=OFF >/dev/null
-  cmake --build "$root/build-bench" -j"$(nproc)" --target idem >/dev/null
-  idem=$root/build-bench/idem
-fi
+idem=$("$root/bench/idem_binary.sh" "$@")
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 dir=$(mktemp -d "${TMPDIR:-/tmp}/idem-serve-floor.XXXXXX")
 pids=()

@@ -19,13 +19,7 @@ rounds=${ROUNDS:-$d_rounds}
 wrk_s=${WRK_SECONDS:-$d_wrk}
 
 "$root/scripts/deps.sh" wrk curl openssl
-if (($# > 0)); then
-  idem=$(realpath "$1")
-else
-  cmake -S "$root" -B "$root/build-bench" -DCMAKE_BUILD_TYPE=Release -DIDEM_TESTS=OFF >/dev/null
-  cmake --build "$root/build-bench" -j"$(nproc)" --target idem >/dev/null
-  idem=$root/build-bench/idem
-fi
+idem=$("$root/bench/idem_binary.sh" "$@")
 dir=$(mktemp -d "${TMPDIR:-/tmp}/idem-tls-compare.XXXXXX")
 pids=()
 cleanup() {

@@ -19,13 +19,7 @@ quick=${QUICK:-0}
 rounds=${ROUNDS:-$( ((quick)) && echo 1 || echo 3)}
 runs=${RUNS:-$( ((quick)) && echo 30 || echo 300)}
 "$root/scripts/deps.sh" python3 nodejs gcc
-if (($# > 0)); then
-  idem=$(realpath "$1")
-else
-  cmake -S "$root" -B "$root/build-bench" -DCMAKE_BUILD_TYPE=Release -DIDEM_TESTS=OFF >/dev/null
-  cmake --build "$root/build-bench" -j"$(nproc)" --target idem >/dev/null
-  idem=$root/build-bench/idem
-fi
+idem=$("$root/bench/idem_binary.sh" "$@")
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 unset TRACEPARENT
 dir=$(mktemp -d "${TMPDIR:-/tmp}/idem-traces.XXXXXX")
