@@ -13,6 +13,7 @@ packages=(
   python3 jq
   tzdata  # /usr/share/zoneinfo: the time zones of schedules (src/util/time_zone.cpp) and their tests
   ccache  # the compiler launcher (CMakeLists.txt): the sanitizer lanes share objects across runs
+  lld  # the static idem's linker: it lays out the code a run touches first (src/link_order.txt)
   systemd  # systemd-socket-activate, the socket activation test's service manager
   dpkg-dev  # dpkg-shlibdeps: the runtime dependencies of the Debian package (tests/cli/test_package.sh)
   lintian  # checks that package (scripts/lint_deb.sh)

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Writes src/link_order.txt: the functions the CLI's short-lived paths run, in the order the
+# static idem's link lays them out (CMakeLists.txt, "Link order"). Every `idem run` is a new
+# process whose code pages are faulted in one 64 KiB window at a time; packed together, the code
+# a run touches spans a few windows instead of one per function scattered over 9 MiB of text.
+#   scripts/link_order.sh [IDEM_BIN]   # a static Release idem; without it, build-bench/'s
+# The paths, on a store in a temp dir: `--version`; a replay, `ls` and `show` (every function they
+# run, from callgrind); first runs (sampled by perf at 40 kHz over 400 runs: callgrind cannot
+# follow the clone that starts the command). Regenerate after a change to those paths; a name
+# the link no longer finds is skipped, a function missing from the list is laid out after them.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/deps.sh" valgrind linux-perf
+idem=$("$root/bench/idem_binary.sh" "$@")
+dir=$(mktemp -d "${TMPDIR:-/tmp}/idem-order.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+cd "$dir"
+export IDEM_STORE=$dir/store.db
+"$idem" run -q -k finished -- true
+
+callgrind() {
+  valgrind --tool=callgrind --demangle=no --compress-strings=no \
+    --callgrind-out-file="$dir/cg.$1" "${@:2}" >/dev/null 2>&1
+  # fn= lines name each function once per file; '2 and later mark its recursions.
+  sed -n "s/^fn=//p" "$dir/cg.$1" | sed "s/'[0-9]*\$//"
+}
+{
+  callgrind version "$idem" --version
+  callgrind replay "$idem" run -k finished -- true
+  callgrind ls "$idem" ls
+  callgrind show "$idem" show finished
+} >"$dir/named"
+
+cp "$idem" "$dir/idem-first"  # its own name: perf's samples of the first runs alone
+cat >"$dir/first.sh" <<EOF
+for i in \$(seq 400); do "$idem" rm fresh 2>/dev/null || true; "$dir/idem-first" run -k fresh -- true; done
+EOF
+perf record -q -F 40000 -o "$dir/perf.data" bash "$dir/first.sh" >/dev/null 2>&1
+perf report -i "$dir/perf.data" --comm idem-first --sort sym --stdio --no-demangle 2>/dev/null |
+  sed -n 's/.*\[\.\] //p' >>"$dir/named"
+
+# First appearance wins; addresses and callgrind's pseudo-functions are no names.
+awk '!/^0x/ && !/^\(/ && NF && !seen[$0]++' "$dir/named" >"$root/src/link_order.txt"
+echo "src/link_order.txt: $(wc -l <"$root/src/link_order.txt") functions"
