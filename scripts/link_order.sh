@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Writes src/link_order.txt: the functions the CLI's short-lived paths run, in the order the
-# static idem's link lays them out (CMakeLists.txt, "Link order"). Every `idem run` is a new
-# process whose code pages are faulted in one 64 KiB window at a time; packed together, the code
-# a run touches spans a few windows instead of one per function scattered over 9 MiB of text.
+# Writes src/link_order.txt: the functions the CLI's short-lived paths run and the data they
+# touch, in the order the static idem's link lays them out (CMakeLists.txt, "Link order"). Every
+# `idem run` is a new process that faults its pages in: code one 64 KiB window at a time, data a
+# page at each first write. Packed together, what a run touches spans a few windows and pages
+# instead of one per function or variable scattered over 9 MiB of text and 600 KiB of data.
 #   scripts/link_order.sh [IDEM_BIN]   # a static Release idem; without it, build-bench/'s
 # The paths, on a store in a temp dir: `--version`; a replay, `ls` and `show` (every function they
-# run, from callgrind); first runs (sampled by perf at 40 kHz over 400 runs: callgrind cannot
-# follow the clone that starts the command). Regenerate after a change to those paths; a name
-# the link no longer finds is skipped, a function missing from the list is laid out after them.
+# run, from callgrind, and every variable, from lackey's trace); first runs (functions sampled by
+# perf at 40 kHz over 400 runs: valgrind cannot follow the clone that starts the command).
+# Regenerate after a change to those paths; a name the link no longer finds is skipped, and what
+# the list misses is laid out after it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/deps.sh" valgrind linux-perf
@@ -39,6 +41,16 @@ perf record -q -F 40000 -o "$dir/perf.data" bash "$dir/first.sh" >/dev/null 2>&1
 perf report -i "$dir/perf.data" --comm idem-first --sort sym --stdio --no-demangle 2>/dev/null |
   sed -n 's/.*\[\.\] //p' >>"$dir/named"
 
+# The data those paths read and write, from a trace of every load and store (lackey): packed
+# too, they are a few pages written (copied or zeroed) instead of one for each variable.
+lackey() {
+  valgrind --tool=lackey --trace-mem=yes --log-file="$dir/lk.$1" "${@:2}" >/dev/null 2>&1
+}
+lackey version "$idem" --version
+lackey replay "$idem" run -k finished -- true
+lackey ls "$idem" ls
+python3 "$root/scripts/link_order_data.py" "$idem" "$dir"/lk.* >>"$dir/named"
+
 # First appearance wins; addresses and callgrind's pseudo-functions are no names.
 awk '!/^0x/ && !/^\(/ && NF && !seen[$0]++' "$dir/named" >"$root/src/link_order.txt"
-echo "src/link_order.txt: $(wc -l <"$root/src/link_order.txt") functions"
+echo "src/link_order.txt: $(wc -l <"$root/src/link_order.txt") names"

@@ -33,19 +33,21 @@ extern "C" void* __wrap___deregister_frame_info(const void*) { return nullptr; }
 
 #ifdef IDEM_NO_NSS
 // No NSS in the static idem (docs/internals.md, "No NSS in the static idem"). OpenSSL's
-// libcrypto.a brings getaddrinfo, getnameinfo and gethostbyname (BIO_lookup_ex and the like, which
-// idem never calls), and with them glibc's NSS module loader. The link wraps the four into these
-// failures (CMakeLists.txt), so glibc's are not linked at all; tests/cli/test_no_nss.sh checks it.
-extern "C" int __wrap_getaddrinfo(const char*, const char*, const addrinfo*, addrinfo** res) {
+// libcrypto.a calls getaddrinfo, getnameinfo and gethostbyname (BIO_lookup_ex and the like, which
+// idem never calls), and glibc's would bring its NSS module loader with them. These failures are
+// those four functions in the static link: an object's definition is taken before any archive is
+// searched for the name, by every linker, so glibc's are not linked at all (a --wrap is not
+// enough for lld, which extracts the archive member before it renames the references);
+// tests/cli/test_no_nss.sh checks it.
+extern "C" int getaddrinfo(const char*, const char*, const addrinfo*, addrinfo** res) {
   *res = nullptr;
   return EAI_FAIL;
 }
-extern "C" void __wrap_freeaddrinfo(addrinfo*) {}
-extern "C" int __wrap_getnameinfo(const sockaddr*, socklen_t, char*, socklen_t, char*, socklen_t,
-                                  int) {
+extern "C" void freeaddrinfo(addrinfo*) {}
+extern "C" int getnameinfo(const sockaddr*, socklen_t, char*, socklen_t, char*, socklen_t, int) {
   return EAI_FAIL;
 }
-extern "C" hostent* __wrap_gethostbyname(const char*) { return nullptr; }
+extern "C" hostent* gethostbyname(const char*) { return nullptr; }
 #endif
 
 // Under AddressSanitizer, LeakSanitizer scans the process at exit: about 25 ms, half of what a
