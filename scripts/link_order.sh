@@ -6,19 +6,32 @@
 # instead of one per function or variable scattered over 9 MiB of text and 600 KiB of data.
 #   scripts/link_order.sh [IDEM_BIN]   # a static Release idem; without it, build-bench/'s
 # The paths, on a store in a temp dir: `--version`; a replay, `ls` and `show` (every function they
-# run, from callgrind, and every variable, from lackey's trace); first runs (functions sampled by
-# perf at 40 kHz over 400 runs: valgrind cannot follow the clone that starts the command).
+# run, from callgrind, and every variable, from lackey's trace); first runs, half of them traced,
+# and traced replays (functions sampled by perf at 40 kHz over 600 runs: valgrind cannot follow
+# the clone that starts the command, nor the one that sends a span).
 # Regenerate after a change to those paths; a name the link no longer finds is skipped, and what
 # the list misses is laid out after it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/deps.sh" valgrind linux-perf
+"$root/scripts/deps.sh" valgrind linux-perf nodejs
 idem=$("$root/bench/idem_binary.sh" "$@")
 dir=$(mktemp -d "${TMPDIR:-/tmp}/idem-order.XXXXXX")
-trap 'rm -rf "$dir"' EXIT
+receiver_pid=
+cleanup() {
+  [[ -z $receiver_pid ]] || kill -TERM "$receiver_pid" 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
 cd "$dir"
 export IDEM_STORE=$dir/store.db
+unset TRACEPARENT "${!OTEL_@}"
 "$idem" run -q -k finished -- true
+# Runs with traces on send their spans to bench/node/otlp_sink.js on a free port of 127.0.0.1.
+node "$root/bench/node/otlp_sink.js" "$dir/port" >/dev/null &
+receiver_pid=$!
+for _ in $(seq 100); do [[ -s $dir/port ]] && break; sleep 0.1; done
+[[ -s $dir/port ]] || { echo "link_order.sh: the OTLP receiver did not start" >&2; exit 1; }
+endpoint=http://127.0.0.1:$(<"$dir/port")
 
 callgrind() {
   valgrind --tool=callgrind --demangle=no --compress-strings=no \
@@ -33,9 +46,13 @@ callgrind() {
   callgrind show "$idem" show finished
 } >"$dir/named"
 
-cp "$idem" "$dir/idem-first"  # its own name: perf's samples of the first runs alone
+cp "$idem" "$dir/idem-first"  # its own name: perf's samples of these runs alone
 cat >"$dir/first.sh" <<EOF
-for i in \$(seq 400); do "$idem" rm fresh 2>/dev/null || true; "$dir/idem-first" run -k fresh -- true; done
+for i in \$(seq 200); do
+  "$idem" rm fresh 2>/dev/null || true; "$dir/idem-first" run -k fresh -- true
+  "$idem" rm fresh 2>/dev/null || true; OTEL_EXPORTER_OTLP_ENDPOINT=$endpoint "$dir/idem-first" run -k fresh -- true
+  OTEL_EXPORTER_OTLP_ENDPOINT=$endpoint "$dir/idem-first" run -k fresh -- true
+done
 EOF
 perf record -q -F 40000 -o "$dir/perf.data" bash "$dir/first.sh" >/dev/null 2>&1
 perf report -i "$dir/perf.data" --comm idem-first --sort sym --stdio --no-demangle 2>/dev/null |
