@@ -1,10 +1,6 @@
 // idem: make side effects safe to retry. Builds the command line from the subcommand table
 // (cli/command_table.hpp), dispatches once, and maps every error to one "idem: ..." line and its
 // exit code (see core/exit_code.hpp).
-#ifdef IDEM_NO_NSS
-#include <netdb.h>
-#endif
-
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <csignal>
@@ -20,35 +16,6 @@
 #include "cli/common.hpp"
 #include "core/errors.hpp"
 #include "util/fd.hpp"
-
-#ifdef IDEM_NO_FRAME_REGISTRY
-// A static binary's crtbeginT.o registers the whole .eh_frame with libgcc's frame registry, which
-// sorts every FDE of the binary (about 6 ms here) at the first exception thrown, and CLI11 throws
-// for --version and --help. The link wraps both calls into these no-ops (CMakeLists.txt), so no
-// object is registered and libgcc's _Unwind_Find_FDE falls back to dl_iterate_phdr and the
-// sorted table of PT_GNU_EH_FRAME (--eh-frame-hdr), as in a dynamically linked program.
-extern "C" void __wrap___register_frame_info(const void*, void*) {}
-extern "C" void* __wrap___deregister_frame_info(const void*) { return nullptr; }
-#endif
-
-#ifdef IDEM_NO_NSS
-// No NSS in the static idem (docs/internals.md, "No NSS in the static idem"). OpenSSL's
-// libcrypto.a calls getaddrinfo, getnameinfo and gethostbyname (BIO_lookup_ex and the like, which
-// idem never calls), and glibc's would bring its NSS module loader with them. These failures are
-// those four functions in the static link: an object's definition is taken before any archive is
-// searched for the name, by every linker, so glibc's are not linked at all (a --wrap is not
-// enough for lld, which extracts the archive member before it renames the references);
-// tests/cli/test_no_nss.sh checks it.
-extern "C" int getaddrinfo(const char*, const char*, const addrinfo*, addrinfo** res) {
-  *res = nullptr;
-  return EAI_FAIL;
-}
-extern "C" void freeaddrinfo(addrinfo*) {}
-extern "C" int getnameinfo(const sockaddr*, socklen_t, char*, socklen_t, char*, socklen_t, int) {
-  return EAI_FAIL;
-}
-extern "C" hostent* gethostbyname(const char*) { return nullptr; }
-#endif
 
 // Under AddressSanitizer, LeakSanitizer scans the process at exit: about 25 ms, half of what a
 // short `idem run` costs there, thousands of times over in the ASan lane of .ci/run. With

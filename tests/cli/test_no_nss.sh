@@ -3,7 +3,8 @@
 # loads an NSS module (built against the system's shared glibc) crashes: a uid in no passwd file
 # with HOME unset made getpwuid_r load libnss_systemd, and every command, --help included, died
 # of SIGSEGV. Now:
-#  a. the static idem holds no NSS entry point (nm), so no module can be loaded into it;
+#  a. the static idem holds no NSS entry point (nm), so no module can be loaded into it; the
+#     resolver functions OpenSSL refers to are idem's failures, a few bytes each;
 #  b. a uid in no passwd file, HOME unset or empty, under an nsswitch.conf naming modules: every
 #     subcommand's --help works, `run --db` works, and `run` without a store says what to set
 #     (one line, exit 74);
@@ -19,12 +20,21 @@ if ! readelf -lW "$IDEM_BIN" | grep -q 'Requesting program interpreter'; then
   [[ -s $T/nm ]] || fail "no symbols in $IDEM_BIN (stripped?): nothing to check"
   grep -qE ' T main$' "$T/nm" || fail "nm lists no main in $IDEM_BIN"
   nss='getpw(uid|nam|ent)(_r)?|[sg]etpwent|getgr(gid|nam|ent|ouplist)(_r)?|initgroups|getspnam(_r)?'
-  nss+='|getaddrinfo|getnameinfo|gethostby(name2?|addr)(_r)?|gethostent(_r)?|getservby(name|port)(_r)?'
+  nss+='|gethostby(name2|addr)(_r)?|gethostbyname_r|gethostent(_r)?|getservby(name|port)(_r)?'
   nss+='|getprotoby(name|number)(_r)?|getnetby(name|addr)(_r)?|getlogin(_r)?|cuserid|getpwuid'
   nss+='|__nss_[A-Za-z0-9_]+|_nss_[A-Za-z0-9_]+'
   if grep -E " [A-Za-z] ($nss)(@.*)?$" "$T/nm" >"$T/nss"; then
     fail "the static idem can reach NSS ($(wc -l <"$T/nss") symbols): $(head -5 "$T/nss" | tr '\n' ' ')"
   fi
+  # OpenSSL's references to the resolver are bound to idem's failures (src/static_link.cpp), a
+  # few bytes each; glibc's getaddrinfo is kilobytes, and brings its NSS loader.
+  nm -S "$IDEM_BIN" >"$T/nm-sizes" || fail "nm -S could not read $IDEM_BIN"
+  awk '$4 ~ /^(getaddrinfo|freeaddrinfo|getnameinfo|gethostbyname)$/ && NF == 4' "$T/nm-sizes" >"$T/resolver"
+  (($(wc -l <"$T/resolver") == 4)) ||
+    fail "the static idem should define getaddrinfo, freeaddrinfo, getnameinfo and gethostbyname as failures: $(tr '\n' ' ' <"$T/resolver")"
+  while read -r _ size _ name; do
+    ((16#$size <= 64)) || fail "$name in the static idem is $((16#$size)) bytes: glibc's, not idem's failure"
+  done <"$T/resolver"
 fi
 
 # b. A uid in no passwd file, under an nsswitch.conf bind-mounted in a mount namespace of its own.
