@@ -22,22 +22,12 @@ runs=${RUNS:-$( ((quick)) && echo 30 || echo 300)}
 idem=$("$root/bench/idem_binary.sh" "$@")
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 unset TRACEPARENT
-dir=$(mktemp -d "${TMPDIR:-/tmp}/idem-traces.XXXXXX")
-receiver_pid=
-cleanup() {
-  [[ -z $receiver_pid ]] || kill -TERM "$receiver_pid" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-cd "$dir"
+source "$root/bench/otlp_sink.sh"
+otlp_sink_setup idem-traces
 export IDEM_DB=$dir/idem.db
 
-node "$root/bench/node/otlp_sink.js" "$dir/port" >"$dir/sink.out" &
-receiver_pid=$!
-disown "$receiver_pid"  # its end, killed, is not a job to report
-for _ in $(seq 100); do [[ -s $dir/port ]] && break; sleep 0.1; done
-[[ -s $dir/port ]] || { echo "the receiver did not start" >&2; exit 1; }
-up=http://127.0.0.1:$(<"$dir/port")
+otlp_sink_start
+up=$otlp_endpoint
 # A port nobody listens on: bound, then closed (the kernel hands it out again only later).
 down=http://127.0.0.1:$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$idem" run -q -k "done" -- true

@@ -15,23 +15,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/deps.sh" valgrind linux-perf nodejs
 idem=$("$root/bench/idem_binary.sh" "$@")
-dir=$(mktemp -d "${TMPDIR:-/tmp}/idem-order.XXXXXX")
-receiver_pid=
-cleanup() {
-  [[ -z $receiver_pid ]] || kill -TERM "$receiver_pid" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-cd "$dir"
+source "$root/bench/otlp_sink.sh"
+otlp_sink_setup idem-order
 export IDEM_STORE=$dir/store.db
 unset TRACEPARENT "${!OTEL_@}"
 "$idem" run -q -k finished -- true
 # Runs with traces on send their spans to bench/node/otlp_sink.js on a free port of 127.0.0.1.
-node "$root/bench/node/otlp_sink.js" "$dir/port" >/dev/null &
-receiver_pid=$!
-for _ in $(seq 100); do [[ -s $dir/port ]] && break; sleep 0.1; done
-[[ -s $dir/port ]] || { echo "link_order.sh: the OTLP receiver did not start" >&2; exit 1; }
-endpoint=http://127.0.0.1:$(<"$dir/port")
+otlp_sink_start
+endpoint=$otlp_endpoint
 
 callgrind() {
   valgrind --tool=callgrind --demangle=no --compress-strings=no \
