@@ -16,7 +16,7 @@ unset IDEM_DB IDEM_STORE XDG_STATE_HOME
 
 # a. Linked statically (no program interpreter): not one NSS function, nor glibc's NSS machinery.
 if ! readelf -lW "$IDEM_BIN" | grep -q 'Requesting program interpreter'; then
-  nm "$IDEM_BIN" >"$T/nm" || fail "nm could not read $IDEM_BIN"
+  nm -S "$IDEM_BIN" >"$T/nm" || fail "nm -S could not read $IDEM_BIN"  # with sizes, read below
   [[ -s $T/nm ]] || fail "no symbols in $IDEM_BIN (stripped?): nothing to check"
   grep -qE ' T main$' "$T/nm" || fail "nm lists no main in $IDEM_BIN"
   nss='getpw(uid|nam|ent)(_r)?|[sg]etpwent|getgr(gid|nam|ent|ouplist)(_r)?|initgroups|getspnam(_r)?'
@@ -28,8 +28,7 @@ if ! readelf -lW "$IDEM_BIN" | grep -q 'Requesting program interpreter'; then
   fi
   # OpenSSL's references to the resolver are bound to idem's failures (src/static_link.cpp), a
   # few bytes each; glibc's getaddrinfo is kilobytes, and brings its NSS loader.
-  nm -S "$IDEM_BIN" >"$T/nm-sizes" || fail "nm -S could not read $IDEM_BIN"
-  awk '$4 ~ /^(getaddrinfo|freeaddrinfo|getnameinfo|gethostbyname)$/ && NF == 4' "$T/nm-sizes" >"$T/resolver"
+  awk '$4 ~ /^(getaddrinfo|freeaddrinfo|getnameinfo|gethostbyname)$/ && NF == 4' "$T/nm" >"$T/resolver"
   (($(wc -l <"$T/resolver") == 4)) ||
     fail "the static idem should define getaddrinfo, freeaddrinfo, getnameinfo and gethostbyname as failures: $(tr '\n' ' ' <"$T/resolver")"
   while read -r _ size _ name; do
