@@ -8,7 +8,9 @@
 # statement of every process) and on a store of a two-column table, which shows what the schema
 # costs apart from SQLite's open itself. Then the same for a first run: `idem run` of `true` on a
 # key removed before each (hyperfine's --prepare), and the program's first-run floor (two synced
-# commits of one page each around `true`), beside flock.
+# commits of one page each around `true`), beside flock; and bench/claim_floor.c's floor, which
+# writes the rows idem's claim and outcome write (the record in all its indexes, its history row)
+# with idem's settings and WAL handling, `true` started plainly (no cgroup, no output captured).
 #   bench/sqlite_floor.sh [IDEM_BIN]    # without it, builds idem Release into build-bench/
 #   ROUNDS (3), RUNS (300): hyperfine -N, all commands in one invocation, the order reversed
 #   every other round; medians of the rounds' means, ratios to flock.
@@ -24,6 +26,7 @@ trap 'rm -rf "$dir"' EXIT
 cd "$dir"
 
 gcc -O2 -static -no-pie "$root/bench/sqlite_floor.c" -o floor -lsqlite3 -lm 2>/dev/null
+gcc -O2 -static -no-pie "$root/bench/claim_floor.c" -o claim_floor -lsqlite3 -lm 2>/dev/null
 printf 'int main(void) { return 0; }\n' >nothing.c
 gcc -O2 -static -no-pie nothing.c -o nothing
 export IDEM_DB=$dir/idem.db
@@ -77,8 +80,9 @@ measure command
 # First runs: each command with its own --prepare (idem's removes the key it is about to run).
 "$idem" run -q -k fresh -- true
 names=("idem run (first run)" "floor, idem's schema, first run" "floor, two columns, first run"
-  "flock -n L true")
+  "floor, idem's rows, first run" "flock -n L true")
 cmds=("$idem run -k fresh -- true" "./floor idem.db done run" "./floor small.db done run"
-  "flock -n L true")
-preps=("$idem rm fresh" "true" "true" "true")
+  "./claim_floor idem.db floor-plain run" "flock -n L true")
+preps=("$idem rm fresh" "true" "true" "./claim_floor idem.db floor-plain rm" "true")
+./claim_floor idem.db floor-plain run
 measure "first run"
