@@ -458,7 +458,16 @@ Finished Engine::carry_out_untraced(const Claimed& claimed, Effect& effect,
       -1,
       // Its output is published for followers as it comes (SPEC §10).
       [&feed](core::Stream stream, std::string_view bytes) { feed.push(stream, bytes); },
-      std::move(traceparent)};
+      std::move(traceparent),
+      // A checkpoint due, done while the command runs instead of after its outcome.
+      [this] {
+        try {
+          std::lock_guard lock(store_mutex_);
+          store_.upkeep();
+        } catch (const std::exception&) {
+          // Upkeep only: the next writer does it.
+        }
+      }};
   std::optional<LeaseKeeper> keeper;
   if (claimed.lease_ms > 0) {
     keeper.emplace(

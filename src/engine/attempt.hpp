@@ -158,6 +158,10 @@ struct Attempt {
   // command's TRACEPARENT, the upstream's traceparent header) to make its spans children of it.
   // Empty: none.
   std::string traceparent = {};
+  // The store's upkeep (store::Store::upkeep), for an effect to call once while what it started
+  // runs, so that the owner does it then rather than after the outcome. Never throws. Empty:
+  // none.
+  std::function<void()> meanwhile = {};
 };
 
 // What an attempt does once claimed: run a command now, forward a request to an upstream, ...

@@ -35,6 +35,7 @@ core::Outcome CommandEffect::perform(const Attempt& attempt) {
   // TRACEPARENT is left as it was.
   if (!attempt.traceparent.empty()) spec.extra_env.emplace_back("TRACEPARENT", attempt.traceparent);
   spec.stop_fd = attempt.lease_lost_fd;
+  spec.meanwhile = attempt.meanwhile;
   if (attempt.live) {
     // Followers see what the outcome will store: the capture's first stored_cap_ bytes.
     spec.on_output = [live = attempt.live, left = stored_cap_](core::Stream stream,

@@ -712,6 +712,7 @@ RunSpec as_run(const RunSpec& spec) {
 
 RunResult watch_to_end(const RunSpec& spec, Child& child, RunResult& result, Terminal& terminal) {
   Watch watch(spec, child, result, terminal);
+  if (result.started && spec.meanwhile) spec.meanwhile();
   watch.loop();
   watch.finish();
   // What the command left running (a daemon it started) keeps the cgroup, and shows in it.

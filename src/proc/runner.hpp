@@ -69,6 +69,11 @@ struct RunSpec {
   // command is exec'd: what it records is durable before the command can start anything. If it
   // throws, the child is killed before it ran, and the exception propagates.
   std::function<void(const core::ProcessGroup&)> on_spawn;
+  // Called once on the running thread after the command has exec'd, before its output is read
+  // (its pipes hold what it writes meanwhile, up to their size); its timeout counts already.
+  // What idem does while the command runs rather than after it (engine::Attempt::meanwhile).
+  // Must not throw.
+  std::function<void()> meanwhile;
   // The command runs in a cgroup of its own (proc/cgroup.hpp) where one can be made: the group
   // given to on_spawn (or the prepared command's) names it, and it is removed after the run when
   // nothing of the command is left in it. For attempts (engine::CommandEffect).

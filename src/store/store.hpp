@@ -451,6 +451,11 @@ class Store {
   // the write fails (permanent: a read-only store, file system or server, a full disk, no
   // privilege to write). A health check.
   virtual void check_writable() = 0;
+  // Upkeep a writer may do while a command it claimed for runs, off the run's own path: what a
+  // finish would otherwise do after the outcome (the SQLite store of a short-lived process: its
+  // checkpoint, once the WAL is past its threshold). Not needed for correctness: the next
+  // writer does it. Throws StoreError like any call.
+  virtual void upkeep() {}
   // The store's schema, engine and integrity (see StoreHealth). SQLite runs PRAGMA quick_check,
   // which reads every page of the file (about a second per GiB) without taking the writer lock;
   // PostgreSQL checks its own pages, so it reports no damage of its own.

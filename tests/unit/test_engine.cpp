@@ -574,6 +574,13 @@ class FailingStore final : public idem::store::Store {
   }
   idem::store::GcResult gc(const idem::store::GcQuery& q) override { return real_.gc(q); }
   void check_writable() override { real_.check_writable(); }
+  int upkeeps = 0;
+  bool fail_upkeep = false;
+  void upkeep() override {
+    ++upkeeps;
+    if (fail_upkeep) throw idem::StoreError("disk full");
+    real_.upkeep();
+  }
   idem::store::StoreHealth health() override { return real_.health(); }
   std::vector<bool> put_all(
       std::span<const idem::core::Record> records, bool replace,
@@ -886,6 +893,37 @@ TEST_CASE("engine: a release by an attempt taken over changes nothing", "[engine
   Record rec = *f.store->get("k");
   CHECK(rec.attempt == 2);
   CHECK(rec.status == Status::running);
+}
+
+TEST_CASE("engine: the attempt's meanwhile is the store's upkeep, and never throws", "[engine]") {
+  Fixture f;
+  FailingStore store(*f.store);
+  Engine engine(store, f.clock, [](const idem::core::Owner&) { return false; });
+  ReleasingEffect effect;
+  effect.release = false;
+  int ran = 0;
+  effect.during = [&] { ++ran; };
+  AttemptRequest r = f.request("k");
+  Claimed c = engine.claim(r);
+  // What a command effect hands its runner: called while the command runs.
+  class Meanwhile final : public idem::engine::Effect {
+   public:
+    explicit Meanwhile(idem::engine::Effect& inner) : inner_(inner) {}
+    idem::core::Outcome perform(const idem::engine::Attempt& a) override {
+      REQUIRE(a.meanwhile);
+      a.meanwhile();
+      return inner_.perform(a);
+    }
+    std::string performed() const override { return inner_.performed(); }
+
+   private:
+    idem::engine::Effect& inner_;
+  } meanwhile(effect);
+  store.fail_upkeep = true;  // an upkeep that fails is left to the next writer
+  CHECK(engine.carry_out(c, meanwhile).recorded);
+  CHECK(store.upkeeps == 1);
+  CHECK(ran == 1);
+  CHECK(f.store->get("k")->status == Status::succeeded);
 }
 
 TEST_CASE("engine: a release the store refuses is reported with what happened", "[engine]") {

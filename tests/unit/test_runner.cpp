@@ -102,6 +102,27 @@ TEST_CASE("runner: on_spawn gets the command's group before the command runs", "
   CHECK(seen.leader_start_ticks > 0);
 }
 
+TEST_CASE("runner: meanwhile runs once while the command runs, and not when it did not start",
+          "[runner]") {
+  TempDir dir;
+  const std::string go = dir / "go";
+  // The command waits for meanwhile's file: it is running when meanwhile is called.
+  RunSpec spec = quiet({"sh", "-c", "while [ ! -e \"$0\" ]; do :; done", go});
+  spec.timeout_ms = 60000;  // without meanwhile's file, a failure rather than a hang
+  int calls = 0;
+  spec.meanwhile = [&] {
+    ++calls;
+    std::ofstream(go).close();
+  };
+  auto result = run_command(spec);
+  CHECK(result.exit_code == 0);
+  CHECK(calls == 1);
+  RunSpec missing = quiet({dir / "no-such-command"});
+  missing.meanwhile = [&] { ++calls; };
+  CHECK_FALSE(run_command(missing).started);
+  CHECK(calls == 1);
+}
+
 TEST_CASE("runner: a failing on_spawn stops the command before it runs", "[runner]") {
   TempDir dir;
   const std::string marker = dir / "ran";

@@ -13,19 +13,24 @@ namespace {
 // also write the file's new size to the file system's journal: about 0.8 ms here against 0.2 ms
 // for the same bytes written over blocks the file has (an ext4 VM disk), twice in every first
 // run (the claim and the outcome). So a write past the WAL's end first extends it with zeros to
-// the next k_wal_extent boundary; the commits that follow write inside it, and only the first
-// commit after each checkpoint (which truncates the WAL to nothing) pays for the size change.
-// SQLite ignores whatever lies past a WAL's last valid frame (a WAL that is reused after a
-// checkpoint holds old frames there): a frame of zeros fails its checksum, and recovery stops at
-// the first frame that does. Zeros (not fallocate): an unwritten extent becomes a written one at
-// the first write into it, a change of metadata again.
+// the next k_wal_extent boundary, and the commits that follow write inside it. The checkpoints a
+// writer makes as the WAL grows keep its blocks too (wal_truncate), so only the first commit
+// after gc's last checkpoint (which empties the file) pays for a size change. SQLite ignores
+// whatever lies past a WAL's last valid frame (a WAL that is reused after a checkpoint holds old
+// frames there): a frame of zeros fails its checksum, and recovery stops at the first frame that
+// does. Zeros (not fallocate): an unwritten extent becomes a written one at the first write into
+// it, a change of metadata again.
 constexpr sqlite3_int64 k_wal_extent = 512 * 1024;
+// The WAL's own header, before its first frame.
+constexpr int k_wal_header_bytes = 32;
 
 struct WalFile {
   sqlite3_file base;   // methods: k_wal_methods
   sqlite3_file* real;  // the unix VFS's file, in the same allocation, after this struct
   // Bytes from the start known to be written (zeros at least); -1 until asked of the file.
   sqlite3_int64 written_end;
+  // A truncation to nothing keeps the file's blocks instead (keep_wal_blocks).
+  bool keep_blocks;
 };
 
 sqlite3_file* real_of(sqlite3_file* f) { return reinterpret_cast<WalFile*>(f)->real; }
@@ -60,10 +65,24 @@ int wal_write(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offse
   return rc;
 }
 
+// A TRUNCATE checkpoint ends by truncating the WAL to nothing, under the WAL writer lock, every
+// frame copied into the database and synced there. With keep_blocks, the file's header is
+// zeroed instead (and a file grown past one extent cut back to it): a connection that rebuilds
+// its index from the file finds no valid header, so no frames, as in an empty file; the next
+// commit writes a new header and its frames over blocks the file has, and its sync changes no
+// size. Unsynced, as the truncation is: after a crash before the next commit, the old frames may
+// be found again, and they hold what the database holds already.
 int wal_truncate(sqlite3_file* f, sqlite3_int64 size) {
   auto& wal = *reinterpret_cast<WalFile*>(f);
   wal.written_end = -1;  // asked of the file at the next write
-  return wal.real->pMethods->xTruncate(wal.real, size);
+  sqlite3_int64 have = 0;
+  if (size != 0 || !wal.keep_blocks ||
+      wal.real->pMethods->xFileSize(wal.real, &have) != SQLITE_OK || have < k_wal_header_bytes)
+    return wal.real->pMethods->xTruncate(wal.real, size);
+  if (have > k_wal_extent)
+    if (int rc = wal.real->pMethods->xTruncate(wal.real, k_wal_extent); rc != SQLITE_OK) return rc;
+  static const char zeros[k_wal_header_bytes] = {};
+  return wal.real->pMethods->xWrite(wal.real, zeros, k_wal_header_bytes, 0);
 }
 
 int wal_close(sqlite3_file* f) { return real_of(f)->pMethods->xClose(real_of(f)); }
@@ -129,6 +148,7 @@ int open_wal(sqlite3_vfs* unix_vfs, const char* name, sqlite3_file* file, int fl
   auto* wal = reinterpret_cast<WalFile*>(file);
   wal->real = reinterpret_cast<sqlite3_file*>(wal + 1);
   wal->written_end = -1;
+  wal->keep_blocks = false;
   wal->base.pMethods = nullptr;  // until the real file is open: SQLite then calls no method
   int rc = unix_vfs->xOpen(unix_vfs, name, wal->real, flags, out_flags);
   if (rc == SQLITE_OK && wal->real->pMethods != nullptr) wal->base.pMethods = &k_wal_methods;
@@ -153,6 +173,14 @@ int open_existing_wal(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, in
 }
 
 }  // namespace
+
+void keep_wal_blocks(sqlite3* db, bool keep) {
+  sqlite3_file* file = nullptr;
+  // In WAL mode, the WAL file (while it is open).
+  if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &file) == SQLITE_OK &&
+      file != nullptr && file->pMethods == &k_wal_methods)
+    reinterpret_cast<WalFile*>(file)->keep_blocks = keep;
+}
 
 const char* idem_vfs_name() {
   static const char* name = [] {

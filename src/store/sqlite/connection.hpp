@@ -34,6 +34,12 @@ void exec(sqlite3* db, const char* sql, const std::string& where);
 // The name of the "idem" VFS, registered at the first call (nullptr if it could not be).
 const char* idem_vfs_name();
 
+// Whether the truncation that ends a TRUNCATE checkpoint on `db` keeps the WAL's blocks (its
+// header zeroed, the file cut back to one extent): for the checkpoints a writer makes as the WAL
+// grows, whose next commit then writes over blocks the file has. Not for gc's last one, which
+// leaves the file empty. Applies to the WAL `db` has open through the "idem" VFS.
+void keep_wal_blocks(sqlite3* db, bool keep);
+
 // A connection's prepared statements, kept by their SQL text between uses: the daemon runs the
 // same few statements thousands of times a second on each connection, and preparing one (parsing,
 // resolving names against the schema, planning) cost more than running it. Used by one thread at

@@ -15,9 +15,10 @@
 // off (wal_autocheckpoint=0), the checkpoint SQLite runs when the last connection closes is off
 // (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE), and the only checkpoints are TRUNCATE checkpoints (RESTART
 // in the daemon: StoreOptions::long_lived), which take the writer lock for their whole duration:
-// after a finish once the WAL has grown past k_checkpoint_wal_bytes (gc's batches:
-// k_gc_checkpoint_wal_bytes; the daemon: k_long_lived_checkpoint_wal_bytes), and at the end of
-// `idem gc`.
+// while a run's command runs (upkeep) or after a finish, once the WAL has grown past
+// k_checkpoint_wal_bytes (gc's batches: k_gc_checkpoint_wal_bytes; the daemon:
+// k_long_lived_checkpoint_wal_bytes), and at the end of `idem gc`. All but gc's last keep the
+// WAL's blocks (keep_wal_blocks).
 //
 // Syncs: a first run costs two, the claim's and the outcome's. The process group in between is
 // written unsynced (set_process_group says why), and the store is opened through a thin VFS
@@ -174,6 +175,11 @@ class SqliteStore final : public Store {
     if (int rc = sqlite3_db_cacheflush(db_); rc != SQLITE_OK)
       throw_sqlite(rc, path_, sqlite3_errstr(rc));
   }  // rolled back by tx
+
+  // A long-lived process's connections checkpoint after their finishes, behind their queue.
+  void upkeep() override {
+    if (checkpoint_mode_ == SQLITE_CHECKPOINT_TRUNCATE) checkpoint_if_wal_large();
+  }
 
   StoreHealth health() override {
     StoreHealth h;
@@ -1113,10 +1119,17 @@ class SqliteStore final : public Store {
       checkpoint_if_wal_large(checkpoint_wal_bytes_);
   }
   // gc's batches, at their own size.
+  // The WAL keeps its blocks (keep_wal_blocks): the commit after it writes over them.
   void checkpoint_if_wal_large(int64_t large_bytes) {
     if (wal_bytes() <= large_bytes) return;
     std::lock_guard queued(writers_->transactions());
-    if (wal_bytes() > large_bytes) checkpoint_queued(checkpoint_mode_);
+    if (wal_bytes() <= large_bytes) return;
+    struct Keeping {
+      sqlite3* db;
+      ~Keeping() { keep_wal_blocks(db, false); }
+    } keeping{db_};
+    keep_wal_blocks(db_, true);
+    checkpoint_queued(checkpoint_mode_);
   }
 
   // Behind this process's other writers (writer_queue_of), like a transaction: a checkpoint
