@@ -1118,18 +1118,11 @@ class SqliteStore final : public Store {
     if (wal_bytes() > checkpoint_wal_bytes_ && !gc_marked(path_))
       checkpoint_if_wal_large(checkpoint_wal_bytes_);
   }
-  // gc's batches, at their own size.
-  // The WAL keeps its blocks (keep_wal_blocks): the commit after it writes over them.
+  // gc's batches, at their own size. The WAL keeps its blocks: the next commit writes over them.
   void checkpoint_if_wal_large(int64_t large_bytes) {
     if (wal_bytes() <= large_bytes) return;
     std::lock_guard queued(writers_->transactions());
-    if (wal_bytes() <= large_bytes) return;
-    struct Keeping {
-      sqlite3* db;
-      ~Keeping() { keep_wal_blocks(db, false); }
-    } keeping{db_};
-    keep_wal_blocks(db_, true);
-    checkpoint_queued(checkpoint_mode_);
+    if (wal_bytes() > large_bytes) checkpoint_queued(checkpoint_mode_, true);
   }
 
   // Behind this process's other writers (writer_queue_of), like a transaction: a checkpoint
@@ -1137,16 +1130,19 @@ class SqliteStore final : public Store {
   // poll it from its busy handler, holding the queue, instead of waiting its turn in the queue.
   bool checkpoint_truncate() {
     std::lock_guard queued(writers_->transactions());
-    return checkpoint_queued(SQLITE_CHECKPOINT_TRUNCATE);
+    return checkpoint_queued(SQLITE_CHECKPOINT_TRUNCATE, false);
   }
 
   // Takes the writer lock (waiting via the busy handler) and copies the WAL into the database;
   // TRUNCATE then truncates the WAL to zero bytes, RESTART leaves the file for the next write to
   // start over (both wait for readers still on the WAL). Readers still holding old snapshots make
-  // it return early (false): that is not an error, the next one finishes the job.
-  bool checkpoint_queued(int mode) {
+  // it return early (false): that is not an error, the next one finishes the job. `keep_blocks`:
+  // TRUNCATE zeroes the WAL's header instead of emptying the file (keep_wal_blocks).
+  bool checkpoint_queued(int mode, bool keep_blocks) {
     int frames = -1;
+    keep_wal_blocks(db_, keep_blocks);
     const bool done = sqlite3_wal_checkpoint_v2(db_, nullptr, mode, &frames, nullptr) == SQLITE_OK;
+    keep_wal_blocks(db_, false);
     if (done)
       wal_frames_ = 0;
     else if (frames >= 0)
