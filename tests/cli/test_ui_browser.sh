@@ -70,7 +70,7 @@ rm "$T/ok"
 post /hooks/x 'body-3' 'X-Key: k3'
 expect_http 500
 
-capture browser timeout 60 node "$node_dir/ui_browser.js" "$URL" "$UI_LOGIN" "$artifacts" "$T/ok"
+capture browser timeout -k 5 120 node "$node_dir/ui_browser.js" "$URL" "$UI_LOGIN" "$artifacts" "$T/ok"
 cat "$T/browser.out"
 expect_rc 0
 bg_wait live

@@ -26,6 +26,25 @@ async function rowKeys(page) {
   return keys.filter((k) => k.startsWith('/hooks/x#'));
 }
 
+// The browser's own process: closed gracefully at the end, killed when that does not finish within
+// 10 s (a hung chromium must not keep the test past its time, nor hide why it failed).
+async function closeBrowser(browser) {
+  const proc = browser.process();
+  let timer;
+  const late = new Promise((resolve) => { timer = setTimeout(resolve, 10000, 'late'); });
+  const outcome = await Promise.race([browser.close().then(() => 'closed', () => 'failed'), late]);
+  clearTimeout(timer);
+  if (outcome !== 'closed' && proc && proc.exitCode === null) proc.kill('SIGKILL');
+}
+
+// The step the test is at, printed if it does not finish in time (the shell's timeout is 120 s).
+let step = 'launching chromium';
+const watchdog = setTimeout(() => {
+  console.error('the browser test did not finish within 100 s; it was at: ' + step);
+  process.exit(1);  // puppeteer's exit handler kills chromium
+}, 100000);
+watchdog.unref();
+
 async function main() {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'idem-chromium-'));
   const browser = await puppeteer.launch({
@@ -51,7 +70,11 @@ async function main() {
       problems.push('console: ' + m.text());
     });
     page.on('dialog', (d) => d.accept());
-    const shot = (name) => page.screenshot({path: path.join(artifacts, name + '.png')});
+    const shot = (name) => {
+      step = 'after the screenshot ' + name;
+      return page.screenshot({path: path.join(artifacts, name + '.png')});
+    };
+    step = 'the login';
 
     // No page without a login: the token form, styled (its style sheet needs no login).
     loginAsked = true;
@@ -241,7 +264,8 @@ async function main() {
     check(right <= 1100, 'the status of a long key is on screen (its right edge at ' + right + ')');
     await shot('long-key');
   } finally {
-    await browser.close();
+    step = 'closing chromium';
+    await closeBrowser(browser);
     fs.rmSync(profile, {recursive: true, force: true});
   }
   if (problems.length) throw new Error(problems.join('\n'));
