@@ -37,6 +37,30 @@ async function closeBrowser(browser) {
   if (outcome !== 'closed' && proc && proc.exitCode === null) proc.kill('SIGKILL');
 }
 
+// Opens the gate FIFO for the handler that waits on it: a writer's open would block the whole
+// process until a reader comes, so the open is tried without blocking until the handler reads
+// (10 s at most).
+async function openGate(fifo) {
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    try {
+      const fd = fs.openSync(fifo, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK);
+      fs.writeSync(fd, 'go\n');
+      fs.closeSync(fd);
+      return;
+    } catch (e) {
+      if (e.code !== 'ENXIO' || Date.now() > deadline) {
+        throw new Error('the gate ' + fifo + ': ' + e.message);
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+// A hook's delivery, bounded: 20 s for the answer.
+const deliver = (url, headers, body) =>
+  fetch(url, {method: 'POST', headers, body, signal: AbortSignal.timeout(20000)});
+
 // The step the test is at, printed if it does not finish in time (the shell's timeout is 120 s).
 let step = 'launching chromium';
 const watchdog = setTimeout(() => {
@@ -114,7 +138,7 @@ async function main() {
     await shot('filtered');
 
     // The live update: a delivery made now shows up without a reload.
-    const r = await fetch(hooks + '/hooks/x', {method: 'POST', headers: {'X-Key': 'k4'}, body: 'b4'});
+    const r = await deliver(hooks + '/hooks/x', {'X-Key': 'k4'}, 'b4');
     check(r.status === 500, 'the new delivery fails');
     await page.waitForFunction(
         () => [...document.querySelectorAll('#rows a')].some((a) => a.textContent === '/hooks/x#k4'),
@@ -230,7 +254,7 @@ async function main() {
           'the second line is not there before its gate');
     await page.$eval('#live-output', (e) => e.scrollIntoView());
     await shot('live-1');
-    fs.writeFileSync(path.join(gates, 'live-1'), 'go\n');
+    await openGate(path.join(gates, 'live-1'));
     await liveHas('live line 2 <b>not bold</b>');
     await liveHas('live warning');
     check((await page.$$('#live-text b')).length === 0, 'live output is text, not markup');
@@ -240,7 +264,7 @@ async function main() {
           'still running after the second line');
     await page.$eval('#live-output', (e) => e.scrollIntoView());
     await shot('live-2');
-    fs.writeFileSync(path.join(gates, 'live-2'), 'go\n');
+    await openGate(path.join(gates, 'live-2'));
     await liveHas('live line 3');
     await page.waitForFunction(
         () => document.getElementById('live-state').textContent.startsWith('Ended: succeeded, exit 0'),
@@ -254,7 +278,7 @@ async function main() {
 
     // A key of 246 bytes without a break point wraps: the Status column stays on screen.
     const long = 'L'.repeat(246);
-    const rl = await fetch(hooks + '/hooks/x', {method: 'POST', headers: {'X-Key': long}, body: 'b'});
+    const rl = await deliver(hooks + '/hooks/x', {'X-Key': long}, 'b');
     check(rl.status === 200, 'the long key\'s delivery runs: ' + rl.status);
     await page.waitForFunction(
         (k) => [...document.querySelectorAll('#rows a')].some((a) => a.textContent === k),
