@@ -11,10 +11,12 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -1548,6 +1550,65 @@ TEST_CASE("store: an unsynced claim and many threads' writers through one file",
   CHECK(sqlite3_column_int(stmt, 0) == k_keys);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
+}
+
+// The descriptors this process holds on the file PATH itself (not its -wal or -shm): one a
+// connection (SQLite keeps a closed connection's open while others hold locks on the file).
+int connections_to(const std::string& path) {
+  int n = 0;
+  const std::string real = std::filesystem::canonical(path).string();
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    if (std::filesystem::read_symlink(fd.path(), error).string() == real) ++n;
+  }
+  return n;
+}
+
+// A long-lived process (the daemon) commits every batch of its stores on one connection of its
+// own, opened with the first of them and closed with the last; its checkpoints follow that
+// connection's commits, whichever store finished: the WAL stays bounded however the stores take
+// turns (none of them commits on its own connection).
+TEST_CASE("store: a long-lived process's stores commit on one writer, which checkpoints",
+          "[store]") {
+  TempDir dir;
+  const std::string path = dir / "idem.db";
+  const std::string output(200 * 1024, 'x');
+  // Throws rather than asserts: threads run it too.
+  auto finish_with_output = [&](Store& s, const std::string& key) {
+    ClaimResult c = s.claim(request(key), k_alive);
+    if (c.verdict != Verdict::claim) throw std::runtime_error(key + " not claimed");
+    idem::core::CapturedOutput captured;
+    captured.append(idem::core::Stream::out, output);
+    Outcome o = outcome(Status::succeeded, 0, k_t0 + 1);
+    o.output = captured.encode();
+    o.output_bytes = captured.stored_bytes();
+    if (!s.finish(key, c.attempt, o)) throw std::runtime_error(key + " not finished");
+  };
+  {
+    auto a = open_sqlite_store(path, std::nullopt, std::nullopt, true);
+    auto b = open_sqlite_store(path, std::nullopt, std::nullopt, true);
+    CHECK(connections_to(path) == 3);  // a's, b's and their writer
+    // 8 MiB of outputs by turns: the daemon's checkpoints (at 1 MiB) keep the WAL near that.
+    for (int i = 0; i < 40; ++i) finish_with_output(i % 2 ? *b : *a, "seq-" + std::to_string(i));
+    CHECK(wal_size(path) < 3 * 1024 * 1024);
+    // Threads, each with a store of its own, at once.
+    auto writers = race(4, [&](int t) {
+      auto mine = open_sqlite_store(path, std::nullopt, std::nullopt, true);
+      for (int i = 0; i < 10; ++i)
+        finish_with_output(*mine, "t" + std::to_string(t) + "-" + std::to_string(i));
+    });
+    CHECK(writers.errors == "");
+    CHECK(wal_size(path) < 4 * 1024 * 1024);
+  }
+  CHECK(connections_to(path) == 0);  // the writer went with the last store
+  auto reopened = open_sqlite_store(path, std::nullopt, std::nullopt, true);
+  for (const std::string key : {"seq-0", "seq-39", "t0-0", "t3-9"}) {
+    CAPTURE(key);
+    auto r = reopened->get(key);
+    REQUIRE(r.has_value());
+    CHECK(r->status == Status::succeeded);
+  }
+  CHECK(reopened->health().damage.empty());
 }
 
 namespace {

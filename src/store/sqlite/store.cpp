@@ -33,9 +33,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -106,8 +108,10 @@ const std::vector<core::HistoryEntry> k_no_history;
 
 class SqliteStore final : public Store {
  public:
+  // `writer`: this is a long-lived process's connection that commits its batches
+  // (dedicated_writer), not one its threads read on.
   SqliteStore(const std::string& path, std::optional<int64_t> busy_timeout_ms,
-              std::optional<int64_t> keep_attempts, bool long_lived)
+              std::optional<int64_t> keep_attempts, bool long_lived, bool writer = false)
       : path_(path),
         checkpoint_wal_bytes_(long_lived ? k_long_lived_checkpoint_wal_bytes
                                          : k_checkpoint_wal_bytes),
@@ -130,6 +134,10 @@ class SqliteStore final : public Store {
       }
       configure(mode);
       migrate(db_, path_, writers_->transactions(), opened_version_, opened_application_id_);
+      if (long_lived && !writer)
+        writer_ = dedicated_writer(resolved, [&] {
+          return std::make_shared<SqliteStore>(path_, busy_timeout_ms, keep_attempts, true, true);
+        });
     } catch (...) {
       statements_.clear();
       sqlite3_close(db_);
@@ -867,10 +875,29 @@ class SqliteStore final : public Store {
 
   // Runs `body` in a batch of this process's writes to the file (writer_queue_of), on whichever
   // connection leads the batch: `body` reaches the store only through the one it is given.
-  // Returns once the batch committed (durable if `sync` or another write of it asked so).
+  // Returns once the batch committed (durable if `sync` or another write of it asked so). In a
+  // long-lived process every batch is led on its dedicated writer.
   void batched(bool sync, const std::function<void(Connection)>& body) {
-    BatchConnection mine(connection(), path_);
-    writers_->run(mine, sync, [&](BatchConnection& leader) { body(leader.db); });
+    SqliteStore& leader = writer_ ? *writer_ : *this;
+    BatchConnection mine(leader.connection(), leader.path_);
+    writers_->run(mine, sync, [&](BatchConnection& led) { body(led.db); });
+  }
+
+  // The connection that commits every batch of this long-lived process to the file at
+  // `resolved`, opened by `open` for the first of its stores and closed with the last. Batches
+  // on one connection keep its page cache: SQLite drops a connection's whole cache when it finds
+  // that another connection wrote since its last transaction, so batches led on whichever
+  // pooled connection read the pages of the record's indexes back from the WAL every time. The
+  // queue's leaders use it one at a time (Writers::transactions), and its checkpoints too.
+  static std::shared_ptr<SqliteStore> dedicated_writer(
+      const std::string& resolved, const std::function<std::shared_ptr<SqliteStore>()>& open) {
+    static std::mutex registry_mutex;
+    static std::map<std::string, std::weak_ptr<SqliteStore>> registry;  // one per file
+    std::lock_guard lock(registry_mutex);
+    std::weak_ptr<SqliteStore>& known = registry[resolved];
+    std::shared_ptr<SqliteStore> writer = known.lock();
+    if (!writer) known = writer = open();
+    return writer;
   }
 
   Statement& bind_claim(Statement& s, const ClaimRequest& req, int64_t attempt,
@@ -1115,6 +1142,7 @@ class SqliteStore final : public Store {
   // the first checkpoints it and the others find it empty.
   // A writer's: none while a gc holds its mark (gc's own checkpoints will copy the WAL).
   void checkpoint_if_wal_large() {
+    if (writer_) return writer_->checkpoint_if_wal_large();  // its commits are the batches'
     if (wal_bytes() > checkpoint_wal_bytes_ && !gc_marked(path_))
       checkpoint_if_wal_large(checkpoint_wal_bytes_);
   }
@@ -1163,7 +1191,11 @@ class SqliteStore final : public Store {
   // group is synced to make it durable (set_process_group).
   std::optional<std::pair<std::string, int64_t>> unsynced_claim_;
   int64_t busy_since_ms_ = 0;
-  int64_t wal_frames_ = 0;  // in the WAL after this connection's last commit
+  // The dedicated writer (long-lived stores but the writer itself): leads every batch.
+  std::shared_ptr<SqliteStore> writer_;
+  // In the WAL after this connection's last commit; a dedicated writer's is read by the threads
+  // of the stores it writes for.
+  std::atomic<int64_t> wal_frames_ = 0;
   int64_t wal_frame_bytes_ = 4096 + k_wal_frame_header_bytes;  // a page and its frame header
   int opened_version_ = 0;             // PRAGMA user_version when the connection was opened
   int32_t opened_application_id_ = 0;  // PRAGMA application_id then
