@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
+#include <utility>
+#include <vector>
 
 namespace idem::store::sqlite {
 
@@ -24,6 +27,14 @@ constexpr sqlite3_int64 k_wal_extent = 512 * 1024;
 // The WAL's own header, before its first frame.
 constexpr int k_wal_header_bytes = 32;
 
+// SQLite writes each frame as two writes, its 24-byte header and then its page (and the WAL's
+// 32-byte header before the first frame): a write this short is held back and goes out with
+// the write that continues it, one system call a frame instead of two. It is held only until the
+// next call on the file, which is that continuation when SQLite writes frames; any other call
+// writes it first. No other connection reads a frame before the writer has published it in the
+// WAL's index, after its last write.
+constexpr int k_wal_held_bytes = 64;
+
 struct WalFile {
   sqlite3_file base;   // methods: k_wal_methods
   sqlite3_file* real;  // the unix VFS's file, in the same allocation, after this struct
@@ -31,9 +42,24 @@ struct WalFile {
   sqlite3_int64 written_end;
   // A truncation to nothing keeps the file's blocks instead (keep_wal_blocks).
   bool keep_blocks;
+  // A short write not made yet: `held_bytes` bytes at `held_at` (k_wal_held_bytes).
+  int held_bytes;
+  sqlite3_int64 held_at;
+  char held[k_wal_held_bytes];
 };
 
 sqlite3_file* real_of(sqlite3_file* f) { return reinterpret_cast<WalFile*>(f)->real; }
+
+int write_through(WalFile& wal, const void* data, int amount, sqlite3_int64 offset);
+
+// Makes the write held back, if any; first thing in every call on the file but a write that
+// continues it.
+int write_held(sqlite3_file* f) {
+  auto& wal = *reinterpret_cast<WalFile*>(f);
+  if (wal.held_bytes == 0) return SQLITE_OK;
+  const int n = std::exchange(wal.held_bytes, 0);
+  return write_through(wal, wal.held, n, wal.held_at);
+}
 
 // Writes zeros from the file's end up to `end`; stops at the first failure (a full disk), which
 // the write that wanted the room then meets itself.
@@ -51,8 +77,7 @@ void extend_with_zeros(WalFile& wal, sqlite3_int64 end) {
 // file's length. What this connection last knew of it may be stale (another process wrote past
 // it, or truncated it), so the file is asked before zeros are written: only past its real end,
 // never over another connection's frames.
-int wal_write(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offset) {
-  auto& wal = *reinterpret_cast<WalFile*>(f);
+int write_through(WalFile& wal, const void* data, int amount, sqlite3_int64 offset) {
   const sqlite3_int64 end = offset + amount;
   if (offset == 0 || end > wal.written_end) {
     sqlite3_int64 size = 0;
@@ -65,6 +90,34 @@ int wal_write(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offse
   return rc;
 }
 
+// A short write is held back (k_wal_held_bytes); one that continues a held write goes out with
+// it, in one write. Its failure is the continuing write's, which SQLite then fails as a whole.
+int wal_write(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offset) {
+  auto& wal = *reinterpret_cast<WalFile*>(f);
+  const bool continues = wal.held_bytes > 0 && offset == wal.held_at + wal.held_bytes;
+  if (!continues)
+    if (int rc = write_held(f); rc != SQLITE_OK) return rc;
+  if (continues && wal.held_bytes + amount <= k_wal_held_bytes) {
+    std::memcpy(wal.held + wal.held_bytes, data, size_t(amount));
+    wal.held_bytes += amount;
+    return SQLITE_OK;
+  }
+  if (!continues && amount <= k_wal_held_bytes / 2) {
+    std::memcpy(wal.held, data, size_t(amount));
+    wal.held_bytes = amount;
+    wal.held_at = offset;
+    return SQLITE_OK;
+  }
+  if (!continues) return write_through(wal, data, amount, offset);
+  // The held bytes and this write, side by side in one buffer of this thread's.
+  thread_local std::vector<char> joined;
+  const int held = std::exchange(wal.held_bytes, 0);
+  joined.resize(size_t(held + amount));
+  std::memcpy(joined.data(), wal.held, size_t(held));
+  std::memcpy(joined.data() + held, data, size_t(amount));
+  return write_through(wal, joined.data(), held + amount, wal.held_at);
+}
+
 // A TRUNCATE checkpoint ends by truncating the WAL to nothing, under the WAL writer lock, every
 // frame copied into the database and synced there. With keep_blocks, the file's header is
 // zeroed instead (and a file grown past one extent cut back to it): a connection that rebuilds
@@ -73,6 +126,7 @@ int wal_write(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offse
 // size. Unsynced, as the truncation is: after a crash before the next commit, the old frames may
 // be found again, and they hold what the database holds already.
 int wal_truncate(sqlite3_file* f, sqlite3_int64 size) {
+  if (int rc = write_held(f); rc != SQLITE_OK) return rc;
   auto& wal = *reinterpret_cast<WalFile*>(f);
   wal.written_end = -1;  // asked of the file at the next write
   sqlite3_int64 have = 0;
@@ -85,22 +139,38 @@ int wal_truncate(sqlite3_file* f, sqlite3_int64 size) {
   return wal.real->pMethods->xWrite(wal.real, zeros, k_wal_header_bytes, 0);
 }
 
-int wal_close(sqlite3_file* f) { return real_of(f)->pMethods->xClose(real_of(f)); }
+// Every other call makes the held write first (write_held).
+int wal_close(sqlite3_file* f) {
+  const int held = write_held(f);
+  const int rc = real_of(f)->pMethods->xClose(real_of(f));
+  return held != SQLITE_OK ? held : rc;
+}
 int wal_read(sqlite3_file* f, void* data, int amount, sqlite3_int64 offset) {
+  if (int rc = write_held(f); rc != SQLITE_OK) return rc;
   return real_of(f)->pMethods->xRead(real_of(f), data, amount, offset);
 }
-int wal_sync(sqlite3_file* f, int flags) { return real_of(f)->pMethods->xSync(real_of(f), flags); }
+int wal_sync(sqlite3_file* f, int flags) {
+  if (int rc = write_held(f); rc != SQLITE_OK) return rc;
+  return real_of(f)->pMethods->xSync(real_of(f), flags);
+}
 int wal_file_size(sqlite3_file* f, sqlite3_int64* size) {
+  if (int rc = write_held(f); rc != SQLITE_OK) return rc;
   return real_of(f)->pMethods->xFileSize(real_of(f), size);
 }
-int wal_lock(sqlite3_file* f, int level) { return real_of(f)->pMethods->xLock(real_of(f), level); }
+int wal_lock(sqlite3_file* f, int level) {
+  if (int rc = write_held(f); rc != SQLITE_OK) return rc;
+  return real_of(f)->pMethods->xLock(real_of(f), level);
+}
 int wal_unlock(sqlite3_file* f, int level) {
+  if (int rc = write_held(f); rc != SQLITE_OK) return rc;
   return real_of(f)->pMethods->xUnlock(real_of(f), level);
 }
 int wal_check_reserved_lock(sqlite3_file* f, int* out) {
+  if (int rc = write_held(f); rc != SQLITE_OK) return rc;
   return real_of(f)->pMethods->xCheckReservedLock(real_of(f), out);
 }
 int wal_file_control(sqlite3_file* f, int op, void* arg) {
+  if (int rc = write_held(f); rc != SQLITE_OK) return rc;
   return real_of(f)->pMethods->xFileControl(real_of(f), op, arg);
 }
 int wal_sector_size(sqlite3_file* f) { return real_of(f)->pMethods->xSectorSize(real_of(f)); }
@@ -149,6 +219,8 @@ int open_wal(sqlite3_vfs* unix_vfs, const char* name, sqlite3_file* file, int fl
   wal->real = reinterpret_cast<sqlite3_file*>(wal + 1);
   wal->written_end = -1;
   wal->keep_blocks = false;
+  wal->held_bytes = 0;
+  wal->held_at = 0;
   wal->base.pMethods = nullptr;  // until the real file is open: SQLite then calls no method
   int rc = unix_vfs->xOpen(unix_vfs, name, wal->real, flags, out_flags);
   if (rc == SQLITE_OK && wal->real->pMethods != nullptr) wal->base.pMethods = &k_wal_methods;

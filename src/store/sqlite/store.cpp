@@ -134,6 +134,11 @@ class SqliteStore final : public Store {
       }
       configure(mode);
       migrate(db_, path_, writers_->transactions(), opened_version_, opened_application_id_);
+      // Each write of a batch runs in a savepoint, whose journal keeps the pages that earlier
+      // writes of the batch changed as they were: past 64 KiB SQLite would move it to a
+      // temporary file (made, written twice a page, removed, for most batches). In memory, it
+      // is bounded by the batch's pages.
+      if (writer) exec("PRAGMA temp_store = MEMORY");
       if (long_lived && !writer)
         writer_ = dedicated_writer(resolved, [&] {
           return std::make_shared<SqliteStore>(path_, busy_timeout_ms, keep_attempts, true, true);
