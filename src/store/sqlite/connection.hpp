@@ -202,15 +202,19 @@ class Statement {
   StatementCache* cache_ = nullptr;  // where stmt_ goes back to; null: finalized
 };
 
-// The connection a batch of writes runs on (WriteQueue): its leader's. A batch that needs no
-// sync (every write in it is an unsynced claim, ClaimRequest::sync, or writes nothing) commits
-// with synchronous=NORMAL; the connection is FULL again after.
+// The connection a batch of writes runs on (WriteQueue): its leader's, or the long-lived
+// process's dedicated writer. A batch that needs no sync (every write in it is an unsynced
+// claim, ClaimRequest::sync, or writes nothing) commits with synchronous=NORMAL; the connection
+// is FULL again after.
 class BatchConnection {
  public:
   BatchConnection(Connection connection, const std::string& where)
       : db(connection), where_(where) {}
 
   void begin(bool sync) {
+    // A transaction that a failed rollback left open (the daemon's writer connection lives as
+    // long as the daemon) is given up, never joined.
+    if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
     if (!sync) sqlite3_exec(db, "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr);
     unsynced_ = !sync;
     try {
