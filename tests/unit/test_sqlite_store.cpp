@@ -1594,28 +1594,27 @@ TEST_CASE("store: an unsynced claim and many threads' writers through one file",
   sqlite3_close(db);
 }
 
-// Temporary files SQLite holds open (removed from their folder as soon as made).
-int sqlite_temp_files_open() {
+// The descriptors of this process whose target `pred` holds for (/proc/self/fd).
+template <class Pred>
+int open_files(Pred pred) {
   int n = 0;
   for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
     std::error_code error;
-    if (std::filesystem::read_symlink(fd.path(), error).string().find("etilqs_") !=
-        std::string::npos)
-      ++n;
+    if (pred(std::filesystem::read_symlink(fd.path(), error).string())) ++n;
   }
   return n;
+}
+
+// Temporary files SQLite holds open (removed from their folder as soon as made).
+int sqlite_temp_files_open() {
+  return open_files([](const std::string& t) { return t.find("etilqs_") != std::string::npos; });
 }
 
 // The descriptors this process holds on the file PATH itself (not its -wal or -shm): one a
 // connection (SQLite keeps a closed connection's open while others hold locks on the file).
 int connections_to(const std::string& path) {
-  int n = 0;
   const std::string real = std::filesystem::canonical(path).string();
-  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
-    std::error_code error;
-    if (std::filesystem::read_symlink(fd.path(), error).string() == real) ++n;
-  }
-  return n;
+  return open_files([&](const std::string& t) { return t == real; });
 }
 
 // A long-lived process (the daemon) commits every batch of its stores on one connection of its

@@ -94,28 +94,22 @@ int write_through(WalFile& wal, const void* data, int amount, sqlite3_int64 offs
 // it, in one write. Its failure is the continuing write's, which SQLite then fails as a whole.
 int wal_write(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offset) {
   auto& wal = *reinterpret_cast<WalFile*>(f);
-  const bool continues = wal.held_bytes > 0 && offset == wal.held_at + wal.held_bytes;
-  if (!continues)
+  if (wal.held_bytes == 0 || offset != wal.held_at + wal.held_bytes) {
     if (int rc = write_held(f); rc != SQLITE_OK) return rc;
-  if (continues && wal.held_bytes + amount <= k_wal_held_bytes) {
-    std::memcpy(wal.held + wal.held_bytes, data, size_t(amount));
-    wal.held_bytes += amount;
-    return SQLITE_OK;
-  }
-  if (!continues && amount <= k_wal_held_bytes / 2) {
-    std::memcpy(wal.held, data, size_t(amount));
-    wal.held_bytes = amount;
+    if (amount > k_wal_held_bytes / 2) return write_through(wal, data, amount, offset);
     wal.held_at = offset;
-    return SQLITE_OK;
+  } else if (wal.held_bytes + amount > k_wal_held_bytes) {
+    // The held bytes and this write, side by side in one buffer of this thread's.
+    thread_local std::vector<char> joined;
+    const int held = std::exchange(wal.held_bytes, 0);
+    joined.resize(size_t(held + amount));
+    std::memcpy(joined.data(), wal.held, size_t(held));
+    std::memcpy(joined.data() + held, data, size_t(amount));
+    return write_through(wal, joined.data(), held + amount, wal.held_at);
   }
-  if (!continues) return write_through(wal, data, amount, offset);
-  // The held bytes and this write, side by side in one buffer of this thread's.
-  thread_local std::vector<char> joined;
-  const int held = std::exchange(wal.held_bytes, 0);
-  joined.resize(size_t(held + amount));
-  std::memcpy(joined.data(), wal.held, size_t(held));
-  std::memcpy(joined.data() + held, data, size_t(amount));
-  return write_through(wal, joined.data(), held + amount, wal.held_at);
+  std::memcpy(wal.held + wal.held_bytes, data, size_t(amount));  // held, or held with the rest
+  wal.held_bytes += amount;
+  return SQLITE_OK;
 }
 
 // A TRUNCATE checkpoint ends by truncating the WAL to nothing, under the WAL writer lock, every
