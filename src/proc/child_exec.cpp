@@ -120,30 +120,44 @@ IDEM_RAW_CHILD int exec_file(const char* file, char** argv, char** envp) {
 constexpr const char* k_default_path =
     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+IDEM_RAW_CHILD size_t length_of(const char* s) {
+  size_t n = 0;
+  while (s[n] != '\0') ++n;
+  return n;
+}
+
+// `dir` (up to `end`; empty: the current folder) and `file` joined into `buffer` (4096 bytes);
+// false when they do not fit.
+IDEM_RAW_CHILD bool join_path(char* buffer, const char* dir, const char* end, const char* file,
+                              size_t file_len) {
+  const size_t dir_len = size_t(end - dir);
+  if (dir_len + 1 + file_len + 1 > 4096) return false;
+  // Written through a volatile pointer: no compiler turns the copies into a memcpy call.
+  volatile char* out = buffer;
+  size_t n = 0;
+  for (const char* p = dir; p != end; ++p) out[n++] = *p;
+  if (dir_len > 0) out[n++] = '/';
+  for (size_t i = 0; i <= file_len; ++i) out[n++] = file[i];
+  return true;
+}
+
 // Looks argv[0] up on `path` (k_default_path when there is none) and execs the first that
 // runs, with glibc's rules: an entry that is not there or not a folder is skipped, one without
-// permission remembered (EACCES wins over ENOENT), any other error ends the search.
-IDEM_RAW_CHILD int exec_on_path(const char* path, char** argv, char** envp) {
+// permission remembered (EACCES wins over ENOENT), any other error ends the search. The search
+// begins `skip` bytes into the path (path_entries_to_skip: entries known not to hold argv[0]).
+IDEM_RAW_CHILD int exec_on_path(const char* path, size_t skip, char** argv, char** envp) {
   const char* file = argv[0];
   if (*file == '\0') return ENOENT;
   if (has_slash(file)) return exec_file(file, argv, envp);
   if (path == nullptr) path = k_default_path;
-  size_t file_len = 0;
-  while (file[file_len] != '\0') ++file_len;
+  const size_t file_len = length_of(file);
   char buffer[4096];
-  // Written through a volatile pointer: no compiler turns the copies into a memcpy call.
-  volatile char* out = buffer;
   bool denied = false;
   int err = ENOENT;
-  for (const char* dir = path;;) {
+  for (const char* dir = path + skip;;) {
     const char* end = dir;
     while (*end != '\0' && *end != ':') ++end;
-    const size_t dir_len = size_t(end - dir);
-    if (dir_len + 1 + file_len + 1 <= sizeof buffer) {
-      size_t n = 0;
-      for (const char* p = dir; p != end; ++p) out[n++] = *p;
-      if (dir_len > 0) out[n++] = '/';  // an empty entry is the current folder
-      for (size_t i = 0; i <= file_len; ++i) out[n++] = file[i];
+    if (join_path(buffer, dir, end, file, file_len)) {
       err = exec_file(buffer, argv, envp);
       if (err == EACCES)
         denied = true;
@@ -155,6 +169,30 @@ IDEM_RAW_CHILD int exec_on_path(const char* path, char** argv, char** envp) {
     dir = end + 1;
   }
   return denied ? EACCES : err;
+}
+
+// How many bytes of `path` (as exec_on_path takes it) are entries that do not hold argv[0]:
+// ones where the name is not there (ENOENT, ENOTDIR), up to the first absolute entry that has it
+// or that cannot be told, or the first relative one (the command's folder is not yet its own).
+// Asked before the go byte, so that the execs after it do not each fail in turn on what comes
+// first on the path; exec_on_path then begins there. 0 when nothing can be skipped, or nothing
+// holds it (the whole search then gives the error glibc's would).
+IDEM_RAW_CHILD size_t path_entries_to_skip(const char* path, char** argv) {
+  const char* file = argv[0];
+  if (*file == '\0' || has_slash(file)) return 0;
+  if (path == nullptr) path = k_default_path;
+  const size_t file_len = length_of(file);
+  char buffer[4096];
+  for (const char* dir = path;;) {
+    const char* end = dir;
+    while (*end != '\0' && *end != ':') ++end;
+    if (end == dir || *dir != '/' || !join_path(buffer, dir, end, file, file_len)) break;
+    const long found = sys(SYS_faccessat, AT_FDCWD, as_arg(buffer), F_OK);
+    if (found != -ENOENT && found != -ENOTDIR) return size_t(dir - path);
+    if (*end == '\0') break;
+    dir = end + 1;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -332,27 +370,29 @@ IDEM_RAW_CHILD int child_exec(void* opaque) {
   // command starts is found again through the process group idem records.
   sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
   if (sys(SYS_getppid) != plan.parent) exit_now(127);
-  // Wait until idem has recorded the group: one byte means go, EOF means idem gave up or died.
   sys(SYS_close, plan.go_write_fd);
+  // What changes nothing outside this process is done while idem records its claim, before the
+  // go byte. Every signal is blocked (the parent blocked them across clone): no handler of idem
+  // can run here before the handlers are gone; the command gets an empty mask at the exec.
+  reset_signals(plan.reset_signals);
+  if (plan.stdin_fd != 0) move_fd(plan.stdin_fd, 0);
+  move_fd(plan.out_fd, 1);
+  move_fd(plan.err_fd, 2);
+  const size_t skip = path_entries_to_skip(plan.path, plan.argv);
+  // Wait until idem has recorded the group: one byte means go, EOF means idem gave up or died.
   char go = 0;
   long got;
   while ((got = sys(SYS_read, plan.go_fd, as_arg(&go), 1)) == -EINTR) {
   }
   if (got != 1) exit_now(127);
   sys(SYS_close, plan.go_fd);
-  // Every signal is blocked (the parent blocked them across clone): no handler of idem can run
-  // here before the handlers are gone; then the command gets an empty mask.
-  reset_signals(plan.reset_signals);
-  if (plan.stdin_fd != 0) move_fd(plan.stdin_fd, 0);
-  move_fd(plan.out_fd, 1);
-  move_fd(plan.err_fd, 2);
   if (plan.cwd != nullptr) {
     const long err = sys(SYS_chdir, as_arg(plan.cwd));
     if (err != 0) fail(plan.status_fd, int(-err));
   }
   const uint64_t none = 0;
   sys(SYS_rt_sigprocmask, SIG_SETMASK, as_arg(&none), 0, sizeof none);
-  fail(plan.status_fd, exec_on_path(plan.path, plan.argv, plan.envp));
+  fail(plan.status_fd, exec_on_path(plan.path, skip, plan.argv, plan.envp));
 }
 
 }  // namespace idem::proc

@@ -30,6 +30,33 @@ expect_rc 0
 assert_bytes "$T/ne2.out" 'should not run\n'
 assert_eq 2 "$(idem show noexec --json | jsonq /attempt)" "attempt after a failed start"
 
+# PATH's rules as glibc's: entries without the name are passed over (idem asks before the claim
+# is committed which ones, then execs from the first that has it), one without permission is
+# remembered and the search goes on; EACCES wins over "not found" when nothing runs.
+mkdir "$T/none" "$T/denied" "$T/good"
+printf '#!/bin/sh\necho denied ran\n' >"$T/denied/idem-path-order"
+chmod 644 "$T/denied/idem-path-order"
+printf '#!/bin/sh\necho good ran\n' >"$T/good/idem-path-order"
+chmod 755 "$T/good/idem-path-order"
+capture order env PATH="$T/none:$T/no/such/folder:$T/denied:$T/good:/usr/bin:/bin" \
+  "$IDEM_BIN" run -k path-order -- idem-path-order
+expect_rc 0
+assert_bytes "$T/order.out" 'good ran\n'
+capture denied env PATH="$T/none:$T/denied:$T/no/such/folder" "$IDEM_BIN" run -k path-denied -- idem-path-order
+expect_rc 126
+assert_idem_error
+capture missing env PATH="$T/none:$T/no/such/folder" "$IDEM_BIN" run -k path-missing -- idem-path-order
+expect_rc 127
+assert_idem_error
+# A relative entry is looked up from the command's folder, as the exec finds it.
+mkdir "$T/rel"
+printf '#!/bin/sh\necho relative ran\n' >"$T/rel/idem-path-rel"
+chmod 755 "$T/rel/idem-path-rel"
+capture rel sh -c 'cd "$1" && PATH="$1/none:rel:/usr/bin:/bin" exec "$2" run -k path-rel -- idem-path-rel' \
+  sh "$T" "$IDEM_BIN"
+expect_rc 0
+assert_bytes "$T/rel.out" 'relative ran\n'
+
 # Without PATH (cron's `env -i`), the command is looked up where `sh -c` looks, dash's default
 # (/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin), not glibc's /bin:/usr/bin: a
 # command only in /usr/local/sbin (a folder of $T bind-mounted over it) is found by both.
