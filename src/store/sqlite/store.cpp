@@ -190,8 +190,13 @@ class SqliteStore final : public Store {
   }  // rolled back by tx
 
   // A long-lived process's connections checkpoint after their finishes, behind their queue.
+  // A short-lived process's store: the finish's statements compiled into the cache (the outcome
+  // then only binds and steps them), and the checkpoint when one is due.
   void upkeep() override {
-    if (checkpoint_mode_ == SQLITE_CHECKPOINT_TRUNCATE) checkpoint_if_wal_large();
+    if (checkpoint_mode_ != SQLITE_CHECKPOINT_TRUNCATE) return;
+    for (const char* sql : {sqlite_sql::k_finish, sqlite_sql::k_history_finish})
+      Statement(connection(), sql, path_);
+    checkpoint_if_wal_large();
   }
 
   StoreHealth health() override {
