@@ -14,8 +14,10 @@
 
 #include "cli/command_table.hpp"
 #include "cli/common.hpp"
+#include "cli/run.hpp"
 #include "core/errors.hpp"
 #include "util/fd.hpp"
+#include "util/heap.hpp"
 
 // Under AddressSanitizer, LeakSanitizer scans the process at exit: about 25 ms, half of what a
 // short `idem run` costs there, thousands of times over in the ASan lane of .ci/run. With
@@ -201,6 +203,9 @@ int main(int argc, char** argv) {
     std::cout << k_version << '\n';
     return k_exit_ok;
   }
+  // `idem run` is a new process at every run: what it will allocate, faulted in at once.
+  if (command_word(argc, argv) == "run")
+    util::prefault_heap(cli::k_run_heap_bytes, cli::k_run_mmap_threshold);
   if (argc != 2 || std::string_view(argv[1]) != "--list-commands") {
     int version_exit = -1;
     if (auto line = parse_named_only(argc, argv, version_exit))

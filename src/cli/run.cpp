@@ -393,10 +393,7 @@ int run_claimed(engine::Engine& engine, const engine::Claimed& claimed,
 }  // namespace
 
 int run_run(const GlobalOptions& global, RunOptions& o) {
-  // A capture's buffers (up to --max-output) come from mmap and go back to the system when
-  // freed: glibc's threshold otherwise rises with each buffer freed, until freed buffers stay
-  // in the heap, still resident, while the output is being stored.
-  ::mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  ::mallopt(M_MMAP_THRESHOLD, int(k_run_mmap_threshold));  // as main left it (k_run_heap_bytes)
   if (o.command.empty())
     throw UsageError("missing command: idem run [OPTIONS] [-k KEY] -- COMMAND [ARG...]");
   const Settings s = parse_settings(o);

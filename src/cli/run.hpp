@@ -31,6 +31,15 @@ struct RunOptions {
   const CLI::Option* key_option = nullptr;  // tells `-k ""` (an error) from no -k (derived)
 };
 
+// A capture's buffers (up to --max-output) come from mmap and go back to the system when freed:
+// glibc's threshold otherwise rises with each buffer freed, until freed buffers stay in the
+// heap, still resident, while the output is being stored.
+inline constexpr size_t k_run_mmap_threshold = 256 * 1024;
+// About what `idem run` allocates from its heap in a first run or a replay (the command line,
+// SQLite's schema, statements and pages, the child's plan): faulted in at its start, in one
+// call (util/heap.hpp).
+inline constexpr size_t k_run_heap_bytes = 512 * 1024;
+
 CLI::App* register_run(CLI::App& app, RunOptions& options);
 int run_run(const GlobalOptions& global, RunOptions& options);
 

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# `idem run` faults its heap in at its start, in one call (util::prefault_heap): in a process of
+# its own, what it allocates after that takes (almost) no page fault, against one a page without.
+source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
+
+plain=$("$(helper heap_probe)")
+ahead=$("$(helper heap_probe)" --prefault)
+echo "faults allocating 96 blocks of 4000 bytes: $plain plain, $ahead with the heap faulted in ahead"
+((plain >= 60)) || fail "the probe itself takes $plain faults without the prefault: it shows nothing"
+((ahead <= 8)) || fail "with the heap faulted in ahead the probe still took $ahead faults"
