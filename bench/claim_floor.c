@@ -8,6 +8,11 @@
  *                               the WAL passes 256 KiB.
  *   claim_floor PATH KEY rm     removes KEY's record (its history goes with it by the schema's
  *                               trigger), one synced commit: the untimed step between runs.
+ *   claim_floor PATH KEY page   the least a first run could write: two synced commits of one
+ *                               page each (KEY's replay count, a column no index holds, which
+ *                               changes the row's bytes: SQLite writes nothing for an UPDATE
+ *                               that leaves them as they were) around `true`; on idem's store or
+ *                               any table of key and replays.
  * The store is opened as idem opens it: WAL, synchronous=FULL, no automatic checkpoint and none
  * at close; SQLite configured as idem configures it (no allocation statistics, no page cache
  * allocated ahead); and a VFS that does to the WAL what idem's does (sqlite/connection.cpp): an
@@ -169,6 +174,7 @@ static const char* k_claim =
     "INSERT INTO attempts (key, number, started_by, owner_host, owner_pid, started_at, outcome)"
     " SELECT ?1, 1, started_by, owner_host, owner_pid, ?2, 'running' FROM attempts"
     " WHERE key = 'done' LIMIT 1";
+static const char* k_page = "UPDATE records SET replays = replays + 1 WHERE key = ?1";
 static const char* k_outcome =
     "UPDATE records SET status = 'succeeded', finished_at = ?2, exit_code = 0,"
     " expires_at = ?2 + ttl_ms WHERE key = ?1 AND attempt = 1 AND status = 'running';"
@@ -186,7 +192,8 @@ static int run_true(void) {
 
 int main(int argc, char** argv) {
   const int run = argc == 4 && strcmp(argv[3], "run") == 0;
-  if (argc != 4 || (!run && strcmp(argv[3], "rm") != 0)) return 2;
+  const int page = argc == 4 && strcmp(argv[3], "page") == 0;
+  if (argc != 4 || (!run && !page && strcmp(argv[3], "rm") != 0)) return 2;
   const char* vfs = register_vfs();
   sqlite3* db = 0;
   if (!vfs || sqlite3_open_v2(argv[1], &db, SQLITE_OPEN_READWRITE, vfs) != SQLITE_OK) return 1;
@@ -194,7 +201,10 @@ int main(int argc, char** argv) {
   sqlite3_exec(db, "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0", 0, 0, 0);
   sqlite3_wal_hook(db, on_commit, 0);
   int ok;
-  if (!run) {
+  if (page) {
+    ok = transaction(db, k_page, argv[2]) && sqlite3_changes(db) == 1 && run_true() == 0 &&
+         transaction(db, k_page, argv[2]) && sqlite3_changes(db) == 1;
+  } else if (!run) {
     ok = transaction(db, "DELETE FROM records WHERE key = ?1", argv[2]);
   } else {
     ok = transaction(db, k_claim, argv[2]) && run_true() == 0 &&

@@ -7,8 +7,8 @@
 # (static, no PIE). It runs on idem's own store (its schema: SQLite parses all of it at the first
 # statement of every process) and on a store of a two-column table, which shows what the schema
 # costs apart from SQLite's open itself. Then the same for a first run: `idem run` of `true` on a
-# key removed before each (hyperfine's --prepare), and the program's first-run floor (two synced
-# commits of one page each around `true`), beside flock; and bench/claim_floor.c's floor, which
+# key removed before each (hyperfine's --prepare), and bench/claim_floor.c's floors: two synced
+# commits of one page each around `true` (`page`), beside flock; and the floor that
 # writes the rows idem's claim and outcome write (the record in all its indexes, its history row)
 # with idem's settings and WAL handling, `true` started plainly (no cgroup, no output captured).
 #   bench/sqlite_floor.sh [IDEM_BIN]    # without it, builds idem Release into build-bench/
@@ -35,8 +35,9 @@ export IDEM_DB=$dir/idem.db
 # once; then idem's replays and the floor's counts grow it alike, and idem checkpoints it at
 # 256 KiB as it does for any store.
 sqlite3 idem.db 'PRAGMA wal_checkpoint(TRUNCATE)' >/dev/null
-sqlite3 small.db "PRAGMA journal_mode=WAL; CREATE TABLE records (key TEXT PRIMARY KEY, fingerprint TEXT);
-  INSERT INTO records VALUES ('done', 'x');" >/dev/null
+sqlite3 small.db "PRAGMA journal_mode=WAL;
+  CREATE TABLE records (key TEXT PRIMARY KEY, fingerprint TEXT, replays INTEGER NOT NULL);
+  INSERT INTO records VALUES ('done', 'x', 0);" >/dev/null
 touch L
 
 median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
@@ -81,7 +82,7 @@ measure command
 "$idem" run -q -k fresh -- true
 names=("idem run (first run)" "floor, idem's schema, first run" "floor, two columns, first run"
   "floor, idem's rows, first run" "flock -n L true")
-cmds=("$idem run -k fresh -- true" "./floor idem.db done run" "./floor small.db done run"
+cmds=("$idem run -k fresh -- true" "./claim_floor idem.db done page" "./claim_floor small.db done page"
   "./claim_floor idem.db floor-plain run" "flock -n L true")
 preps=("$idem rm fresh" "true" "true" "./claim_floor idem.db floor-plain rm" "true")
 ./claim_floor idem.db floor-plain run
