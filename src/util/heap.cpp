@@ -13,8 +13,9 @@
 
 namespace idem::util {
 
-void prefault_heap(size_t bytes, size_t mmap_threshold) {
-#if defined(__GLIBC__)
+bool prefault_heap(size_t bytes, size_t mmap_threshold) {
+  bool resident = false;
+#if defined(__GLIBC__) && defined(MADV_POPULATE_WRITE)
   ::mallopt(M_TRIM_THRESHOLD, int(2 * bytes));
   ::mallopt(M_MMAP_THRESHOLD, int(2 * bytes));  // this block from the heap, not its own mapping
   if (char* block = static_cast<char*>(::malloc(bytes)); block != nullptr) {
@@ -22,9 +23,8 @@ void prefault_heap(size_t bytes, size_t mmap_threshold) {
     const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
     const uintptr_t from = (uintptr_t(block) + page - 1) & ~(page - 1);
     const uintptr_t to = (uintptr_t(block) + bytes) & ~(page - 1);
-#ifdef MADV_POPULATE_WRITE
-    if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE);
-#endif
+    resident =
+        to > from && ::madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE) == 0;
     ::free(block);
   }
   ::mallopt(M_MMAP_THRESHOLD, int(mmap_threshold));
@@ -32,6 +32,7 @@ void prefault_heap(size_t bytes, size_t mmap_threshold) {
   (void)bytes;
   (void)mmap_threshold;
 #endif
+  return resident;
 }
 
 }  // namespace idem::util

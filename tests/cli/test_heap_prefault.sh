@@ -6,5 +6,7 @@ source "${IDEM_TESTS_DIR:-$(dirname "$0")/..}/cli/lib.sh"
 plain=$("$(helper heap_probe)")
 ahead=$("$(helper heap_probe)" --prefault)
 echo "faults allocating 96 blocks of 4000 bytes: $plain plain, $ahead with the heap faulted in ahead"
-((plain >= 60)) || fail "the probe itself takes $plain faults without the prefault: it shows nothing"
+[[ $ahead != unsupported ]] || skip "this kernel cannot populate pages ahead (MADV_POPULATE_WRITE: Linux 5.14)"
+# A page a fault: with transparent huge pages always on, the heap may come in larger pieces.
+((plain >= 60)) || skip "the heap faults in larger pieces than pages here ($plain faults for 96 pages)"
 ((ahead <= 8)) || fail "with the heap faulted in ahead the probe still took $ahead faults"
