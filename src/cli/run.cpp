@@ -1,7 +1,6 @@
 // `idem run`: claim the key, run the command once, record and replay its outcome.
 #include "cli/run.hpp"
 
-#include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -393,7 +392,6 @@ int run_claimed(engine::Engine& engine, const engine::Claimed& claimed,
 }  // namespace
 
 int run_run(const GlobalOptions& global, RunOptions& o) {
-  ::mallopt(M_MMAP_THRESHOLD, int(k_run_mmap_threshold));  // as main left it (k_run_heap_bytes)
   if (o.command.empty())
     throw UsageError("missing command: idem run [OPTIONS] [-k KEY] -- COMMAND [ARG...]");
   const Settings s = parse_settings(o);

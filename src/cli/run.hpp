@@ -33,7 +33,8 @@ struct RunOptions {
 
 // A capture's buffers (up to --max-output) come from mmap and go back to the system when freed:
 // glibc's threshold otherwise rises with each buffer freed, until freed buffers stay in the
-// heap, still resident, while the output is being stored.
+// heap, still resident, while the output is being stored. Set by main for `run`, with
+// k_run_heap_bytes (util::prefault_heap).
 inline constexpr size_t k_run_mmap_threshold = 256 * 1024;
 // About what `idem run` allocates from its heap in a first run or a replay (the command line,
 // SQLite's schema, statements and pages, the child's plan): faulted in at its start, in one

@@ -126,6 +126,12 @@ IDEM_RAW_CHILD size_t length_of(const char* s) {
   return n;
 }
 
+// Where the PATH entry that begins at `dir` ends (at ':' or the end of the path).
+IDEM_RAW_CHILD const char* entry_end(const char* dir) {
+  while (*dir != '\0' && *dir != ':') ++dir;
+  return dir;
+}
+
 // `dir` (up to `end`; empty: the current folder) and `file` joined into `buffer` (4096 bytes);
 // false when they do not fit.
 IDEM_RAW_CHILD bool join_path(char* buffer, const char* dir, const char* end, const char* file,
@@ -155,8 +161,7 @@ IDEM_RAW_CHILD int exec_on_path(const char* path, size_t skip, char** argv, char
   bool denied = false;
   int err = ENOENT;
   for (const char* dir = path + skip;;) {
-    const char* end = dir;
-    while (*end != '\0' && *end != ':') ++end;
+    const char* end = entry_end(dir);
     if (join_path(buffer, dir, end, file, file_len)) {
       err = exec_file(buffer, argv, envp);
       if (err == EACCES)
@@ -184,8 +189,7 @@ IDEM_RAW_CHILD size_t path_entries_to_skip(const char* path, char** argv) {
   const size_t file_len = length_of(file);
   char buffer[4096];
   for (const char* dir = path;;) {
-    const char* end = dir;
-    while (*end != '\0' && *end != ':') ++end;
+    const char* end = entry_end(dir);
     if (end == dir || *dir != '/' || !join_path(buffer, dir, end, file, file_len)) break;
     const long found = sys(SYS_faccessat, AT_FDCWD, as_arg(buffer), F_OK);
     if (found != -ENOENT && found != -ENOTDIR) return size_t(dir - path);

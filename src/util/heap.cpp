@@ -15,8 +15,9 @@ namespace idem::util {
 
 bool prefault_heap(size_t bytes, size_t mmap_threshold) {
   bool resident = false;
-#if defined(__GLIBC__) && defined(MADV_POPULATE_WRITE)
+#if defined(__GLIBC__)
   ::mallopt(M_TRIM_THRESHOLD, int(2 * bytes));
+#if defined(MADV_POPULATE_WRITE)
   ::mallopt(M_MMAP_THRESHOLD, int(2 * bytes));  // this block from the heap, not its own mapping
   if (char* block = static_cast<char*>(::malloc(bytes)); block != nullptr) {
     // The block's whole pages: what the heap gives the allocations after it is freed.
@@ -27,6 +28,7 @@ bool prefault_heap(size_t bytes, size_t mmap_threshold) {
         to > from && ::madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE) == 0;
     ::free(block);
   }
+#endif
   ::mallopt(M_MMAP_THRESHOLD, int(mmap_threshold));
 #else
   (void)bytes;
