@@ -131,9 +131,11 @@ class Consumer {
     req.claim.kind = "each";
     req.claim.owner = owner_;
     req.claim.ttl_ms = limits_.ttl_ms;
-    req.claim.request =
-        nlohmann::json{{"argv", o_.command}, {"line", m.line}, {"message", m.text}}.dump(
-            -1, ' ', false, nlohmann::json::error_handler_t::replace);
+    // Built by a claim that writes it only (handle holds `m` until the claim is made).
+    req.describe_request = [this, &m] {
+      return nlohmann::json{{"argv", o_.command}, {"line", m.line}, {"message", m.text}}.dump(
+          -1, ' ', false, nlohmann::json::error_handler_t::replace);
+    };
     req.claim.policy = core::Policy{o_.replay_failures, o_.retry_abandoned};
     // --retry-abandoned: never overlap what is left of the abandoned attempt; while its process
     // group lives the message is refused, as `idem run` refuses (it has no --kill-stale here).

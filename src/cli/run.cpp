@@ -313,8 +313,11 @@ engine::AttemptRequest attempt_request(const core::Key& key, const RunOptions& o
   req.claim.fingerprint = core::run_fingerprint(o.command, stdin_sha256);
   req.describe_owner = [] { return proc::describe_owner(); };
   req.claim.ttl_ms = s.ttl_ms;
-  req.claim.request = nlohmann::json{{"argv", o.command}, {"cwd", cwd}}.dump(
-      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // Built by a first run's claim only (`o` outlives the request, run_run's own options).
+  req.describe_request = [&command = o.command, cwd] {
+    return nlohmann::json{{"argv", command}, {"cwd", cwd}}.dump(
+        -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
   req.claim.policy = core::Policy{o.replay_failures, o.retry_abandoned};
   req.wait.wait_ms = s.wait_ms;
   if (s.serial) {

@@ -133,6 +133,10 @@ store::ClaimResult Engine::claim_once(AttemptRequest& request) {
     request.claim.owner = request.describe_owner();
     request.describe_owner = nullptr;
   }
+  if (request.describe_request) {
+    request.claim.request = request.describe_request();
+    request.describe_request = nullptr;
+  }
   request.claim.now_ms = clock_.now_ms();
   return store_.claim(request.claim, owner_gone_);
 }

@@ -53,6 +53,9 @@ struct AttemptRequest {
   // When set, fills claim.owner before the first claim is written, and not before: a replay,
   // decided by a read, never describes its process (four files of /proc and /etc read).
   std::function<core::Owner()> describe_owner;
+  // When set, fills claim.request the same way: a replay never builds what would be stored of
+  // the request it answers (a delivery's headers and body, as JSON).
+  std::function<std::string()> describe_request;
   WaitPolicy wait;
   // With claim.policy.retry_abandoned: called with an abandoned record before it is claimed
   // again. True: nothing of that attempt is left running, so it may run again now; false: the

@@ -545,7 +545,8 @@ class ProxyRoute final : public front::Route {
     ar.claim.kind = "proxy";
     ar.claim.owner = services_.owner;
     ar.claim.ttl_ms = s.ttl_ms;
-    ar.claim.request = proxy_stored_request(req.head, req.body);
+    // Built only by a claim that writes it; `req` outlives the claim (keyed's own argument).
+    ar.describe_request = [&req] { return proxy_stored_request(req.head, req.body); };
     // The only failures the proxy records are unknown outcomes: final, never run again.
     ar.claim.policy.replay_failures = true;
     // One traceparent or none: W3C makes a repeated one invalid, as a new trace.

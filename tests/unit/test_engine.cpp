@@ -171,6 +171,37 @@ TEST_CASE("engine: a finished outcome is replayed until its TTL, then the key ru
   CHECK(f.clock.slept.empty());
 }
 
+TEST_CASE("engine: what is stored of the request is built by a claim that writes it, once",
+          "[engine]") {
+  Fixture f;
+  int built = 0;
+  auto described = [&] {
+    AttemptRequest r = f.request("k");
+    r.describe_request = [&built] {
+      ++built;
+      return std::string(R"({"asked":"k"})");
+    };
+    return r;
+  };
+  AttemptRequest first = described();
+  Claimed c = f.engine.claim(first);
+  REQUIRE(c.verdict == ClaimVerdict::claimed);
+  CHECK(built == 1);
+  CHECK(f.store->get("k")->request == R"({"asked":"k"})");
+  // A live holder's key, and then its replay, are answered without building it.
+  AttemptRequest held = described();
+  CHECK(f.engine.claim(held).verdict == ClaimVerdict::running);
+  CHECK(built == 1);
+  idem::proc::RunSpec spec;
+  spec.argv = {"job"};
+  CommandEffect effect(f.runner, spec);
+  f.engine.carry_out(c, effect);
+  AttemptRequest again = described();
+  CHECK(f.engine.claim(again).verdict == ClaimVerdict::replay);
+  CHECK(built == 1);
+  CHECK(f.store->get("k")->request == R"({"asked":"k"})");
+}
+
 TEST_CASE("engine: a live holder is waited for up to wait_ms, the pauses doubling", "[engine]") {
   Fixture f;
   AttemptRequest holder = f.request("k", 20);
