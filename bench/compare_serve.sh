@@ -80,9 +80,10 @@ start_webhook() {
 }
 
 # start_floor: sets FLOOR_PID and FLOOR_URL; $floor is bench/serve_floor.c built (serve_floor.sh).
+# With FLOOR_STORE set, the floor answers the hook's deliveries from that store of idem's.
 start_floor() {
   rm -f "$dir/floor.port"
-  "$floor" "$dir/floor.port" 2>>"$dir/floor.log" &
+  "$floor" "$dir/floor.port" ${FLOOR_STORE:+"$FLOOR_STORE" "/hook#"} 2>>"$dir/floor.log" &
   FLOOR_PID=$!
   pids+=("$FLOOR_PID")
   await_port_file "$FLOOR_PID" floor serve_floor
