@@ -12,6 +12,9 @@ pct() {
 
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
+# median_row LABEL VALUE...: a table row of LABEL, the values' median and each value in order.
+median_row() { local label=$1; shift; echo "| $label | $(median "$@") | $* |"; }
+
 # commas N: N with thousands separators (1000000 -> 1,000,000).
 commas() { echo "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
 

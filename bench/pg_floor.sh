@@ -64,6 +64,6 @@ done
 echo
 echo "| time per claim | median of $rounds rounds | each round |"
 echo "|---|---|---|"
-echo "| idem / pgbench -C (the row; goal ≤ 1.5) | $(median "${c_i[@]}") | ${c_i[*]} |"
-echo "| floor / pgbench -C | $(median "${c_f[@]}") | ${c_f[*]} |"
-echo "| idem / floor | $(median "${f_i[@]}") | ${f_i[*]} |"
+median_row "idem / pgbench -C (the row; goal ≤ 1.5)" "${c_i[@]}"
+median_row "floor / pgbench -C" "${c_f[@]}"
+median_row "idem / floor" "${f_i[@]}"

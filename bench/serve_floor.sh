@@ -68,9 +68,9 @@ compare_three() {
   echo
   echo "| $mode deliveries | median of $rounds rounds | each round |"
   echo "|---|---|---|"
-  echo "| idem / webhook | $(median "${i_w[@]}") | ${i_w[*]} |"
-  echo "| floor / webhook | $(median "${f_w[@]}") | ${f_w[*]} |"
-  echo "| idem / floor | $(median "${i_f[@]}") | ${i_f[*]} |"
+  median_row "idem / webhook" "${i_w[@]}"
+  median_row "floor / webhook" "${f_w[@]}"
+  median_row "idem / floor" "${i_f[@]}"
   echo
 }
 

@@ -362,8 +362,8 @@ engine::AttemptRequest attempt_request(const Hook& hook, const Delivery& d, cons
   req.claim.kind = "http";
   req.claim.owner = owner;
   req.claim.ttl_ms = hook.ttl_ms;
-  // What is stored of the delivery, built only by a claim that writes it (the request outlives
-  // no call of deliver_keyed, which holds `hook` and `d`).
+  // What is stored of the delivery, built only by a claim that writes it (the request lives
+  // within deliver_keyed's call, which holds `hook` and `d`).
   req.describe_request = [&hook, &d] { return stored_request(hook, d); };
   req.claim.policy = core::Policy{false, hook.retry_abandoned};
   // A delivery that must wait its turn is stored as queued, answered 202, and started later by
